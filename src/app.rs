@@ -1,0 +1,137 @@
+//! What every handler shares: configuration, state (with its hub), and runtime bookkeeping.
+
+use std::collections::HashSet;
+use std::net::{IpAddr, ToSocketAddrs};
+use std::sync::Arc;
+
+use parking_lot::Mutex;
+
+use crate::config::{ApiOrigin, Config};
+use crate::device::weather::WeatherCache;
+use crate::hub::Hub;
+use crate::presence::{Availability, Presence};
+use crate::state::State;
+
+pub struct App {
+    pub config: Config,
+    pub state: State,
+    pub origin: PublicOrigin,
+    pub presence: Presence,
+    pub weather: WeatherCache,
+    /// Serials that have subscribed since this process started (the structure bucket is
+    /// re-sent once to each after a restart).
+    subscribed_since_start: Mutex<HashSet<String>>,
+}
+
+impl App {
+    pub fn new(config: Config, state: State, origin: PublicOrigin) -> App {
+        App {
+            config,
+            state,
+            origin,
+            presence: Presence::default(),
+            weather: WeatherCache::default(),
+            subscribed_since_start: Mutex::new(HashSet::new()),
+        }
+    }
+
+    pub fn hub(&self) -> &Arc<Hub> {
+        self.state.hub()
+    }
+
+    pub fn availability(&self, serial: &str) -> Availability {
+        let holding = self.hub().subscriptions_of(serial) > 0;
+        self.presence.availability(serial, holding)
+    }
+
+    /// True the first time a serial subscribes in this process.
+    pub fn first_subscribe_since_start(&self, serial: &str) -> bool {
+        self.subscribed_since_start
+            .lock()
+            .insert(serial.to_string())
+    }
+}
+
+/// The origin thermostats are given, worked out once at startup.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PublicOrigin {
+    /// As configured (or detected), without an added port.
+    pub raw: String,
+    /// With an explicit port: the base of every URL handed to a thermostat.
+    pub with_port: String,
+    /// The host as an IP address where it can be resolved, else the host name.
+    pub ip: String,
+    pub port: u16,
+    pub ssl: bool,
+}
+
+impl PublicOrigin {
+    /// From the configured origin, or (when none is set) this machine's LAN address and the
+    /// device port actually bound.
+    pub fn resolve(configured: Option<&ApiOrigin>, device_port: u16) -> PublicOrigin {
+        let origin = match configured {
+            Some(o) => o.clone(),
+            None => ApiOrigin {
+                scheme: "http".into(),
+                host: lan_address().map_or_else(|| "127.0.0.1".to_string(), |ip| ip.to_string()),
+                port: Some(device_port),
+            },
+        };
+        let port = origin.port.unwrap_or(device_port);
+        let host = origin.bare_host();
+        let ip = match host.parse::<IpAddr>() {
+            Ok(ip) => ip.to_string(),
+            Err(_) => (host, port)
+                .to_socket_addrs()
+                .ok()
+                .and_then(|mut addrs| addrs.find(|a| a.is_ipv4()))
+                .map_or_else(|| host.to_string(), |a| a.ip().to_string()),
+        };
+        PublicOrigin {
+            raw: origin.raw(),
+            with_port: origin.with_port(device_port),
+            ip,
+            port,
+            ssl: origin.is_https(),
+        }
+    }
+
+    /// The URL a thermostat's `cloudregisterurl` must be set to.
+    pub fn cloud_register_url(&self) -> String {
+        format!("{}/entry", self.with_port)
+    }
+}
+
+/// The address this machine uses to reach other hosts: connecting a UDP socket picks the
+/// outgoing interface without sending anything.
+fn lan_address() -> Option<IpAddr> {
+    let socket = std::net::UdpSocket::bind("0.0.0.0:0").ok()?;
+    socket.connect("192.0.2.1:9").ok()?; // TEST-NET-1: never routed anywhere real
+    let ip = socket.local_addr().ok()?.ip();
+    (!ip.is_unspecified()).then_some(ip)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn configured_origin_gets_an_explicit_port() {
+        let o = ApiOrigin::parse("http://192.168.1.10").unwrap();
+        let p = PublicOrigin::resolve(Some(&o), 8000);
+        assert_eq!(p.with_port, "http://192.168.1.10:8000");
+        assert_eq!(p.raw, "http://192.168.1.10");
+        assert_eq!(p.cloud_register_url(), "http://192.168.1.10:8000/entry");
+        assert_eq!(
+            (p.ip.as_str(), p.port, p.ssl),
+            ("192.168.1.10", 8000, false)
+        );
+    }
+
+    #[test]
+    fn detected_origin_uses_the_bound_port() {
+        let p = PublicOrigin::resolve(None, 18000);
+        assert!(p.with_port.starts_with("http://"), "{}", p.with_port);
+        assert!(p.with_port.ends_with(":18000"), "{}", p.with_port);
+    }
+}

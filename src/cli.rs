@@ -1,0 +1,236 @@
+//! The command line: `hearth serve` and `hearth simulate`.
+
+use std::io::Write;
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Duration;
+
+use argh::FromArgs;
+
+use crate::config::{Config, Sources};
+use crate::server::Server;
+use crate::simulator::fleet::Fleet;
+
+#[derive(FromArgs)]
+/// hearth: a home server for Nest Gen1/Gen2 thermostats running No Longer Evil firmware.
+struct Cli {
+    #[argh(subcommand)]
+    command: Command,
+}
+
+#[derive(FromArgs)]
+#[argh(subcommand)]
+enum Command {
+    Serve(Box<ServeArgs>),
+    Simulate(SimulateArgs),
+}
+
+#[derive(FromArgs)]
+#[argh(subcommand, name = "serve")]
+/// run the server (device port 8000, control port 8082, data in ./data). Every option can also
+/// be set by the environment variable named in its description; options win.
+struct ServeArgs {
+    /// data directory (DATA_DIR; default ./data)
+    #[argh(option)]
+    data_dir: Option<String>,
+    /// address to listen on (SERVER_HOST; default 0.0.0.0)
+    #[argh(option)]
+    bind: Option<String>,
+    /// address for the control port (CONTROL_HOST; default: the --bind address)
+    #[argh(option)]
+    control_bind: Option<String>,
+    /// thermostat protocol port (SERVER_PORT; default 8000; 0 picks a free port)
+    #[argh(option)]
+    device_port: Option<String>,
+    /// control API port (CONTROL_PORT; default 8082; 0 picks a free port)
+    #[argh(option)]
+    control_port: Option<String>,
+    /// origin thermostats are told to use, e.g. http://192.168.1.10:8000 (API_ORIGIN; default:
+    /// this machine's LAN address and the device port)
+    #[argh(option)]
+    api_origin: Option<String>,
+    /// TLS certificate directory (CERT_DIR; not supported yet)
+    #[argh(option)]
+    cert_dir: Option<String>,
+    /// true: new thermostats must be claimed with an entry key (REQUIRE_DEVICE_PAIRING; default false)
+    #[argh(option)]
+    require_device_pairing: Option<String>,
+    /// entry key lifetime in seconds (ENTRY_KEY_TTL_SECONDS; default 3600)
+    #[argh(option)]
+    entry_key_ttl_seconds: Option<String>,
+    /// seconds a thermostat may sleep on a subscribe; held for this minus 10 (SUSPEND_TIME_MAX; default 300)
+    #[argh(option)]
+    suspend_time_max: Option<String>,
+    /// random delay window for thermostat writes, seconds (DEFER_DEVICE_WINDOW; default 15)
+    #[argh(option)]
+    defer_device_window: Option<String>,
+    /// seconds without that delay after a pushed setpoint (DISABLE_DEFER_WINDOW; default 60)
+    #[argh(option)]
+    disable_defer_window: Option<String>,
+    /// held subscribes allowed per thermostat (MAX_SUBSCRIPTIONS_PER_DEVICE; default 100)
+    #[argh(option)]
+    max_subscriptions_per_device: Option<String>,
+    /// true: log every request (DEBUG_LOGGING; default false)
+    #[argh(option)]
+    debug_logging: Option<String>,
+    /// true: keep thermostat log uploads (STORE_DEVICE_LOGS; default false)
+    #[argh(option)]
+    store_device_logs: Option<String>,
+    /// where uploads are kept (DEVICE_LOGS_DIR; default <data dir>/device-logs)
+    #[argh(option)]
+    device_logs_dir: Option<String>,
+    /// weather upstream; the thermostat's query is appended (WEATHER_URL; default none)
+    #[argh(option)]
+    weather_url: Option<String>,
+    /// weather cache lifetime in ms (WEATHER_CACHE_TTL_MS; default 600000)
+    #[argh(option)]
+    weather_cache_ttl_ms: Option<String>,
+    /// worker threads per port (HTTP_WORKERS; default 4)
+    #[argh(option)]
+    http_workers: Option<String>,
+    /// seconds between self-probes; 0 turns the watchdog off (WATCHDOG_INTERVAL_SECONDS; default 30)
+    #[argh(option)]
+    watchdog_interval_seconds: Option<String>,
+}
+
+impl ServeArgs {
+    fn into_sources<'a>(self, env: &'a dyn Fn(&str) -> Option<String>) -> Sources<'a> {
+        let mut s = Sources::new(env);
+        s.flag("DATA_DIR", self.data_dir);
+        s.flag("SERVER_HOST", self.bind);
+        s.flag("CONTROL_HOST", self.control_bind);
+        s.flag("SERVER_PORT", self.device_port);
+        s.flag("CONTROL_PORT", self.control_port);
+        s.flag("API_ORIGIN", self.api_origin);
+        s.flag("CERT_DIR", self.cert_dir);
+        s.flag("REQUIRE_DEVICE_PAIRING", self.require_device_pairing);
+        s.flag("ENTRY_KEY_TTL_SECONDS", self.entry_key_ttl_seconds);
+        s.flag("SUSPEND_TIME_MAX", self.suspend_time_max);
+        s.flag("DEFER_DEVICE_WINDOW", self.defer_device_window);
+        s.flag("DISABLE_DEFER_WINDOW", self.disable_defer_window);
+        s.flag(
+            "MAX_SUBSCRIPTIONS_PER_DEVICE",
+            self.max_subscriptions_per_device,
+        );
+        s.flag("DEBUG_LOGGING", self.debug_logging);
+        s.flag("STORE_DEVICE_LOGS", self.store_device_logs);
+        s.flag("DEVICE_LOGS_DIR", self.device_logs_dir);
+        s.flag("WEATHER_URL", self.weather_url);
+        s.flag("WEATHER_CACHE_TTL_MS", self.weather_cache_ttl_ms);
+        s.flag("HTTP_WORKERS", self.http_workers);
+        s.flag("WATCHDOG_INTERVAL_SECONDS", self.watchdog_interval_seconds);
+        s
+    }
+}
+
+#[derive(FromArgs)]
+#[argh(subcommand, name = "simulate")]
+/// run simulated thermostats against a server, printing one line per event
+struct SimulateArgs {
+    /// the server's device-port origin (default http://127.0.0.1:8000)
+    #[argh(option, default = "String::from(\"http://127.0.0.1:8000\")")]
+    server: String,
+    /// how many thermostats (default 1)
+    #[argh(option, default = "1")]
+    devices: usize,
+    /// serial prefix; each serial is the prefix and a counter, 16 characters (default 02AA01AC51)
+    #[argh(option, default = "String::from(\"02AA01AC51\")")]
+    serial_prefix: String,
+    /// stop after this many seconds (default: run until interrupted)
+    #[argh(option)]
+    seconds: Option<u64>,
+    /// seconds between simulated temperature changes; 0 turns them off (default 0)
+    #[argh(option, default = "0")]
+    drift_seconds: u64,
+}
+
+pub fn main() -> ExitCode {
+    let cli: Cli = argh::from_env();
+    match cli.command {
+        Command::Serve(args) => serve(*args),
+        Command::Simulate(args) => simulate(args),
+    }
+}
+
+fn serve(args: ServeArgs) -> ExitCode {
+    let env = |k: &str| std::env::var(k).ok();
+    let config = match Config::resolve(&args.into_sources(&env)) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("hearth: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    init_logging(config.debug_logging);
+    std::panic::set_hook(Box::new(|info| log::error!("panic: {info}")));
+    // Block SIGTERM/SIGINT before any thread starts, so only `wait_for_signal` receives them.
+    let signals = block_termination_signals();
+    let on_fatal = Arc::new(|why: String| {
+        log::error!("{why}; exiting so the service manager restarts hearth");
+        std::process::exit(70);
+    });
+    let server = match Server::start_with(config, on_fatal) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("hearth: {e}");
+            return ExitCode::from(1);
+        }
+    };
+    let signal = wait_for_signal(&signals);
+    log::info!("signal {signal}: shutting down");
+    server.shutdown();
+    ExitCode::SUCCESS
+}
+
+fn simulate(args: SimulateArgs) -> ExitCode {
+    let fleet = Fleet {
+        server: args.server,
+        devices: args.devices,
+        serial_prefix: args.serial_prefix,
+        seconds: args.seconds,
+        drift_every: (args.drift_seconds > 0).then(|| Duration::from_secs(args.drift_seconds)),
+    };
+    match fleet.run() {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("hearth simulate: {e}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+/// `RUST_LOG` wins; otherwise `info`, or `debug` for hearth itself with DEBUG_LOGGING.
+fn init_logging(debug: bool) {
+    let default = if debug { "info,hearth=debug" } else { "info" };
+    env_logger::Builder::from_env(env_logger::Env::default().default_filter_or(default))
+        .format(|buf, record| {
+            writeln!(
+                buf,
+                "{} {:<5} {}: {}",
+                crate::util::clock::iso8601_ms(crate::util::clock::now_ms()),
+                record.level(),
+                record.target(),
+                record.args()
+            )
+        })
+        .init();
+}
+
+fn block_termination_signals() -> libc::sigset_t {
+    // SAFETY: plain libc signal-set manipulation on a local, zero-initialised set.
+    unsafe {
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut set);
+        libc::sigaddset(&mut set, libc::SIGTERM);
+        libc::sigaddset(&mut set, libc::SIGINT);
+        libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut());
+        set
+    }
+}
+
+fn wait_for_signal(set: &libc::sigset_t) -> i32 {
+    let mut signal = 0;
+    // SAFETY: sigwait on a valid set with a valid out pointer.
+    unsafe { libc::sigwait(set, &mut signal) };
+    signal
+}

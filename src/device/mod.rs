@@ -1,0 +1,259 @@
+//! The thermostats' cloud protocol (port 8000): URL normalisation, then identification, then
+//! the pairing checks, then the route. See the README's "Device protocol" section.
+
+mod entry;
+pub mod error;
+pub mod identity;
+mod listing;
+pub mod normalize;
+mod passphrase;
+mod put;
+mod subscribe;
+mod upload;
+pub mod weather;
+pub mod wire;
+
+use std::sync::Arc;
+
+pub use error::DeviceError;
+use identity::Identity;
+
+use crate::app::App;
+use crate::http::{self, Method, Reply, Request, Response, Service};
+use crate::info;
+use crate::state::{DeviceMeta, DeviceTxn};
+use crate::util::random;
+
+/// The device-port service.
+pub struct DeviceApi {
+    app: Arc<App>,
+}
+
+impl DeviceApi {
+    pub fn new(app: Arc<App>) -> DeviceApi {
+        DeviceApi { app }
+    }
+}
+
+impl Service for DeviceApi {
+    fn body_limit(&self, path: &str) -> usize {
+        if normalize::normalize(path) == "/nest/upload" {
+            upload::BODY_LIMIT
+        } else {
+            http::BODY_LIMIT
+        }
+    }
+
+    fn handle(&self, request: Request) -> Reply {
+        route(&self.app, &request).unwrap_or_else(|e| Reply::Full(e.response()))
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Route {
+    Info,
+    Health,
+    Entry,
+    Ping,
+    Passphrase,
+    PassphraseStatus,
+    ProInfo,
+    Listing,
+    Subscribe,
+    Put,
+    Upload,
+    Weather,
+}
+
+impl Route {
+    fn of(method: Method, path: &str) -> Result<Route, DeviceError> {
+        let get = matches!(method, Method::Get | Method::Head);
+        let post = method == Method::Post;
+        let (route, allowed) = match path {
+            "/info" => (Route::Info, get),
+            "/health" => (Route::Health, get),
+            "/nest/entry" => (Route::Entry, get || post),
+            "/nest/ping" => (Route::Ping, get),
+            "/nest/passphrase" => (Route::Passphrase, get),
+            "/nest/passphrase/status" => (Route::PassphraseStatus, get),
+            "/nest/upload" => (Route::Upload, post),
+            "/nest/transport" | "/nest/transport/" if post => (Route::Subscribe, true),
+            "/nest/transport" | "/nest/transport/" => (Route::Listing, get),
+            p if p == "/nest/pro_info" || p.starts_with("/nest/pro_info/") => (Route::ProInfo, get),
+            p if p.starts_with("/nest/weather/") => (Route::Weather, get),
+            p => match p.strip_prefix("/nest/transport/") {
+                Some(rest) if post => match transport_action(rest) {
+                    Some(route) => (route, true),
+                    None => (Route::Listing, false),
+                },
+                Some(_) => (Route::Listing, get),
+                None => return Err(DeviceError::NotFound),
+            },
+        };
+        if allowed {
+            Ok(route)
+        } else {
+            Err(DeviceError::MethodNotAllowed)
+        }
+    }
+
+    /// Subscribe and PUT are refused to unpaired thermostats in pairing mode, and so are uploads.
+    fn is_gated(self) -> bool {
+        matches!(self, Route::Subscribe | Route::Put | Route::Upload)
+    }
+}
+
+/// `subscribe`, `{version}/subscribe`, `put`, `{version}/put`.
+fn transport_action(rest: &str) -> Option<Route> {
+    let action = match rest.split('/').collect::<Vec<_>>().as_slice() {
+        [action] | [_, action] => *action,
+        _ => return None,
+    };
+    match action {
+        "subscribe" => Some(Route::Subscribe),
+        "put" => Some(Route::Put),
+        _ => None,
+    }
+}
+
+/// How far a thermostat is through pairing (always `Paired` when pairing is off).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Tier {
+    Paired,
+    /// It has an active entry key: it may subscribe, but nothing it sends is stored.
+    Pending,
+}
+
+/// An identified thermostat that passed the pairing checks.
+pub struct Caller {
+    pub serial: String,
+    pub password: Option<String>,
+    pub tier: Tier,
+    /// `X-nl-weave-device-id`, written into the device bucket as `weave_device_id`.
+    pub weave_device_id: Option<String>,
+}
+
+fn route(app: &App, req: &Request) -> Result<Reply, DeviceError> {
+    let path = normalize::normalize(&req.path);
+    let route = Route::of(req.method, &path)?;
+    let full = |r: Response| Ok(Reply::Full(r));
+    match route {
+        Route::Info => return full(info::info(app)),
+        Route::Health => return full(info::health()),
+        _ => {}
+    }
+    let path_serial = (route == Route::Listing)
+        .then(|| listing::serial_in_path(&path))
+        .flatten();
+    let id = identity::identify(req, path_serial.as_deref())?;
+    let tier = if route.is_gated() {
+        check_pairing(app, &id, route)?
+    } else {
+        None
+    };
+    if let Some(serial) = &id.serial {
+        app.presence.seen(serial);
+    }
+    let caller = || -> Result<Caller, DeviceError> {
+        Ok(Caller {
+            serial: id.serial.clone().ok_or(DeviceError::SerialRequired)?,
+            password: id.password.clone(),
+            tier: tier.unwrap_or(Tier::Paired),
+            weave_device_id: req.header("X-nl-weave-device-id").map(str::to_string),
+        })
+    };
+    match route {
+        // Answered before identification.
+        Route::Info | Route::Health => Err(DeviceError::NotFound),
+        Route::Entry => full(entry::entry(app, req)),
+        Route::Ping => full(entry::ping()),
+        Route::ProInfo => full(entry::pro_info(&path, req)),
+        Route::Passphrase => full(passphrase::get(app, id.serial.as_deref())?),
+        Route::PassphraseStatus => full(passphrase::status(app, id.serial.as_deref())?),
+        Route::Listing => full(listing::list(app, path_serial.or(id.serial))?),
+        Route::Subscribe => subscribe::subscribe(app, &caller()?, req),
+        Route::Put => full(put::put(app, &caller()?, req)?),
+        Route::Upload => full(upload::upload(app, id.serial.as_deref(), &req.body)?),
+        Route::Weather => full(weather::weather(app, &req.query)?),
+    }
+}
+
+/// The pairing checks for gated routes. `None` means no pairing mode (every device counts as
+/// paired) for routes that do not need a serial.
+fn check_pairing(app: &App, id: &Identity, route: Route) -> Result<Option<Tier>, DeviceError> {
+    if !app.config.require_device_pairing {
+        return Ok(Some(Tier::Paired));
+    }
+    let serial = id.serial.as_deref().ok_or(DeviceError::SerialRequired)?;
+    let now = crate::util::clock::now_ms();
+    let tier = app.state.accounts(|a| {
+        if a.owner_of(serial).is_some() {
+            Some(Tier::Paired)
+        } else if a.active_entry_key(serial, now).is_some() {
+            Some(Tier::Pending)
+        } else {
+            None
+        }
+    });
+    match (tier, route) {
+        (None, _) => Err(DeviceError::NotPaired),
+        (Some(Tier::Pending), Route::Upload) => Err(DeviceError::UploadNotAuthorized),
+        (Some(t), _) => Ok(Some(t)),
+    }
+}
+
+/// Makes sure a paired thermostat has its metadata (stable id) and that the stored API key is
+/// the password it uses now.
+pub(crate) fn ensure_meta(
+    txn: &mut DeviceTxn<'_>,
+    password: Option<&str>,
+) -> Result<(), DeviceError> {
+    let meta = match txn.meta() {
+        Some(m) => DeviceMeta {
+            api_key: password.map(str::to_string).or_else(|| m.api_key.clone()),
+            ..m.clone()
+        },
+        None => DeviceMeta {
+            id: random::uuid_v4().map_err(|_| DeviceError::RandomUnavailable)?,
+            api_key: password.map(str::to_string),
+            created_ms: txn.now_ms(),
+        },
+    };
+    txn.set_meta(meta);
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn routes() {
+        let ok = |m, p| Route::of(m, p).unwrap();
+        assert_eq!(ok(Method::Post, "/nest/transport"), Route::Subscribe);
+        assert_eq!(
+            ok(Method::Post, "/nest/transport/v7/subscribe"),
+            Route::Subscribe
+        );
+        assert_eq!(ok(Method::Post, "/nest/transport/put"), Route::Put);
+        assert_eq!(ok(Method::Post, "/nest/transport/v5/put"), Route::Put);
+        assert_eq!(
+            ok(Method::Get, "/nest/transport/v7/device/device.S"),
+            Route::Listing
+        );
+        assert_eq!(ok(Method::Get, "/nest/weather/v1"), Route::Weather);
+        assert_eq!(ok(Method::Post, "/nest/entry"), Route::Entry);
+        assert!(matches!(
+            Route::of(Method::Post, "/nest/ping"),
+            Err(DeviceError::MethodNotAllowed)
+        ));
+        assert!(matches!(
+            Route::of(Method::Post, "/nest/transport/v7/other"),
+            Err(DeviceError::MethodNotAllowed)
+        ));
+        assert!(matches!(
+            Route::of(Method::Get, "/nope"),
+            Err(DeviceError::NotFound)
+        ));
+    }
+}

@@ -1,0 +1,114 @@
+//! Entry keys: the 7-character code (3 digits, 4 letters) a thermostat shows so its owner can
+//! claim it. An active key is returned again on every call; an expired or claimed one is
+//! replaced. Keys come from the kernel's CSPRNG.
+
+use serde_json::json;
+
+use super::DeviceError;
+use crate::app::App;
+use crate::http::Response;
+use crate::hub::Origin;
+use crate::state::{EntryKey, Op, Stamp};
+use crate::util::{JsonMap, random};
+
+const ATTEMPTS: usize = 20;
+
+/// `GET /nest/passphrase`: `{"value": CODE, "expires": ms}` (`expires` is a number: the
+/// firmware silently rejects a string).
+pub fn get(app: &App, serial: Option<&str>) -> Result<Response, DeviceError> {
+    let serial = serial.ok_or(DeviceError::SerialRequired)?;
+    let ttl_ms =
+        i64::try_from(app.config.entry_key_ttl_secs.saturating_mul(1000)).unwrap_or(i64::MAX);
+    let key = app.state.update_accounts(|txn| {
+        let now = txn.now_ms();
+        if let Some(active) = txn.accounts().active_entry_key(serial, now) {
+            return Ok(active.clone());
+        }
+        for _ in 0..ATTEMPTS {
+            let code = new_code().map_err(|_| DeviceError::RandomUnavailable)?;
+            if txn.accounts().entry_keys.contains_key(&code) {
+                continue;
+            }
+            let key = EntryKey {
+                code,
+                serial: serial.to_string(),
+                created_ms: now,
+                expires_ms: now.saturating_add(ttl_ms),
+                claimed_by: None,
+                claimed_ms: None,
+            };
+            txn.push(Op::PutEntryKey { key: key.clone() });
+            return Ok(key);
+        }
+        Err(DeviceError::EntryKeyUnavailable)
+    })?;
+    ensure_pairing_dialog(app, serial)?;
+    Ok(Response::json(
+        200,
+        &json!({"value": key.code, "expires": key.expires_ms}),
+    ))
+}
+
+/// The `device_alert_dialog.<SERIAL>` bucket that makes the thermostat show its
+/// "confirm pairing" dialog; created once, with the first entry key.
+fn ensure_pairing_dialog(app: &App, serial: &str) -> Result<(), DeviceError> {
+    let key = format!("device_alert_dialog.{serial}");
+    app.state.update_device(serial, Origin::Device, |txn| {
+        if txn.bucket(&key).is_none() {
+            let mut value = JsonMap::new();
+            value.insert("dialog_data".into(), json!(""));
+            value.insert("dialog_id".into(), json!("confirm-pairing"));
+            txn.merge(&key, &value, Stamp::Always);
+        }
+        Ok::<_, DeviceError>(())
+    })
+}
+
+/// `GET /nest/passphrase/status`: whether the newest key has been claimed.
+pub fn status(app: &App, serial: Option<&str>) -> Result<Response, DeviceError> {
+    let serial = serial.ok_or(DeviceError::SerialRequired)?;
+    let key = app.state.accounts(|a| a.latest_entry_key(serial).cloned());
+    let body = match key {
+        None => {
+            json!({"status": "no_key", "claimed": false, "message": "No entry key found for this device"})
+        }
+        Some(EntryKey {
+            claimed_by: Some(by),
+            claimed_ms,
+            ..
+        }) => {
+            json!({"status": "claimed", "claimed": true, "claimedBy": by, "claimedAt": claimed_ms})
+        }
+        // An expired, unclaimed key still reads "pending" (the firmware knows no other state);
+        // the next /nest/passphrase call replaces it.
+        Some(k) => json!({"status": "pending", "claimed": false, "expiresAt": k.expires_ms}),
+    };
+    Ok(Response::json(200, &body))
+}
+
+/// Three random digits then four random upper-case letters, e.g. `625AZZP`.
+fn new_code() -> std::io::Result<String> {
+    let mut code = String::with_capacity(7);
+    for _ in 0..3 {
+        code.push(char::from(b'0' + random::below(10)? as u8));
+    }
+    for _ in 0..4 {
+        code.push(char::from(b'A' + random::below(26)? as u8));
+    }
+    Ok(code)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::new_code;
+
+    #[test]
+    fn code_shape() {
+        for _ in 0..50 {
+            let c = new_code().unwrap();
+            assert_eq!(c.len(), 7);
+            assert!(c[..3].chars().all(|ch| ch.is_ascii_digit()), "{c}");
+            assert!(c[3..].chars().all(|ch| ch.is_ascii_uppercase()), "{c}");
+        }
+    }
+}

@@ -1,0 +1,254 @@
+//! One tiny_http listener: our own `TcpListener`, a small pool of named worker threads, bounded
+//! body reading, and the translation between tiny_http and [`Request`]/[`Reply`].
+//!
+//! Mitigations for tiny_http 0.12 (see DESIGN.md): `SO_SNDTIMEO` on the listening socket (Linux
+//! accepted sockets inherit it) bounds writes to clients that stop reading; every request,
+//! including the drop of tiny_http's `Request`, runs inside `catch_unwind`; bodies are read with
+//! a hard cap and oversized ones are refused unread; an accept loop that dies is reported to
+//! `on_fatal` so the process can exit and be restarted.
+
+use std::io::{self, Read};
+use std::net::{SocketAddr, TcpListener};
+use std::os::unix::io::AsRawFd;
+use std::panic::{self, AssertUnwindSafe};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::thread::{self, JoinHandle};
+use std::time::{Duration, Instant};
+
+use super::{ChunkedBody, Method, Reply, Request, Response, Service, chunked, oversize};
+
+/// Writes to a client that stopped reading give up after this long.
+const SEND_TIMEOUT: Duration = Duration::from_secs(10);
+const WORKER_STACK: usize = 256 * 1024;
+
+pub type FatalHook = Arc<dyn Fn(String) + Send + Sync>;
+
+pub struct Listener {
+    server: Arc<tiny_http::Server>,
+    addr: SocketAddr,
+    stopping: Arc<AtomicBool>,
+    workers: Vec<JoinHandle<()>>,
+}
+
+impl Listener {
+    /// Serves `service` on a bound listener with `workers` threads.
+    pub fn start(
+        name: &'static str,
+        listener: TcpListener,
+        workers: usize,
+        service: Arc<dyn Service>,
+        on_fatal: FatalHook,
+    ) -> io::Result<Listener> {
+        set_send_timeout(&listener, SEND_TIMEOUT)?;
+        let addr = listener.local_addr()?;
+        let server = tiny_http::Server::from_listener(listener, None).map_err(io::Error::other)?;
+        let server = Arc::new(server);
+        let stopping = Arc::new(AtomicBool::new(false));
+        let mut handles = Vec::with_capacity(workers);
+        for i in 0..workers.max(1) {
+            let (server, service, stopping, on_fatal) = (
+                Arc::clone(&server),
+                Arc::clone(&service),
+                Arc::clone(&stopping),
+                Arc::clone(&on_fatal),
+            );
+            let handle = thread::Builder::new()
+                .name(format!("{name}-{i}"))
+                .stack_size(WORKER_STACK)
+                .spawn(move || worker(&server, &*service, &stopping, addr.port(), &on_fatal))?;
+            handles.push(handle);
+        }
+        Ok(Listener {
+            server,
+            addr,
+            stopping,
+            workers: handles,
+        })
+    }
+
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// Stops the workers (requests already taken are finished first).
+    pub fn stop(self) {
+        self.stopping.store(true, Ordering::SeqCst);
+        for _ in &self.workers {
+            self.server.unblock();
+        }
+        for w in self.workers {
+            let _ = w.join();
+        }
+    }
+}
+
+fn set_send_timeout(listener: &TcpListener, timeout: Duration) -> io::Result<()> {
+    let tv = libc::timeval {
+        tv_sec: timeout.as_secs() as libc::time_t,
+        tv_usec: 0,
+    };
+    // SAFETY: setsockopt with a pointer to a live timeval of the size given.
+    let rc = unsafe {
+        libc::setsockopt(
+            listener.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_SNDTIMEO,
+            (&tv as *const libc::timeval).cast(),
+            std::mem::size_of::<libc::timeval>() as libc::socklen_t,
+        )
+    };
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
+fn worker(
+    server: &tiny_http::Server,
+    service: &dyn Service,
+    stopping: &AtomicBool,
+    port: u16,
+    on_fatal: &FatalHook,
+) {
+    loop {
+        let rq = match server.recv() {
+            Ok(rq) => rq,
+            Err(e) => {
+                if !stopping.load(Ordering::SeqCst) {
+                    on_fatal(format!("listener on port {port} stopped accepting: {e}"));
+                }
+                return;
+            }
+        };
+        // The request is moved in, so its drop (which can panic inside tiny_http) is covered too.
+        let outcome = panic::catch_unwind(AssertUnwindSafe(move || serve(rq, service, port)));
+        if outcome.is_err() {
+            log::error!(
+                "a request handler panicked; the client got a 500 and the server keeps serving"
+            );
+        }
+    }
+}
+
+fn serve(mut rq: tiny_http::Request, service: &dyn Service, port: u16) {
+    let started = Instant::now();
+    let url = rq.url().to_string();
+    let (path, query) = url.split_once('?').unwrap_or((url.as_str(), ""));
+    let limit = service.body_limit(path);
+
+    if let Some(declared) = declared_length(&rq) {
+        if declared > limit as u64 {
+            log::info!(
+                "{} {url} -> 413 (declared body of {declared} bytes)",
+                rq.method()
+            );
+            oversize::reject(rq, declared, port);
+            return;
+        }
+    }
+    let mut body = Vec::new();
+    if let Err(e) = rq.as_reader().take(limit as u64 + 1).read_to_end(&mut body) {
+        log::debug!("{} {url}: body unreadable: {e}", rq.method());
+        send(
+            rq,
+            Reply::Full(Response::error(400, "Could not read the request body")),
+        );
+        return;
+    }
+    if body.len() > limit {
+        // Only a chunked body can get here (a declared length was checked above).
+        send(
+            rq,
+            Reply::Full(Response::error(413, "Request body too large")),
+        );
+        return;
+    }
+
+    let request = Request {
+        method: method_of(rq.method()),
+        path: path.to_string(),
+        query: query.to_string(),
+        headers: rq
+            .headers()
+            .iter()
+            .map(|h| (h.field.to_string(), h.value.to_string()))
+            .collect(),
+        body,
+        http10: *rq.http_version() == tiny_http::HTTPVersion(1, 0),
+        remote: rq.remote_addr().copied(),
+    };
+    let method = rq.method().to_string();
+    let status = send(rq, service.handle(request));
+    log::debug!(
+        "{method} {url} -> {status} ({} ms)",
+        started.elapsed().as_millis()
+    );
+}
+
+/// The `Content-Length` a request declares, when tiny_http will use it (no Transfer-Encoding).
+fn declared_length(rq: &tiny_http::Request) -> Option<u64> {
+    let headers = rq.headers();
+    if headers.iter().any(|h| h.field.equiv("Transfer-Encoding")) {
+        return None;
+    }
+    headers
+        .iter()
+        .find(|h| h.field.equiv("Content-Length"))
+        .and_then(|h| h.value.as_str().trim().parse::<u64>().ok())
+}
+
+fn method_of(m: &tiny_http::Method) -> Method {
+    match m {
+        tiny_http::Method::Get => Method::Get,
+        tiny_http::Method::Head => Method::Head,
+        tiny_http::Method::Post => Method::Post,
+        tiny_http::Method::Put => Method::Put,
+        tiny_http::Method::Delete => Method::Delete,
+        tiny_http::Method::Options => Method::Options,
+        _ => Method::Other,
+    }
+}
+
+/// Sends a reply and returns its status.
+fn send(rq: tiny_http::Request, reply: Reply) -> u16 {
+    match reply {
+        Reply::Full(resp) => {
+            let mut r = tiny_http::Response::from_data(resp.body).with_status_code(resp.status);
+            for (name, value) in &resp.headers {
+                if let Ok(h) = tiny_http::Header::from_bytes(name.as_bytes(), value.as_bytes()) {
+                    r.add_header(h);
+                }
+            }
+            // tiny_http already ignores errors from clients that went away.
+            if let Err(e) = rq.respond(r) {
+                log::debug!("could not send a response: {e}");
+            }
+            resp.status
+        }
+        Reply::Chunked(reply) => {
+            let mut w = rq.into_writer();
+            let head = chunked::write_head(&mut w, &reply.headers);
+            match reply.body {
+                ChunkedBody::Now(chunk) => {
+                    let _ = head
+                        .and_then(|()| chunked::write_chunk(&mut w, &chunk))
+                        .and_then(|()| chunked::write_end(&mut w));
+                }
+                ChunkedBody::Hold {
+                    hub,
+                    reservation,
+                    deadline,
+                } => {
+                    if head.is_err() {
+                        hub.cancel(reservation);
+                    } else if let Err(mut w) = hub.hold(reservation, w, deadline) {
+                        let _ = chunked::write_end(&mut w);
+                    }
+                }
+            }
+            200
+        }
+    }
+}

@@ -1,0 +1,227 @@
+//! The HTTP edge. Handlers see a parsed [`Request`] (body already read, within a limit) and
+//! return a [`Reply`]; the tiny_http adapter in [`listener`] does all socket work, so handlers
+//! are plain functions testable without sockets.
+
+pub mod chunked;
+pub mod client;
+pub mod listener;
+mod oversize;
+
+use std::net::SocketAddr;
+use std::time::Instant;
+
+use serde::Serialize;
+
+use crate::hub::{Hub, Reservation};
+use std::sync::Arc;
+
+/// Body limit for ordinary requests.
+pub const BODY_LIMIT: usize = 1024 * 1024;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Method {
+    Get,
+    Head,
+    Post,
+    Put,
+    Delete,
+    Options,
+    Other,
+}
+
+/// A request as handlers see it.
+#[derive(Clone, Debug)]
+pub struct Request {
+    pub method: Method,
+    /// The path without the query string, as sent (not percent-decoded).
+    pub path: String,
+    /// The raw query string (without `?`).
+    pub query: String,
+    pub headers: Vec<(String, String)>,
+    pub body: Vec<u8>,
+    /// HTTP/1.0 clients cannot receive chunked responses.
+    pub http10: bool,
+    pub remote: Option<SocketAddr>,
+}
+
+impl Request {
+    /// A request with no headers or body (for handler tests).
+    pub fn new(method: Method, target: &str) -> Request {
+        let (path, query) = target.split_once('?').unwrap_or((target, ""));
+        Request {
+            method,
+            path: path.to_string(),
+            query: query.to_string(),
+            headers: Vec::new(),
+            body: Vec::new(),
+            http10: false,
+            remote: None,
+        }
+    }
+
+    pub fn with_header(mut self, name: &str, value: &str) -> Request {
+        self.headers.push((name.to_string(), value.to_string()));
+        self
+    }
+
+    pub fn with_body(mut self, body: impl Into<Vec<u8>>) -> Request {
+        self.body = body.into();
+        self
+    }
+
+    /// The first header with this name (case-insensitive).
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+    }
+
+    /// A query parameter, percent-decoded (`+` is a space). `Err` if it decodes to invalid UTF-8.
+    pub fn query_param(&self, name: &str) -> Result<Option<String>, InvalidEncoding> {
+        for pair in self.query.split('&') {
+            let (k, v) = pair.split_once('=').unwrap_or((pair, ""));
+            if percent_decode(k)? == name {
+                return percent_decode(v).map(Some);
+            }
+        }
+        Ok(None)
+    }
+}
+
+/// Percent-encoded text that does not decode to UTF-8.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct InvalidEncoding;
+
+/// Decodes `%XX` escapes and `+`; malformed escapes are kept as written.
+pub fn percent_decode(s: &str) -> Result<String, InvalidEncoding> {
+    let bytes = s.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        match bytes[i] {
+            b'%' if i + 2 < bytes.len() => {
+                let hex = std::str::from_utf8(&bytes[i + 1..i + 3]).ok();
+                match hex.and_then(|h| u8::from_str_radix(h, 16).ok()) {
+                    Some(b) => {
+                        out.push(b);
+                        i += 3;
+                    }
+                    None => {
+                        out.push(b'%');
+                        i += 1;
+                    }
+                }
+            }
+            b'+' => {
+                out.push(b' ');
+                i += 1;
+            }
+            b => {
+                out.push(b);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8(out).map_err(|_| InvalidEncoding)
+}
+
+/// What a handler answers.
+pub enum Reply {
+    Full(Response),
+    /// A thermostat's chunked subscribe: the head is written at once, then the body.
+    Chunked(ChunkedReply),
+}
+
+/// An ordinary response with a known length.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Response {
+    pub status: u16,
+    pub headers: Vec<(String, String)>,
+    pub body: Vec<u8>,
+}
+
+pub const JSON: &str = "application/json; charset=utf-8";
+
+impl Response {
+    pub fn json(status: u16, body: &impl Serialize) -> Response {
+        // Serializing our own reply types cannot fail; fall back to an empty object if it did.
+        Response::json_bytes(
+            status,
+            serde_json::to_vec(body).unwrap_or_else(|_| b"{}".to_vec()),
+        )
+    }
+
+    /// A JSON body that is already encoded.
+    pub fn json_bytes(status: u16, body: Vec<u8>) -> Response {
+        Response {
+            status,
+            headers: vec![("Content-Type".to_string(), JSON.to_string())],
+            body,
+        }
+    }
+
+    /// `{"error": message}`.
+    pub fn error(status: u16, message: &str) -> Response {
+        Response::json(status, &serde_json::json!({ "error": message }))
+    }
+
+    pub fn with_header(mut self, name: &str, value: impl Into<String>) -> Response {
+        self.headers.push((name.to_string(), value.into()));
+        self
+    }
+
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+    }
+
+    pub fn body_json(&self) -> serde_json::Value {
+        serde_json::from_slice(&self.body).unwrap_or(serde_json::Value::Null)
+    }
+}
+
+pub struct ChunkedReply {
+    /// Headers besides `Transfer-Encoding` and `Connection`, which the adapter adds.
+    pub headers: Vec<(String, String)>,
+    pub body: ChunkedBody,
+}
+
+pub enum ChunkedBody {
+    /// One chunk, then the end.
+    Now(Vec<u8>),
+    /// Park the response in the hub until a push or the deadline.
+    Hold {
+        hub: Arc<Hub>,
+        reservation: Reservation,
+        deadline: Instant,
+    },
+}
+
+/// A surface (device protocol, control API) as the listener sees it.
+pub trait Service: Send + Sync + 'static {
+    /// The largest body accepted for this path (larger ones get 413 unread).
+    fn body_limit(&self, _path: &str) -> usize {
+        BODY_LIMIT
+    }
+
+    fn handle(&self, request: Request) -> Reply;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn query_decoding() {
+        let r = Request::new(Method::Get, "/x?serial=02aa%2D01&q=a+b&bad=%FF&raw=%zz");
+        assert_eq!(r.query_param("serial").unwrap().as_deref(), Some("02aa-01"));
+        assert_eq!(r.query_param("q").unwrap().as_deref(), Some("a b"));
+        assert_eq!(r.query_param("raw").unwrap().as_deref(), Some("%zz"));
+        assert_eq!(r.query_param("missing").unwrap(), None);
+        assert_eq!(r.query_param("bad"), Err(InvalidEncoding));
+        assert_eq!(percent_decode("%4"), Ok("%4".to_string()));
+    }
+}

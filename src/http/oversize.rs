@@ -1,0 +1,110 @@
+//! Answering a request whose declared body is over the limit, without reading the body and
+//! without letting tiny_http 0.12 read it either.
+//!
+//! tiny_http drains an unread body when the request is dropped, into a buffer of the whole
+//! remaining length (`EqualReader::drop`): a `Content-Length` of 10^12 aborts the process on
+//! that allocation, and a few megabytes from a slow client pin the dropping thread until the
+//! client sends them. So before answering we find the connection's socket and shut its read
+//! side: the drain then ends at once. For lengths too large to allocate even lazily we cannot
+//! let tiny_http drop the request at all: the 413 is written straight to the socket and the
+//! request is leaked (one parked tiny_http connection thread and its two descriptors; see the
+//! README's "Known limits").
+
+use std::fs;
+use std::io::Write;
+use std::mem::ManuallyDrop;
+use std::net::{Shutdown, SocketAddr, TcpStream};
+use std::os::unix::io::{FromRawFd, RawFd};
+
+/// Declared lengths up to this are drained safely after the read side is shut down (the
+/// drain buffer is allocated zeroed, so untouched pages cost no memory).
+const SAFE_DRAIN: u64 = 64 * 1024 * 1024;
+
+const BODY: &str = r#"{"error":"Request body too large"}"#;
+
+/// Answers 413 to a request whose `Content-Length` is `declared` (over the limit).
+pub fn reject(rq: tiny_http::Request, declared: u64, local_port: u16) {
+    // If tiny_http could not parse the length as usize it treats the request as bodiless, and
+    // dropping it is harmless.
+    let tiny_sees_body = usize::try_from(declared).is_ok();
+    let socket = rq
+        .remote_addr()
+        .copied()
+        .and_then(|peer| find_socket(peer, local_port));
+    match socket {
+        _ if !tiny_sees_body => respond(rq),
+        Some(fd) if declared <= SAFE_DRAIN => {
+            with_socket(fd, |s| s.shutdown(Shutdown::Read).ok());
+            respond(rq);
+        }
+        Some(fd) => {
+            let raw = format!(
+                "HTTP/1.1 413 Payload Too Large\r\nContent-Type: application/json; charset=utf-8\r\n\
+                 Content-Length: {}\r\nConnection: close\r\n\r\n{BODY}",
+                BODY.len()
+            );
+            with_socket(fd, |s| {
+                let _ = s.write_all(raw.as_bytes());
+                let _ = s.shutdown(Shutdown::Both);
+            });
+            log::warn!(
+                "refused a {declared}-byte body; its tiny_http connection thread stays parked \
+                 (tiny_http 0.12 would allocate the whole length to discard it)"
+            );
+            std::mem::forget(rq);
+        }
+        None => {
+            log::warn!(
+                "refused a {declared}-byte body but could not find its socket; dropping the request unanswered"
+            );
+            std::mem::forget(rq);
+        }
+    }
+}
+
+fn respond(rq: tiny_http::Request) {
+    let header = tiny_http::Header::from_bytes(
+        &b"Content-Type"[..],
+        &b"application/json; charset=utf-8"[..],
+    );
+    let mut response = tiny_http::Response::from_string(BODY).with_status_code(413);
+    if let Ok(h) = header {
+        response.add_header(h);
+    }
+    let _ = rq.respond(response);
+}
+
+/// Runs `f` on a borrowed view of the socket `fd` (the descriptor stays open afterwards).
+fn with_socket<R>(fd: RawFd, f: impl FnOnce(&mut TcpStream) -> R) -> R {
+    // SAFETY: `fd` is an open socket owned by tiny_http for as long as the request we hold is
+    // alive; ManuallyDrop keeps this view from closing it.
+    let mut stream = ManuallyDrop::new(unsafe { TcpStream::from_raw_fd(fd) });
+    f(&mut stream)
+}
+
+/// The descriptor of our TCP socket connected to `peer` on `local_port`.
+fn find_socket(peer: SocketAddr, local_port: u16) -> Option<RawFd> {
+    for entry in fs::read_dir("/proc/self/fd").ok()?.flatten() {
+        let Some(fd) = entry
+            .file_name()
+            .to_str()
+            .and_then(|s| s.parse::<RawFd>().ok())
+        else {
+            continue;
+        };
+        let is_socket = fs::read_link(entry.path())
+            .map(|t| t.to_string_lossy().starts_with("socket:"))
+            .unwrap_or(false);
+        if !is_socket {
+            continue;
+        }
+        let matches = with_socket(fd, |s| {
+            s.peer_addr().ok() == Some(peer)
+                && s.local_addr().map(|a| a.port()).ok() == Some(local_port)
+        });
+        if matches {
+            return Some(fd);
+        }
+    }
+    None
+}

@@ -1,0 +1,531 @@
+//! The hub: where committed changes go.
+//!
+//! - Held subscribes. A worker that decides a thermostat's subscribe must wait writes the
+//!   chunked response head, parks the raw writer here with its deadline, and goes back to
+//!   serving requests. One notifier thread, woken by a condition variable when a push arrives
+//!   or a deadline comes due, writes each push as one chunk `{"objects":[...]}`, keeps the
+//!   response open for further pushes until 3 s pass without one, and ends it with the
+//!   zero-length chunk. A subscribe with no push is ended at its deadline. Every held subscribe
+//!   of a serial gets every push; a push that could not be written is replayed to that serial's
+//!   next held subscribe.
+//! - Change watchers (the control API's live stream): every committed bucket change, from any
+//!   origin, as a [`ChangeEvent`].
+//!
+//! Writes happen outside the hub's lock, so a slow socket never blocks a publisher.
+
+use std::collections::HashMap;
+use std::io::Write;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use crossbeam_channel::{Receiver, Sender, TrySendError};
+use parking_lot::{Condvar, Mutex, MutexGuard};
+
+use crate::state::BucketChange;
+
+/// How long a held subscribe stays open after a push, waiting for more (the firmware closes
+/// its side about 5 s after the last data).
+pub const BATCH_WINDOW: Duration = Duration::from_secs(3);
+/// Undelivered pushes kept per serial for its next subscribe.
+const REPLAY_LIMIT: usize = 16;
+/// Events buffered per watcher before a slow watcher starts missing them.
+const WATCH_BUFFER: usize = 1024;
+
+/// Who made a change. Only server-side changes are pushed to the thermostat: echoing a
+/// thermostat's own writes back races with its schedule and undoes it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Origin {
+    Device,
+    Server,
+}
+
+/// One committed bucket change, as the live event stream sees it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ChangeEvent {
+    pub serial: String,
+    pub origin: Origin,
+    pub change: BucketChange,
+}
+
+pub type Writer = Box<dyn Write + Send>;
+
+/// A place for a subscribe, taken before the worker reads the state so that a push committed in
+/// between is not lost.
+#[must_use]
+pub struct Reservation(u64);
+
+enum Phase {
+    Reserved,
+    Held { deadline: Instant },
+    Batching { until: Instant },
+}
+
+struct Sub {
+    serial: String,
+    phase: Phase,
+    queue: Vec<Arc<[u8]>>,
+    /// `None` while reserved or while the notifier is writing to it.
+    writer: Option<Writer>,
+}
+
+#[derive(Default)]
+struct Inner {
+    subs: HashMap<u64, Sub>,
+    next_id: u64,
+    replay: HashMap<String, Vec<Arc<[u8]>>>,
+    watchers: Vec<Sender<Arc<ChangeEvent>>>,
+    stopping: bool,
+    notifier_done: bool,
+}
+
+#[derive(Default)]
+pub struct Hub {
+    inner: Mutex<Inner>,
+    wake: Condvar,
+}
+
+/// Counts for statistics and availability.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct HubStats {
+    pub held: usize,
+    pub serials_with_held: usize,
+}
+
+impl Hub {
+    pub fn new() -> Hub {
+        Hub::default()
+    }
+
+    /// Reserves a subscribe slot for `serial`; pushes published from now on are queued for it.
+    pub fn reserve(&self, serial: &str) -> Reservation {
+        let mut inner = self.inner.lock();
+        inner.next_id += 1;
+        let id = inner.next_id;
+        inner.subs.insert(
+            id,
+            Sub {
+                serial: serial.to_string(),
+                phase: Phase::Reserved,
+                queue: Vec::new(),
+                writer: None,
+            },
+        );
+        Reservation(id)
+    }
+
+    /// Gives up a reservation (the subscribe was answered at once).
+    pub fn cancel(&self, reservation: Reservation) {
+        self.inner.lock().subs.remove(&reservation.0);
+    }
+
+    /// Parks a subscribe whose response head has been written. Pushes queued since the
+    /// reservation, and undelivered pushes for this serial, are written at once. If the hub is
+    /// shutting down the writer is handed back so the caller can end the response.
+    pub fn hold(
+        &self,
+        reservation: Reservation,
+        writer: Writer,
+        deadline: Instant,
+    ) -> Result<(), Writer> {
+        let mut inner = self.inner.lock();
+        if inner.stopping {
+            inner.subs.remove(&reservation.0);
+            return Err(writer);
+        }
+        let Inner { subs, replay, .. } = &mut *inner;
+        let Some(sub) = subs.get_mut(&reservation.0) else {
+            return Err(writer);
+        };
+        if let Some(missed) = replay.remove(&sub.serial) {
+            let queued = std::mem::take(&mut sub.queue);
+            sub.queue = missed;
+            sub.queue.extend(queued);
+        }
+        sub.phase = Phase::Held { deadline };
+        sub.writer = Some(writer);
+        self.wake.notify_all();
+        Ok(())
+    }
+
+    /// Subscribes of `serial` that are held or about to be.
+    pub fn subscriptions_of(&self, serial: &str) -> usize {
+        self.inner
+            .lock()
+            .subs
+            .values()
+            .filter(|s| s.serial == serial)
+            .count()
+    }
+
+    pub fn stats(&self) -> HubStats {
+        let inner = self.inner.lock();
+        let mut serials: Vec<&str> = inner.subs.values().map(|s| s.serial.as_str()).collect();
+        serials.sort_unstable();
+        serials.dedup();
+        HubStats {
+            held: inner.subs.len(),
+            serials_with_held: serials.len(),
+        }
+    }
+
+    /// Delivers committed changes: `push` (a whole `{"objects":[...]}` document, for
+    /// server-side changes) to every subscribe of the serial, and an event per change to every
+    /// watcher.
+    pub fn publish(
+        &self,
+        serial: &str,
+        origin: Origin,
+        push: Option<Vec<u8>>,
+        changes: Vec<BucketChange>,
+    ) {
+        let mut inner = self.inner.lock();
+        if let Some(push) = push {
+            let chunk: Arc<[u8]> = push.into();
+            let mut any = false;
+            for sub in inner.subs.values_mut().filter(|s| s.serial == serial) {
+                sub.queue.push(Arc::clone(&chunk));
+                any = true;
+            }
+            if any {
+                self.wake.notify_all();
+            }
+        }
+        if !inner.watchers.is_empty() {
+            for change in changes {
+                let event = Arc::new(ChangeEvent {
+                    serial: serial.to_string(),
+                    origin,
+                    change,
+                });
+                inner
+                    .watchers
+                    .retain(|w| match w.try_send(Arc::clone(&event)) {
+                        Ok(()) => true,
+                        Err(TrySendError::Full(_)) => {
+                            log::debug!("a change watcher is not keeping up; it missed an event");
+                            true
+                        }
+                        Err(TrySendError::Disconnected(_)) => false,
+                    });
+            }
+        }
+    }
+
+    /// A stream of every committed change. Dropping the receiver unsubscribes.
+    pub fn watch(&self) -> Receiver<Arc<ChangeEvent>> {
+        let (tx, rx) = crossbeam_channel::bounded(WATCH_BUFFER);
+        self.inner.lock().watchers.push(tx);
+        rx
+    }
+
+    /// Ends every held subscribe (after writing what is queued) and stops the notifier.
+    /// Returns once the notifier has finished, or after `timeout`.
+    pub fn shutdown(&self, timeout: Duration) {
+        let mut inner = self.inner.lock();
+        inner.stopping = true;
+        self.wake.notify_all();
+        let until = Instant::now() + timeout;
+        while !inner.notifier_done {
+            if self.wake.wait_until(&mut inner, until).timed_out() {
+                break;
+            }
+        }
+    }
+
+    /// The notifier loop; runs on its own thread until [`Hub::shutdown`].
+    pub fn run_notifier(&self) {
+        let mut inner = self.inner.lock();
+        loop {
+            let now = Instant::now();
+            let stopping = inner.stopping;
+            let mut jobs = Vec::new();
+            let mut next_wake: Option<Instant> = None;
+            for (id, sub) in inner.subs.iter_mut() {
+                let Some(when) = sub.due_at(now, stopping) else {
+                    continue;
+                };
+                if when <= now {
+                    let end = stopping || sub.queue.is_empty();
+                    if let Some(writer) = sub.writer.take() {
+                        jobs.push(Job {
+                            id: *id,
+                            writer,
+                            chunks: std::mem::take(&mut sub.queue),
+                            end,
+                        });
+                    }
+                } else {
+                    next_wake = Some(next_wake.map_or(when, |t| t.min(when)));
+                }
+            }
+            if jobs.is_empty() {
+                if stopping
+                    && inner
+                        .subs
+                        .values()
+                        .all(|s| matches!(s.phase, Phase::Reserved))
+                {
+                    break;
+                }
+                match next_wake {
+                    Some(t) => {
+                        self.wake.wait_until(&mut inner, t);
+                    }
+                    None => self.wake.wait(&mut inner),
+                }
+                continue;
+            }
+            let results: Vec<_> =
+                MutexGuard::unlocked(&mut inner, || jobs.into_iter().map(Job::run).collect());
+            let written_at = Instant::now();
+            for done in results {
+                self.settle(&mut inner, done, written_at);
+            }
+        }
+        inner.notifier_done = true;
+        self.wake.notify_all();
+    }
+
+    fn settle(&self, inner: &mut Inner, done: Done, written_at: Instant) {
+        let Some(sub) = inner.subs.get_mut(&done.id) else {
+            return;
+        };
+        if done.ok && !done.ended {
+            sub.writer = done.writer;
+            sub.phase = Phase::Batching {
+                until: written_at + BATCH_WINDOW,
+            };
+            return;
+        }
+        let Some(mut sub) = inner.subs.remove(&done.id) else {
+            return;
+        };
+        // Pushes that never reached the thermostat, and any that arrived while we wrote, go to
+        // its next subscribe.
+        let mut missed = done.unwritten;
+        missed.append(&mut sub.queue);
+        if !missed.is_empty() {
+            let replay = inner.replay.entry(sub.serial).or_default();
+            replay.extend(missed);
+            let excess = replay.len().saturating_sub(REPLAY_LIMIT);
+            replay.drain(..excess);
+        }
+    }
+}
+
+impl Sub {
+    /// When this subscribe next needs the notifier, if it is parked.
+    fn due_at(&self, now: Instant, stopping: bool) -> Option<Instant> {
+        self.writer.as_ref()?;
+        if stopping || !self.queue.is_empty() {
+            return Some(now);
+        }
+        match self.phase {
+            Phase::Reserved => None,
+            Phase::Held { deadline } => Some(deadline),
+            Phase::Batching { until } => Some(until),
+        }
+    }
+}
+
+struct Job {
+    id: u64,
+    writer: Writer,
+    chunks: Vec<Arc<[u8]>>,
+    end: bool,
+}
+
+struct Done {
+    id: u64,
+    writer: Option<Writer>,
+    ok: bool,
+    ended: bool,
+    unwritten: Vec<Arc<[u8]>>,
+}
+
+impl Job {
+    fn run(mut self) -> Done {
+        let mut written = 0;
+        let mut result = Ok(());
+        for chunk in &self.chunks {
+            result = crate::http::chunked::write_chunk(&mut self.writer, chunk);
+            if result.is_err() {
+                break;
+            }
+            written += 1;
+        }
+        if result.is_ok() && self.end {
+            result = crate::http::chunked::write_end(&mut self.writer);
+        }
+        let ok = result.is_ok();
+        if let Err(e) = result {
+            log::debug!("a held subscribe could not be written: {e}");
+        }
+        let unwritten = self.chunks.split_off(written);
+        Done {
+            id: self.id,
+            writer: (ok && !self.end).then_some(self.writer),
+            ok,
+            ended: self.end,
+            unwritten,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io;
+    use std::thread;
+
+    /// A writer that records what it was given, and can be made to fail.
+    #[derive(Clone, Default)]
+    struct Probe {
+        out: Arc<Mutex<Vec<u8>>>,
+        fail: Arc<Mutex<bool>>,
+    }
+
+    impl Write for Probe {
+        fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+            if *self.fail.lock() {
+                return Err(io::Error::new(io::ErrorKind::BrokenPipe, "gone"));
+            }
+            self.out.lock().extend_from_slice(buf);
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> io::Result<()> {
+            Ok(())
+        }
+    }
+
+    fn start() -> Arc<Hub> {
+        let hub = Arc::new(Hub::new());
+        let h = Arc::clone(&hub);
+        thread::spawn(move || h.run_notifier());
+        hub
+    }
+
+    fn wait_for(probe: &Probe, needle: &str) -> String {
+        for _ in 0..400 {
+            let text = String::from_utf8_lossy(&probe.out.lock()).to_string();
+            if text.contains(needle) {
+                return text;
+            }
+            thread::sleep(Duration::from_millis(10));
+        }
+        panic!(
+            "never saw {needle:?}; got {:?}",
+            String::from_utf8_lossy(&probe.out.lock())
+        );
+    }
+
+    #[test]
+    fn push_to_every_held_subscribe_then_end_after_quiet() {
+        let hub = start();
+        let (a, b) = (Probe::default(), Probe::default());
+        let far = Instant::now() + Duration::from_secs(60);
+        let ra = hub.reserve("S");
+        hub.hold(ra, Box::new(a.clone()), far).ok().unwrap();
+        let rb = hub.reserve("S");
+        hub.hold(rb, Box::new(b.clone()), far).ok().unwrap();
+        hub.publish(
+            "S",
+            Origin::Server,
+            Some(b"{\"objects\":[1]}".to_vec()),
+            vec![],
+        );
+        hub.publish(
+            "OTHER",
+            Origin::Server,
+            Some(b"{\"objects\":[2]}".to_vec()),
+            vec![],
+        );
+        for p in [&a, &b] {
+            let text = wait_for(p, "0\r\n\r\n");
+            assert_eq!(text, "f\r\n{\"objects\":[1]}\r\n0\r\n\r\n");
+        }
+        hub.shutdown(Duration::from_secs(1));
+    }
+
+    #[test]
+    fn push_during_reservation_is_delivered_on_hold() {
+        let hub = start();
+        let p = Probe::default();
+        let r = hub.reserve("S");
+        hub.publish("S", Origin::Server, Some(b"{}".to_vec()), vec![]);
+        hub.hold(
+            r,
+            Box::new(p.clone()),
+            Instant::now() + Duration::from_secs(60),
+        )
+        .ok()
+        .unwrap();
+        assert_eq!(wait_for(&p, "0\r\n\r\n"), "2\r\n{}\r\n0\r\n\r\n");
+        hub.shutdown(Duration::from_secs(1));
+    }
+
+    #[test]
+    fn deadline_ends_with_zero_length_chunk() {
+        let hub = start();
+        let p = Probe::default();
+        let r = hub.reserve("S");
+        hub.hold(
+            r,
+            Box::new(p.clone()),
+            Instant::now() + Duration::from_millis(50),
+        )
+        .ok()
+        .unwrap();
+        assert_eq!(wait_for(&p, "0\r\n\r\n"), "0\r\n\r\n");
+        assert_eq!(hub.subscriptions_of("S"), 0);
+        hub.shutdown(Duration::from_secs(1));
+    }
+
+    #[test]
+    fn failed_push_is_replayed_to_next_subscribe() {
+        let hub = start();
+        let dead = Probe::default();
+        *dead.fail.lock() = true;
+        let r = hub.reserve("S");
+        hub.hold(r, Box::new(dead), Instant::now() + Duration::from_secs(60))
+            .ok()
+            .unwrap();
+        hub.publish("S", Origin::Server, Some(b"{\"n\":1}".to_vec()), vec![]);
+        for _ in 0..200 {
+            if hub.subscriptions_of("S") == 0 {
+                break;
+            }
+            thread::sleep(Duration::from_millis(10));
+        }
+        assert_eq!(hub.subscriptions_of("S"), 0);
+        let next = Probe::default();
+        let r = hub.reserve("S");
+        hub.hold(
+            r,
+            Box::new(next.clone()),
+            Instant::now() + Duration::from_secs(60),
+        )
+        .ok()
+        .unwrap();
+        assert_eq!(wait_for(&next, "0\r\n\r\n"), "7\r\n{\"n\":1}\r\n0\r\n\r\n");
+        hub.shutdown(Duration::from_secs(1));
+    }
+
+    #[test]
+    fn watchers_see_every_change() {
+        let hub = Hub::new();
+        let rx = hub.watch();
+        let change = BucketChange {
+            key: "device.S".into(),
+            revision: 1,
+            timestamp: 2,
+            changed: vec!["a".into()],
+            deleted: false,
+        };
+        hub.publish("S", Origin::Device, None, vec![change.clone()]);
+        let ev = rx.try_recv().unwrap();
+        assert_eq!(ev.serial, "S");
+        assert_eq!(ev.origin, Origin::Device);
+        assert_eq!(ev.change, change);
+    }
+}

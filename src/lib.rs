@@ -1,0 +1,30 @@
+//! hearth: a self-hosted cloud for Nest Gen1/Gen2 thermostats running No Longer Evil firmware.
+//!
+//! Map of the crate:
+//! - [`server`]: starts and stops everything (two listeners, the hub's notifier, snapshots, the
+//!   watchdog); tests start it in-process.
+//! - [`device`]: the thermostats' cloud protocol on port 8000.
+//! - [`control`]: the control API on port 8082.
+//! - [`state`]: buckets, accounts, and the one mutation path; [`store`]: the durable journal
+//!   and snapshots; [`hub`]: held subscribes, pushes and change events.
+//! - [`http`]: the tiny_http edge (handlers are plain functions from a parsed request to a reply).
+//! - [`simulator`]: a simulated thermostat, used by tests and `hearth simulate`.
+//! - [`config`], [`cli`]: settings and the command line.
+
+pub mod app;
+pub mod cli;
+pub mod config;
+pub mod control;
+pub mod device;
+pub mod http;
+pub mod hub;
+pub mod info;
+pub mod presence;
+pub mod server;
+pub mod simulator;
+pub mod state;
+pub mod store;
+pub mod util;
+
+pub use config::Config;
+pub use server::{Server, StartError};

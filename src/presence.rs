@@ -1,0 +1,43 @@
+//! When each thermostat was last heard from, and the Basic-auth password it uses (kept in
+//! memory here; persisted in the device's metadata by the transport handlers).
+
+use std::collections::HashMap;
+
+use parking_lot::Mutex;
+
+use crate::util::clock;
+
+/// A thermostat counts as available this long after its last request.
+pub const AVAILABLE_FOR_MS: i64 = 300_000;
+
+#[derive(Default)]
+pub struct Presence {
+    seen: Mutex<HashMap<String, i64>>,
+}
+
+/// Whether a thermostat is reachable, and when it was last heard from (ms).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Availability {
+    pub available: bool,
+    pub last_seen_ms: Option<i64>,
+}
+
+impl Presence {
+    pub fn seen(&self, serial: &str) {
+        self.seen.lock().insert(serial.to_string(), clock::now_ms());
+    }
+
+    pub fn last_seen(&self, serial: &str) -> Option<i64> {
+        self.seen.lock().get(serial).copied()
+    }
+
+    /// Available within [`AVAILABLE_FOR_MS`] of the last request, or while a subscribe is held.
+    pub fn availability(&self, serial: &str, holding_subscribe: bool) -> Availability {
+        let last_seen_ms = self.last_seen(serial);
+        let recent = last_seen_ms.is_some_and(|t| clock::now_ms() - t <= AVAILABLE_FOR_MS);
+        Availability {
+            available: recent || holding_subscribe,
+            last_seen_ms,
+        }
+    }
+}

@@ -1,0 +1,236 @@
+//! Starting and stopping the whole server: the store, both listeners, the hub's notifier, and
+//! a maintenance thread (snapshots when the journal has grown; the watchdog's self-probe).
+
+use std::fmt;
+use std::io;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, TcpListener};
+use std::sync::Arc;
+use std::thread::{self, JoinHandle};
+use std::time::{Duration, Instant};
+
+use crossbeam_channel::{Sender, bounded};
+
+use crate::app::{App, PublicOrigin};
+use crate::config::Config;
+use crate::control::ControlApi;
+use crate::device::DeviceApi;
+use crate::http::client::{self, Url};
+use crate::http::listener::{FatalHook, Listener};
+use crate::hub::Hub;
+use crate::state::State;
+use crate::store::StoreError;
+
+const SMALL_STACK: usize = 256 * 1024;
+/// Consecutive failed self-probes before the watchdog gives up on a listener.
+const WATCHDOG_FAILURES: u32 = 3;
+
+pub struct Server {
+    app: Arc<App>,
+    device: Listener,
+    control: Listener,
+    notifier: JoinHandle<()>,
+    maintenance: (Sender<()>, JoinHandle<()>),
+}
+
+#[derive(Debug)]
+pub enum StartError {
+    Store(StoreError),
+    Bind {
+        what: &'static str,
+        addr: SocketAddr,
+        error: io::Error,
+    },
+    Thread(io::Error),
+}
+
+impl fmt::Display for StartError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            StartError::Store(e) => write!(f, "{e}"),
+            StartError::Bind { what, addr, error } => {
+                write!(f, "could not listen on {addr} ({what}): {error}")
+            }
+            StartError::Thread(e) => write!(f, "could not start a thread: {e}"),
+        }
+    }
+}
+
+impl std::error::Error for StartError {}
+
+impl From<StoreError> for StartError {
+    fn from(e: StoreError) -> Self {
+        StartError::Store(e)
+    }
+}
+
+impl Server {
+    /// Starts a server; a dead listener is only logged (see [`Server::start_with`]).
+    pub fn start(config: Config) -> Result<Server, StartError> {
+        Server::start_with(config, Arc::new(|why: String| log::error!("{why}")))
+    }
+
+    /// Starts a server. `on_fatal` is called if a listener stops accepting or the watchdog's
+    /// self-probe fails; the command line exits so that systemd restarts it.
+    pub fn start_with(config: Config, on_fatal: FatalHook) -> Result<Server, StartError> {
+        let hub = Arc::new(Hub::new());
+        let (state, report) = State::open(&config.data_dir, Arc::clone(&hub))?;
+        log::info!(
+            "loaded {} (snapshot at record {}, {} journal records replayed{})",
+            config.data_dir.display(),
+            report.snapshot_seq.map_or("none".into(), |s| s.to_string()),
+            report.replayed_records,
+            if report.torn_bytes > 0 {
+                format!(", dropped a torn {}-byte tail", report.torn_bytes)
+            } else {
+                String::new()
+            }
+        );
+        let bind = |what, ip, port| {
+            let addr = SocketAddr::new(ip, port);
+            TcpListener::bind(addr).map_err(|error| StartError::Bind { what, addr, error })
+        };
+        let device_socket = bind("device port", config.device_bind, config.device_port)?;
+        let control_socket = bind("control port", config.control_bind, config.control_port)?;
+        let device_addr = device_socket.local_addr().map_err(StartError::Thread)?;
+        let origin = PublicOrigin::resolve(config.api_origin.as_ref(), device_addr.port());
+        if origin.ip.starts_with("127.") || origin.ip == "::1" {
+            log::warn!(
+                "thermostats are told to use {}, which they cannot reach; set API_ORIGIN to this machine's LAN address",
+                origin.with_port
+            );
+        }
+        let workers = config.http_workers;
+        let app = Arc::new(App::new(config, state, origin));
+
+        let notifier = spawn("notifier", {
+            let hub = Arc::clone(&hub);
+            move || hub.run_notifier()
+        })?;
+        let device = Listener::start(
+            "device",
+            device_socket,
+            workers,
+            Arc::new(DeviceApi::new(Arc::clone(&app))),
+            Arc::clone(&on_fatal),
+        )
+        .map_err(StartError::Thread)?;
+        let control = Listener::start(
+            "control",
+            control_socket,
+            workers,
+            Arc::new(ControlApi::new(Arc::clone(&app))),
+            Arc::clone(&on_fatal),
+        )
+        .map_err(StartError::Thread)?;
+        let maintenance = start_maintenance(
+            Arc::clone(&app),
+            vec![device.addr(), control.addr()],
+            on_fatal,
+        )?;
+        log::info!(
+            "device port {}, control port {}; thermostats register at {}",
+            device.addr(),
+            control.addr(),
+            app.origin.cloud_register_url()
+        );
+        Ok(Server {
+            app,
+            device,
+            control,
+            notifier,
+            maintenance,
+        })
+    }
+
+    pub fn device_addr(&self) -> SocketAddr {
+        self.device.addr()
+    }
+
+    pub fn control_addr(&self) -> SocketAddr {
+        self.control.addr()
+    }
+
+    pub fn app(&self) -> &Arc<App> {
+        &self.app
+    }
+
+    /// Stops accepting requests, ends held subscribes, and writes a final snapshot.
+    pub fn shutdown(self) {
+        self.device.stop();
+        self.control.stop();
+        self.app.hub().shutdown(Duration::from_secs(2));
+        let _ = self.notifier.join();
+        drop(self.maintenance.0);
+        let _ = self.maintenance.1.join();
+        if let Err(e) = self.app.state.snapshot() {
+            log::error!("final snapshot failed (the journal still holds every change): {e}");
+        }
+    }
+}
+
+fn spawn(name: &str, f: impl FnOnce() + Send + 'static) -> Result<JoinHandle<()>, StartError> {
+    thread::Builder::new()
+        .name(name.to_string())
+        .stack_size(SMALL_STACK)
+        .spawn(f)
+        .map_err(StartError::Thread)
+}
+
+/// Every few seconds: write a snapshot if the journal has grown enough; and every
+/// `watchdog_interval_secs` probe both listeners, calling `on_fatal` after repeated failures.
+fn start_maintenance(
+    app: Arc<App>,
+    addrs: Vec<SocketAddr>,
+    on_fatal: FatalHook,
+) -> Result<(Sender<()>, JoinHandle<()>), StartError> {
+    let (stop, stopped) = bounded::<()>(0);
+    let interval = Duration::from_secs(app.config.watchdog_interval_secs);
+    let handle = spawn("maintenance", move || {
+        let mut failures = vec![0u32; addrs.len()];
+        let mut next_probe = Instant::now() + interval;
+        while let Err(crossbeam_channel::RecvTimeoutError::Timeout) =
+            stopped.recv_timeout(Duration::from_secs(5))
+        {
+            if app.state.snapshot_due() {
+                if let Err(e) = app.state.snapshot() {
+                    log::error!("snapshot failed (the journal still holds every change): {e}");
+                }
+            }
+            if interval.is_zero() || Instant::now() < next_probe {
+                continue;
+            }
+            next_probe = Instant::now() + interval;
+            for (addr, failed) in addrs.iter().zip(failures.iter_mut()) {
+                if probe(*addr) {
+                    *failed = 0;
+                    continue;
+                }
+                *failed += 1;
+                log::warn!("self-probe of {addr} failed ({failed} in a row)");
+                if *failed >= WATCHDOG_FAILURES {
+                    on_fatal(format!("listener {addr} stopped answering"));
+                }
+            }
+        }
+    })?;
+    Ok((stop, handle))
+}
+
+/// `GET /health` on our own listener.
+fn probe(addr: SocketAddr) -> bool {
+    let ip = match addr.ip() {
+        IpAddr::V4(ip) if ip.is_unspecified() => IpAddr::V4(Ipv4Addr::LOCALHOST),
+        IpAddr::V6(ip) if ip.is_unspecified() => IpAddr::V6(Ipv6Addr::LOCALHOST),
+        ip => ip,
+    };
+    let host = match ip {
+        IpAddr::V4(v4) => v4.to_string(),
+        IpAddr::V6(v6) => format!("[{v6}]"),
+    };
+    let url = Url {
+        host,
+        port: Some(addr.port()),
+        target: "/health".into(),
+    };
+    matches!(client::request(&url, "GET", &[], &[], Duration::from_secs(5)), Ok(r) if r.status == 200)
+}

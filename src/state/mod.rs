@@ -1,0 +1,290 @@
+//! The server's state and its one mutation path.
+//!
+//! Every accepted change, from a thermostat or from the server side, goes through
+//! [`State::update_device`] or [`State::update_accounts`]: the transaction describes the change,
+//! the journal record is made durable, the change is installed in memory, and then it is
+//! published to the hub (held subscribes for server-side changes; change watchers always).
+//! Nothing is visible, pushed or acknowledged before it is durable.
+//!
+//! Locking: each serial has a writer lock held for its whole transaction (so its changes are
+//! journaled and published in order) and a data lock that readers take only briefly; different
+//! serials commit concurrently and share fsyncs. A snapshot takes the `gate` exclusively, which
+//! waits for in-flight commits so the snapshot matches a journal position exactly.
+//! Lock order: serial writer → gate → accounts → serial data.
+
+pub mod accounts;
+pub mod bucket;
+pub mod device;
+pub mod ops;
+pub mod txn;
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::Path;
+use std::sync::Arc;
+
+use parking_lot::{Mutex, RwLock};
+use serde::{Deserialize, Serialize};
+
+pub use accounts::{Accounts, DEFAULT_USER, EntryKey, Owner, User};
+pub use bucket::{Bucket, WireObject, WireObjects};
+pub use device::{DeviceData, DeviceMeta};
+pub use ops::Op;
+pub use txn::{AccountsTxn, BucketChange, DeviceTxn, Stamp, Written};
+
+use crate::hub::{Hub, Origin};
+use crate::store::{LoadReport, Store, StoreError, snapshot};
+use crate::util::clock;
+
+/// Everything that is persisted: what a snapshot holds and the journal replays into.
+#[derive(Debug, Default, Serialize, Deserialize)]
+pub struct Data {
+    #[serde(default)]
+    pub devices: BTreeMap<String, DeviceData>,
+    #[serde(default)]
+    pub accounts: Accounts,
+}
+
+impl Data {
+    pub fn apply(&mut self, op: &Op) {
+        match op.device_serial() {
+            Some(serial) => {
+                let device = self.devices.entry(serial.to_string()).or_default();
+                device.apply(op);
+                if !device.exists() {
+                    self.devices.remove(serial);
+                }
+            }
+            None => self.accounts.apply(op),
+        }
+    }
+}
+
+/// The same shape as [`Data`], borrowed, for writing a snapshot without copying.
+#[derive(Serialize)]
+struct DataRef<'a> {
+    devices: BTreeMap<&'a str, &'a DeviceData>,
+    accounts: &'a Accounts,
+}
+
+struct DeviceSlot {
+    writer: Mutex<()>,
+    data: RwLock<DeviceData>,
+}
+
+pub struct State {
+    devices: RwLock<HashMap<String, Arc<DeviceSlot>>>,
+    accounts: Mutex<Accounts>,
+    store: Store,
+    hub: Arc<Hub>,
+    gate: RwLock<()>,
+    snapshotting: Mutex<()>,
+}
+
+impl State {
+    /// Loads the store in `dir` and returns the state with a report of what was loaded.
+    pub fn open(dir: &Path, hub: Arc<Hub>) -> Result<(State, LoadReport), StoreError> {
+        let (store, data, report) = Store::open(dir)?;
+        let mut accounts = data.accounts;
+        accounts
+            .users
+            .entry(DEFAULT_USER.to_string())
+            .or_insert(User { created_ms: 0 });
+        let devices = data
+            .devices
+            .into_iter()
+            .map(|(serial, d)| {
+                let slot = DeviceSlot {
+                    writer: Mutex::new(()),
+                    data: RwLock::new(d),
+                };
+                (serial, Arc::new(slot))
+            })
+            .collect();
+        let state = State {
+            devices: RwLock::new(devices),
+            accounts: Mutex::new(accounts),
+            store,
+            hub,
+            gate: RwLock::new(()),
+            snapshotting: Mutex::new(()),
+        };
+        Ok((state, report))
+    }
+
+    pub fn hub(&self) -> &Arc<Hub> {
+        &self.hub
+    }
+
+    pub fn data_dir(&self) -> &Path {
+        self.store.dir()
+    }
+
+    /// Reads a known thermostat's data; `None` for a serial the server has never seen.
+    pub fn read_device<R>(&self, serial: &str, f: impl FnOnce(&DeviceData) -> R) -> Option<R> {
+        let slot = self.devices.read().get(serial).cloned()?;
+        let data = slot.data.read();
+        data.exists().then(|| f(&data))
+    }
+
+    pub fn device_exists(&self, serial: &str) -> bool {
+        self.read_device(serial, |_| ()).is_some()
+    }
+
+    /// Serials of every known thermostat, sorted.
+    pub fn serials(&self) -> Vec<String> {
+        let devices = self.devices.read();
+        let mut out: Vec<String> = devices
+            .iter()
+            .filter(|(_, slot)| slot.data.read().exists())
+            .map(|(s, _)| s.clone())
+            .collect();
+        out.sort();
+        out
+    }
+
+    /// Reads accounts (users, owners, entry keys).
+    pub fn accounts<R>(&self, f: impl FnOnce(&Accounts) -> R) -> R {
+        f(&self.accounts.lock())
+    }
+
+    /// The one way to change a thermostat's state. `f` describes the change; if it returns
+    /// `Ok` and recorded anything, the change is journaled (durable before this returns),
+    /// installed, and published with the given origin. If `f` fails, nothing changes.
+    pub fn update_device<R, E>(
+        &self,
+        serial: &str,
+        origin: Origin,
+        f: impl FnOnce(&mut DeviceTxn<'_>) -> Result<R, E>,
+    ) -> Result<R, E>
+    where
+        E: From<StoreError>,
+    {
+        let slot = self.slot(serial);
+        let _writer = slot.writer.lock();
+        let computed = {
+            let data = slot.data.read();
+            let mut txn = DeviceTxn::new(serial, &data, clock::now_ms());
+            f(&mut txn).map(|r| (r, txn.finish()))
+        };
+        let (result, (ops, changes)) = match computed {
+            Ok(done) => done,
+            Err(e) => {
+                self.drop_slot_if_unused(serial);
+                return Err(e);
+            }
+        };
+        if ops.is_empty() {
+            self.drop_slot_if_unused(serial);
+            return Ok(result);
+        }
+        {
+            let _gate = self.gate.read();
+            if let Err(e) = self.store.append(&ops) {
+                self.drop_slot_if_unused(serial);
+                return Err(e.into());
+            }
+            let mut data = slot.data.write();
+            for op in &ops {
+                data.apply(op);
+            }
+        }
+        if !changes.is_empty() {
+            let push = (origin == Origin::Server).then(|| {
+                let data = slot.data.read();
+                let objects = changes
+                    .iter()
+                    .filter(|c| !c.deleted)
+                    .filter_map(|c| {
+                        let (key, bucket) = data.buckets.get_key_value(&c.key)?;
+                        Some(WireObject::with_value(key, bucket))
+                    })
+                    .collect();
+                WireObjects { objects }.to_bytes()
+            });
+            // Published while this serial's writer lock is held, so events leave in commit order.
+            self.hub.publish(serial, origin, push, changes);
+        }
+        Ok(result)
+    }
+
+    /// The one way to change accounts; same guarantees as [`State::update_device`].
+    pub fn update_accounts<R, E>(
+        &self,
+        f: impl FnOnce(&mut AccountsTxn) -> Result<R, E>,
+    ) -> Result<R, E>
+    where
+        E: From<StoreError>,
+    {
+        let _gate = self.gate.read();
+        let mut accounts = self.accounts.lock();
+        let mut txn = AccountsTxn::new(&accounts, clock::now_ms());
+        let result = f(&mut txn)?;
+        let (draft, ops) = txn.finish();
+        if !ops.is_empty() {
+            self.store.append(&ops)?;
+            *accounts = draft;
+        }
+        Ok(result)
+    }
+
+    /// True when enough journal has accumulated for [`State::snapshot`] to be worth it.
+    pub fn snapshot_due(&self) -> bool {
+        self.store.snapshot_due()
+    }
+
+    /// Writes the whole state to `state.json` and drops the journal it covers.
+    pub fn snapshot(&self) -> Result<(), StoreError> {
+        let _one_at_a_time = self.snapshotting.lock();
+        let (bytes, keep_from) = {
+            let _gate = self.gate.write();
+            let devices = self.devices.read();
+            let guards: Vec<_> = devices
+                .iter()
+                .map(|(s, slot)| (s.as_str(), slot.data.read()))
+                .collect();
+            let accounts = self.accounts.lock();
+            let (last_seq, keep_from) = self.store.rotate()?;
+            let data = DataRef {
+                devices: guards
+                    .iter()
+                    .filter(|(_, d)| d.exists())
+                    .map(|(s, d)| (*s, &**d))
+                    .collect(),
+                accounts: &accounts,
+            };
+            let bytes = snapshot::encode(&data, last_seq, clock::now_ms()).map_err(|e| {
+                StoreError::WriteFailed {
+                    path: self.store.dir().join(snapshot::FILE),
+                    detail: e.to_string(),
+                }
+            })?;
+            (bytes, keep_from)
+        };
+        self.store.write_snapshot(&bytes, keep_from)
+    }
+
+    fn slot(&self, serial: &str) -> Arc<DeviceSlot> {
+        if let Some(slot) = self.devices.read().get(serial) {
+            return Arc::clone(slot);
+        }
+        let mut devices = self.devices.write();
+        Arc::clone(devices.entry(serial.to_string()).or_insert_with(|| {
+            Arc::new(DeviceSlot {
+                writer: Mutex::new(()),
+                data: RwLock::new(DeviceData::default()),
+            })
+        }))
+    }
+
+    /// Removes the slot of a serial that has no data and that nobody else is using, so failed
+    /// or empty writes for unknown serials leave nothing behind.
+    fn drop_slot_if_unused(&self, serial: &str) {
+        let mut devices = self.devices.write();
+        if let Some(slot) = devices.get(serial) {
+            // The map's reference plus the caller's: nobody else holds this slot.
+            if Arc::strong_count(slot) <= 2 && !slot.data.read().exists() {
+                devices.remove(serial);
+            }
+        }
+    }
+}

@@ -1,0 +1,153 @@
+//! Journal operations: every accepted change is one or more of these. The same `apply` functions
+//! install a change in memory after it is durable and replay the journal at startup, so the two
+//! can never disagree.
+
+use serde::{Deserialize, Serialize};
+
+use super::accounts::{Accounts, EntryKey, Owner, User};
+use super::bucket::Bucket;
+use super::device::{DeviceData, DeviceMeta};
+use crate::util::JsonMap;
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "op", rename_all = "snake_case")]
+pub enum Op {
+    /// Set these fields of a bucket (creating it if missing) and stamp it.
+    Merge {
+        serial: String,
+        key: String,
+        rev: i64,
+        ts: i64,
+        updated: i64,
+        set: JsonMap,
+    },
+    /// Replace a bucket's whole value and stamp it.
+    Replace {
+        serial: String,
+        key: String,
+        rev: i64,
+        ts: i64,
+        updated: i64,
+        value: JsonMap,
+    },
+    DeleteBucket {
+        serial: String,
+        key: String,
+    },
+    DeleteDevice {
+        serial: String,
+    },
+    DeviceMeta {
+        serial: String,
+        meta: DeviceMeta,
+    },
+    PutUser {
+        name: String,
+        user: User,
+    },
+    SetOwner {
+        serial: String,
+        owner: Option<Owner>,
+    },
+    /// Stores an entry key and drops every other key of the same serial.
+    PutEntryKey {
+        key: EntryKey,
+    },
+}
+
+impl Op {
+    /// The serial a device operation belongs to; `None` for account operations.
+    pub fn device_serial(&self) -> Option<&str> {
+        match self {
+            Op::Merge { serial, .. }
+            | Op::Replace { serial, .. }
+            | Op::DeleteBucket { serial, .. }
+            | Op::DeleteDevice { serial }
+            | Op::DeviceMeta { serial, .. } => Some(serial),
+            Op::PutUser { .. } | Op::SetOwner { .. } | Op::PutEntryKey { .. } => None,
+        }
+    }
+}
+
+/// The result of applying a bucket operation to a bucket's previous state.
+pub fn apply_to_bucket(previous: Option<&Bucket>, op: &Op) -> Option<Bucket> {
+    match op {
+        Op::Merge {
+            rev,
+            ts,
+            updated,
+            set,
+            ..
+        } => {
+            let mut value = previous.map(|b| b.value.clone()).unwrap_or_default();
+            for (k, v) in set {
+                value.insert(k.clone(), v.clone());
+            }
+            Some(Bucket {
+                revision: *rev,
+                timestamp: *ts,
+                updated_at: *updated,
+                value,
+            })
+        }
+        Op::Replace {
+            rev,
+            ts,
+            updated,
+            value,
+            ..
+        } => Some(Bucket {
+            revision: *rev,
+            timestamp: *ts,
+            updated_at: *updated,
+            value: value.clone(),
+        }),
+        Op::DeleteBucket { .. } => None,
+        _ => previous.cloned(),
+    }
+}
+
+impl DeviceData {
+    /// Applies a device operation (account operations are ignored here).
+    pub fn apply(&mut self, op: &Op) {
+        match op {
+            Op::Merge { key, .. } | Op::Replace { key, .. } => {
+                if let Some(b) = apply_to_bucket(self.buckets.get(key), op) {
+                    self.buckets.insert(key.clone(), b);
+                }
+            }
+            Op::DeleteBucket { key, .. } => {
+                self.buckets.shift_remove(key);
+            }
+            Op::DeleteDevice { .. } => {
+                *self = DeviceData::default();
+            }
+            Op::DeviceMeta { meta, .. } => self.meta = Some(meta.clone()),
+            Op::PutUser { .. } | Op::SetOwner { .. } | Op::PutEntryKey { .. } => {}
+        }
+    }
+}
+
+impl Accounts {
+    /// Applies an account operation (device operations are ignored here).
+    pub fn apply(&mut self, op: &Op) {
+        match op {
+            Op::PutUser { name, user } => {
+                self.users.insert(name.clone(), user.clone());
+            }
+            Op::SetOwner { serial, owner } => match owner {
+                Some(o) => {
+                    self.owners.insert(serial.clone(), o.clone());
+                }
+                None => {
+                    self.owners.remove(serial);
+                }
+            },
+            Op::PutEntryKey { key } => {
+                self.entry_keys.retain(|_, k| k.serial != key.serial);
+                self.entry_keys.insert(key.code.clone(), key.clone());
+            }
+            _ => {}
+        }
+    }
+}

@@ -1,0 +1,70 @@
+//! File-system helpers: private permissions, directory fsync, the data-dir lock.
+
+use std::fs::{self, DirBuilder, File, OpenOptions};
+use std::io;
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+use std::os::unix::io::AsRawFd;
+use std::path::Path;
+
+/// Creates `dir` (and parents) readable only by this user, if it does not exist.
+pub fn create_private_dir(dir: &Path) -> io::Result<()> {
+    DirBuilder::new().recursive(true).mode(0o700).create(dir)
+}
+
+/// Opens a file for appending, creating it with mode 0600.
+pub fn open_append(path: &Path) -> io::Result<File> {
+    OpenOptions::new()
+        .create(true)
+        .append(true)
+        .mode(0o600)
+        .open(path)
+}
+
+/// Creates a new file with mode 0600; fails if it exists.
+pub fn create_new(path: &Path) -> io::Result<File> {
+    OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(path)
+}
+
+/// Makes a directory entry change (create, rename, unlink) durable.
+pub fn sync_dir(dir: &Path) -> io::Result<()> {
+    match File::open(dir)?.sync_all() {
+        // Some file systems (vfat, some FUSE) cannot fsync a directory; the data itself is
+        // already synced, so this is the best that can be done there.
+        Err(e) if e.raw_os_error() == Some(libc::EINVAL) => Ok(()),
+        other => other,
+    }
+}
+
+/// An exclusive advisory lock on `<dir>/LOCK`, held while the returned file is open. Two
+/// processes writing one store would corrupt it, so a second one is refused.
+pub fn lock_dir(dir: &Path) -> io::Result<Option<File>> {
+    let file = OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .mode(0o600)
+        .open(dir.join("LOCK"))?;
+    // SAFETY: flock on a valid, open descriptor has no memory-safety requirements.
+    let rc = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
+    if rc == 0 {
+        return Ok(Some(file));
+    }
+    let err = io::Error::last_os_error();
+    if err.kind() == io::ErrorKind::WouldBlock {
+        Ok(None)
+    } else {
+        Err(err)
+    }
+}
+
+/// Removes a file, treating "already gone" as success.
+pub fn remove_if_present(path: &Path) -> io::Result<()> {
+    match fs::remove_file(path) {
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
+        other => other,
+    }
+}

@@ -1,0 +1,275 @@
+//! The durable store: an append-only journal of changes plus a periodic snapshot, in flat JSON
+//! files in the data directory.
+//!
+//! - A change is acknowledged only after its journal record is fsynced. Writers that arrive
+//!   while a flush is running queue their records, and the next flush writes all of them with
+//!   one fsync (group commit; the first waiter does the flush, no extra thread).
+//! - A snapshot (`state.json`) covers every record up to a sequence number; the journal then
+//!   moves to a new segment and older segments are deleted.
+//! - Startup loads the snapshot, replays newer records, drops a torn last line, and refuses to
+//!   start on anything else that does not parse (the error names the file).
+
+mod error;
+pub mod files;
+pub mod journal;
+pub mod snapshot;
+
+use std::fs::File;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use parking_lot::{Condvar, Mutex, MutexGuard};
+
+pub use error::StoreError;
+
+use crate::state::{Data, Op};
+
+/// Journal bytes after which a snapshot is due.
+const SNAPSHOT_AFTER_BYTES: u64 = 4 * 1024 * 1024;
+
+pub struct Store {
+    dir: PathBuf,
+    /// Held for the life of the store: the flock on `<dir>/LOCK`.
+    _lock: File,
+    commit: Mutex<Commit>,
+    flushed: Condvar,
+}
+
+struct Commit {
+    file: Arc<File>,
+    path: PathBuf,
+    /// Bytes of the current segment known to be durable.
+    len: u64,
+    next_seq: u64,
+    /// Records waiting for the next flush, and the first sequence among them.
+    queue: Vec<u8>,
+    queue_first: u64,
+    flushing: bool,
+    /// Every sequence at or below this is durable, unless it is in `failed`.
+    durable: u64,
+    failed: Vec<(u64, u64, String)>,
+    /// Set when a failed write could not be undone; every later write fails.
+    poisoned: Option<String>,
+    bytes_since_snapshot: u64,
+}
+
+/// What loading found, for the startup log.
+#[derive(Debug, Default)]
+pub struct LoadReport {
+    pub snapshot_seq: Option<u64>,
+    pub replayed_records: usize,
+    pub torn_bytes: u64,
+}
+
+impl Store {
+    /// Opens (creating if needed) the store in `dir` and returns it with the loaded state.
+    pub fn open(dir: &Path) -> Result<(Store, Data, LoadReport), StoreError> {
+        files::create_private_dir(dir).map_err(|e| StoreError::io(dir, e))?;
+        let lock = files::lock_dir(dir)
+            .map_err(|e| StoreError::io(&dir.join("LOCK"), e))?
+            .ok_or_else(|| StoreError::Locked {
+                path: dir.to_path_buf(),
+            })?;
+        snapshot::remove_stale_temps(dir)?;
+
+        let mut report = LoadReport::default();
+        let (mut data, snapshot_seq) = match snapshot::load(dir)? {
+            Some((data, seq)) => {
+                report.snapshot_seq = Some(seq);
+                (data, seq)
+            }
+            None => (Data::default(), 0),
+        };
+
+        let segments = journal::list_segments(dir)?;
+        let mut last_seq = snapshot_seq;
+        let mut bytes_since_snapshot = 0;
+        let mut newest_len = 0;
+        for (i, (_, path)) in segments.iter().enumerate() {
+            let newest = i + 1 == segments.len();
+            let contents = journal::read_segment(path, newest)?;
+            for record in contents.records {
+                if record.seq <= snapshot_seq {
+                    continue;
+                }
+                if record.seq <= last_seq {
+                    return Err(StoreError::Corrupt {
+                        path: path.clone(),
+                        detail: format!("record {} is out of order", record.seq),
+                    });
+                }
+                last_seq = record.seq;
+                for op in &record.ops {
+                    data.apply(op);
+                }
+                report.replayed_records += 1;
+            }
+            bytes_since_snapshot += contents.valid_len;
+            if newest {
+                newest_len = contents.valid_len;
+                if contents.torn_bytes > 0 {
+                    report.torn_bytes = contents.torn_bytes;
+                    truncate(path, contents.valid_len)?;
+                }
+            }
+        }
+
+        let (path, len) = match segments.last() {
+            Some((_, path)) => (path.clone(), newest_len),
+            None => (journal::segment_path(dir, last_seq + 1), 0),
+        };
+        let file = files::open_append(&path).map_err(|e| StoreError::io(&path, e))?;
+        files::sync_dir(dir).map_err(|e| StoreError::io(dir, e))?;
+
+        let store = Store {
+            dir: dir.to_path_buf(),
+            _lock: lock,
+            commit: Mutex::new(Commit {
+                file: Arc::new(file),
+                path,
+                len,
+                next_seq: last_seq + 1,
+                queue: Vec::new(),
+                queue_first: 0,
+                flushing: false,
+                durable: last_seq,
+                failed: Vec::new(),
+                poisoned: None,
+                bytes_since_snapshot,
+            }),
+            flushed: Condvar::new(),
+        };
+        Ok((store, data, report))
+    }
+
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// Appends one record holding `ops` and returns once it is durable.
+    pub fn append(&self, ops: &[Op]) -> Result<(), StoreError> {
+        let body = serde_json::to_string(ops).map_err(|e| StoreError::WriteFailed {
+            path: self.dir.clone(),
+            detail: e.to_string(),
+        })?;
+        let mut c = self.commit.lock();
+        if let Some(why) = &c.poisoned {
+            return Err(StoreError::WriteFailed {
+                path: c.path.clone(),
+                detail: why.clone(),
+            });
+        }
+        let seq = c.next_seq;
+        c.next_seq += 1;
+        if c.queue.is_empty() {
+            c.queue_first = seq;
+        }
+        c.queue
+            .extend_from_slice(format!("{{\"seq\":{seq},\"ops\":{body}}}\n").as_bytes());
+
+        loop {
+            if let Some((_, _, why)) = c
+                .failed
+                .iter()
+                .find(|(lo, hi, _)| (*lo..=*hi).contains(&seq))
+            {
+                return Err(StoreError::WriteFailed {
+                    path: c.path.clone(),
+                    detail: why.clone(),
+                });
+            }
+            if seq <= c.durable {
+                return Ok(());
+            }
+            if c.flushing {
+                self.flushed.wait(&mut c);
+            } else {
+                self.flush(&mut c);
+            }
+        }
+    }
+
+    /// Writes and fsyncs everything queued, with the lock released during the I/O.
+    fn flush(&self, c: &mut MutexGuard<'_, Commit>) {
+        let batch = std::mem::take(&mut c.queue);
+        let (first, last) = (c.queue_first, c.next_seq - 1);
+        let file = Arc::clone(&c.file);
+        let start_len = c.len;
+        c.flushing = true;
+        let result = MutexGuard::unlocked(c, || {
+            (&*file).write_all(&batch)?;
+            file.sync_data()
+        });
+        c.flushing = false;
+        match result {
+            Ok(()) => {
+                c.len += batch.len() as u64;
+                c.bytes_since_snapshot += batch.len() as u64;
+                c.durable = last;
+            }
+            Err(e) => {
+                let why = e.to_string();
+                log::error!("journal write to {} failed: {why}", c.path.display());
+                // Cut off whatever part of the batch reached the file, so later records do not
+                // follow a broken line. If even that fails, stop accepting writes.
+                if let Err(e2) = file.set_len(start_len).and_then(|()| file.sync_data()) {
+                    c.poisoned = Some(format!("{why}; then truncating failed: {e2}"));
+                }
+                c.failed.push((first, last, why));
+                if c.failed.len() > 64 {
+                    c.failed.remove(0);
+                }
+            }
+        }
+        self.flushed.notify_all();
+    }
+
+    /// True when enough journal has accumulated that a snapshot should be written.
+    pub fn snapshot_due(&self) -> bool {
+        self.commit.lock().bytes_since_snapshot >= SNAPSHOT_AFTER_BYTES
+    }
+
+    /// Starts a new journal segment and returns the last sequence before it. Call only when no
+    /// append is in progress (the state's snapshot gate guarantees that).
+    pub fn rotate(&self) -> Result<(u64, u64), StoreError> {
+        let mut c = self.commit.lock();
+        let first = c.next_seq;
+        let path = journal::segment_path(&self.dir, first);
+        if path != c.path {
+            let file = files::open_append(&path).map_err(|e| StoreError::io(&path, e))?;
+            files::sync_dir(&self.dir).map_err(|e| StoreError::io(&self.dir, e))?;
+            c.file = Arc::new(file);
+            c.path = path;
+            c.len = 0;
+        }
+        c.bytes_since_snapshot = 0;
+        Ok((first - 1, first))
+    }
+
+    /// Writes a snapshot (already encoded) and deletes journal segments older than `keep_from`.
+    pub fn write_snapshot(&self, bytes: &[u8], keep_from: u64) -> Result<(), StoreError> {
+        snapshot::write(&self.dir, bytes)?;
+        for (first, path) in journal::list_segments(&self.dir)? {
+            if first < keep_from {
+                files::remove_if_present(&path).map_err(|e| StoreError::io(&path, e))?;
+            }
+        }
+        files::sync_dir(&self.dir).map_err(|e| StoreError::io(&self.dir, e))
+    }
+}
+
+fn truncate(path: &Path, len: u64) -> Result<(), StoreError> {
+    let f = std::fs::OpenOptions::new()
+        .write(true)
+        .open(path)
+        .map_err(|e| StoreError::io(path, e))?;
+    f.set_len(len)
+        .and_then(|()| f.sync_all())
+        .map_err(|e| StoreError::io(path, e))?;
+    log::warn!(
+        "{}: dropped a torn last record (a write cut off by a crash; it was never acknowledged)",
+        path.display()
+    );
+    Ok(())
+}
