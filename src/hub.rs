@@ -16,6 +16,7 @@
 use std::collections::HashMap;
 use std::io::Write;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use crossbeam_channel::{Receiver, Sender, TrySendError};
@@ -49,6 +50,13 @@ pub struct ChangeEvent {
 
 pub type Writer = Box<dyn Write + Send>;
 
+/// One push, shared by every subscribe of the serial. `delivered` is set once any of them has
+/// written it, so a copy that failed on a stale connection is not replayed needlessly.
+struct Push {
+    bytes: Vec<u8>,
+    delivered: AtomicBool,
+}
+
 /// A place for a subscribe, taken before the worker reads the state so that a push committed in
 /// between is not lost.
 #[must_use]
@@ -63,7 +71,7 @@ enum Phase {
 struct Sub {
     serial: String,
     phase: Phase,
-    queue: Vec<Arc<[u8]>>,
+    queue: Vec<Arc<Push>>,
     /// `None` while reserved or while the notifier is writing to it.
     writer: Option<Writer>,
 }
@@ -72,7 +80,7 @@ struct Sub {
 struct Inner {
     subs: HashMap<u64, Sub>,
     next_id: u64,
-    replay: HashMap<String, Vec<Arc<[u8]>>>,
+    replay: HashMap<String, Vec<Arc<Push>>>,
     watchers: Vec<Sender<Arc<ChangeEvent>>>,
     stopping: bool,
     notifier_done: bool,
@@ -138,7 +146,10 @@ impl Hub {
         };
         if let Some(missed) = replay.remove(&sub.serial) {
             let queued = std::mem::take(&mut sub.queue);
-            sub.queue = missed;
+            sub.queue = missed
+                .into_iter()
+                .filter(|p| !p.delivered.load(Ordering::SeqCst))
+                .collect();
             sub.queue.extend(queued);
         }
         sub.phase = Phase::Held { deadline };
@@ -179,11 +190,14 @@ impl Hub {
         changes: Vec<BucketChange>,
     ) {
         let mut inner = self.inner.lock();
-        if let Some(push) = push {
-            let chunk: Arc<[u8]> = push.into();
+        if let Some(bytes) = push {
+            let push = Arc::new(Push {
+                bytes,
+                delivered: AtomicBool::new(false),
+            });
             let mut any = false;
             for sub in inner.subs.values_mut().filter(|s| s.serial == serial) {
-                sub.queue.push(Arc::clone(&chunk));
+                sub.queue.push(Arc::clone(&push));
                 any = true;
             }
             if any {
@@ -304,6 +318,7 @@ impl Hub {
         // its next subscribe.
         let mut missed = done.unwritten;
         missed.append(&mut sub.queue);
+        missed.retain(|p| !p.delivered.load(Ordering::SeqCst));
         if !missed.is_empty() {
             let replay = inner.replay.entry(sub.serial).or_default();
             replay.extend(missed);
@@ -331,7 +346,7 @@ impl Sub {
 struct Job {
     id: u64,
     writer: Writer,
-    chunks: Vec<Arc<[u8]>>,
+    chunks: Vec<Arc<Push>>,
     end: bool,
 }
 
@@ -340,18 +355,19 @@ struct Done {
     writer: Option<Writer>,
     ok: bool,
     ended: bool,
-    unwritten: Vec<Arc<[u8]>>,
+    unwritten: Vec<Arc<Push>>,
 }
 
 impl Job {
     fn run(mut self) -> Done {
         let mut written = 0;
         let mut result = Ok(());
-        for chunk in &self.chunks {
-            result = crate::http::chunked::write_chunk(&mut self.writer, chunk);
+        for push in &self.chunks {
+            result = crate::http::chunked::write_chunk(&mut self.writer, &push.bytes);
             if result.is_err() {
                 break;
             }
+            push.delivered.store(true, Ordering::SeqCst);
             written += 1;
         }
         if result.is_ok() && self.end {
@@ -508,6 +524,37 @@ mod tests {
         .ok()
         .unwrap();
         assert_eq!(wait_for(&next, "0\r\n\r\n"), "7\r\n{\"n\":1}\r\n0\r\n\r\n");
+        hub.shutdown(Duration::from_secs(1));
+    }
+
+    #[test]
+    fn a_push_delivered_elsewhere_is_not_replayed() {
+        let hub = start();
+        let (live, dead) = (Probe::default(), Probe::default());
+        *dead.fail.lock() = true;
+        let far = Instant::now() + Duration::from_secs(60);
+        let r = hub.reserve("S");
+        hub.hold(r, Box::new(dead), far).ok().unwrap();
+        let r = hub.reserve("S");
+        hub.hold(r, Box::new(live.clone()), far).ok().unwrap();
+        hub.publish("S", Origin::Server, Some(b"{\"n\":1}".to_vec()), vec![]);
+        wait_for(&live, "{\"n\":1}");
+        for _ in 0..200 {
+            if hub.subscriptions_of("S") == 1 {
+                break;
+            }
+            thread::sleep(Duration::from_millis(10));
+        }
+        let next = Probe::default();
+        let r = hub.reserve("S");
+        hub.hold(
+            r,
+            Box::new(next.clone()),
+            Instant::now() + Duration::from_millis(100),
+        )
+        .ok()
+        .unwrap();
+        assert_eq!(wait_for(&next, "0\r\n\r\n"), "0\r\n\r\n");
         hub.shutdown(Duration::from_secs(1));
     }
 

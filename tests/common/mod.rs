@@ -1,0 +1,264 @@
+//! Shared test harness: an in-process server on 127.0.0.1 with free ports and a temporary data
+//! directory, raw HTTP helpers, and simulated thermostats whose events arrive on a channel.
+#![allow(dead_code)]
+
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use base64::Engine;
+use crossbeam_channel::{Receiver, unbounded};
+use hearth::http::client::{self, ClientResponse, Url};
+use hearth::hub::Origin;
+use hearth::simulator::{Event, Options, Thermostat};
+use hearth::state::Stamp;
+use hearth::{Config, Server};
+use serde_json::Value;
+
+pub const SERIAL: &str = "02AA01AC0000SIM1";
+pub const TIMEOUT: Duration = Duration::from_secs(10);
+
+/// A directory under the system temp dir, removed when dropped.
+pub struct TempDir(pub PathBuf);
+
+impl TempDir {
+    pub fn new(tag: &str) -> TempDir {
+        static N: AtomicUsize = AtomicUsize::new(0);
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.subsec_nanos())
+            .unwrap_or(0);
+        let dir = std::env::temp_dir().join(format!(
+            "hearth-{tag}-{}-{}-{nanos}",
+            std::process::id(),
+            N.fetch_add(1, Ordering::SeqCst)
+        ));
+        std::fs::create_dir_all(&dir).unwrap();
+        TempDir(dir)
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+pub struct TestServer {
+    pub server: Option<Server>,
+    pub dir: TempDir,
+}
+
+impl TestServer {
+    pub fn start() -> TestServer {
+        TestServer::start_with(|_| {})
+    }
+
+    pub fn start_with(adjust: impl FnOnce(&mut Config)) -> TestServer {
+        let dir = TempDir::new("srv");
+        let mut config = Config::local(dir.path());
+        config.api_origin = Some(hearth::config::ApiOrigin::parse("http://127.0.0.1").unwrap());
+        adjust(&mut config);
+        let server = Server::start(config).expect("server starts");
+        TestServer {
+            server: Some(server),
+            dir,
+        }
+    }
+
+    pub fn server(&self) -> &Server {
+        self.server.as_ref().expect("running")
+    }
+
+    pub fn device(&self) -> SocketAddr {
+        self.server().device_addr()
+    }
+
+    pub fn control(&self) -> SocketAddr {
+        self.server().control_addr()
+    }
+
+    /// The origin a simulated thermostat's cloudregisterurl points at (without `/entry`).
+    pub fn origin(&self) -> String {
+        format!("http://{}", self.device())
+    }
+
+    pub fn app(&self) -> &hearth::app::App {
+        self.server().app()
+    }
+
+    /// A server-side change through the library's one mutation path (pushed to the thermostat).
+    pub fn server_change(&self, serial: &str, key: &str, fields: Value) {
+        let fields = fields.as_object().cloned().unwrap();
+        self.app()
+            .state
+            .update_device(serial, Origin::Server, |txn| {
+                txn.merge(key, &fields, Stamp::Always);
+                Ok::<_, hearth::store::StoreError>(())
+            })
+            .unwrap();
+    }
+
+    /// Makes `user` the owner of `serial` (what a claim will do in the control-API issue).
+    pub fn set_owner(&self, serial: &str, user: &str) {
+        self.app()
+            .state
+            .update_accounts(|txn| {
+                let now = txn.now_ms();
+                txn.push(hearth::state::Op::SetOwner {
+                    serial: serial.to_string(),
+                    owner: Some(hearth::state::Owner {
+                        user: user.to_string(),
+                        since_ms: now,
+                    }),
+                });
+                Ok::<_, hearth::store::StoreError>(())
+            })
+            .unwrap();
+    }
+
+    pub fn bucket(&self, serial: &str, key: &str) -> Option<hearth::state::Bucket> {
+        self.app()
+            .state
+            .read_device(serial, |d| d.buckets.get(key).cloned())
+            .flatten()
+    }
+
+    pub fn stop(mut self) -> TempDir {
+        if let Some(s) = self.server.take() {
+            s.shutdown();
+        }
+        std::mem::replace(&mut self.dir, TempDir(PathBuf::new()))
+    }
+}
+
+impl Drop for TestServer {
+    fn drop(&mut self) {
+        if let Some(s) = self.server.take() {
+            s.shutdown();
+        }
+    }
+}
+
+pub fn url(addr: SocketAddr, target: &str) -> Url {
+    Url {
+        host: addr.ip().to_string(),
+        port: Some(addr.port()),
+        target: target.to_string(),
+    }
+}
+
+pub fn basic(serial: &str, password: &str) -> String {
+    let raw = format!("d.{serial}.5F3C9A1B:{password}");
+    format!(
+        "Basic {}",
+        base64::engine::general_purpose::STANDARD.encode(raw)
+    )
+}
+
+pub fn get(addr: SocketAddr, target: &str) -> ClientResponse {
+    client::request(&url(addr, target), "GET", &[], &[], TIMEOUT).expect("request")
+}
+
+pub fn get_as(addr: SocketAddr, target: &str, serial: &str) -> ClientResponse {
+    let auth = basic(serial, "pw");
+    client::request(
+        &url(addr, target),
+        "GET",
+        &[("Authorization", &auth)],
+        &[],
+        TIMEOUT,
+    )
+    .expect("request")
+}
+
+/// POST a body as a thermostat (Basic auth for `serial`).
+pub fn post_as(addr: SocketAddr, target: &str, serial: &str, body: &[u8]) -> ClientResponse {
+    let auth = basic(serial, "pw");
+    let headers = [
+        ("Authorization", auth.as_str()),
+        ("Content-Type", "application/json"),
+    ];
+    client::request(&url(addr, target), "POST", &headers, body, TIMEOUT).expect("request")
+}
+
+pub fn post_json(addr: SocketAddr, target: &str, serial: &str, body: Value) -> ClientResponse {
+    post_as(addr, target, serial, body.to_string().as_bytes())
+}
+
+/// Sends raw bytes and returns everything the server sends back before closing (or timing out).
+pub fn raw(addr: SocketAddr, bytes: &[u8], timeout: Duration) -> String {
+    let mut s = TcpStream::connect(addr).unwrap();
+    s.set_read_timeout(Some(timeout)).unwrap();
+    s.write_all(bytes).unwrap();
+    let mut out = Vec::new();
+    let _ = s.read_to_end(&mut out);
+    String::from_utf8_lossy(&out).to_string()
+}
+
+/// A simulated thermostat whose events arrive on the returned channel.
+pub fn thermostat(origin: &str, serial: &str) -> (Thermostat, Receiver<Event>) {
+    let (tx, rx) = unbounded();
+    let observer: hearth::simulator::Observer = Arc::new(move |_serial: &str, e: &Event| {
+        let _ = tx.send(e.clone());
+    });
+    (Thermostat::new(Options::new(origin, serial), observer), rx)
+}
+
+/// Waits for the first event matching `pred`, failing after `TIMEOUT`.
+pub fn expect_event(rx: &Receiver<Event>, what: &str, pred: impl Fn(&Event) -> bool) -> Event {
+    let deadline = std::time::Instant::now() + TIMEOUT;
+    loop {
+        let left = deadline.saturating_duration_since(std::time::Instant::now());
+        match rx.recv_timeout(left) {
+            Ok(e) if pred(&e) => return e,
+            Ok(_) => continue,
+            Err(_) => panic!("no {what} event within {TIMEOUT:?}"),
+        }
+    }
+}
+
+/// The journal and snapshot bytes, to prove a bad request changed nothing on disk.
+pub fn store_bytes(dir: &Path) -> Vec<(String, Vec<u8>)> {
+    let mut out: Vec<(String, Vec<u8>)> = std::fs::read_dir(dir)
+        .unwrap()
+        .flatten()
+        .filter(|e| e.path().is_file())
+        .map(|e| {
+            (
+                e.file_name().to_string_lossy().to_string(),
+                std::fs::read(e.path()).unwrap(),
+            )
+        })
+        .collect();
+    out.sort();
+    out
+}
+
+/// Asserts the key order of every object in `{"objects":[...]}` text: revision, timestamp,
+/// key, then value (if any), checked on the raw text.
+pub fn assert_wire_order(text: &str) {
+    let doc: Value =
+        serde_json::from_str(text).unwrap_or_else(|e| panic!("not JSON ({e}): {text}"));
+    for obj in doc["objects"].as_array().expect("objects array") {
+        let keys: Vec<&str> = obj
+            .as_object()
+            .unwrap()
+            .keys()
+            .map(String::as_str)
+            .collect();
+        let expected: &[&str] = if keys.len() == 4 {
+            &["object_revision", "object_timestamp", "object_key", "value"]
+        } else {
+            &["object_revision", "object_timestamp", "object_key"]
+        };
+        assert_eq!(keys, expected, "key order in {text}");
+    }
+}

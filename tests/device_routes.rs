@@ -1,0 +1,406 @@
+//! Black-box tests of the device port's ancillary routes: entry, info, ping, pro_info, health,
+//! bucket listing, passphrase, upload, weather, unknown routes.
+
+mod common;
+
+use std::io::Read;
+use std::net::TcpListener;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use common::*;
+use serde_json::{Value, json};
+
+#[test]
+fn entry_hands_out_urls_with_an_explicit_port() {
+    let s = TestServer::start();
+    let port = s.device().port();
+    let o = format!("http://127.0.0.1:{port}");
+    for r in [
+        get(s.device(), "/nest/entry"),
+        post_as(
+            s.device(),
+            "/entry",
+            SERIAL,
+            b"reset=FALSE&mac=18B4300A0001&model=Display-2.12",
+        ),
+    ] {
+        assert_eq!(r.status, 200);
+        let b = r.json();
+        assert_eq!(b["transport_url"], json!(format!("{o}/nest/transport")));
+        assert_eq!(b["czfe_url"], json!(format!("{o}/nest/transport")));
+        assert_eq!(
+            b["direct_transport_url"],
+            json!(format!("{o}/nest/transport"))
+        );
+        assert_eq!(
+            b["ping_url"],
+            json!(format!("{o}/nest/transport")),
+            "ping_url points at transport"
+        );
+        assert_eq!(b["passphrase_url"], json!(format!("{o}/nest/passphrase")));
+        assert_eq!(
+            b["weather_url"],
+            json!(format!("{o}/nest/weather/v1?query="))
+        );
+        assert_eq!(b["upload_url"], json!(format!("{o}/nest/upload")));
+        assert_eq!(b["pro_info_url"], json!(format!("{o}/nest/pro_info")));
+        assert_eq!(b["software_update_url"], json!(""));
+        assert_eq!(b["tier_name"], json!("local"));
+    }
+}
+
+#[test]
+fn entry_keeps_a_configured_port() {
+    let s = TestServer::start_with(|c| {
+        c.api_origin =
+            Some(hearth::config::ApiOrigin::parse("https://nest.example.com:9543").unwrap())
+    });
+    let b = get(s.device(), "/entry").json();
+    assert_eq!(
+        b["transport_url"],
+        json!("https://nest.example.com:9543/nest/transport")
+    );
+}
+
+#[test]
+fn info_and_health_answer_on_both_ports() {
+    let s = TestServer::start_with(|c| c.require_device_pairing = true);
+    let port = s.device().port();
+    for addr in [s.device(), s.control()] {
+        let info = get(addr, "/info");
+        assert_eq!(info.status, 200);
+        let b = info.json();
+        assert_eq!(b["server"], json!("nolongerevil"));
+        assert_eq!(
+            b["cloudregisterurl"],
+            json!(format!("http://127.0.0.1:{port}/entry"))
+        );
+        assert_eq!(b["api_origin"], json!("http://127.0.0.1"));
+        assert_eq!(b["ip"], json!("127.0.0.1"));
+        assert_eq!(b["port"], json!(port));
+        assert_eq!(b["ssl"], json!(false));
+        assert_eq!(b["require_device_pairing"], json!(true));
+        assert_eq!(b["entry_key_ttl_seconds"], json!(3600));
+        assert!(b["version"].is_string());
+        let health = get(addr, "/health");
+        assert_eq!(
+            (health.status, health.json()),
+            (200, json!({"status": "ok"}))
+        );
+    }
+}
+
+#[test]
+fn ping_pro_info_and_unknown_routes() {
+    let s = TestServer::start();
+    let ping = get(s.device(), "/nest/ping");
+    assert_eq!(ping.json()["status"], json!("ok"));
+    assert!(ping.json()["timestamp"].as_i64().unwrap() > 1_700_000_000_000);
+    assert_eq!(get(s.device(), "/ping/").status, 200, "legacy path");
+    let posted = post_as(s.device(), "/nest/ping", SERIAL, b"");
+    assert_eq!(
+        (posted.status, posted.json()),
+        (405, json!({"error": "Method not allowed"}))
+    );
+    let pro = get(s.device(), "/pro_info/ABC123");
+    assert_eq!(pro.json()["pro_id"], json!("ABC123"));
+    assert_eq!(pro.json()["dba"], json!("nolongerevil"));
+    let missing = get(s.device(), "/nope");
+    assert_eq!(
+        (missing.status, missing.json()),
+        (404, json!({"error": "Not found"}))
+    );
+    assert_eq!(get(s.control(), "/nope").status, 404);
+}
+
+#[test]
+fn listing_gives_metadata_only_in_both_path_forms() {
+    let s = TestServer::start();
+    post_json(
+        s.device(),
+        "/nest/transport/v7/put",
+        SERIAL,
+        json!({"objects": [
+            {"object_key": format!("device.{SERIAL}"), "value": {"current_humidity": 44}},
+            {"object_key": format!("shared.{SERIAL}"), "value": {"current_temperature": 20.5}}
+        ]}),
+    );
+    for target in [
+        format!("/nest/transport/device/{SERIAL}"),
+        format!("/transport/v7/device/device.{SERIAL}"),
+    ] {
+        let r = get(s.device(), &target);
+        assert_eq!(r.status, 200);
+        assert!(r.header("X-nl-service-timestamp").is_some());
+        assert_wire_order(&r.text());
+        let body = r.json();
+        let keys: Vec<&str> = body["objects"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|o| o["object_key"].as_str().unwrap())
+            .collect();
+        assert_eq!(
+            keys,
+            vec![format!("device.{SERIAL}"), format!("shared.{SERIAL}")]
+        );
+        assert!(!r.text().contains("\"value\""));
+    }
+    let unknown = get(s.device(), "/nest/transport/device/UNKNOWN0000SERIAL");
+    assert_eq!(unknown.json(), json!({"objects": []}));
+    let no_serial = get(s.device(), "/nest/transport/v7/other");
+    assert_eq!(
+        (no_serial.status, no_serial.json()),
+        (400, json!({"error": "Serial required"}))
+    );
+}
+
+#[test]
+fn passphrase_reuses_an_active_key_and_creates_the_pairing_dialog() {
+    let s = TestServer::start();
+    let none = get_as(s.device(), "/nest/passphrase/status", SERIAL).json();
+    assert_eq!(
+        none,
+        json!({"status": "no_key", "claimed": false, "message": "No entry key found for this device"})
+    );
+
+    let first = get_as(s.device(), "/nest/passphrase", SERIAL);
+    assert_eq!(first.status, 200);
+    let b = first.json();
+    let code = b["value"].as_str().unwrap().to_string();
+    assert_eq!(code.len(), 7);
+    assert!(
+        code[..3].chars().all(|c| c.is_ascii_digit())
+            && code[3..].chars().all(|c| c.is_ascii_uppercase()),
+        "{code}"
+    );
+    assert!(b["expires"].is_i64(), "expires must be a JSON number");
+    let expires = b["expires"].as_i64().unwrap();
+    assert!(expires > hearth::util::clock::now_ms() + 3_500_000);
+
+    for _ in 0..3 {
+        let again = get_as(s.device(), "/passphrase", SERIAL);
+        assert_eq!(again.status, 200, "a second call never fails");
+        assert_eq!(again.json(), json!({"value": code, "expires": expires}));
+    }
+    let status = get_as(s.device(), "/nest/passphrase/status", SERIAL).json();
+    assert_eq!(
+        status,
+        json!({"status": "pending", "claimed": false, "expiresAt": expires})
+    );
+
+    let dialog = s
+        .bucket(SERIAL, &format!("device_alert_dialog.{SERIAL}"))
+        .expect("dialog bucket");
+    assert_eq!(
+        Value::Object(dialog.value),
+        json!({"dialog_data": "", "dialog_id": "confirm-pairing"})
+    );
+
+    let other = get_as(s.device(), "/nest/passphrase", "02AA01AC0000SIM2").json();
+    assert_ne!(
+        other["value"],
+        json!(code),
+        "each thermostat gets its own key"
+    );
+    let missing = get(s.device(), "/nest/passphrase");
+    assert_eq!(
+        (missing.status, missing.json()),
+        (400, json!({"error": "Device serial required"}))
+    );
+}
+
+#[test]
+fn an_expired_entry_key_is_replaced() {
+    let s = TestServer::start_with(|c| c.entry_key_ttl_secs = 1);
+    let first = get_as(s.device(), "/nest/passphrase", SERIAL).json();
+    thread::sleep(Duration::from_millis(1100));
+    let second = get_as(s.device(), "/nest/passphrase", SERIAL);
+    assert_eq!(second.status, 200);
+    assert_ne!(second.json()["value"], first["value"]);
+    assert!(second.json()["expires"].as_i64() > first["expires"].as_i64());
+    let keys = s.app().state.accounts(|a| a.entry_keys.len());
+    assert_eq!(keys, 1, "older keys of the serial are dropped");
+}
+
+#[test]
+fn uploads_are_stored_as_received_and_never_overwritten() {
+    let s = TestServer::start_with(|c| c.store_device_logs = true);
+    let text = b"log line one\nlog line two\n".to_vec();
+    let gzip = vec![0x1f, 0x8b, 0x08, 0x00, 1, 2, 3, 4];
+    for body in [&text, &text, &gzip] {
+        let r = post_as(s.device(), "/upload", SERIAL, body);
+        assert_eq!((r.status, r.json()), (200, json!({"status": "ok"})));
+    }
+    let dir = s.dir.path().join("device-logs").join(SERIAL);
+    let mut files: Vec<(String, Vec<u8>)> = std::fs::read_dir(&dir)
+        .unwrap()
+        .flatten()
+        .map(|e| {
+            (
+                e.file_name().to_string_lossy().to_string(),
+                std::fs::read(e.path()).unwrap(),
+            )
+        })
+        .collect();
+    files.sort();
+    assert_eq!(files.len(), 3, "{files:?}");
+    assert_eq!(files.iter().filter(|(n, _)| n.ends_with(".log")).count(), 2);
+    assert_eq!(
+        files
+            .iter()
+            .filter(|(n, b)| n.ends_with(".log.gz") && *b == gzip)
+            .count(),
+        1
+    );
+    assert!(
+        files
+            .iter()
+            .filter(|(n, _)| n.ends_with(".log"))
+            .all(|(_, b)| *b == text)
+    );
+}
+
+#[test]
+fn uploads_are_acknowledged_but_not_kept_by_default() {
+    let s = TestServer::start();
+    assert_eq!(
+        post_as(s.device(), "/nest/upload", SERIAL, b"x").status,
+        200
+    );
+    assert!(!s.dir.path().join("device-logs").exists());
+}
+
+#[test]
+fn weather_without_an_upstream_is_a_502_at_once() {
+    let s = TestServer::start();
+    let started = Instant::now();
+    let r = get(s.device(), "/nest/weather/v1?query=94304,US");
+    assert_eq!(
+        (r.status, r.json()),
+        (502, json!({"error": "Weather service unavailable"}))
+    );
+    assert!(started.elapsed() < Duration::from_secs(2));
+}
+
+/// A tiny upstream: answers `{"<query>": {...}}`; `mode` 0 = answer, 1 = fail (500),
+/// 2 = hang without answering.
+fn weather_upstream(mode: Arc<AtomicUsize>, hits: Arc<AtomicUsize>) -> String {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    let server = tiny_http::Server::from_listener(listener, None).unwrap();
+    thread::spawn(move || {
+        for rq in server.incoming_requests() {
+            hits.fetch_add(1, Ordering::SeqCst);
+            let query = rq
+                .url()
+                .split_once('?')
+                .map(|(_, q)| q.to_string())
+                .unwrap_or_default();
+            match mode.load(Ordering::SeqCst) {
+                0 => {
+                    let body = json!({ query: {"current": {"temp_c": 10.6}} }).to_string();
+                    let _ = rq.respond(tiny_http::Response::from_string(body));
+                }
+                1 => {
+                    let _ =
+                        rq.respond(tiny_http::Response::from_string("down").with_status_code(500));
+                }
+                _ => {
+                    thread::spawn(move || {
+                        thread::sleep(Duration::from_secs(30));
+                        drop(rq);
+                    });
+                }
+            }
+        }
+    });
+    format!("http://{addr}/weather/v1")
+}
+
+#[test]
+fn weather_is_proxied_cached_per_query_and_falls_back_to_the_last_answer() {
+    let (mode, hits) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
+    let upstream = weather_upstream(Arc::clone(&mode), Arc::clone(&hits));
+    let s = TestServer::start_with(|c| {
+        c.weather_url = Some(upstream);
+        c.weather_cache_ttl_ms = 0; // always ask upstream first
+        c.weather_timeout = Duration::from_millis(500);
+    });
+    let a = get(s.device(), "/nest/weather/v1?query=94304,US");
+    assert_eq!(a.status, 200);
+    assert_eq!(
+        a.json(),
+        json!({"query=94304,US": {"current": {"temp_c": 10.6}}})
+    );
+    let b = get(s.device(), "/weather/v1?query=10001,US");
+    assert_eq!(
+        b.json(),
+        json!({"query=10001,US": {"current": {"temp_c": 10.6}}}),
+        "cache is per query"
+    );
+
+    mode.store(1, Ordering::SeqCst);
+    let stale = get(s.device(), "/nest/weather/v1?query=94304,US");
+    assert_eq!(
+        (stale.status, stale.json()),
+        (200, a.json()),
+        "upstream error: last answer for that query"
+    );
+    let uncached = get(s.device(), "/nest/weather/v1?query=60601,US");
+    assert_eq!(
+        (uncached.status, uncached.json()),
+        (502, json!({"error": "Weather service unavailable"}))
+    );
+
+    mode.store(2, Ordering::SeqCst);
+    let started = Instant::now();
+    let hung = get(s.device(), "/nest/weather/v1?query=10001,US");
+    assert_eq!(
+        (hung.status, hung.json()),
+        (200, b.json()),
+        "a hanging upstream: last answer"
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(3),
+        "bounded by the timeout: {:?}",
+        started.elapsed()
+    );
+}
+
+#[test]
+fn a_fresh_weather_answer_is_served_from_the_cache() {
+    let (mode, hits) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
+    let upstream = weather_upstream(mode, Arc::clone(&hits));
+    let s = TestServer::start_with(|c| c.weather_url = Some(upstream));
+    for _ in 0..3 {
+        assert_eq!(
+            get(s.device(), "/nest/weather/v1?query=94304,US").status,
+            200
+        );
+    }
+    assert_eq!(hits.load(Ordering::SeqCst), 1);
+}
+
+#[test]
+fn head_requests_and_http10_get_answers() {
+    let s = TestServer::start();
+    let text = raw(
+        s.device(),
+        b"GET /nest/ping HTTP/1.0\r\n\r\n",
+        Duration::from_secs(5),
+    );
+    assert!(text.starts_with("HTTP/1.0 200"), "{text}");
+    let mut sock = std::net::TcpStream::connect(s.device()).unwrap();
+    std::io::Write::write_all(
+        &mut sock,
+        b"HEAD /health HTTP/1.1\r\nConnection: close\r\n\r\n",
+    )
+    .unwrap();
+    let mut out = String::new();
+    sock.read_to_string(&mut out).unwrap();
+    assert!(out.starts_with("HTTP/1.1 200"), "{out}");
+}
