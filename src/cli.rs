@@ -23,6 +23,7 @@ struct Cli {
 enum Command {
     Serve(Box<ServeArgs>),
     Simulate(SimulateArgs),
+    Bench(BenchArgs),
 }
 
 #[derive(FromArgs)]
@@ -144,12 +145,56 @@ struct SimulateArgs {
     drift_seconds: u64,
 }
 
+#[derive(FromArgs)]
+#[argh(subcommand, name = "bench")]
+/// measure memory and push latency with simulated thermostats on 127.0.0.1
+struct BenchArgs {
+    /// thermostats holding subscribes for the memory figure (default 100)
+    #[argh(option, default = "100")]
+    thermostats: usize,
+    /// pushes timed for the latency figure (default 100)
+    #[argh(option, default = "100")]
+    pushes: usize,
+    /// thermostats the timed pushes are spread over (default 10)
+    #[argh(option, default = "10")]
+    push_thermostats: usize,
+    /// also write the figures as JSON to this file
+    #[argh(option)]
+    json: Option<String>,
+}
+
 pub fn main() -> ExitCode {
     let cli: Cli = argh::from_env();
     match cli.command {
         Command::Serve(args) => serve(*args),
         Command::Simulate(args) => simulate(args),
+        Command::Bench(args) => bench(args),
     }
+}
+
+fn bench(args: BenchArgs) -> ExitCode {
+    init_logging(false);
+    let opts = crate::bench::BenchOptions {
+        thermostats: args.thermostats,
+        pushes: args.pushes.max(1),
+        push_thermostats: args.push_thermostats,
+    };
+    let report = match crate::bench::run(&opts) {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("hearth bench: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    println!("{}", report.table());
+    if let Some(path) = args.json {
+        let text = serde_json::to_string_pretty(&report).unwrap_or_default();
+        if let Err(e) = std::fs::write(&path, text + "\n") {
+            eprintln!("hearth bench: could not write {path}: {e}");
+            return ExitCode::FAILURE;
+        }
+    }
+    ExitCode::SUCCESS
 }
 
 fn serve(args: ServeArgs) -> ExitCode {

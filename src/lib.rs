@@ -9,9 +9,11 @@
 //!   and snapshots; [`hub`]: held subscribes, pushes and change events.
 //! - [`http`]: the tiny_http edge (handlers are plain functions from a parsed request to a reply).
 //! - [`simulator`]: a simulated thermostat, used by tests and `hearth simulate`.
+//! - [`bench`]: `hearth bench`, the measured figures in the README.
 //! - [`config`], [`cli`]: settings and the command line.
 
 pub mod app;
+pub mod bench;
 pub mod cli;
 pub mod config;
 pub mod control;

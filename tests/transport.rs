@@ -42,6 +42,7 @@ fn open(s: &TestServer, objects: Value) -> ChunkStream {
         ],
         body.as_bytes(),
         TIMEOUT,
+        false,
     )
     .unwrap();
     assert_eq!(stream.status, 200);

@@ -112,14 +112,31 @@ pub fn request(
     body: &[u8],
     timeout: Duration,
 ) -> io::Result<ClientResponse> {
-    let mut stream = ChunkStream::open(url, method, headers, body, timeout)?;
+    let mut stream = ChunkStream::open(url, method, headers, body, timeout, true)?;
+    read_all(&mut stream)
+}
+
+/// Sends one request without `Connection: close`, as a thermostat does (HTTP/1.1 keep-alive;
+/// the socket is closed when the response has been read), and reads the whole response.
+pub fn request_keep_alive(
+    url: &Url,
+    method: &str,
+    headers: &[(&str, &str)],
+    body: &[u8],
+    timeout: Duration,
+) -> io::Result<ClientResponse> {
+    let mut stream = ChunkStream::open(url, method, headers, body, timeout, false)?;
+    read_all(&mut stream)
+}
+
+fn read_all(stream: &mut ChunkStream) -> io::Result<ClientResponse> {
     let mut all = Vec::new();
     while let Some(chunk) = stream.next_chunk()? {
         all.extend_from_slice(&chunk);
     }
     Ok(ClientResponse {
         status: stream.status,
-        headers: stream.headers,
+        headers: std::mem::take(&mut stream.headers),
         body: all,
     })
 }
@@ -141,13 +158,16 @@ enum Framing {
 
 impl ChunkStream {
     /// Connects, sends the request and reads the response head. `timeout` bounds the connect
-    /// and each read until changed with [`ChunkStream::set_read_timeout`].
+    /// and each read until changed with [`ChunkStream::set_read_timeout`]. With `close`, the
+    /// request says `Connection: close`; without, it relies on HTTP/1.1 keep-alive as a
+    /// thermostat does (which keeps the server's connection thread busy while it is open).
     pub fn open(
         url: &Url,
         method: &str,
         headers: &[(&str, &str)],
         body: &[u8],
         timeout: Duration,
+        close: bool,
     ) -> io::Result<ChunkStream> {
         let stream = TcpStream::connect_timeout(&url.socket_addr()?, timeout)?;
         stream.set_read_timeout(Some(timeout))?;
@@ -167,7 +187,10 @@ impl ChunkStream {
         if !has_length && (!body.is_empty() || method == "POST" || method == "PUT") {
             head.push_str(&format!("Content-Length: {}\r\n", body.len()));
         }
-        head.push_str("Connection: close\r\n\r\n");
+        if close {
+            head.push_str("Connection: close\r\n");
+        }
+        head.push_str("\r\n");
         let mut w = &stream;
         w.write_all(head.as_bytes())?;
         w.write_all(body)?;

@@ -335,7 +335,8 @@ impl Thermostat {
             ("X-nl-weave-device-id", self.weave_id.as_str()),
             ("X-nl-weave-provisioning-state", "not-provisioned"),
         ];
-        let r = client::request(&url, "POST", &headers, form.as_bytes(), self.opts.timeout)?;
+        let r =
+            client::request_keep_alive(&url, "POST", &headers, form.as_bytes(), self.opts.timeout)?;
         if r.status != 200 {
             return Err(protocol(format!("entry answered {}", r.status)));
         }
@@ -373,7 +374,8 @@ impl Thermostat {
             ("Authorization", self.basic.as_str()),
             ("User-Agent", USER_AGENT),
         ];
-        let r = client::request(&urls.passphrase, "GET", &headers, &[], self.opts.timeout)?;
+        let r =
+            client::request_keep_alive(&urls.passphrase, "GET", &headers, &[], self.opts.timeout)?;
         let body = r.json();
         match (
             body.get("value").and_then(Value::as_str),
@@ -430,6 +432,7 @@ impl Thermostat {
             &self.transport_headers(),
             &body,
             self.opts.timeout,
+            false,
         )?;
         if stream.status != 200 {
             let mut s = stream;
@@ -669,7 +672,7 @@ impl Thermostat {
         };
         let body = serde_json::to_vec(&json!({"session": self.session, "objects": objects}))
             .unwrap_or_default();
-        let r: ClientResponse = client::request(
+        let r: ClientResponse = client::request_keep_alive(
             &url,
             "POST",
             &self.transport_headers(),
