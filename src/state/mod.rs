@@ -169,18 +169,18 @@ impl State {
         let (result, (ops, changes)) = match computed {
             Ok(done) => done,
             Err(e) => {
-                self.drop_slot_if_unused(serial);
+                self.drop_slot_if_unused(serial, &slot);
                 return Err(e);
             }
         };
         if ops.is_empty() {
-            self.drop_slot_if_unused(serial);
+            self.drop_slot_if_unused(serial, &slot);
             return Ok(result);
         }
         {
             let _gate = self.gate.read();
             if let Err(e) = self.store.append(&ops) {
-                self.drop_slot_if_unused(serial);
+                self.drop_slot_if_unused(serial, &slot);
                 return Err(e.into());
             }
             let mut data = slot.data.write();
@@ -278,7 +278,11 @@ impl State {
 
     /// Removes the slot of a serial that has no data and that nobody else is using, so failed
     /// or empty writes for unknown serials leave nothing behind.
-    fn drop_slot_if_unused(&self, serial: &str) {
+    fn drop_slot_if_unused(&self, serial: &str, slot: &DeviceSlot) {
+        // The common case (a known thermostat) must not take the map's write lock.
+        if slot.data.read().exists() {
+            return;
+        }
         let mut devices = self.devices.write();
         if let Some(slot) = devices.get(serial) {
             // The map's reference plus the caller's: nobody else holds this slot.

@@ -34,6 +34,9 @@ pub struct Store {
     _lock: File,
     commit: Mutex<Commit>,
     flushed: Condvar,
+    /// Tests stretch a flush to make group commit observable.
+    #[cfg(test)]
+    flush_pause: Mutex<std::time::Duration>,
 }
 
 struct Commit {
@@ -52,6 +55,9 @@ struct Commit {
     /// Set when a failed write could not be undone; every later write fails.
     poisoned: Option<String>,
     bytes_since_snapshot: u64,
+    /// Records appended and fsyncs done, since open.
+    records: u64,
+    flushes: u64,
 }
 
 /// What loading found, for the startup log.
@@ -137,8 +143,12 @@ impl Store {
                 failed: Vec::new(),
                 poisoned: None,
                 bytes_since_snapshot,
+                records: 0,
+                flushes: 0,
             }),
             flushed: Condvar::new(),
+            #[cfg(test)]
+            flush_pause: Mutex::new(std::time::Duration::ZERO),
         };
         Ok((store, data, report))
     }
@@ -162,6 +172,7 @@ impl Store {
         }
         let seq = c.next_seq;
         c.next_seq += 1;
+        c.records += 1;
         if c.queue.is_empty() {
             c.queue_first = seq;
         }
@@ -197,7 +208,12 @@ impl Store {
         let file = Arc::clone(&c.file);
         let start_len = c.len;
         c.flushing = true;
+        c.flushes += 1;
+        #[cfg(test)]
+        let pause = *self.flush_pause.lock();
         let result = MutexGuard::unlocked(c, || {
+            #[cfg(test)]
+            std::thread::sleep(pause);
             (&*file).write_all(&batch)?;
             file.sync_data()
         });
@@ -223,6 +239,13 @@ impl Store {
             }
         }
         self.flushed.notify_all();
+    }
+
+    /// Records appended and fsyncs done since the store was opened (fewer fsyncs than records
+    /// means writers shared them).
+    pub fn commit_counts(&self) -> (u64, u64) {
+        let c = self.commit.lock();
+        (c.records, c.flushes)
     }
 
     /// True when enough journal has accumulated that a snapshot should be written.
@@ -272,4 +295,138 @@ fn truncate(path: &Path, len: u64) -> Result<(), StoreError> {
         path.display()
     );
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::state::{Bucket, Op};
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    fn tempdir(tag: &str) -> PathBuf {
+        let d = std::env::temp_dir().join(format!("hearth-store-{tag}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        d
+    }
+
+    fn merge(serial: &str, n: i64) -> Op {
+        let mut set = crate::util::JsonMap::new();
+        set.insert("n".into(), serde_json::json!(n));
+        Op::Merge {
+            serial: serial.into(),
+            key: format!("device.{serial}"),
+            rev: n,
+            ts: n,
+            updated: n,
+            set,
+        }
+    }
+
+    fn value_of(data: &Data, serial: &str) -> Option<Bucket> {
+        data.devices
+            .get(serial)?
+            .buckets
+            .get(&format!("device.{serial}"))
+            .cloned()
+    }
+
+    #[test]
+    fn writers_that_arrive_during_a_flush_share_the_next_one() {
+        let dir = tempdir("group");
+        let (store, _, _) = Store::open(&dir).unwrap();
+        let store = Arc::new(store);
+        *store.flush_pause.lock() = Duration::from_millis(300);
+        let leader = {
+            let s = Arc::clone(&store);
+            std::thread::spawn(move || s.append(&[merge("LEADER0000", 1)]).unwrap())
+        };
+        // Wait until the leader's flush is under way, then queue ten more writers behind it.
+        while !store.commit.lock().flushing {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        let followers: Vec<_> = (0..10)
+            .map(|i| {
+                let s = Arc::clone(&store);
+                std::thread::spawn(move || {
+                    s.append(&[merge(&format!("FOLLOWER{i:02}"), 1)]).unwrap()
+                })
+            })
+            .collect();
+        while store.commit.lock().records < 11 {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        *store.flush_pause.lock() = Duration::ZERO;
+        leader.join().unwrap();
+        for f in followers {
+            f.join().unwrap();
+        }
+        assert_eq!(
+            store.commit_counts(),
+            (11, 2),
+            "ten queued writers, one fsync"
+        );
+        drop(store);
+        let (_, data, report) = Store::open(&dir).unwrap();
+        assert_eq!(report.replayed_records, 11);
+        assert_eq!(data.devices.len(), 11);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn snapshot_rotates_the_journal_and_replay_resumes_after_it() {
+        let dir = tempdir("snap");
+        let (store, _, _) = Store::open(&dir).unwrap();
+        for n in 1..=3 {
+            store.append(&[merge("SERIAL0001", n)]).unwrap();
+        }
+        // What State::snapshot does: rotate, encode the state as of the rotation, write.
+        let mut data = Data::default();
+        for n in 1..=3 {
+            data.apply(&merge("SERIAL0001", n));
+        }
+        let (last, keep_from) = store.rotate().unwrap();
+        assert_eq!((last, keep_from), (3, 4));
+        store.append(&[merge("SERIAL0001", 4)]).unwrap();
+        store
+            .write_snapshot(&snapshot::encode(&data, last, 0).unwrap(), keep_from)
+            .unwrap();
+        let segments = journal::list_segments(&dir).unwrap();
+        assert_eq!(
+            segments.iter().map(|(n, _)| *n).collect::<Vec<_>>(),
+            vec![4]
+        );
+        drop(store);
+        let (store, data, report) = Store::open(&dir).unwrap();
+        assert_eq!((report.snapshot_seq, report.replayed_records), (Some(3), 1));
+        assert_eq!(value_of(&data, "SERIAL0001").unwrap().revision, 4);
+        store.append(&[merge("SERIAL0001", 5)]).unwrap();
+        drop(store);
+        let (_, data, _) = Store::open(&dir).unwrap();
+        assert_eq!(
+            value_of(&data, "SERIAL0001").unwrap().value["n"],
+            serde_json::json!(5)
+        );
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn a_store_with_a_torn_tail_keeps_appending_after_the_last_good_record() {
+        let dir = tempdir("tail");
+        let (store, _, _) = Store::open(&dir).unwrap();
+        store.append(&[merge("SERIAL0001", 1)]).unwrap();
+        drop(store);
+        let (_, path) = journal::list_segments(&dir).unwrap().pop().unwrap();
+        let mut bytes = std::fs::read(&path).unwrap();
+        bytes.extend_from_slice(b"{\"seq\":2,\"ops\":[{\"op\":\"me");
+        std::fs::write(&path, &bytes).unwrap();
+        let (store, _, report) = Store::open(&dir).unwrap();
+        assert!(report.torn_bytes > 0);
+        store.append(&[merge("SERIAL0001", 2)]).unwrap();
+        drop(store);
+        let (_, data, report) = Store::open(&dir).unwrap();
+        assert_eq!((report.replayed_records, report.torn_bytes), (2, 0));
+        assert_eq!(value_of(&data, "SERIAL0001").unwrap().revision, 2);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
 }
