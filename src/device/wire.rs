@@ -110,10 +110,6 @@ impl SubscribeBody {
             .find(|o| o.key == key)
             .map_or(0, |o| o.timestamp)
     }
-
-    pub fn names(&self, key: &str) -> bool {
-        self.objects.iter().any(|o| o.key == key)
-    }
 }
 
 /// One object of a PUT.

@@ -10,7 +10,10 @@
 //! journaled and published in order) and a data lock that readers take only briefly; different
 //! serials commit concurrently and share fsyncs. A snapshot takes the `gate` exclusively, which
 //! waits for in-flight commits so the snapshot matches a journal position exactly.
-//! Lock order: serial writer → gate → accounts → serial data.
+//!
+//! Lock order: serial writer → gate → device map → serial data → accounts → store → hub.
+//! Never call `update_device` or `update_accounts` from inside another one's closure: both take
+//! the gate, and a second read of it blocks behind a waiting snapshot.
 
 pub mod accounts;
 pub mod bucket;
@@ -47,13 +50,11 @@ pub struct Data {
 impl Data {
     pub fn apply(&mut self, op: &Op) {
         match op.device_serial() {
-            Some(serial) => {
-                let device = self.devices.entry(serial.to_string()).or_default();
-                device.apply(op);
-                if !device.exists() {
-                    self.devices.remove(serial);
-                }
-            }
+            Some(serial) => self
+                .devices
+                .entry(serial.to_string())
+                .or_default()
+                .apply(op),
             None => self.accounts.apply(op),
         }
     }
@@ -193,7 +194,6 @@ impl State {
                 let data = slot.data.read();
                 let objects = changes
                     .iter()
-                    .filter(|c| !c.deleted)
                     .filter_map(|c| {
                         let (key, bucket) = data.buckets.get_key_value(&c.key)?;
                         Some(WireObject::with_value(key, bucket))

@@ -4,7 +4,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::accounts::{Accounts, EntryKey, Owner, User};
+use super::accounts::{Accounts, EntryKey, Owner};
 use super::bucket::Bucket;
 use super::device::{DeviceData, DeviceMeta};
 use crate::util::JsonMap;
@@ -21,29 +21,9 @@ pub enum Op {
         updated: i64,
         set: JsonMap,
     },
-    /// Replace a bucket's whole value and stamp it.
-    Replace {
-        serial: String,
-        key: String,
-        rev: i64,
-        ts: i64,
-        updated: i64,
-        value: JsonMap,
-    },
-    DeleteBucket {
-        serial: String,
-        key: String,
-    },
-    DeleteDevice {
-        serial: String,
-    },
     DeviceMeta {
         serial: String,
         meta: DeviceMeta,
-    },
-    PutUser {
-        name: String,
-        user: User,
     },
     SetOwner {
         serial: String,
@@ -59,71 +39,47 @@ impl Op {
     /// The serial a device operation belongs to; `None` for account operations.
     pub fn device_serial(&self) -> Option<&str> {
         match self {
-            Op::Merge { serial, .. }
-            | Op::Replace { serial, .. }
-            | Op::DeleteBucket { serial, .. }
-            | Op::DeleteDevice { serial }
-            | Op::DeviceMeta { serial, .. } => Some(serial),
-            Op::PutUser { .. } | Op::SetOwner { .. } | Op::PutEntryKey { .. } => None,
+            Op::Merge { serial, .. } | Op::DeviceMeta { serial, .. } => Some(serial),
+            Op::SetOwner { .. } | Op::PutEntryKey { .. } => None,
         }
     }
 }
 
-/// The result of applying a bucket operation to a bucket's previous state.
+/// A bucket after a merge operation; `None` for operations that are not bucket merges.
 pub fn apply_to_bucket(previous: Option<&Bucket>, op: &Op) -> Option<Bucket> {
-    match op {
-        Op::Merge {
-            rev,
-            ts,
-            updated,
-            set,
-            ..
-        } => {
-            let mut value = previous.map(|b| b.value.clone()).unwrap_or_default();
-            for (k, v) in set {
-                value.insert(k.clone(), v.clone());
-            }
-            Some(Bucket {
-                revision: *rev,
-                timestamp: *ts,
-                updated_at: *updated,
-                value,
-            })
-        }
-        Op::Replace {
-            rev,
-            ts,
-            updated,
-            value,
-            ..
-        } => Some(Bucket {
-            revision: *rev,
-            timestamp: *ts,
-            updated_at: *updated,
-            value: value.clone(),
-        }),
-        Op::DeleteBucket { .. } => None,
-        _ => previous.cloned(),
+    let Op::Merge {
+        rev,
+        ts,
+        updated,
+        set,
+        ..
+    } = op
+    else {
+        return None;
+    };
+    let mut value = previous.map(|b| b.value.clone()).unwrap_or_default();
+    for (k, v) in set {
+        value.insert(k.clone(), v.clone());
     }
+    Some(Bucket {
+        revision: *rev,
+        timestamp: *ts,
+        updated_at: *updated,
+        value,
+    })
 }
 
 impl DeviceData {
     /// Applies a device operation (account operations are ignored here).
     pub fn apply(&mut self, op: &Op) {
         match op {
-            Op::Merge { key, .. } | Op::Replace { key, .. } => {
+            Op::Merge { key, .. } => {
                 if let Some(b) = apply_to_bucket(self.buckets.get(key), op) {
                     self.buckets.insert(key.clone(), b);
                 }
             }
-            Op::DeleteBucket { key, .. } => {
-                self.buckets.shift_remove(key);
-            }
-            Op::DeleteDevice { .. } => {
-                *self = DeviceData::default();
-            }
             Op::DeviceMeta { meta, .. } => self.meta = Some(meta.clone()),
-            Op::PutUser { .. } | Op::SetOwner { .. } | Op::PutEntryKey { .. } => {}
+            Op::SetOwner { .. } | Op::PutEntryKey { .. } => {}
         }
     }
 }
@@ -132,9 +88,6 @@ impl Accounts {
     /// Applies an account operation (device operations are ignored here).
     pub fn apply(&mut self, op: &Op) {
         match op {
-            Op::PutUser { name, user } => {
-                self.users.insert(name.clone(), user.clone());
-            }
             Op::SetOwner { serial, owner } => match owner {
                 Some(o) => {
                     self.owners.insert(serial.clone(), o.clone());
@@ -147,7 +100,7 @@ impl Accounts {
                 self.entry_keys.retain(|_, k| k.serial != key.serial);
                 self.entry_keys.insert(key.code.clone(), key.clone());
             }
-            _ => {}
+            Op::Merge { .. } | Op::DeviceMeta { .. } => {}
         }
     }
 }

@@ -41,13 +41,12 @@ pub struct BucketChange {
     pub timestamp: i64,
     /// Names of the value fields whose values changed.
     pub changed: Vec<String>,
-    pub deleted: bool,
 }
 
 pub struct DeviceTxn<'a> {
     serial: &'a str,
     base: &'a DeviceData,
-    pending: IndexMap<String, Option<Bucket>>,
+    pending: IndexMap<String, Bucket>,
     meta: Option<DeviceMeta>,
     ops: Vec<Op>,
     changes: Vec<BucketChange>,
@@ -78,25 +77,11 @@ impl<'a> DeviceTxn<'a> {
 
     /// A bucket as this transaction sees it (its own writes included).
     pub fn bucket(&self, key: &str) -> Option<&Bucket> {
-        match self.pending.get(key) {
-            Some(pending) => pending.as_ref(),
-            None => self.base.buckets.get(key),
-        }
+        self.pending.get(key).or_else(|| self.base.buckets.get(key))
     }
 
     pub fn meta(&self) -> Option<&DeviceMeta> {
         self.meta.as_ref().or(self.base.meta.as_ref())
-    }
-
-    /// Whether the serial is known (before or within this transaction).
-    pub fn exists(&self) -> bool {
-        self.meta().is_some()
-            || self.pending.values().any(Option::is_some)
-            || self
-                .base
-                .buckets
-                .keys()
-                .any(|k| !matches!(self.pending.get(k), Some(None)))
     }
 
     pub fn set_meta(&mut self, meta: DeviceMeta) {
@@ -110,7 +95,7 @@ impl<'a> DeviceTxn<'a> {
         self.meta = Some(meta);
     }
 
-    /// Shallow-merges `delta` into the bucket (creating it if missing).
+    /// Shallow-merges `delta` into the bucket (creating it if missing) and stamps it.
     pub fn merge(&mut self, key: &str, delta: &JsonMap, stamp: Stamp) -> Written {
         let previous = self.bucket(key);
         let set: JsonMap = delta
@@ -119,100 +104,59 @@ impl<'a> DeviceTxn<'a> {
             .map(|(k, v)| (k.clone(), v.clone()))
             .collect();
         let value_changed = previous.is_none() || !set.is_empty();
-        let changed_fields = set.keys().cloned().collect();
-        self.write(
-            key,
-            value_changed,
-            changed_fields,
-            stamp,
-            |serial, key, rev, ts, updated| Op::Merge {
-                serial,
-                key,
-                rev,
-                ts,
-                updated,
-                set,
-            },
-        )
-    }
-
-    /// Replaces the bucket's whole value.
-    pub fn replace(&mut self, key: &str, value: JsonMap, stamp: Stamp) -> Written {
-        let previous = self.bucket(key);
-        let value_changed = previous.map(|b| &b.value) != Some(&value);
-        let changed_fields = changed_fields(previous.map(|b| &b.value), &value);
-        self.write(
-            key,
-            value_changed,
-            changed_fields,
-            stamp,
-            |serial, key, rev, ts, updated| Op::Replace {
-                serial,
-                key,
-                rev,
-                ts,
-                updated,
-                value,
-            },
-        )
-    }
-
-    pub fn delete(&mut self, key: &str) {
-        if self.bucket(key).is_none() {
-            return;
-        }
-        self.ops.push(Op::DeleteBucket {
-            serial: self.serial.to_string(),
-            key: key.to_string(),
-        });
-        self.pending.insert(key.to_string(), None);
-        self.changes.push(BucketChange {
-            key: key.to_string(),
-            revision: 0,
-            timestamp: 0,
-            changed: Vec::new(),
-            deleted: true,
-        });
-    }
-
-    fn write(
-        &mut self,
-        key: &str,
-        value_changed: bool,
-        changed_fields: Vec<String>,
-        stamp: Stamp,
-        make: impl FnOnce(String, String, i64, i64, i64) -> Op,
-    ) -> Written {
-        let previous = self.bucket(key);
         let (old_rev, old_ts) = previous.map_or((0, 0), |b| (b.revision, b.timestamp));
+        // A new stamp never goes back in time for its bucket (a thermostat's copy may carry a
+        // timestamp from a fast clock, or our clock may have stepped back): an older timestamp
+        // would make the thermostat ignore the change. Revisions come from the network too, so
+        // they saturate rather than overflow.
+        let fresh = || {
+            (
+                old_rev.saturating_add(1),
+                self.now.max(old_ts.saturating_add(1)),
+            )
+        };
         let (rev, ts) = match stamp {
-            Stamp::Always => (old_rev + 1, self.now),
-            Stamp::IfChanged if value_changed => (old_rev + 1, self.now),
+            Stamp::Always => fresh(),
+            Stamp::IfChanged if value_changed => fresh(),
             Stamp::IfChanged => (old_rev, old_ts),
             Stamp::Exactly {
                 revision,
                 timestamp,
             } => (revision, timestamp),
         };
-        let recorded = value_changed || previous.is_none() || (rev, ts) != (old_rev, old_ts);
-        if !recorded {
+        if !value_changed && (rev, ts) == (old_rev, old_ts) {
             return Written {
                 revision: rev,
                 timestamp: ts,
                 recorded: false,
             };
         }
-        let op = make(self.serial.to_string(), key.to_string(), rev, ts, self.now);
-        let next = apply_to_bucket(previous, &op);
-        self.pending.insert(key.to_string(), next);
+        let mut changed: Vec<String> = set.keys().cloned().collect();
+        let op = Op::Merge {
+            serial: self.serial.to_string(),
+            key: key.to_string(),
+            rev,
+            ts,
+            updated: self.now,
+            set,
+        };
+        if let Some(next) = apply_to_bucket(previous, &op) {
+            self.pending.insert(key.to_string(), next);
+        }
         self.ops.push(op);
-        self.changes.retain(|c| c.key != key);
+        // A bucket written twice in one transaction reports every field either write changed.
+        if let Some(i) = self.changes.iter().position(|c| c.key == key) {
+            let earlier = self.changes.remove(i);
+            let mut all = earlier.changed;
+            all.retain(|f| !changed.contains(f));
+            all.append(&mut changed);
+            changed = all;
+        }
         self.changes.push(BucketChange {
             key: key.to_string(),
             revision: rev,
             timestamp: ts,
-            changed: changed_fields,
-            deleted: false,
+            changed,
         });
         Written {
             revision: rev,
@@ -224,19 +168,6 @@ impl<'a> DeviceTxn<'a> {
     pub(super) fn finish(self) -> (Vec<Op>, Vec<BucketChange>) {
         (self.ops, self.changes)
     }
-}
-
-/// Names of fields that differ between two values (added, changed or removed).
-fn changed_fields(old: Option<&JsonMap>, new: &JsonMap) -> Vec<String> {
-    let mut out: Vec<String> = new
-        .iter()
-        .filter(|(k, v)| old.and_then(|o| o.get(*k)) != Some(*v))
-        .map(|(k, _)| k.clone())
-        .collect();
-    if let Some(old) = old {
-        out.extend(old.keys().filter(|k| !new.contains_key(*k)).cloned());
-    }
-    out
 }
 
 /// A change to accounts (users, owners, entry keys), worked on a draft copy.
@@ -313,8 +244,41 @@ mod tests {
         let w = t.merge("shared.S", &map(json!({"x": 1})), Stamp::Always);
         assert_eq!((w.revision, w.timestamp), (1, 50));
         let w = t.merge("shared.S", &map(json!({"x": 1})), Stamp::Always);
-        assert_eq!((w.revision, w.timestamp), (2, 50));
+        // Same millisecond, still a newer timestamp: equal timestamps would read as "in sync".
+        assert_eq!((w.revision, w.timestamp), (2, 51));
         assert_eq!(t.bucket("shared.S").unwrap().value, map(json!({"x": 1})));
+    }
+
+    #[test]
+    fn revisions_saturate_and_timestamps_never_go_back() {
+        let mut base = DeviceData::default();
+        base.buckets.insert(
+            "shared.S".into(),
+            Bucket {
+                revision: i64::MAX,
+                timestamp: 5_000,
+                updated_at: 0,
+                value: map(json!({"a": 1})),
+            },
+        );
+        // The stored copy is "from the future" relative to this transaction's clock.
+        let mut t = DeviceTxn::new("S", &base, 1_000);
+        let w = t.merge("shared.S", &map(json!({"a": 2})), Stamp::IfChanged);
+        assert_eq!((w.revision, w.timestamp), (i64::MAX, 5_001));
+        let w = t.merge("shared.S", &map(json!({"a": 3})), Stamp::Always);
+        assert_eq!((w.revision, w.timestamp), (i64::MAX, 5_002));
+    }
+
+    #[test]
+    fn a_bucket_written_twice_reports_every_changed_field() {
+        let base = DeviceData::default();
+        let mut t = DeviceTxn::new("S", &base, 10);
+        t.merge("shared.S", &map(json!({"a": 1, "b": 1})), Stamp::IfChanged);
+        t.merge("shared.S", &map(json!({"b": 2, "c": 3})), Stamp::IfChanged);
+        let (ops, changes) = t.finish();
+        assert_eq!(ops.len(), 2);
+        assert_eq!(changes.len(), 1);
+        assert_eq!(changes[0].changed, vec!["a", "b", "c"]);
     }
 
     #[test]

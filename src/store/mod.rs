@@ -205,6 +205,12 @@ impl Store {
     fn flush(&self, c: &mut MutexGuard<'_, Commit>) {
         let batch = std::mem::take(&mut c.queue);
         let (first, last) = (c.queue_first, c.next_seq - 1);
+        if let Some(why) = c.poisoned.clone() {
+            // A broken line may end the file: nothing more may be written after it.
+            c.failed.push((first, last, why));
+            self.flushed.notify_all();
+            return;
+        }
         let file = Arc::clone(&c.file);
         let start_len = c.len;
         c.flushing = true;

@@ -11,11 +11,6 @@ pub fn now_ms() -> i64 {
         .unwrap_or(0)
 }
 
-/// Seconds since the Unix epoch.
-pub fn now_secs() -> i64 {
-    now_ms() / 1000
-}
-
 /// `YYYY-MM-DDTHH:MM:SS.mmmZ` for a millisecond timestamp (UTC).
 pub fn iso8601_ms(ms: i64) -> String {
     let nanos = i128::from(ms) * 1_000_000;
