@@ -37,6 +37,8 @@ pub struct Config {
     pub weather_timeout: Duration,
     /// Worker threads per listener.
     pub http_workers: usize,
+    /// A request body still arriving after this long is abandoned (its connection closed).
+    pub body_read_timeout: Duration,
     /// Seconds between self-probes of both listeners; 0 turns the watchdog off.
     pub watchdog_interval_secs: u64,
 }
@@ -63,6 +65,7 @@ impl Default for Config {
             weather_cache_ttl_ms: 600_000,
             weather_timeout: Duration::from_secs(5),
             http_workers: 4,
+            body_read_timeout: Duration::from_secs(30),
             watchdog_interval_secs: 30,
         }
     }
@@ -158,6 +161,7 @@ impl Config {
             http_workers: sources
                 .number("HTTP_WORKERS", 1, 64)?
                 .map_or(d.http_workers, to_usize),
+            body_read_timeout: d.body_read_timeout,
             watchdog_interval_secs: sources
                 .number("WATCHDOG_INTERVAL_SECONDS", 0, 3600)?
                 .unwrap_or(d.watchdog_interval_secs),

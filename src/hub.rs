@@ -15,6 +15,7 @@
 
 use std::collections::HashMap;
 use std::io::Write;
+use std::net::SocketAddr;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
@@ -27,8 +28,9 @@ use crate::state::BucketChange;
 /// How long a held subscribe stays open after a push, waiting for more (the firmware closes
 /// its side about 5 s after the last data).
 pub const BATCH_WINDOW: Duration = Duration::from_secs(3);
-/// Undelivered pushes kept per serial for its next subscribe.
+/// Undelivered pushes kept per serial for its next subscribe, and for how long.
 const REPLAY_LIMIT: usize = 16;
+const REPLAY_MAX_AGE: Duration = Duration::from_secs(600);
 /// Events buffered per watcher before a slow watcher starts missing them.
 const WATCH_BUFFER: usize = 1024;
 
@@ -57,19 +59,47 @@ struct Push {
     delivered: AtomicBool,
 }
 
-/// A place for a subscribe, taken before the worker reads the state so that a push committed in
-/// between is not lost.
+/// A place for a subscribe, taken before the worker reads the state so that a push committed
+/// in between is queued for it. Dropping it unused (the subscribe was answered at once, or the
+/// handler failed) gives the place back.
 #[must_use]
-pub struct Reservation(u64);
+pub struct Reservation {
+    id: u64,
+    hub: Arc<Hub>,
+    held: bool,
+}
+
+impl Reservation {
+    pub fn hub(&self) -> &Arc<Hub> {
+        &self.hub
+    }
+}
+
+impl Drop for Reservation {
+    fn drop(&mut self) {
+        if !self.held {
+            self.hub.inner.lock().remove(self.id);
+        }
+    }
+}
 
 enum Phase {
     Reserved,
-    Held { deadline: Instant },
-    Batching { until: Instant },
+    Held {
+        deadline: Instant,
+    },
+    /// A push was written; ends at `until` (3 s after the latest push) or, however busy, at
+    /// `cap` (3 s after the hold deadline) so it never outlasts the thermostat's suspend time.
+    Batching {
+        until: Instant,
+        cap: Instant,
+    },
 }
 
 struct Sub {
     serial: String,
+    /// The client's address, to end the hold if the same connection sends another request.
+    peer: Option<SocketAddr>,
     phase: Phase,
     queue: Vec<Arc<Push>>,
     /// `None` while reserved or while the notifier is writing to it.
@@ -79,11 +109,25 @@ struct Sub {
 #[derive(Default)]
 struct Inner {
     subs: HashMap<u64, Sub>,
+    by_peer: HashMap<SocketAddr, u64>,
     next_id: u64,
-    replay: HashMap<String, Vec<Arc<Push>>>,
+    /// Pushes no subscribe could take, with when they were made.
+    replay: HashMap<String, Vec<(Instant, Arc<Push>)>>,
     watchers: Vec<Sender<Arc<ChangeEvent>>>,
     stopping: bool,
     notifier_done: bool,
+}
+
+impl Inner {
+    fn remove(&mut self, id: u64) -> Option<Sub> {
+        let sub = self.subs.remove(&id)?;
+        if let Some(peer) = sub.peer {
+            if self.by_peer.get(&peer) == Some(&id) {
+                self.by_peer.remove(&peer);
+            }
+        }
+        Some(sub)
+    }
 }
 
 #[derive(Default)]
@@ -92,20 +136,13 @@ pub struct Hub {
     wake: Condvar,
 }
 
-/// Counts for statistics and availability.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct HubStats {
-    pub held: usize,
-    pub serials_with_held: usize,
-}
-
 impl Hub {
     pub fn new() -> Hub {
         Hub::default()
     }
 
     /// Reserves a subscribe slot for `serial`; pushes published from now on are queued for it.
-    pub fn reserve(&self, serial: &str) -> Reservation {
+    pub fn reserve(self: &Arc<Self>, serial: &str) -> Reservation {
         let mut inner = self.inner.lock();
         inner.next_id += 1;
         let id = inner.next_id;
@@ -113,49 +150,77 @@ impl Hub {
             id,
             Sub {
                 serial: serial.to_string(),
+                peer: None,
                 phase: Phase::Reserved,
                 queue: Vec::new(),
                 writer: None,
             },
         );
-        Reservation(id)
-    }
-
-    /// Gives up a reservation (the subscribe was answered at once).
-    pub fn cancel(&self, reservation: Reservation) {
-        self.inner.lock().subs.remove(&reservation.0);
+        Reservation {
+            id,
+            hub: Arc::clone(self),
+            held: false,
+        }
     }
 
     /// Parks a subscribe whose response head has been written. Pushes queued since the
-    /// reservation, and undelivered pushes for this serial, are written at once. If the hub is
-    /// shutting down the writer is handed back so the caller can end the response.
+    /// reservation, and recent pushes no subscribe could take, are written at once. If the hub
+    /// is shutting down the writer is handed back so the caller can end the response.
     pub fn hold(
         &self,
-        reservation: Reservation,
+        mut reservation: Reservation,
         writer: Writer,
         deadline: Instant,
+        peer: Option<SocketAddr>,
     ) -> Result<(), Writer> {
         let mut inner = self.inner.lock();
         if inner.stopping {
-            inner.subs.remove(&reservation.0);
-            return Err(writer);
+            return Err(writer); // the reservation's drop removes it
         }
-        let Inner { subs, replay, .. } = &mut *inner;
-        let Some(sub) = subs.get_mut(&reservation.0) else {
+        let id = reservation.id;
+        let Inner {
+            subs,
+            replay,
+            by_peer,
+            ..
+        } = &mut *inner;
+        let Some(sub) = subs.get_mut(&id) else {
             return Err(writer);
         };
+        reservation.held = true;
         if let Some(missed) = replay.remove(&sub.serial) {
             let queued = std::mem::take(&mut sub.queue);
             sub.queue = missed
                 .into_iter()
-                .filter(|p| !p.delivered.load(Ordering::SeqCst))
+                .filter(|(at, p)| {
+                    at.elapsed() < REPLAY_MAX_AGE && !p.delivered.load(Ordering::SeqCst)
+                })
+                .map(|(_, p)| p)
                 .collect();
             sub.queue.extend(queued);
         }
         sub.phase = Phase::Held { deadline };
         sub.writer = Some(writer);
+        sub.peer = peer;
+        if let Some(peer) = peer {
+            by_peer.insert(peer, id);
+        }
         self.wake.notify_all();
         Ok(())
+    }
+
+    /// Ends at once a subscribe held on the connection from `peer`: the client sent another
+    /// request on it, whose answer tiny_http would otherwise queue behind the whole hold.
+    pub fn release_connection(&self, peer: SocketAddr) {
+        let mut inner = self.inner.lock();
+        let Some(id) = inner.by_peer.remove(&peer) else {
+            return;
+        };
+        if let Some(sub) = inner.subs.get_mut(&id) {
+            let now = Instant::now();
+            sub.phase = Phase::Held { deadline: now };
+            self.wake.notify_all();
+        }
     }
 
     /// Subscribes of `serial` that are held or about to be.
@@ -166,17 +231,6 @@ impl Hub {
             .values()
             .filter(|s| s.serial == serial)
             .count()
-    }
-
-    pub fn stats(&self) -> HubStats {
-        let inner = self.inner.lock();
-        let mut serials: Vec<&str> = inner.subs.values().map(|s| s.serial.as_str()).collect();
-        serials.sort_unstable();
-        serials.dedup();
-        HubStats {
-            held: inner.subs.len(),
-            serials_with_held: serials.len(),
-        }
     }
 
     /// Delivers committed changes: `push` (a whole `{"objects":[...]}` document, for
@@ -306,12 +360,18 @@ impl Hub {
         };
         if done.ok && !done.ended {
             sub.writer = done.writer;
+            let cap = match sub.phase {
+                Phase::Held { deadline } => deadline + BATCH_WINDOW,
+                Phase::Batching { cap, .. } => cap,
+                Phase::Reserved => written_at + BATCH_WINDOW,
+            };
             sub.phase = Phase::Batching {
-                until: written_at + BATCH_WINDOW,
+                until: (written_at + BATCH_WINDOW).min(cap),
+                cap,
             };
             return;
         }
-        let Some(mut sub) = inner.subs.remove(&done.id) else {
+        let Some(mut sub) = inner.remove(done.id) else {
             return;
         };
         // Pushes that never reached the thermostat, and any that arrived while we wrote, go to
@@ -321,7 +381,8 @@ impl Hub {
         missed.retain(|p| !p.delivered.load(Ordering::SeqCst));
         if !missed.is_empty() {
             let replay = inner.replay.entry(sub.serial).or_default();
-            replay.extend(missed);
+            replay.retain(|(at, _)| at.elapsed() < REPLAY_MAX_AGE);
+            replay.extend(missed.into_iter().map(|p| (written_at, p)));
             let excess = replay.len().saturating_sub(REPLAY_LIMIT);
             replay.drain(..excess);
         }
@@ -338,7 +399,7 @@ impl Sub {
         match self.phase {
             Phase::Reserved => None,
             Phase::Held { deadline } => Some(deadline),
-            Phase::Batching { until } => Some(until),
+            Phase::Batching { until, .. } => Some(until),
         }
     }
 }
@@ -441,9 +502,9 @@ mod tests {
         let (a, b) = (Probe::default(), Probe::default());
         let far = Instant::now() + Duration::from_secs(60);
         let ra = hub.reserve("S");
-        hub.hold(ra, Box::new(a.clone()), far).ok().unwrap();
+        hub.hold(ra, Box::new(a.clone()), far, None).ok().unwrap();
         let rb = hub.reserve("S");
-        hub.hold(rb, Box::new(b.clone()), far).ok().unwrap();
+        hub.hold(rb, Box::new(b.clone()), far, None).ok().unwrap();
         hub.publish(
             "S",
             Origin::Server,
@@ -473,6 +534,7 @@ mod tests {
             r,
             Box::new(p.clone()),
             Instant::now() + Duration::from_secs(60),
+            None,
         )
         .ok()
         .unwrap();
@@ -489,6 +551,7 @@ mod tests {
             r,
             Box::new(p.clone()),
             Instant::now() + Duration::from_millis(50),
+            None,
         )
         .ok()
         .unwrap();
@@ -503,9 +566,14 @@ mod tests {
         let dead = Probe::default();
         *dead.fail.lock() = true;
         let r = hub.reserve("S");
-        hub.hold(r, Box::new(dead), Instant::now() + Duration::from_secs(60))
-            .ok()
-            .unwrap();
+        hub.hold(
+            r,
+            Box::new(dead),
+            Instant::now() + Duration::from_secs(60),
+            None,
+        )
+        .ok()
+        .unwrap();
         hub.publish("S", Origin::Server, Some(b"{\"n\":1}".to_vec()), vec![]);
         for _ in 0..200 {
             if hub.subscriptions_of("S") == 0 {
@@ -520,6 +588,7 @@ mod tests {
             r,
             Box::new(next.clone()),
             Instant::now() + Duration::from_secs(60),
+            None,
         )
         .ok()
         .unwrap();
@@ -534,9 +603,9 @@ mod tests {
         *dead.fail.lock() = true;
         let far = Instant::now() + Duration::from_secs(60);
         let r = hub.reserve("S");
-        hub.hold(r, Box::new(dead), far).ok().unwrap();
+        hub.hold(r, Box::new(dead), far, None).ok().unwrap();
         let r = hub.reserve("S");
-        hub.hold(r, Box::new(live.clone()), far).ok().unwrap();
+        hub.hold(r, Box::new(live.clone()), far, None).ok().unwrap();
         hub.publish("S", Origin::Server, Some(b"{\"n\":1}".to_vec()), vec![]);
         wait_for(&live, "{\"n\":1}");
         for _ in 0..200 {
@@ -551,10 +620,70 @@ mod tests {
             r,
             Box::new(next.clone()),
             Instant::now() + Duration::from_millis(100),
+            None,
         )
         .ok()
         .unwrap();
         assert_eq!(wait_for(&next, "0\r\n\r\n"), "0\r\n\r\n");
+        hub.shutdown(Duration::from_secs(1));
+    }
+
+    #[test]
+    fn an_unused_reservation_gives_its_place_back() {
+        let hub = Arc::new(Hub::new());
+        let r = hub.reserve("S");
+        assert_eq!(hub.subscriptions_of("S"), 1);
+        drop(r);
+        assert_eq!(hub.subscriptions_of("S"), 0);
+    }
+
+    #[test]
+    fn another_request_on_the_connection_ends_the_hold() {
+        let hub = start();
+        let p = Probe::default();
+        let peer: SocketAddr = "127.0.0.1:5555".parse().unwrap();
+        let r = hub.reserve("S");
+        hub.hold(
+            r,
+            Box::new(p.clone()),
+            Instant::now() + Duration::from_secs(60),
+            Some(peer),
+        )
+        .ok()
+        .unwrap();
+        hub.release_connection(peer);
+        assert_eq!(wait_for(&p, "0\r\n\r\n"), "0\r\n\r\n");
+        hub.shutdown(Duration::from_secs(1));
+    }
+
+    #[test]
+    fn batching_never_outlasts_the_hold_deadline_by_more_than_the_window() {
+        let hub = start();
+        let p = Probe::default();
+        let r = hub.reserve("S");
+        let started = Instant::now();
+        hub.hold(
+            r,
+            Box::new(p.clone()),
+            started + Duration::from_millis(200),
+            None,
+        )
+        .ok()
+        .unwrap();
+        // Pushes every 500 ms would keep a plain 3 s window open forever.
+        for _ in 0..12 {
+            hub.publish("S", Origin::Server, Some(b"{}".to_vec()), vec![]);
+            thread::sleep(Duration::from_millis(500));
+            if p.out.lock().ends_with(b"0\r\n\r\n") {
+                break;
+            }
+        }
+        assert!(
+            p.out.lock().ends_with(b"0\r\n\r\n"),
+            "still open after {:?}",
+            started.elapsed()
+        );
+        assert!(started.elapsed() < Duration::from_secs(5));
         hub.shutdown(Duration::from_secs(1));
     }
 
@@ -567,7 +696,6 @@ mod tests {
             revision: 1,
             timestamp: 2,
             changed: vec!["a".into()],
-            deleted: false,
         };
         hub.publish("S", Origin::Device, None, vec![change.clone()]);
         let ev = rx.try_recv().unwrap();

@@ -15,7 +15,7 @@ use crate::config::Config;
 use crate::control::ControlApi;
 use crate::device::DeviceApi;
 use crate::http::client::{self, Url};
-use crate::http::listener::{FatalHook, Listener};
+use crate::http::listener::{FatalHook, Limits, Listener};
 use crate::hub::Hub;
 use crate::state::State;
 use crate::store::StoreError;
@@ -99,7 +99,10 @@ impl Server {
                 origin.with_port
             );
         }
-        let workers = config.http_workers;
+        let limits = Limits {
+            workers: config.http_workers,
+            body_timeout: config.body_read_timeout,
+        };
         let app = Arc::new(App::new(config, state, origin));
 
         let notifier = spawn("notifier", {
@@ -109,7 +112,7 @@ impl Server {
         let device = Listener::start(
             "device",
             device_socket,
-            workers,
+            limits,
             Arc::new(DeviceApi::new(Arc::clone(&app))),
             Arc::clone(&on_fatal),
         )
@@ -117,7 +120,7 @@ impl Server {
         let control = Listener::start(
             "control",
             control_socket,
-            workers,
+            limits,
             Arc::new(ControlApi::new(Arc::clone(&app))),
             Arc::clone(&on_fatal),
         )

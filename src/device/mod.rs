@@ -134,6 +134,12 @@ pub struct Caller {
 }
 
 fn route(app: &App, req: &Request) -> Result<Reply, DeviceError> {
+    // A thermostat opens a new connection for each request. Another request on a connection
+    // whose subscribe is held would wait behind the whole hold (tiny_http answers a
+    // connection's requests in order), so the hold ends now.
+    if let Some(peer) = req.remote {
+        app.hub().release_connection(peer);
+    }
     let path = normalize::normalize(&req.path);
     let route = Route::of(req.method, &path)?;
     let full = |r: Response| Ok(Reply::Full(r));
@@ -151,8 +157,12 @@ fn route(app: &App, req: &Request) -> Result<Reply, DeviceError> {
     } else {
         None
     };
+    // Only thermostats that passed the pairing checks, or that the server knows, are tracked
+    // (any string of 10 letters and digits in a query is not a thermostat).
     if let Some(serial) = &id.serial {
-        app.presence.seen(serial);
+        if route.is_gated() || app.state.device_exists(serial) {
+            app.presence.seen(serial);
+        }
     }
     let caller = || -> Result<Caller, DeviceError> {
         Ok(Caller {

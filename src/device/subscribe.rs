@@ -37,15 +37,8 @@ pub fn subscribe(app: &App, caller: &Caller, req: &Request) -> Result<Reply, Dev
     let hub = Arc::clone(app.hub());
     // Reserve before reading the state, so a push committed in between is queued for us.
     let reservation = chunked.then(|| hub.reserve(&caller.serial));
-    let outdated = match outdated_objects(app, caller, &sub) {
-        Ok(o) => o,
-        Err(e) => {
-            if let Some(r) = reservation {
-                hub.cancel(r);
-            }
-            return Err(e);
-        }
-    };
+    // On an error the reservation is dropped, which frees it.
+    let outdated = outdated_objects(app, caller, &sub)?;
     let mut headers = wire::transport_headers(&app.config);
     let body = WireObjects {
         objects: outdated
@@ -62,7 +55,7 @@ pub fn subscribe(app: &App, caller: &Caller, req: &Request) -> Result<Reply, Dev
     };
     headers.insert(0, ("Content-Type".into(), "application/json".into()));
     let now_or_hold = if !outdated.is_empty() {
-        hub.cancel(reservation);
+        drop(reservation);
         if outdated
             .iter()
             .any(|(_, b)| SETPOINT_FIELDS.iter().any(|f| b.value.contains_key(*f)))
@@ -74,7 +67,7 @@ pub fn subscribe(app: &App, caller: &Caller, req: &Request) -> Result<Reply, Dev
         }
         ChunkedBody::Now(body)
     } else if hub.subscriptions_of(&caller.serial) > app.config.max_subscriptions_per_device {
-        hub.cancel(reservation);
+        drop(reservation);
         log::warn!(
             "{}: too many held subscribes; answering this one empty",
             caller.serial
@@ -82,7 +75,6 @@ pub fn subscribe(app: &App, caller: &Caller, req: &Request) -> Result<Reply, Dev
         ChunkedBody::Now(br#"{"objects":[]}"#.to_vec())
     } else {
         ChunkedBody::Hold {
-            hub,
             reservation,
             deadline: Instant::now() + app.config.hold(),
         }

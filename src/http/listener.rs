@@ -16,13 +16,22 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
 
-use super::{ChunkedBody, Method, Reply, Request, Response, Service, chunked, oversize};
+use super::{ChunkedBody, Method, Reply, Request, Response, Service, chunked, deadline, oversize};
 
 /// Writes to a client that stopped reading give up after this long.
 const SEND_TIMEOUT: Duration = Duration::from_secs(10);
 const WORKER_STACK: usize = 256 * 1024;
 
 pub type FatalHook = Arc<dyn Fn(String) + Send + Sync>;
+
+/// How the listener treats its clients.
+#[derive(Clone, Copy, Debug)]
+pub struct Limits {
+    /// Workers (threads that run handlers).
+    pub workers: usize,
+    /// A request body still arriving after this long is abandoned and its connection closed.
+    pub body_timeout: Duration,
+}
 
 pub struct Listener {
     server: Arc<tiny_http::Server>,
@@ -36,10 +45,11 @@ impl Listener {
     pub fn start(
         name: &'static str,
         listener: TcpListener,
-        workers: usize,
+        limits: Limits,
         service: Arc<dyn Service>,
         on_fatal: FatalHook,
     ) -> io::Result<Listener> {
+        let workers = limits.workers;
         set_send_timeout(&listener, SEND_TIMEOUT)?;
         let addr = listener.local_addr()?;
         let server = tiny_http::Server::from_listener(listener, None).map_err(io::Error::other)?;
@@ -56,7 +66,16 @@ impl Listener {
             let handle = thread::Builder::new()
                 .name(format!("{name}-{i}"))
                 .stack_size(WORKER_STACK)
-                .spawn(move || worker(&server, &*service, &stopping, addr.port(), &on_fatal))?;
+                .spawn(move || {
+                    worker(
+                        &server,
+                        &*service,
+                        &stopping,
+                        addr.port(),
+                        limits.body_timeout,
+                        &on_fatal,
+                    )
+                })?;
             handles.push(handle);
         }
         Ok(Listener {
@@ -110,6 +129,7 @@ fn worker(
     service: &dyn Service,
     stopping: &AtomicBool,
     port: u16,
+    body_timeout: Duration,
     on_fatal: &FatalHook,
 ) {
     loop {
@@ -123,7 +143,9 @@ fn worker(
             }
         };
         // The request is moved in, so its drop (which can panic inside tiny_http) is covered too.
-        let outcome = panic::catch_unwind(AssertUnwindSafe(move || serve(rq, service, port)));
+        let outcome = panic::catch_unwind(AssertUnwindSafe(move || {
+            serve(rq, service, port, body_timeout)
+        }));
         if outcome.is_err() {
             log::error!(
                 "a request handler panicked; the client got a 500 and the server keeps serving"
@@ -132,24 +154,39 @@ fn worker(
     }
 }
 
-fn serve(mut rq: tiny_http::Request, service: &dyn Service, port: u16) {
+fn serve(mut rq: tiny_http::Request, service: &dyn Service, port: u16, body_timeout: Duration) {
     let started = Instant::now();
     let url = rq.url().to_string();
     let (path, query) = url.split_once('?').unwrap_or((url.as_str(), ""));
     let limit = service.body_limit(path);
 
-    if let Some(declared) = declared_length(&rq) {
-        if declared > limit as u64 {
-            log::info!(
-                "{} {url} -> 413 (declared body of {declared} bytes)",
-                rq.method()
-            );
-            oversize::reject(rq, declared, port);
-            return;
-        }
+    let declared = declared_length(&rq);
+    if let Some(declared) = declared.filter(|d| *d > limit as u64) {
+        log::info!(
+            "{} {url} -> 413 (declared body of {declared} bytes)",
+            rq.method()
+        );
+        oversize::reject(rq, declared, port);
+        return;
     }
+    // tiny_http has already read bodies of up to 1 KiB; a longer or chunked one is read here,
+    // under a deadline.
+    let streamed = declared.map_or(is_chunked(&rq), |d| d > 1024);
+    let watch = match (streamed, rq.remote_addr()) {
+        (true, Some(peer)) => deadline::watch(*peer, port, body_timeout),
+        _ => None,
+    };
     let mut body = Vec::new();
-    if let Err(e) = rq.as_reader().take(limit as u64 + 1).read_to_end(&mut body) {
+    let read = rq.as_reader().take(limit as u64 + 1).read_to_end(&mut body);
+    drop(watch);
+    let short = declared.is_some_and(|d| (body.len() as u64) < d);
+    if let Err(e) = read.and_then(|_| {
+        if short {
+            Err(io::ErrorKind::UnexpectedEof.into())
+        } else {
+            Ok(())
+        }
+    }) {
         log::debug!("{} {url}: body unreadable: {e}", rq.method());
         send(
             rq,
@@ -187,13 +224,18 @@ fn serve(mut rq: tiny_http::Request, service: &dyn Service, port: u16) {
     );
 }
 
+fn is_chunked(rq: &tiny_http::Request) -> bool {
+    rq.headers()
+        .iter()
+        .any(|h| h.field.equiv("Transfer-Encoding"))
+}
+
 /// The `Content-Length` a request declares, when tiny_http will use it (no Transfer-Encoding).
 fn declared_length(rq: &tiny_http::Request) -> Option<u64> {
-    let headers = rq.headers();
-    if headers.iter().any(|h| h.field.equiv("Transfer-Encoding")) {
+    if is_chunked(rq) {
         return None;
     }
-    headers
+    rq.headers()
         .iter()
         .find(|h| h.field.equiv("Content-Length"))
         .and_then(|h| h.value.as_str().trim().parse::<u64>().ok())
@@ -228,6 +270,7 @@ fn send(rq: tiny_http::Request, reply: Reply) -> u16 {
             resp.status
         }
         Reply::Chunked(reply) => {
+            let peer = rq.remote_addr().copied();
             let mut w = rq.into_writer();
             let head = chunked::write_head(&mut w, &reply.headers);
             match reply.body {
@@ -237,14 +280,15 @@ fn send(rq: tiny_http::Request, reply: Reply) -> u16 {
                         .and_then(|()| chunked::write_end(&mut w));
                 }
                 ChunkedBody::Hold {
-                    hub,
                     reservation,
                     deadline,
                 } => {
-                    if head.is_err() {
-                        hub.cancel(reservation);
-                    } else if let Err(mut w) = hub.hold(reservation, w, deadline) {
-                        let _ = chunked::write_end(&mut w);
+                    // If the head could not be written, dropping the reservation frees it.
+                    if head.is_ok() {
+                        let hub = Arc::clone(reservation.hub());
+                        if let Err(mut w) = hub.hold(reservation, w, deadline, peer) {
+                            let _ = chunked::write_end(&mut w);
+                        }
                     }
                 }
             }

@@ -4,16 +4,17 @@
 
 pub mod chunked;
 pub mod client;
+mod deadline;
 pub mod listener;
 mod oversize;
+mod socket;
 
 use std::net::SocketAddr;
 use std::time::Instant;
 
 use serde::Serialize;
 
-use crate::hub::{Hub, Reservation};
-use std::sync::Arc;
+use crate::hub::Reservation;
 
 /// Body limit for ordinary requests.
 pub const BODY_LIMIT: usize = 1024 * 1024;
@@ -194,7 +195,6 @@ pub enum ChunkedBody {
     Now(Vec<u8>),
     /// Park the response in the hub until a push or the deadline.
     Hold {
-        hub: Arc<Hub>,
         reservation: Reservation,
         deadline: Instant,
     },

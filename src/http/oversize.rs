@@ -10,11 +10,10 @@
 //! request is leaked (one parked tiny_http connection thread and its two descriptors; see the
 //! README's "Known limits").
 
-use std::fs;
 use std::io::Write;
-use std::mem::ManuallyDrop;
-use std::net::{Shutdown, SocketAddr, TcpStream};
-use std::os::unix::io::{FromRawFd, RawFd};
+use std::net::Shutdown;
+
+use super::socket::{find_socket, with_socket};
 
 /// Declared lengths up to this are drained safely after the read side is shut down (the
 /// drain buffer is allocated zeroed, so untouched pages cost no memory).
@@ -72,39 +71,4 @@ fn respond(rq: tiny_http::Request) {
         response.add_header(h);
     }
     let _ = rq.respond(response);
-}
-
-/// Runs `f` on a borrowed view of the socket `fd` (the descriptor stays open afterwards).
-fn with_socket<R>(fd: RawFd, f: impl FnOnce(&mut TcpStream) -> R) -> R {
-    // SAFETY: `fd` is an open socket owned by tiny_http for as long as the request we hold is
-    // alive; ManuallyDrop keeps this view from closing it.
-    let mut stream = ManuallyDrop::new(unsafe { TcpStream::from_raw_fd(fd) });
-    f(&mut stream)
-}
-
-/// The descriptor of our TCP socket connected to `peer` on `local_port`.
-fn find_socket(peer: SocketAddr, local_port: u16) -> Option<RawFd> {
-    for entry in fs::read_dir("/proc/self/fd").ok()?.flatten() {
-        let Some(fd) = entry
-            .file_name()
-            .to_str()
-            .and_then(|s| s.parse::<RawFd>().ok())
-        else {
-            continue;
-        };
-        let is_socket = fs::read_link(entry.path())
-            .map(|t| t.to_string_lossy().starts_with("socket:"))
-            .unwrap_or(false);
-        if !is_socket {
-            continue;
-        }
-        let matches = with_socket(fd, |s| {
-            s.peer_addr().ok() == Some(peer)
-                && s.local_addr().map(|a| a.port()).ok() == Some(local_port)
-        });
-        if matches {
-            return Some(fd);
-        }
-    }
-    None
 }
