@@ -4,8 +4,8 @@
 //! 2. Its RSS once N simulated thermostats (threads of this process) each hold a subscribe,
 //!    6 s after the last one is held (tiny_http's spare pool threads exit after 5 s idle).
 //! 3. Push latency: the time from a server-side change (through the one mutation path, journal
-//!    fsync included) to a simulated thermostat reading the pushed chunk off its held
-//!    subscribe. Until the control API exists there is no way to make a server-side change from
+//!    fsync included) to a simulated thermostat reading the pushed chunk off its freshly held
+//!    subscribe, one thermostat per push. Until the control API exists there is no way to make a server-side change from
 //!    outside, so this phase runs the server in this process (same code, real sockets).
 //!
 //! Everything it starts is stopped, and its temporary directories removed, before it returns.
@@ -32,8 +32,6 @@ use crate::state::Stamp;
 pub struct BenchOptions {
     pub thermostats: usize,
     pub pushes: usize,
-    /// Thermostats the pushes are spread over in the latency phase.
-    pub push_thermostats: usize,
 }
 
 #[derive(Debug, Serialize)]
@@ -88,7 +86,7 @@ impl Report {
 
 pub fn run(opts: &BenchOptions) -> Result<Report, String> {
     let (idle_rss_kb, held_rss_kb, held_threads) = memory_phase(opts.thermostats)?;
-    let mut latencies = latency_phase(opts.pushes, opts.push_thermostats.max(1))?;
+    let mut latencies = latency_phase(opts.pushes)?;
     latencies.sort();
     let at = |q: f64| {
         latencies[((latencies.len() as f64 * q).ceil() as usize).clamp(1, latencies.len()) - 1]
@@ -254,31 +252,31 @@ fn memory_phase(thermostats: usize) -> Result<(u64, u64, u64), String> {
     Ok((idle, rss, threads))
 }
 
-fn latency_phase(pushes: usize, thermostats: usize) -> Result<Vec<u64>, String> {
+/// One thermostat per timed push, each holding a freshly parked subscribe (the usual case:
+/// a change reaches a thermostat that is asleep on its held connection).
+fn latency_phase(pushes: usize) -> Result<Vec<u64>, String> {
     let dir = TempDir::new("push")?;
     let mut config = Config::local(&dir.0);
     config.api_origin = ApiOrigin::parse("http://127.0.0.1").ok();
     let server = Server::start(config).map_err(|e| e.to_string())?;
     let origin = format!("http://{}", server.device_addr());
     let quiet: Observer = Arc::new(|_: &str, _: &Event| {});
-    let mut sims = Vec::new();
-    for i in 1..=thermostats {
+    let hub = Arc::clone(server.app().hub());
+    let mut out = Vec::with_capacity(pushes);
+    let mut held_streams = Vec::with_capacity(pushes);
+    for i in 0..pushes {
         let mut sim = Thermostat::new(
-            Options::new(&origin, &fleet::serial("02AA01AC98", i)),
+            Options::new(&origin, &fleet::serial("02AA01AC98", i + 1)),
             Arc::clone(&quiet),
         );
         sim.boot().map_err(|e| e.to_string())?;
-        let held = sim.open_subscribe().map_err(|e| e.to_string())?;
-        sims.push((sim, held));
-    }
-    let hub = Arc::clone(server.app().hub());
-    let mut out = Vec::with_capacity(pushes);
-    for i in 0..pushes {
-        let (sim, held) = &mut sims[i % thermostats];
+        let mut held = sim.open_subscribe().map_err(|e| e.to_string())?;
         let serial = sim.serial().to_string();
-        // The subscribe must be parked (and, after a previous push, still open).
         let wait = Instant::now() + Duration::from_secs(5);
-        while hub.subscriptions_of(&serial) == 0 && Instant::now() < wait {
+        while hub.subscriptions_of(&serial) == 0 {
+            if Instant::now() > wait {
+                return Err(format!("{serial}'s subscribe was never parked"));
+            }
             thread::sleep(Duration::from_millis(1));
         }
         let fields = json!({"target_temperature": 18.0 + (i % 20) as f64 * 0.5, "target_change_pending": true});
@@ -298,8 +296,9 @@ fn latency_phase(pushes: usize, thermostats: usize) -> Result<Vec<u64>, String> 
             .ok_or("the subscribe ended early")?;
         out.push(started.elapsed().as_micros() as u64);
         sim.apply_chunk(&chunk).map_err(|e| e.to_string())?;
+        held_streams.push(held);
     }
-    drop(sims);
+    drop(held_streams);
     server.shutdown();
     Ok(out)
 }

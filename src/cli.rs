@@ -152,12 +152,9 @@ struct BenchArgs {
     /// thermostats holding subscribes for the memory figure (default 100)
     #[argh(option, default = "100")]
     thermostats: usize,
-    /// pushes timed for the latency figure (default 100)
+    /// pushes timed for the latency figure, one simulated thermostat each (default 100)
     #[argh(option, default = "100")]
     pushes: usize,
-    /// thermostats the timed pushes are spread over (default 10)
-    #[argh(option, default = "10")]
-    push_thermostats: usize,
     /// also write the figures as JSON to this file
     #[argh(option)]
     json: Option<String>,
@@ -177,7 +174,6 @@ fn bench(args: BenchArgs) -> ExitCode {
     let opts = crate::bench::BenchOptions {
         thermostats: args.thermostats,
         pushes: args.pushes.max(1),
-        push_thermostats: args.push_thermostats,
     };
     let report = match crate::bench::run(&opts) {
         Ok(r) => r,

@@ -66,15 +66,12 @@ fn boot_subscribe_push_acknowledge_cycle() {
     // Hold a subscribe; a server-side change arrives as a push.
     let mut held = sim.open_subscribe().unwrap();
     expect_event(&events, "held", |e| *e == Event::Held);
-    let pushed_at = Instant::now();
     s.server_change(
         SERIAL,
         &shared(),
         json!({"target_temperature": 22.5, "target_change_pending": true}),
     );
     let chunk = held.next_chunk().unwrap().expect("a push");
-    let latency = pushed_at.elapsed();
-    assert!(latency < Duration::from_secs(1), "push took {latency:?}");
     let applied = sim.apply_chunk(&chunk).unwrap();
     assert_eq!(applied, vec![shared()]);
     expect_event(
@@ -143,17 +140,15 @@ fn a_cas_conflict_is_retried_with_the_server_revision() {
     let s = TestServer::start();
     let (mut sim, events) = thermostat(&s.origin(), SERIAL);
     sim.boot().unwrap();
-    // The server changes shared behind the thermostat's back (it is not subscribed).
+    // The server changes shared once behind the thermostat's back (it is not subscribed), so
+    // the server is exactly one revision ahead: the receipt's revision alone cannot tell a
+    // conflict from a success, its timestamp can.
     s.server_change(
         SERIAL,
         &shared(),
         json!({"target_temperature_type": "heat"}),
     );
-    s.server_change(
-        SERIAL,
-        &shared(),
-        json!({"target_temperature_type": "heat"}),
-    );
+    thread::sleep(Duration::from_millis(5));
     let server_rev = s.bucket(SERIAL, &shared()).unwrap().revision;
     sim.turn_dial(23.0);
     sim.put().unwrap();

@@ -212,6 +212,8 @@ pub struct Thermostat {
     /// The next PUT sends every field of these buckets (after boot, or when the server says it
     /// has nothing).
     full_upload: BTreeSet<String>,
+    /// Buckets whose pushed setpoint is waiting for its `target_change_pending: false`.
+    acknowledging: BTreeSet<String>,
     /// How long the server said it may hold a subscribe.
     suspend_max: Duration,
 }
@@ -265,6 +267,7 @@ impl Thermostat {
             dirty: BTreeMap::new(),
             user_edits: BTreeSet::new(),
             full_upload,
+            acknowledging: BTreeSet::new(),
             suspend_max: Duration::from_secs(300),
         }
     }
@@ -542,6 +545,7 @@ impl Thermostat {
                 && value.get("target_change_pending") == Some(&Value::Bool(true))
             {
                 self.set_local(&key, "target_change_pending", Value::Bool(false), false);
+                self.acknowledging.insert(key.clone());
             }
             applied.push(key);
         }
@@ -672,6 +676,7 @@ impl Thermostat {
         };
         let body = serde_json::to_vec(&json!({"session": self.session, "objects": objects}))
             .unwrap_or_default();
+        let request_started = std::time::Instant::now();
         let r: ClientResponse = client::request_keep_alive(
             &url,
             "POST",
@@ -679,6 +684,14 @@ impl Thermostat {
             &body,
             self.opts.timeout,
         )?;
+        // A lower bound (on the server's clock) for when this request arrived: the answer's
+        // service timestamp minus the round trip. A write the server accepted is stamped at or
+        // after it; a conflict answers the server's older stamp.
+        let rtt_ms = i64::try_from(request_started.elapsed().as_millis()).unwrap_or(i64::MAX);
+        let arrived_after = r
+            .header("X-nl-service-timestamp")
+            .and_then(|v| v.parse::<i64>().ok())
+            .map(|t| t.saturating_sub(rtt_ms + 1));
         if r.status != 200 {
             return Err(protocol(format!("put answered {}: {}", r.status, r.text())));
         }
@@ -718,7 +731,12 @@ impl Thermostat {
                     entry.insert(k.clone(), v.clone());
                 }
             }
-            if cas && got.revision != sent_rev + 1 && got.revision != sent_rev {
+            // A conditional write succeeded if the revision is unchanged (nothing to write) or
+            // one up with a fresh stamp. Anything else is the server's own newer copy: a
+            // conflict. (The protocol gives no explicit flag; this is the best a client can do.)
+            let fresh = arrived_after.is_none_or(|t| got.timestamp >= t);
+            let accepted = got.revision == sent_rev || (got.revision == sent_rev + 1 && fresh);
+            if cas && !accepted {
                 conflicts += 1;
                 self.emit(Event::CasConflict {
                     key: key.clone(),
@@ -734,9 +752,7 @@ impl Thermostat {
             }
             self.dirty.retain(|_, f| !f.is_empty());
             self.user_edits.remove(&key);
-            if key.starts_with("shared.")
-                && value.get("target_change_pending") == Some(&Value::Bool(false))
-            {
+            if self.acknowledging.remove(&key) {
                 self.emit(Event::Acknowledged { key: key.clone() });
             }
             uploaded.push(key);
