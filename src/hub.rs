@@ -174,10 +174,14 @@ impl Hub {
         peer: Option<SocketAddr>,
     ) -> Result<(), Writer> {
         let mut inner = self.inner.lock();
-        if inner.stopping {
-            return Err(writer); // the reservation's drop removes it
-        }
         let id = reservation.id;
+        if inner.stopping || !inner.subs.contains_key(&id) {
+            // The reservation's drop removes it; it locks the hub, so release the lock first.
+            drop(inner);
+            drop(reservation);
+            return Err(writer);
+        }
+        reservation.held = true;
         let Inner {
             subs,
             replay,
@@ -187,7 +191,6 @@ impl Hub {
         let Some(sub) = subs.get_mut(&id) else {
             return Err(writer);
         };
-        reservation.held = true;
         if let Some(missed) = replay.remove(&sub.serial) {
             let queued = std::mem::take(&mut sub.queue);
             sub.queue = missed
@@ -634,6 +637,18 @@ mod tests {
         let r = hub.reserve("S");
         assert_eq!(hub.subscriptions_of("S"), 1);
         drop(r);
+        assert_eq!(hub.subscriptions_of("S"), 0);
+    }
+
+    #[test]
+    fn hold_after_shutdown_hands_the_writer_back() {
+        let hub = start();
+        let r = hub.reserve("S");
+        hub.shutdown(Duration::from_secs(1));
+        assert!(
+            hub.hold(r, Box::new(Probe::default()), Instant::now(), None)
+                .is_err()
+        );
         assert_eq!(hub.subscriptions_of("S"), 0);
     }
 
