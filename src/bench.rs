@@ -10,21 +10,18 @@
 //!
 //! Everything it starts is stopped, and its temporary directories removed, before it returns.
 
-use std::io::{BufRead, BufReader};
-use std::net::SocketAddr;
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use crossbeam_channel::bounded;
 use serde::Serialize;
 use serde_json::json;
 
 use crate::config::{ApiOrigin, Config};
 use crate::hub::Origin;
+use crate::process::ServerProcess;
 use crate::server::Server;
 use crate::simulator::{Event, Observer, Options, Thermostat, fleet};
 use crate::state::Stamp;
@@ -120,89 +117,13 @@ impl Drop for TempDir {
     }
 }
 
-/// A `hearth serve` child on free loopback ports; killed when dropped.
-struct ServerProcess {
-    child: Child,
-    device: SocketAddr,
-}
-
-impl ServerProcess {
-    fn start(dir: &Path) -> Result<ServerProcess, String> {
-        let exe = std::env::current_exe().map_err(|e| e.to_string())?;
-        let mut child = Command::new(exe)
-            .args([
-                "serve",
-                "--bind",
-                "127.0.0.1",
-                "--device-port",
-                "0",
-                "--control-port",
-                "0",
-            ])
-            .args([
-                "--api-origin",
-                "http://127.0.0.1",
-                "--watchdog-interval-seconds",
-                "0",
-            ])
-            .arg("--data-dir")
-            .arg(dir)
-            .env("RUST_LOG", "info")
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .map_err(|e| format!("could not start the server: {e}"))?;
-        let stderr = child.stderr.take().ok_or("no stderr")?;
-        let (tx, rx) = bounded(1);
-        thread::spawn(move || {
-            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-                if let Some(addr) = line
-                    .split("device port ")
-                    .nth(1)
-                    .and_then(|r| r.split(',').next())
-                {
-                    let _ = tx.try_send(addr.parse::<SocketAddr>().ok());
-                }
-            }
-        });
-        match rx.recv_timeout(Duration::from_secs(20)) {
-            Ok(Some(device)) => Ok(ServerProcess { child, device }),
-            _ => {
-                let _ = child.kill();
-                let _ = child.wait();
-                Err("the server did not start".into())
-            }
-        }
-    }
-
-    /// (VmRSS in kB, threads) from /proc.
-    fn rss_and_threads(&self) -> Result<(u64, u64), String> {
-        let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id()))
-            .map_err(|e| e.to_string())?;
-        let field = |name: &str| -> u64 {
-            status
-                .lines()
-                .find(|l| l.starts_with(name))
-                .and_then(|l| l.split_whitespace().nth(1))
-                .and_then(|v| v.parse().ok())
-                .unwrap_or(0)
-        };
-        Ok((field("VmRSS:"), field("Threads:")))
-    }
-}
-
-impl Drop for ServerProcess {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
 fn memory_phase(thermostats: usize) -> Result<(u64, u64, u64), String> {
     let dir = TempDir::new("mem")?;
-    let server = ServerProcess::start(&dir.0)?;
+    let exe = std::env::current_exe().map_err(|e| e.to_string())?;
+    let server = ServerProcess::start(&exe, &dir.0)
+        .map_err(|log| format!("the server did not start:\n{log}"))?;
     thread::sleep(Duration::from_secs(2));
-    let (idle, _) = server.rss_and_threads()?;
+    let idle = server.status_field("VmRSS:").ok_or("no VmRSS")?;
 
     // Each thermostat boots (entry, sync, upload) and then holds a subscribe; count the first
     // hold after its upload.
@@ -246,7 +167,8 @@ fn memory_phase(thermostats: usize) -> Result<(u64, u64, u64), String> {
     }
     // tiny_http's extra pool threads from the boot traffic exit after 5 s idle.
     thread::sleep(Duration::from_secs(6));
-    let (rss, threads) = server.rss_and_threads()?;
+    let rss = server.status_field("VmRSS:").ok_or("no VmRSS")?;
+    let threads = server.status_field("Threads:").unwrap_or(0);
     stop.store(true, Ordering::SeqCst);
     drop(server);
     Ok((idle, rss, threads))

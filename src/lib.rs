@@ -9,7 +9,8 @@
 //!   and snapshots; [`hub`]: held subscribes, pushes and change events.
 //! - [`http`]: the tiny_http edge (handlers are plain functions from a parsed request to a reply).
 //! - [`simulator`]: a simulated thermostat, used by tests and `hearth simulate`.
-//! - [`bench`]: `hearth bench`, the measured figures in the README.
+//! - [`bench`]: `hearth bench`, the measured figures in the README; [`process`]: a `hearth serve`
+//!   child process for it and for tests of the real binary.
 //! - [`config`], [`cli`]: settings and the command line.
 
 pub mod app;
@@ -22,6 +23,7 @@ pub mod http;
 pub mod hub;
 pub mod info;
 pub mod presence;
+pub mod process;
 pub mod server;
 pub mod simulator;
 pub mod state;

@@ -4,92 +4,24 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader};
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
 
 use common::*;
-use crossbeam_channel::{bounded, unbounded};
+use crossbeam_channel::unbounded;
+use hearth::process::ServerProcess;
 use serde_json::{Value, json};
 
-struct Proc {
-    child: Child,
-    device: SocketAddr,
-    log: Arc<Mutex<String>>,
+fn start(dir: &Path) -> ServerProcess {
+    try_start(dir).unwrap_or_else(|log| panic!("server did not start:\n{log}"))
 }
 
-impl Proc {
-    fn start(dir: &Path) -> Proc {
-        Proc::try_start(dir).unwrap_or_else(|log| panic!("server did not start:\n{log}"))
-    }
-
-    /// Starts `hearth serve` on free ports; `Err(log)` if it exits before listening.
-    fn try_start(dir: &Path) -> Result<Proc, String> {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_hearth"))
-            .args([
-                "serve",
-                "--bind",
-                "127.0.0.1",
-                "--device-port",
-                "0",
-                "--control-port",
-                "0",
-            ])
-            .args([
-                "--api-origin",
-                "http://127.0.0.1",
-                "--watchdog-interval-seconds",
-                "0",
-            ])
-            .arg("--data-dir")
-            .arg(dir)
-            .env("RUST_LOG", "info")
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let stderr = child.stderr.take().unwrap();
-        let log = Arc::new(Mutex::new(String::new()));
-        let (tx, rx) = bounded(1);
-        let sink = Arc::clone(&log);
-        thread::spawn(move || {
-            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-                if let Some(addr) = line
-                    .split("device port ")
-                    .nth(1)
-                    .and_then(|r| r.split(',').next())
-                {
-                    let _ = tx.try_send(addr.parse::<SocketAddr>().ok());
-                }
-                sink.lock().unwrap().push_str(&(line + "\n"));
-            }
-            let _ = tx.try_send(None);
-        });
-        match rx.recv_timeout(Duration::from_secs(20)) {
-            Ok(Some(device)) => Ok(Proc { child, device, log }),
-            _ => {
-                let _ = child.wait();
-                thread::sleep(Duration::from_millis(100));
-                Err(log.lock().unwrap().clone())
-            }
-        }
-    }
-
-    fn kill(mut self) {
-        self.child.kill().unwrap(); // SIGKILL
-        self.child.wait().unwrap();
-    }
-}
-
-impl Drop for Proc {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
+fn try_start(dir: &Path) -> Result<ServerProcess, String> {
+    ServerProcess::start(Path::new(env!("CARGO_BIN_EXE_hearth")), dir)
 }
 
 /// The value of a bucket as the server answers it (non-chunked subscribe with timestamp 0).
@@ -122,7 +54,7 @@ fn journal_segments(dir: &Path) -> Vec<PathBuf> {
 #[test]
 fn every_acknowledged_write_survives_sigkill() {
     let dir = TempDir::new("kill");
-    let p = Proc::start(dir.path());
+    let p = start(dir.path());
     let serials: Vec<String> = (1..=4).map(|i| format!("02AA01AC00KILL{i:02}")).collect();
     let codes = Arc::new(Mutex::new(Vec::new()));
     for serial in &serials {
@@ -175,7 +107,7 @@ fn every_acknowledged_write_survives_sigkill() {
         last.insert(serial, (n, rev));
     }
 
-    let p = Proc::start(dir.path());
+    let p = start(dir.path());
     for (serial, (n, rev)) in &last {
         let o = read_bucket(p.device, serial, &format!("shared.{serial}"));
         let stored_n = o["value"]["n"].as_i64().unwrap();
@@ -206,7 +138,7 @@ fn every_acknowledged_write_survives_sigkill() {
 #[test]
 fn a_torn_last_line_is_dropped_and_a_corrupt_one_stops_startup() {
     let dir = TempDir::new("torn");
-    let p = Proc::start(dir.path());
+    let p = start(dir.path());
     for n in 1..=5 {
         post_json(
             p.device,
@@ -223,16 +155,12 @@ fn a_torn_last_line_is_dropped_and_a_corrupt_one_stops_startup() {
     let mut torn = good.clone();
     torn.extend_from_slice(br#"{"seq":99,"ops":[{"op":"merge","serial":"X","ke"#);
     std::fs::write(&segment, &torn).unwrap();
-    let p = Proc::start(dir.path());
+    let p = start(dir.path());
     assert_eq!(
         read_bucket(p.device, SERIAL, &format!("device.{SERIAL}"))["value"]["n"],
         json!(5)
     );
-    assert!(
-        p.log.lock().unwrap().contains("torn"),
-        "{}",
-        p.log.lock().unwrap()
-    );
+    assert!(p.log().contains("torn"), "{}", p.log());
     p.kill();
     assert_eq!(
         std::fs::read(&segment).unwrap(),
@@ -246,9 +174,7 @@ fn a_torn_last_line_is_dropped_and_a_corrupt_one_stops_startup() {
     corrupt.extend_from_slice(&good);
     std::fs::write(&segment, &corrupt).unwrap();
     let before = store_bytes(dir.path());
-    let log = Proc::try_start(dir.path())
-        .err()
-        .expect("startup must fail");
+    let log = try_start(dir.path()).err().expect("startup must fail");
     assert!(log.contains(&segment.display().to_string()), "{log}");
     assert!(log.contains("corrupt"), "{log}");
     assert_eq!(store_bytes(dir.path()), before, "nothing was overwritten");
@@ -257,7 +183,7 @@ fn a_torn_last_line_is_dropped_and_a_corrupt_one_stops_startup() {
 #[test]
 fn sigterm_ends_cleanly_with_a_snapshot_and_a_corrupt_snapshot_stops_startup() {
     let dir = TempDir::new("term");
-    let mut p = Proc::start(dir.path());
+    let p = start(dir.path());
     post_json(
         p.device,
         "/nest/transport/v7/put",
@@ -265,9 +191,7 @@ fn sigterm_ends_cleanly_with_a_snapshot_and_a_corrupt_snapshot_stops_startup() {
         json!({"objects": [{"object_key": format!("shared.{SERIAL}"), "value": {"target_temperature": 21.5}}]}),
     );
     let started = Instant::now();
-    // SAFETY: sending a signal to our own child process.
-    unsafe { libc::kill(p.child.id() as i32, libc::SIGTERM) };
-    let status = p.child.wait().unwrap();
+    let status = p.terminate().unwrap();
     assert!(status.success(), "{status:?}");
     assert!(started.elapsed() < Duration::from_secs(5));
     let snapshot = dir.path().join("state.json");
@@ -278,21 +202,15 @@ fn sigterm_ends_cleanly_with_a_snapshot_and_a_corrupt_snapshot_stops_startup() {
         "older segments are dropped after a snapshot"
     );
 
-    let p = Proc::start(dir.path());
-    assert!(
-        p.log.lock().unwrap().contains("snapshot at record"),
-        "{}",
-        p.log.lock().unwrap()
-    );
+    let p = start(dir.path());
+    assert!(p.log().contains("snapshot at record"), "{}", p.log());
     let o = read_bucket(p.device, SERIAL, &format!("shared.{SERIAL}"));
     assert_eq!(o["value"]["target_temperature"], json!(21.5));
     p.kill();
 
     std::fs::write(&snapshot, b"{\"format\":1,\"last_seq\":3,\"data\":{\"devi").unwrap();
     let before = store_bytes(dir.path());
-    let log = Proc::try_start(dir.path())
-        .err()
-        .expect("startup must fail");
+    let log = try_start(dir.path()).err().expect("startup must fail");
     assert!(log.contains("state.json"), "{log}");
     assert_eq!(store_bytes(dir.path()), before);
 }
@@ -300,10 +218,8 @@ fn sigterm_ends_cleanly_with_a_snapshot_and_a_corrupt_snapshot_stops_startup() {
 #[test]
 fn a_second_process_cannot_open_the_same_data_directory() {
     let dir = TempDir::new("lock");
-    let _first = Proc::start(dir.path());
-    let log = Proc::try_start(dir.path())
-        .err()
-        .expect("second start must fail");
+    let _first = start(dir.path());
+    let log = try_start(dir.path()).err().expect("second start must fail");
     assert!(log.contains("in use by another hearth process"), "{log}");
 }
 

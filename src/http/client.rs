@@ -6,6 +6,8 @@ use std::io::{self, BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpStream, ToSocketAddrs};
 use std::time::Duration;
 
+use super::find_header;
+
 /// An `http://host:port/path?query` URL (no TLS).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Url {
@@ -95,13 +97,6 @@ impl ClientResponse {
     pub fn text(&self) -> String {
         String::from_utf8_lossy(&self.body).to_string()
     }
-}
-
-fn find_header<'a>(headers: &'a [(String, String)], name: &str) -> Option<&'a str> {
-    headers
-        .iter()
-        .find(|(n, _)| n.eq_ignore_ascii_case(name))
-        .map(|(_, v)| v.as_str())
 }
 
 /// Sends one request (`Connection: close`) and reads the whole response.

@@ -72,10 +72,7 @@ impl Request {
 
     /// The first header with this name (case-insensitive).
     pub fn header(&self, name: &str) -> Option<&str> {
-        self.headers
-            .iter()
-            .find(|(n, _)| n.eq_ignore_ascii_case(name))
-            .map(|(_, v)| v.as_str())
+        find_header(&self.headers, name)
     }
 
     /// A query parameter, percent-decoded (`+` is a space). `Err` if it decodes to invalid UTF-8.
@@ -88,6 +85,14 @@ impl Request {
         }
         Ok(None)
     }
+}
+
+/// The first header with this name (case-insensitive).
+pub fn find_header<'a>(headers: &'a [(String, String)], name: &str) -> Option<&'a str> {
+    headers
+        .iter()
+        .find(|(n, _)| n.eq_ignore_ascii_case(name))
+        .map(|(_, v)| v.as_str())
 }
 
 /// Percent-encoded text that does not decode to UTF-8.
@@ -173,10 +178,7 @@ impl Response {
     }
 
     pub fn header(&self, name: &str) -> Option<&str> {
-        self.headers
-            .iter()
-            .find(|(n, _)| n.eq_ignore_ascii_case(name))
-            .map(|(_, v)| v.as_str())
+        find_header(&self.headers, name)
     }
 
     pub fn body_json(&self) -> serde_json::Value {

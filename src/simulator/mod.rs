@@ -187,6 +187,17 @@ struct Version {
     timestamp: i64,
 }
 
+impl Version {
+    /// The revision and timestamp of an object the server sent (0 where missing).
+    fn of(obj: &JsonMap) -> Version {
+        let field = |name: &str| obj.get(name).and_then(Value::as_i64).unwrap_or(0);
+        Version {
+            revision: field("object_revision"),
+            timestamp: field("object_timestamp"),
+        }
+    }
+}
+
 /// The URLs handed out by `/entry`.
 #[derive(Clone, Debug)]
 struct Urls {
@@ -493,16 +504,7 @@ impl Thermostat {
                 });
                 continue;
             }
-            let pushed = Version {
-                revision: obj
-                    .get("object_revision")
-                    .and_then(Value::as_i64)
-                    .unwrap_or(0),
-                timestamp: obj
-                    .get("object_timestamp")
-                    .and_then(Value::as_i64)
-                    .unwrap_or(0),
-            };
+            let pushed = Version::of(obj);
             let value = obj
                 .get("value")
                 .and_then(Value::as_object)
@@ -713,16 +715,7 @@ impl Thermostat {
                 }
                 continue;
             };
-            let got = Version {
-                revision: receipt
-                    .get("object_revision")
-                    .and_then(Value::as_i64)
-                    .unwrap_or(0),
-                timestamp: receipt
-                    .get("object_timestamp")
-                    .and_then(Value::as_i64)
-                    .unwrap_or(0),
-            };
+            let got = Version::of(receipt);
             if let Some(echo) = receipt.get("value").and_then(Value::as_object) {
                 // Real firmware applies it as authoritative, clobbering local edits.
                 self.emit(Event::PutEcho { key: key.clone() });

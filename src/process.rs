@@ -1,0 +1,112 @@
+//! A `hearth serve` child process on free loopback ports, for `hearth bench` and the tests that
+//! need the real binary (durability across SIGKILL, startup refusals). Killed when dropped.
+
+use std::io::{BufRead, BufReader};
+use std::net::SocketAddr;
+use std::path::Path;
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+pub struct ServerProcess {
+    child: Child,
+    /// The device port's address, read from the startup log.
+    pub device: SocketAddr,
+    log: Arc<Mutex<String>>,
+}
+
+impl ServerProcess {
+    /// Starts `exe serve` on 127.0.0.1 with free ports and `data_dir`. `Err` holds the log of a
+    /// server that exited (or did not listen within 20 s) instead of starting.
+    pub fn start(exe: &Path, data_dir: &Path) -> Result<ServerProcess, String> {
+        let mut child = Command::new(exe)
+            .args([
+                "serve",
+                "--bind",
+                "127.0.0.1",
+                "--device-port",
+                "0",
+                "--control-port",
+                "0",
+            ])
+            .args([
+                "--api-origin",
+                "http://127.0.0.1",
+                "--watchdog-interval-seconds",
+                "0",
+            ])
+            .arg("--data-dir")
+            .arg(data_dir)
+            .env("RUST_LOG", "info")
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .map_err(|e| format!("could not start {}: {e}", exe.display()))?;
+        let stderr = child.stderr.take().ok_or("no stderr")?;
+        let log = Arc::new(Mutex::new(String::new()));
+        let (tx, rx) = crossbeam_channel::bounded(1);
+        let sink = Arc::clone(&log);
+        std::thread::spawn(move || {
+            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+                // "device port 127.0.0.1:PORT, control port ..."
+                if let Some(addr) = line
+                    .split("device port ")
+                    .nth(1)
+                    .and_then(|r| r.split(',').next())
+                {
+                    let _ = tx.try_send(addr.parse::<SocketAddr>().ok());
+                }
+                if let Ok(mut l) = sink.lock() {
+                    l.push_str(&line);
+                    l.push('\n');
+                }
+            }
+            let _ = tx.try_send(None);
+        });
+        match rx.recv_timeout(Duration::from_secs(20)) {
+            Ok(Some(device)) => Ok(ServerProcess { child, device, log }),
+            _ => {
+                let _ = child.kill();
+                let _ = child.wait();
+                std::thread::sleep(Duration::from_millis(100)); // let the log reader finish
+                Err(log.lock().map(|l| l.clone()).unwrap_or_default())
+            }
+        }
+    }
+
+    /// Everything the server has logged so far.
+    pub fn log(&self) -> String {
+        self.log.lock().map(|l| l.clone()).unwrap_or_default()
+    }
+
+    /// A numeric field of `/proc/<pid>/status` in its unit (`VmRSS:` in kB, `Threads:`).
+    pub fn status_field(&self, name: &str) -> Option<u64> {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id())).ok()?;
+        status
+            .lines()
+            .find(|l| l.starts_with(name))
+            .and_then(|l| l.split_whitespace().nth(1))
+            .and_then(|v| v.parse().ok())
+    }
+
+    /// SIGKILL, as a power cut would (for the process; the kernel keeps written data).
+    pub fn kill(mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+
+    /// SIGTERM, then wait for the exit.
+    pub fn terminate(mut self) -> std::io::Result<ExitStatus> {
+        let pid = libc::pid_t::try_from(self.child.id()).map_err(std::io::Error::other)?;
+        // SAFETY: signalling our own child process.
+        unsafe { libc::kill(pid, libc::SIGTERM) };
+        self.child.wait()
+    }
+}
+
+impl Drop for ServerProcess {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
