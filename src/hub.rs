@@ -104,6 +104,8 @@ struct Sub {
     queue: Vec<Arc<Push>>,
     /// `None` while reserved or while the notifier is writing to it.
     writer: Option<Writer>,
+    /// End as soon as possible (the connection sent another request).
+    release: bool,
 }
 
 #[derive(Default)]
@@ -154,6 +156,7 @@ impl Hub {
                 phase: Phase::Reserved,
                 queue: Vec::new(),
                 writer: None,
+                release: false,
             },
         );
         Reservation {
@@ -220,8 +223,7 @@ impl Hub {
             return;
         };
         if let Some(sub) = inner.subs.get_mut(&id) {
-            let now = Instant::now();
-            sub.phase = Phase::Held { deadline: now };
+            sub.release = true;
             self.wake.notify_all();
         }
     }
@@ -316,7 +318,7 @@ impl Hub {
                     continue;
                 };
                 if when <= now {
-                    let end = stopping || sub.queue.is_empty();
+                    let end = stopping || sub.release || sub.queue.is_empty();
                     if let Some(writer) = sub.writer.take() {
                         jobs.push(Job {
                             id: *id,
@@ -396,7 +398,7 @@ impl Sub {
     /// When this subscribe next needs the notifier, if it is parked.
     fn due_at(&self, now: Instant, stopping: bool) -> Option<Instant> {
         self.writer.as_ref()?;
-        if stopping || !self.queue.is_empty() {
+        if stopping || self.release || !self.queue.is_empty() {
             return Some(now);
         }
         match self.phase {
