@@ -280,11 +280,7 @@ fn a_request_sent_behind_a_held_subscribe_ends_the_hold_instead_of_waiting_for_i
         body.len()
     );
     sock.write_all(subscribe.as_bytes()).unwrap();
-    let deadline = std::time::Instant::now() + TIMEOUT;
-    while s.app().hub().subscriptions_of(SERIAL) == 0 {
-        assert!(std::time::Instant::now() < deadline);
-        std::thread::sleep(Duration::from_millis(5));
-    }
+    s.wait_held(SERIAL, 1);
     sock.write_all(b"GET /nest/ping HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
         .unwrap();
     let mut all = Vec::new();

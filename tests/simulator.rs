@@ -7,7 +7,7 @@ use std::process::Command;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use common::*;
 use hearth::simulator::Event;
@@ -100,11 +100,7 @@ fn boot_subscribe_push_acknowledge_cycle() {
 
     // Resubscribe at once: in sync, so it is held again.
     let _again = sim.open_subscribe().unwrap();
-    let deadline = Instant::now() + TIMEOUT;
-    while s.app().hub().subscriptions_of(SERIAL) == 0 {
-        assert!(Instant::now() < deadline);
-        thread::sleep(Duration::from_millis(5));
-    }
+    s.wait_held(SERIAL, 1);
     assert!(events.try_iter().all(|e| !matches!(
         e,
         Event::RejectedOrder { .. } | Event::PutEcho { .. } | Event::Problem(_)

@@ -50,14 +50,6 @@ fn open(s: &TestServer, objects: Value) -> ChunkStream {
     stream
 }
 
-fn wait_held(s: &TestServer, n: usize) {
-    let deadline = Instant::now() + TIMEOUT;
-    while s.app().hub().subscriptions_of(SERIAL) < n {
-        assert!(Instant::now() < deadline, "subscribe never parked");
-        std::thread::sleep(Duration::from_millis(5));
-    }
-}
-
 fn chunk_json(stream: &mut ChunkStream) -> Value {
     let chunk = stream.next_chunk().unwrap().expect("a chunk");
     let text = String::from_utf8(chunk).unwrap();
@@ -181,7 +173,7 @@ fn a_put_never_pushes_to_held_subscribes_but_publishes_a_change_event() {
         &s,
         json!([{"object_key": shared(), "object_revision": 1, "object_timestamp": ts}]),
     );
-    wait_held(&s, 1);
+    s.wait_held(SERIAL, 1);
     put_shared(&s, json!({"current_temperature": 20.5}));
     let ev = events.recv_timeout(TIMEOUT).unwrap();
     assert_eq!(ev.origin, Origin::Device);
@@ -404,7 +396,7 @@ fn held_subscribe_receives_a_push_as_one_chunk_then_more_within_three_seconds_th
         &s,
         json!([{"object_key": shared(), "object_revision": 0, "object_timestamp": 5}]),
     );
-    wait_held(&s, 2);
+    s.wait_held(SERIAL, 2);
 
     s.server_change(
         SERIAL,
@@ -495,7 +487,7 @@ fn at_most_max_subscriptions_are_held() {
         &s,
         json!([{"object_key": shared(), "object_revision": 0, "object_timestamp": 5}]),
     );
-    wait_held(&s, 2);
+    s.wait_held(SERIAL, 2);
     let mut c = open(
         &s,
         json!([{"object_key": shared(), "object_revision": 0, "object_timestamp": 5}]),

@@ -124,6 +124,18 @@ impl TestServer {
             .unwrap();
     }
 
+    /// Waits until at least `n` subscribes of `serial` are parked in the hub.
+    pub fn wait_held(&self, serial: &str, n: usize) {
+        let deadline = std::time::Instant::now() + TIMEOUT;
+        while self.app().hub().subscriptions_of(serial) < n {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "subscribe never parked"
+            );
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+
     pub fn bucket(&self, serial: &str, key: &str) -> Option<hearth::state::Bucket> {
         self.app()
             .state
