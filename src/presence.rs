@@ -24,7 +24,14 @@ pub struct Availability {
 
 impl Presence {
     pub fn seen(&self, serial: &str) {
-        self.seen.lock().insert(serial.to_string(), clock::now_ms());
+        let now = clock::now_ms();
+        let mut seen = self.seen.lock();
+        match seen.get_mut(serial) {
+            Some(at) => *at = now,
+            None => {
+                seen.insert(serial.to_string(), now);
+            }
+        }
     }
 
     pub fn last_seen(&self, serial: &str) -> Option<i64> {

@@ -152,10 +152,11 @@ fn route(app: &App, req: &Request) -> Result<Reply, DeviceError> {
         .then(|| listing::serial_in_path(&path))
         .flatten();
     let id = identity::identify(req, path_serial.as_deref())?;
+    // Ungated routes never build a Caller; pairing only decides gated ones.
     let tier = if route.is_gated() {
         check_pairing(app, &id, route)?
     } else {
-        None
+        Tier::Paired
     };
     // Only thermostats that passed the pairing checks, or that the server knows, are tracked
     // (any string of 10 letters and digits in a query is not a thermostat).
@@ -168,7 +169,7 @@ fn route(app: &App, req: &Request) -> Result<Reply, DeviceError> {
         Ok(Caller {
             serial: id.serial.clone().ok_or(DeviceError::SerialRequired)?,
             password: id.password.clone(),
-            tier: tier.unwrap_or(Tier::Paired),
+            tier,
             weave_device_id: req.header("X-nl-weave-device-id").map(str::to_string),
         })
     };
@@ -188,11 +189,11 @@ fn route(app: &App, req: &Request) -> Result<Reply, DeviceError> {
     }
 }
 
-/// The pairing checks for gated routes. `None` means no pairing mode (every device counts as
-/// paired) for routes that do not need a serial.
-fn check_pairing(app: &App, id: &Identity, route: Route) -> Result<Option<Tier>, DeviceError> {
+/// The pairing checks for a gated route: every thermostat counts as paired unless pairing mode
+/// is on; then it needs an owner (paired) or an active entry key (pending, and no uploads).
+fn check_pairing(app: &App, id: &Identity, route: Route) -> Result<Tier, DeviceError> {
     if !app.config.require_device_pairing {
-        return Ok(Some(Tier::Paired));
+        return Ok(Tier::Paired);
     }
     let serial = id.serial.as_deref().ok_or(DeviceError::SerialRequired)?;
     let now = crate::util::clock::now_ms();
@@ -208,7 +209,7 @@ fn check_pairing(app: &App, id: &Identity, route: Route) -> Result<Option<Tier>,
     match (tier, route) {
         (None, _) => Err(DeviceError::NotPaired),
         (Some(Tier::Pending), Route::Upload) => Err(DeviceError::UploadNotAuthorized),
-        (Some(t), _) => Ok(Some(t)),
+        (Some(t), _) => Ok(t),
     }
 }
 

@@ -37,7 +37,8 @@ impl Drop for Watch {
     }
 }
 
-static DEADLINES: OnceLock<Arc<Deadlines>> = OnceLock::new();
+/// `None` if the reaper thread could not be started.
+static DEADLINES: OnceLock<Option<Arc<Deadlines>>> = OnceLock::new();
 
 /// Watches a body read from `peer` on our `local_port`; `None` if the reaper thread could not
 /// be started (the read then simply has no deadline).
@@ -49,11 +50,15 @@ pub fn watch(peer: SocketAddr, local_port: u16, timeout: Duration) -> Option<Wat
             .name("body-deadlines".into())
             .stack_size(128 * 1024)
             .spawn(move || reap(&reaper));
-        if let Err(e) = started {
-            log::error!("could not start the body-deadline thread: {e}");
+        match started {
+            Ok(_) => Some(d),
+            Err(e) => {
+                log::error!("could not start the body-deadline thread: {e}");
+                None
+            }
         }
-        d
     });
+    let deadlines = deadlines.as_ref()?;
     let mut w = deadlines.watches.lock();
     w.next += 1;
     let id = w.next;

@@ -65,11 +65,6 @@ impl Request {
         self
     }
 
-    pub fn with_body(mut self, body: impl Into<Vec<u8>>) -> Request {
-        self.body = body.into();
-        self
-    }
-
     /// The first header with this name (case-insensitive).
     pub fn header(&self, name: &str) -> Option<&str> {
         find_header(&self.headers, name)
@@ -172,17 +167,8 @@ impl Response {
         Response::json(status, &serde_json::json!({ "error": message }))
     }
 
-    pub fn with_header(mut self, name: &str, value: impl Into<String>) -> Response {
-        self.headers.push((name.to_string(), value.into()));
-        self
-    }
-
     pub fn header(&self, name: &str) -> Option<&str> {
         find_header(&self.headers, name)
-    }
-
-    pub fn body_json(&self) -> serde_json::Value {
-        serde_json::from_slice(&self.body).unwrap_or(serde_json::Value::Null)
     }
 }
 

@@ -116,10 +116,6 @@ impl State {
         &self.hub
     }
 
-    pub fn data_dir(&self) -> &Path {
-        self.store.dir()
-    }
-
     /// Reads a known thermostat's data; `None` for a serial the server has never seen.
     pub fn read_device<R>(&self, serial: &str, f: impl FnOnce(&DeviceData) -> R) -> Option<R> {
         let slot = self.devices.read().get(serial).cloned()?;
