@@ -238,28 +238,37 @@ impl Hub {
             .count()
     }
 
+    /// Subscribes held (or about to be) per serial, for every serial that has any.
+    pub fn subscription_counts(&self) -> HashMap<String, usize> {
+        let mut counts = HashMap::new();
+        for sub in self.inner.lock().subs.values() {
+            *counts.entry(sub.serial.clone()).or_insert(0) += 1;
+        }
+        counts
+    }
+
     /// Delivers committed changes: `push` (a whole `{"objects":[...]}` document, for
     /// server-side changes) to every subscribe of the serial, and an event per change to every
-    /// watcher.
+    /// watcher. Returns how many subscribes the push was queued for.
     pub fn publish(
         &self,
         serial: &str,
         origin: Origin,
         push: Option<Vec<u8>>,
         changes: Vec<BucketChange>,
-    ) {
+    ) -> usize {
+        let mut queued = 0;
         let mut inner = self.inner.lock();
         if let Some(bytes) = push {
             let push = Arc::new(Push {
                 bytes,
                 delivered: AtomicBool::new(false),
             });
-            let mut any = false;
             for sub in inner.subs.values_mut().filter(|s| s.serial == serial) {
                 sub.queue.push(Arc::clone(&push));
-                any = true;
+                queued += 1;
             }
-            if any {
+            if queued > 0 {
                 self.wake.notify_all();
             }
         }
@@ -282,6 +291,7 @@ impl Hub {
                     });
             }
         }
+        queued
     }
 
     /// A stream of every committed change. Dropping the receiver unsubscribes.
@@ -713,6 +723,7 @@ mod tests {
             revision: 1,
             timestamp: 2,
             changed: vec!["a".into()],
+            deleted: false,
         };
         hub.publish("S", Origin::Device, None, vec![change.clone()]);
         let ev = rx.try_recv().unwrap();

@@ -44,6 +44,18 @@ impl EntryKey {
     }
 }
 
+/// The structure an owner's thermostats belong to: the user id with one leading `user_`
+/// removed (the Python server's rule, so migrated structures keep their keys).
+pub fn structure_id(user: &str) -> &str {
+    user.strip_prefix("user_").unwrap_or(user)
+}
+
+/// The structure bucket a thermostat's away state lives in: its owner's, or
+/// `structure.default` for an unowned thermostat.
+pub fn structure_key(owner: Option<&str>) -> String {
+    format!("structure.{}", owner.map_or("default", structure_id))
+}
+
 impl Accounts {
     /// The newest entry key made for a serial, claimed or not.
     pub fn latest_entry_key(&self, serial: &str) -> Option<&EntryKey> {
@@ -60,5 +72,19 @@ impl Accounts {
 
     pub fn owner_of(&self, serial: &str) -> Option<&Owner> {
         self.owners.get(serial)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn structure_ids() {
+        assert_eq!(structure_id("user_abc123"), "abc123");
+        assert_eq!(structure_id("my_user_id"), "my_user_id");
+        assert_eq!(structure_id("user_"), "");
+        assert_eq!(structure_key(None), "structure.default");
+        assert_eq!(structure_key(Some("user_x")), "structure.x");
     }
 }

@@ -28,7 +28,7 @@ use std::sync::Arc;
 use parking_lot::{Mutex, RwLock};
 use serde::{Deserialize, Serialize};
 
-pub use accounts::{Accounts, DEFAULT_USER, EntryKey, Owner, User};
+pub use accounts::{Accounts, DEFAULT_USER, EntryKey, Owner, User, structure_id, structure_key};
 pub use bucket::{Bucket, WireObject, WireObjects};
 pub use device::{DeviceData, DeviceMeta};
 pub use ops::Op;
@@ -186,21 +186,49 @@ impl State {
             }
         }
         if !changes.is_empty() {
-            let push = (origin == Origin::Server).then(|| {
-                let data = slot.data.read();
-                let objects = changes
-                    .iter()
-                    .filter_map(|c| {
-                        let (key, bucket) = data.buckets.get_key_value(&c.key)?;
-                        Some(WireObject::with_value(key, bucket))
-                    })
-                    .collect();
-                WireObjects { objects }.to_bytes()
-            });
+            let push = (origin == Origin::Server)
+                .then(|| {
+                    let data = slot.data.read();
+                    let objects: Vec<_> = changes
+                        .iter()
+                        .filter_map(|c| {
+                            let (key, bucket) = data.buckets.get_key_value(&c.key)?;
+                            Some(WireObject::with_value(key, bucket))
+                        })
+                        .collect();
+                    // A deletion leaves nothing to push.
+                    (!objects.is_empty()).then(|| WireObjects { objects }.to_bytes())
+                })
+                .flatten();
             // Published while this serial's writer lock is held, so events leave in commit order.
             self.hub.publish(serial, origin, push, changes);
         }
         Ok(result)
+    }
+
+    /// Pushes every bucket of a known thermostat, unchanged, to its held subscribes (a nudge
+    /// after it missed something). Returns how many subscribes it was queued for, or `None`
+    /// for a serial the server has never seen.
+    pub fn repush(&self, serial: &str) -> Option<usize> {
+        let slot = self.devices.read().get(serial).cloned()?;
+        // The writer lock keeps this push in order with committed changes.
+        let _writer = slot.writer.lock();
+        let bytes = {
+            let data = slot.data.read();
+            if !data.exists() {
+                return None;
+            }
+            let objects = data
+                .buckets
+                .iter()
+                .map(|(k, b)| WireObject::with_value(k, b))
+                .collect();
+            WireObjects { objects }.to_bytes()
+        };
+        Some(
+            self.hub
+                .publish(serial, Origin::Server, Some(bytes), Vec::new()),
+        )
     }
 
     /// The one way to change accounts; same guarantees as [`State::update_device`].

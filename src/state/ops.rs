@@ -4,7 +4,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::accounts::{Accounts, EntryKey, Owner};
+use super::accounts::{Accounts, EntryKey, Owner, User};
 use super::bucket::Bucket;
 use super::device::{DeviceData, DeviceMeta};
 use crate::util::JsonMap;
@@ -21,9 +21,32 @@ pub enum Op {
         updated: i64,
         set: JsonMap,
     },
+    /// Replace a bucket's whole value (a schedule, a dismissed dialog) and stamp it.
+    Replace {
+        serial: String,
+        key: String,
+        rev: i64,
+        ts: i64,
+        updated: i64,
+        value: JsonMap,
+    },
     DeviceMeta {
         serial: String,
         meta: DeviceMeta,
+    },
+    /// Forget a thermostat's buckets and metadata (its owner and entry keys are accounts).
+    DeleteDevice {
+        serial: String,
+    },
+    AddUser {
+        name: String,
+        created_ms: i64,
+    },
+    /// Marks an entry key as used by `user`.
+    ClaimEntryKey {
+        code: String,
+        user: String,
+        at_ms: i64,
     },
     SetOwner {
         serial: String,
@@ -39,28 +62,43 @@ impl Op {
     /// The serial a device operation belongs to; `None` for account operations.
     pub fn device_serial(&self) -> Option<&str> {
         match self {
-            Op::Merge { serial, .. } | Op::DeviceMeta { serial, .. } => Some(serial),
-            Op::SetOwner { .. } | Op::PutEntryKey { .. } => None,
+            Op::Merge { serial, .. }
+            | Op::Replace { serial, .. }
+            | Op::DeviceMeta { serial, .. }
+            | Op::DeleteDevice { serial } => Some(serial),
+            Op::AddUser { .. }
+            | Op::ClaimEntryKey { .. }
+            | Op::SetOwner { .. }
+            | Op::PutEntryKey { .. } => None,
         }
     }
 }
 
-/// A bucket after a merge operation; `None` for operations that are not bucket merges.
+/// A bucket after a merge or replace operation; `None` for other operations.
 pub fn apply_to_bucket(previous: Option<&Bucket>, op: &Op) -> Option<Bucket> {
-    let Op::Merge {
-        rev,
-        ts,
-        updated,
-        set,
-        ..
-    } = op
-    else {
-        return None;
+    let (rev, ts, updated, value) = match op {
+        Op::Merge {
+            rev,
+            ts,
+            updated,
+            set,
+            ..
+        } => {
+            let mut value = previous.map(|b| b.value.clone()).unwrap_or_default();
+            for (k, v) in set {
+                value.insert(k.clone(), v.clone());
+            }
+            (rev, ts, updated, value)
+        }
+        Op::Replace {
+            rev,
+            ts,
+            updated,
+            value,
+            ..
+        } => (rev, ts, updated, value.clone()),
+        _ => return None,
     };
-    let mut value = previous.map(|b| b.value.clone()).unwrap_or_default();
-    for (k, v) in set {
-        value.insert(k.clone(), v.clone());
-    }
     Some(Bucket {
         revision: *rev,
         timestamp: *ts,
@@ -73,13 +111,17 @@ impl DeviceData {
     /// Applies a device operation (account operations are ignored here).
     pub fn apply(&mut self, op: &Op) {
         match op {
-            Op::Merge { key, .. } => {
+            Op::Merge { key, .. } | Op::Replace { key, .. } => {
                 if let Some(b) = apply_to_bucket(self.buckets.get(key), op) {
                     self.buckets.insert(key.clone(), b);
                 }
             }
             Op::DeviceMeta { meta, .. } => self.meta = Some(meta.clone()),
-            Op::SetOwner { .. } | Op::PutEntryKey { .. } => {}
+            Op::DeleteDevice { .. } => *self = DeviceData::default(),
+            Op::AddUser { .. }
+            | Op::ClaimEntryKey { .. }
+            | Op::SetOwner { .. }
+            | Op::PutEntryKey { .. } => {}
         }
     }
 }
@@ -100,7 +142,21 @@ impl Accounts {
                 self.entry_keys.retain(|_, k| k.serial != key.serial);
                 self.entry_keys.insert(key.code.clone(), key.clone());
             }
-            Op::Merge { .. } | Op::DeviceMeta { .. } => {}
+            Op::AddUser { name, created_ms } => {
+                self.users.entry(name.clone()).or_insert(User {
+                    created_ms: *created_ms,
+                });
+            }
+            Op::ClaimEntryKey { code, user, at_ms } => {
+                if let Some(k) = self.entry_keys.get_mut(code) {
+                    k.claimed_by = Some(user.clone());
+                    k.claimed_ms = Some(*at_ms);
+                }
+            }
+            Op::Merge { .. }
+            | Op::Replace { .. }
+            | Op::DeviceMeta { .. }
+            | Op::DeleteDevice { .. } => {}
         }
     }
 }

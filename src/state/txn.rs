@@ -39,8 +39,10 @@ pub struct BucketChange {
     pub key: String,
     pub revision: i64,
     pub timestamp: i64,
-    /// Names of the value fields whose values changed.
+    /// Names of the value fields whose values changed (or were removed).
     pub changed: Vec<String>,
+    /// The bucket was removed (its thermostat was deleted).
+    pub deleted: bool,
 }
 
 pub struct DeviceTxn<'a> {
@@ -48,6 +50,8 @@ pub struct DeviceTxn<'a> {
     base: &'a DeviceData,
     pending: IndexMap<String, Bucket>,
     meta: Option<DeviceMeta>,
+    /// `delete_all` was called: the base state no longer counts.
+    cleared: bool,
     ops: Vec<Op>,
     changes: Vec<BucketChange>,
     now: i64,
@@ -60,6 +64,7 @@ impl<'a> DeviceTxn<'a> {
             base,
             pending: IndexMap::new(),
             meta: None,
+            cleared: false,
             ops: Vec::new(),
             changes: Vec::new(),
             now,
@@ -77,11 +82,63 @@ impl<'a> DeviceTxn<'a> {
 
     /// A bucket as this transaction sees it (its own writes included).
     pub fn bucket(&self, key: &str) -> Option<&Bucket> {
-        self.pending.get(key).or_else(|| self.base.buckets.get(key))
+        self.pending
+            .get(key)
+            .or_else(|| self.base_buckets().and_then(|b| b.get(key)))
+    }
+
+    /// Keys of every bucket as this transaction sees it.
+    pub fn keys(&self) -> Vec<String> {
+        let mut keys: Vec<String> = self
+            .base_buckets()
+            .map(|b| b.keys().cloned().collect())
+            .unwrap_or_default();
+        for k in self.pending.keys() {
+            if !keys.contains(k) {
+                keys.push(k.clone());
+            }
+        }
+        keys
+    }
+
+    /// Whether the thermostat is known (has buckets or metadata) as this transaction sees it.
+    pub fn exists(&self) -> bool {
+        !self.pending.is_empty() || self.meta.is_some() || (!self.cleared && self.base.exists())
+    }
+
+    fn base_buckets(&self) -> Option<&IndexMap<String, Bucket>> {
+        (!self.cleared).then_some(&self.base.buckets)
     }
 
     pub fn meta(&self) -> Option<&DeviceMeta> {
-        self.meta.as_ref().or(self.base.meta.as_ref())
+        self.meta
+            .as_ref()
+            .or_else(|| self.base.meta.as_ref().filter(|_| !self.cleared))
+    }
+
+    /// Forgets every bucket and the metadata; returns how many buckets there were.
+    pub fn delete_all(&mut self) -> usize {
+        let keys = self.keys();
+        for key in &keys {
+            let (revision, timestamp) = self
+                .bucket(key)
+                .map_or((0, 0), |b| (b.revision, b.timestamp));
+            self.changes.retain(|c| &c.key != key);
+            self.changes.push(BucketChange {
+                key: key.clone(),
+                revision,
+                timestamp,
+                changed: Vec::new(),
+                deleted: true,
+            });
+        }
+        self.ops.push(Op::DeleteDevice {
+            serial: self.serial.to_string(),
+        });
+        self.pending.clear();
+        self.meta = None;
+        self.cleared = true;
+        keys.len()
     }
 
     pub fn set_meta(&mut self, meta: DeviceMeta) {
@@ -103,7 +160,62 @@ impl<'a> DeviceTxn<'a> {
             .filter(|(k, v)| previous.and_then(|b| b.value.get(*k)) != Some(*v))
             .map(|(k, v)| (k.clone(), v.clone()))
             .collect();
+        let changed: Vec<String> = set.keys().cloned().collect();
         let value_changed = previous.is_none() || !set.is_empty();
+        self.write(
+            key,
+            stamp,
+            value_changed,
+            changed,
+            |serial, rev, ts, updated| Op::Merge {
+                serial,
+                key: key.to_string(),
+                rev,
+                ts,
+                updated,
+                set,
+            },
+        )
+    }
+
+    /// Replaces the bucket's whole value (creating it if missing) and stamps it.
+    pub fn replace(&mut self, key: &str, value: JsonMap, stamp: Stamp) -> Written {
+        let previous = self.bucket(key).map(|b| &b.value);
+        let mut changed: Vec<String> = value
+            .iter()
+            .filter(|(k, v)| previous.and_then(|p| p.get(*k)) != Some(*v))
+            .map(|(k, _)| k.clone())
+            .collect();
+        if let Some(p) = previous {
+            changed.extend(p.keys().filter(|k| !value.contains_key(*k)).cloned());
+        }
+        let value_changed = previous != Some(&value);
+        self.write(
+            key,
+            stamp,
+            value_changed,
+            changed,
+            |serial, rev, ts, updated| Op::Replace {
+                serial,
+                key: key.to_string(),
+                rev,
+                ts,
+                updated,
+                value,
+            },
+        )
+    }
+
+    /// Stamps and records one bucket write built by `op(serial, rev, ts, updated)`.
+    fn write(
+        &mut self,
+        key: &str,
+        stamp: Stamp,
+        value_changed: bool,
+        mut changed: Vec<String>,
+        op: impl FnOnce(String, i64, i64, i64) -> Op,
+    ) -> Written {
+        let previous = self.bucket(key);
         let (old_rev, old_ts) = previous.map_or((0, 0), |b| (b.revision, b.timestamp));
         // A new stamp never goes back in time for its bucket (a thermostat's copy may carry a
         // timestamp from a fast clock, or our clock may have stepped back): an older timestamp
@@ -131,15 +243,7 @@ impl<'a> DeviceTxn<'a> {
                 recorded: false,
             };
         }
-        let mut changed: Vec<String> = set.keys().cloned().collect();
-        let op = Op::Merge {
-            serial: self.serial.to_string(),
-            key: key.to_string(),
-            rev,
-            ts,
-            updated: self.now,
-            set,
-        };
+        let op = op(self.serial.to_string(), rev, ts, self.now);
         if let Some(next) = apply_to_bucket(previous, &op) {
             self.pending.insert(key.to_string(), next);
         }
@@ -157,6 +261,7 @@ impl<'a> DeviceTxn<'a> {
             revision: rev,
             timestamp: ts,
             changed,
+            deleted: false,
         });
         Written {
             revision: rev,
@@ -279,6 +384,57 @@ mod tests {
         assert_eq!(ops.len(), 2);
         assert_eq!(changes.len(), 1);
         assert_eq!(changes[0].changed, vec!["a", "b", "c"]);
+    }
+
+    #[test]
+    fn replace_drops_missing_fields_and_reports_them() {
+        let base = DeviceData::default();
+        let mut t = DeviceTxn::new("S", &base, 10);
+        t.merge(
+            "schedule.S",
+            &map(json!({"ver": 2, "days": {"0": {}}})),
+            Stamp::Always,
+        );
+        let w = t.replace(
+            "schedule.S",
+            map(json!({"ver": 2, "name": "x"})),
+            Stamp::Always,
+        );
+        assert_eq!((w.revision, w.timestamp), (2, 11));
+        assert_eq!(
+            t.bucket("schedule.S").unwrap().value,
+            map(json!({"ver": 2, "name": "x"}))
+        );
+        let (_, changes) = t.finish();
+        assert_eq!(changes[0].changed, vec!["ver", "name", "days"]);
+    }
+
+    #[test]
+    fn delete_all_forgets_buckets_and_reports_each() {
+        let mut base = DeviceData::default();
+        for key in ["shared.S", "device.S"] {
+            base.buckets.insert(
+                key.into(),
+                Bucket {
+                    revision: 1,
+                    timestamp: 5,
+                    updated_at: 5,
+                    value: map(json!({"a": 1})),
+                },
+            );
+        }
+        let mut t = DeviceTxn::new("S", &base, 10);
+        t.merge("schedule.S", &map(json!({"ver": 2})), Stamp::Always);
+        assert_eq!(t.delete_all(), 3);
+        assert!(t.bucket("shared.S").is_none() && t.keys().is_empty());
+        let (ops, changes) = t.finish();
+        assert_eq!(ops.last(), Some(&Op::DeleteDevice { serial: "S".into() }));
+        assert!(changes.iter().all(|c| c.deleted));
+        let mut after = base.clone();
+        for op in &ops {
+            after.apply(op);
+        }
+        assert!(!after.exists());
     }
 
     #[test]
