@@ -8,6 +8,7 @@ use parking_lot::Mutex;
 
 use crate::config::{ApiOrigin, Config};
 use crate::device::weather::WeatherCache;
+use crate::events::EventStreams;
 use crate::hub::Hub;
 use crate::presence::{Availability, Presence};
 use crate::state::State;
@@ -18,6 +19,7 @@ pub struct App {
     pub origin: PublicOrigin,
     pub presence: Presence,
     pub weather: WeatherCache,
+    pub events: EventStreams,
     /// Serials that have subscribed since this process started (the structure bucket is
     /// re-sent once to each after a restart).
     subscribed_since_start: Mutex<HashSet<String>>,
@@ -31,6 +33,7 @@ impl App {
             origin,
             presence: Presence::default(),
             weather: WeatherCache::default(),
+            events: EventStreams::new(),
             subscribed_since_start: Mutex::new(HashSet::new()),
         }
     }

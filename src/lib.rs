@@ -6,7 +6,8 @@
 //! - [`device`]: the thermostats' cloud protocol on port 8000.
 //! - [`control`]: the control API on port 8082.
 //! - [`state`]: buckets, accounts, and the one mutation path; [`store`]: the durable journal
-//!   and snapshots; [`hub`]: held subscribes, pushes and change events.
+//!   and snapshots; [`hub`]: held subscribes, pushes and change events; [`events`]: the
+//!   control API's live event streams.
 //! - [`http`]: the tiny_http edge (handlers are plain functions from a parsed request to a reply).
 //! - [`simulator`]: a simulated thermostat, used by tests and `hearth simulate`.
 //! - [`bench`]: `hearth bench`, the measured figures in the README; [`process`]: a `hearth serve`
@@ -19,6 +20,7 @@ pub mod cli;
 pub mod config;
 pub mod control;
 pub mod device;
+pub mod events;
 pub mod http;
 pub mod hub;
 pub mod info;

@@ -29,6 +29,7 @@ pub struct Server {
     device: Listener,
     control: Listener,
     notifier: JoinHandle<()>,
+    events: JoinHandle<()>,
     maintenance: (Sender<()>, JoinHandle<()>),
 }
 
@@ -109,6 +110,11 @@ impl Server {
             let hub = Arc::clone(&hub);
             move || hub.run_notifier()
         })?;
+        let events = spawn("events", {
+            let app = Arc::clone(&app);
+            let changes = hub.watch();
+            move || app.events.run(changes)
+        })?;
         let device = Listener::start(
             "device",
             device_socket,
@@ -141,6 +147,7 @@ impl Server {
             device,
             control,
             notifier,
+            events,
             maintenance,
         })
     }
@@ -163,6 +170,8 @@ impl Server {
         self.control.stop();
         self.app.hub().shutdown(Duration::from_secs(2));
         let _ = self.notifier.join();
+        self.app.events.stop();
+        let _ = self.events.join();
         drop(self.maintenance.0);
         let _ = self.maintenance.1.join();
         if let Err(e) = self.app.state.snapshot() {

@@ -1,7 +1,26 @@
-//! The control API (port 8082). This issue serves `/health` and `/info`; commands, status,
-//! live events and claiming arrive with the control-API issue.
+//! The control API (port 8082): what curl, dashboards, Home Assistant, Homebridge and
+//! Matterbridge use. Every route is listed in the README with a curl example.
+//!
+//! Every response carries the Python server's CORS headers and any `OPTIONS` request is
+//! answered 200 before routing. Bodies are JSON whatever their Content-Type, and may arrive
+//! chunked. There is no authentication on this API (an `Authorization` header is ignored); keep
+//! port 8082 on the home network.
+
+mod claim;
+mod command;
+mod devices;
+pub mod error;
+mod input;
+mod live;
+pub mod rules;
+pub mod schedule;
+pub mod settings;
+pub mod status;
 
 use std::sync::Arc;
+
+pub use command::{Command, Target, Write, plan};
+pub use error::{ControlError, Shape};
 
 use crate::app::App;
 use crate::http::{Method, Reply, Request, Response, Service};
@@ -17,14 +36,163 @@ impl ControlApi {
     }
 }
 
+fn cors_headers() -> Vec<(String, String)> {
+    [
+        ("Access-Control-Allow-Origin", "*"),
+        (
+            "Access-Control-Allow-Methods",
+            "GET, POST, PUT, DELETE, OPTIONS",
+        ),
+        (
+            "Access-Control-Allow-Headers",
+            "Content-Type, Authorization, X-API-Key",
+        ),
+    ]
+    .iter()
+    .map(|(n, v)| (n.to_string(), v.to_string()))
+    .collect()
+}
+
 impl Service for ControlApi {
     fn handle(&self, request: Request) -> Reply {
-        let get = matches!(request.method, Method::Get | Method::Head);
-        Reply::Full(match (request.path.as_str(), get) {
-            ("/health", true) => info::health(),
-            ("/info", true) => info::info(&self.app),
-            ("/health" | "/info", false) => Response::error(405, "Method not allowed"),
-            _ => Response::error(404, "Not found"),
-        })
+        let cors = cors_headers();
+        let reply = if request.method == Method::Options {
+            Reply::Full(Response {
+                status: 200,
+                headers: Vec::new(),
+                body: Vec::new(),
+            })
+        } else {
+            match Route::of(request.method, &request.path) {
+                Ok(route) => route
+                    .handle(&self.app, &request, &cors)
+                    .unwrap_or_else(|e| Reply::Full(e.response(route.shape()))),
+                Err(e) => Reply::Full(e.response(Shape::Error)),
+            }
+        };
+        match reply {
+            Reply::Full(mut r) => {
+                r.headers.extend(cors);
+                Reply::Full(r)
+            }
+            other => other,
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum Route {
+    Health,
+    Info,
+    Command,
+    Status,
+    Devices,
+    Stats,
+    Config,
+    Schedule,
+    Events,
+    NotifyDevice,
+    DeleteDevice,
+    Register,
+    DismissPairing(String),
+    RegisteredDevices,
+    Unregister(String),
+}
+
+impl Route {
+    fn of(method: Method, path: &str) -> Result<Route, ControlError> {
+        let get = matches!(method, Method::Get | Method::Head);
+        let post = method == Method::Post;
+        let delete = method == Method::Delete;
+        let (route, allowed) = match path {
+            "/health" => (Route::Health, get),
+            "/info" => (Route::Info, get),
+            "/command" => (Route::Command, post),
+            "/status" => (Route::Status, get),
+            "/api/devices" => (Route::Devices, get),
+            "/api/stats" => (Route::Stats, get),
+            "/api/config" => (Route::Config, get),
+            "/api/schedule" => (Route::Schedule, get),
+            "/api/events" => (Route::Events, get),
+            "/notify-device" => (Route::NotifyDevice, post),
+            "/api/device" => (Route::DeleteDevice, delete),
+            "/api/register" => (Route::Register, post),
+            "/api/registered-devices" => (Route::RegisteredDevices, get),
+            p => match (
+                p.strip_prefix("/api/dismiss-pairing/"),
+                p.strip_prefix("/api/registered-devices/"),
+            ) {
+                (Some(serial), _) => (Route::DismissPairing(serial.to_string()), post),
+                (_, Some(serial)) => (Route::Unregister(serial.to_string()), delete),
+                _ => return Err(ControlError::NotFound),
+            },
+        };
+        if allowed {
+            Ok(route)
+        } else {
+            Err(ControlError::MethodNotAllowed)
+        }
+    }
+
+    /// The command envelope for commands and claims; `{"error"}` for the rest.
+    fn shape(&self) -> Shape {
+        match self {
+            Route::Command | Route::Register | Route::DismissPairing(_) | Route::Unregister(_) => {
+                Shape::Envelope
+            }
+            _ => Shape::Error,
+        }
+    }
+
+    fn handle(
+        &self,
+        app: &App,
+        req: &Request,
+        cors: &[(String, String)],
+    ) -> Result<Reply, ControlError> {
+        let response = match self {
+            Route::Health => info::health(),
+            Route::Info => info::info(app),
+            Route::Command => command::run(app, &req.body)?,
+            Route::Status => status::status(app, req)?,
+            Route::Devices => status::devices(app),
+            Route::Stats => status::stats(app),
+            Route::Config => devices::config(app),
+            Route::Schedule => devices::schedule(app, req)?,
+            Route::Events => return live::events(app, req, cors),
+            Route::NotifyDevice => devices::notify(app, &req.body)?,
+            Route::DeleteDevice => devices::delete(app, &req.body)?,
+            Route::Register => claim::register(app, &req.body)?,
+            Route::DismissPairing(serial) => claim::dismiss_pairing(app, serial)?,
+            Route::RegisteredDevices => claim::registered(app, req)?,
+            Route::Unregister(serial) => claim::unregister(app, serial, req)?,
+        };
+        Ok(Reply::Full(response))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn routes_and_methods() {
+        assert_eq!(Route::of(Method::Post, "/command").unwrap(), Route::Command);
+        assert_eq!(
+            Route::of(Method::Post, "/api/dismiss-pairing/02AA01AC0000SIM1").unwrap(),
+            Route::DismissPairing("02AA01AC0000SIM1".into())
+        );
+        assert_eq!(
+            Route::of(Method::Delete, "/api/registered-devices/X").unwrap(),
+            Route::Unregister("X".into())
+        );
+        assert!(matches!(
+            Route::of(Method::Get, "/command"),
+            Err(ControlError::MethodNotAllowed)
+        ));
+        assert!(matches!(
+            Route::of(Method::Get, "/nope"),
+            Err(ControlError::NotFound)
+        ));
     }
 }

@@ -16,7 +16,7 @@ use super::{Caller, DeviceError, Tier};
 use crate::app::App;
 use crate::http::{ChunkedBody, ChunkedReply, Reply, Request, Response};
 use crate::hub::Origin;
-use crate::state::{Bucket, DeviceTxn, Stamp, WireObject, WireObjects};
+use crate::state::{Bucket, DeviceTxn, Stamp, WireObject, WireObjects, structure_id};
 use crate::util::JsonMap;
 
 /// Fields whose presence in an immediate answer earns `X-nl-disable-defer-window`, so the
@@ -234,11 +234,6 @@ fn add_owner_buckets(
     }
 }
 
-/// A user id with one leading `user_` removed.
-pub fn structure_id(user: &str) -> &str {
-    user.strip_prefix("user_").unwrap_or(user)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -251,12 +246,5 @@ mod tests {
         assert!(server_is_newer(2000, 1000));
         assert!(!server_is_newer(1000, 2000));
         assert!(!server_is_newer(1000, 1000));
-    }
-
-    #[test]
-    fn structure_ids() {
-        assert_eq!(structure_id("user_abc123"), "abc123");
-        assert_eq!(structure_id("my_user_id"), "my_user_id");
-        assert_eq!(structure_id("user_"), "");
     }
 }

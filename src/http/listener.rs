@@ -292,5 +292,13 @@ fn send(rq: tiny_http::Request, reply: Reply) -> u16 {
             }
             200
         }
+        Reply::Stream(reply) => {
+            let mut w = rq.into_writer();
+            // A stream whose head could not be written is dropped (closed) with its writer.
+            if chunked::write_head(&mut w, &reply.headers).is_ok() {
+                (reply.park)(w);
+            }
+            200
+        }
     }
 }

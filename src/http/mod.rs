@@ -14,7 +14,7 @@ use std::time::Instant;
 
 use serde::Serialize;
 
-use crate::hub::Reservation;
+use crate::hub::{Reservation, Writer};
 
 /// Body limit for ordinary requests.
 pub const BODY_LIMIT: usize = 1024 * 1024;
@@ -132,6 +132,15 @@ pub enum Reply {
     Full(Response),
     /// A thermostat's chunked subscribe: the head is written at once, then the body.
     Chunked(ChunkedReply),
+    /// A long-lived chunked stream (live events): the head is written, then the raw writer is
+    /// handed to `park`, which owns the connection from then on.
+    Stream(StreamReply),
+}
+
+pub struct StreamReply {
+    /// Headers besides `Transfer-Encoding` and `Connection`, which the adapter adds.
+    pub headers: Vec<(String, String)>,
+    pub park: Box<dyn FnOnce(Writer) + Send>,
 }
 
 /// An ordinary response with a known length.

@@ -1,0 +1,74 @@
+//! Per-thermostat maintenance routes: its schedule, a re-push of its state, deleting it.
+
+use serde_json::json;
+
+use super::ControlError;
+use super::input;
+use crate::app::App;
+use crate::http::{Request, Response};
+use crate::hub::Origin;
+
+/// `GET /api/schedule?serial=S`: the schedule bucket, or `"schedule": null` when the
+/// thermostat has none.
+pub fn schedule(app: &App, req: &Request) -> Result<Response, ControlError> {
+    let serial = input::query_serial(req)?;
+    let key = format!("schedule.{serial}");
+    let found = app
+        .state
+        .read_device(&serial, |d| d.buckets.get(&key).cloned())
+        .ok_or(ControlError::DeviceNotFound)?;
+    let body = match found {
+        Some(b) => json!({
+            "serial": serial,
+            "schedule": b.value,
+            "object_revision": b.revision,
+            "object_timestamp": b.timestamp,
+        }),
+        None => json!({"serial": serial, "schedule": null}),
+    };
+    Ok(Response::json(200, &body))
+}
+
+/// `POST /notify-device {"serial"}`: sends every bucket, unchanged, to the thermostat's held
+/// subscribes.
+pub fn notify(app: &App, body: &[u8]) -> Result<Response, ControlError> {
+    let serial = input::body_serial(&input::json_object(body)?)?;
+    let notified = app
+        .state
+        .repush(&serial)
+        .ok_or(ControlError::DeviceNotFound)?;
+    Ok(Response::json(
+        200,
+        &json!({"success": true, "subscribers_notified": notified}),
+    ))
+}
+
+/// `DELETE /api/device {"serial"}`: forgets the thermostat's buckets and metadata. Its owner
+/// and entry keys are kept; if it connects again it starts afresh.
+pub fn delete(app: &App, body: &[u8]) -> Result<Response, ControlError> {
+    let serial = input::body_serial(&input::json_object(body)?)?;
+    let deleted = app.state.update_device(&serial, Origin::Server, |txn| {
+        if !txn.exists() {
+            return Err(ControlError::DeviceNotFound);
+        }
+        Ok(txn.delete_all())
+    })?;
+    log::info!("{serial} deleted ({deleted} buckets)");
+    Ok(Response::json(
+        200,
+        &json!({"success": true, "serial": serial, "objects_deleted": deleted}),
+    ))
+}
+
+/// `GET /api/config`: what the dashboard needs to tell a user how to point a thermostat here.
+pub fn config(app: &App) -> Response {
+    Response::json(
+        200,
+        &json!({
+            "api_origin": app.origin.raw,
+            "cloudregisterurl": app.origin.cloud_register_url(),
+            "require_device_pairing": app.config.require_device_pairing,
+            "entry_key_ttl_seconds": app.config.entry_key_ttl_secs,
+        }),
+    )
+}

@@ -1,0 +1,117 @@
+//! Every way a control-API request can fail, mapped to its exact status and body in one place.
+//!
+//! The control API has two error shapes, kept from the Python server because clients read
+//! them: the command envelope `{"success":false,"message":...}` (`/command` and the claiming
+//! routes) and `{"error":...}` (status and the other reads). Which one a route uses is its
+//! [`Shape`]; the status and text of each error are the same in both.
+
+use serde_json::json;
+
+use crate::http::Response;
+use crate::store::StoreError;
+
+#[derive(Debug)]
+pub enum ControlError {
+    InvalidJson,
+    NotAnObject,
+    /// `serial` missing from a JSON body.
+    SerialRequired,
+    /// `?serial=` missing from a query.
+    SerialParameterRequired,
+    InvalidSerial,
+    CommandRequired,
+    UnknownCommand(String),
+    /// A value that does not fit its command or field; the text says what was expected.
+    Invalid(String),
+    /// A command that would write nothing.
+    NoValues,
+    DeviceNotFound,
+    /// A query string that does not decode to UTF-8.
+    BadEncoding,
+    MissingClaimFields,
+    CodeFormat,
+    /// Unknown, expired or already used entry key.
+    CodeNotValid,
+    /// The thermostat belongs to another user, who must unlink it first.
+    OwnedByOther {
+        serial: String,
+        owner: String,
+    },
+    NotRegistered {
+        serial: String,
+    },
+    TooManyStreams,
+    NotFound,
+    MethodNotAllowed,
+    /// The change could not be made durable; nothing was applied.
+    Storage(StoreError),
+}
+
+/// The body shape a route answers errors in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Shape {
+    /// `{"success":false,"message":...}`
+    Envelope,
+    /// `{"error":...}`
+    Error,
+}
+
+impl ControlError {
+    pub fn status_and_message(&self) -> (u16, String) {
+        let m = |s: &str| s.to_string();
+        match self {
+            ControlError::InvalidJson => (400, m("Invalid JSON")),
+            ControlError::NotAnObject => (400, m("Request body must be a JSON object")),
+            ControlError::SerialRequired => (400, m("Serial required")),
+            ControlError::SerialParameterRequired => (400, m("Serial parameter required")),
+            ControlError::InvalidSerial => (
+                400,
+                m("Invalid serial: expected 10 to 64 letters and digits"),
+            ),
+            ControlError::CommandRequired => (400, m("Command required")),
+            ControlError::UnknownCommand(name) => (400, format!("Unknown command: {name}")),
+            ControlError::Invalid(text) => (400, text.clone()),
+            ControlError::NoValues => (400, m("No values to update")),
+            ControlError::DeviceNotFound => (404, m("Device not found")),
+            ControlError::BadEncoding => (400, m("Invalid query string")),
+            ControlError::MissingClaimFields => (400, m("Missing required fields: code, userId")),
+            ControlError::CodeFormat => (
+                400,
+                m("Invalid entry code format. Must be exactly 7 alphanumeric characters."),
+            ),
+            ControlError::CodeNotValid => {
+                (400, m("Invalid, expired, or already claimed entry key"))
+            }
+            ControlError::OwnedByOther { serial, owner } => (
+                409,
+                format!(
+                    "Device {serial} is linked to user {owner}; that user must unlink it before it can be claimed"
+                ),
+            ),
+            ControlError::NotRegistered { serial } => (404, format!("Device {serial} not found")),
+            ControlError::TooManyStreams => (503, m("Too many event streams open")),
+            ControlError::NotFound => (404, m("Not found")),
+            ControlError::MethodNotAllowed => (405, m("Method not allowed")),
+            ControlError::Storage(e) => {
+                log::error!("refused a control write: {e}");
+                (503, m("Storage unavailable; the change was not saved"))
+            }
+        }
+    }
+
+    pub fn response(&self, shape: Shape) -> Response {
+        let (status, message) = self.status_and_message();
+        match shape {
+            Shape::Envelope => {
+                Response::json(status, &json!({"success": false, "message": message}))
+            }
+            Shape::Error => Response::error(status, &message),
+        }
+    }
+}
+
+impl From<StoreError> for ControlError {
+    fn from(e: StoreError) -> Self {
+        ControlError::Storage(e)
+    }
+}

@@ -1,0 +1,35 @@
+//! `GET /api/events[?serial=S]`: the live event stream (Server-Sent Events). The stream itself
+//! is written by [`crate::events`]; this handler admits it and hands it over.
+
+use super::ControlError;
+use super::input;
+use crate::app::App;
+use crate::http::{Reply, Request, StreamReply};
+
+pub fn events(app: &App, req: &Request, cors: &[(String, String)]) -> Result<Reply, ControlError> {
+    let serial = match req.query_param("serial") {
+        Err(_) => return Err(ControlError::BadEncoding),
+        Ok(None) => None,
+        Ok(Some(s)) if s.is_empty() => None,
+        Ok(Some(s)) => Some(input::serial(&s)?),
+    };
+    if req.http10 {
+        return Err(ControlError::Invalid(
+            "Live events need HTTP/1.1 (chunked responses)".into(),
+        ));
+    }
+    let admission = app.events.admit().ok_or(ControlError::TooManyStreams)?;
+    let mut headers: Vec<(String, String)> = [
+        ("Content-Type", "text/event-stream"),
+        ("Cache-Control", "no-cache"),
+        ("X-Accel-Buffering", "no"),
+    ]
+    .iter()
+    .map(|(n, v)| (n.to_string(), v.to_string()))
+    .collect();
+    headers.extend_from_slice(cors);
+    Ok(Reply::Stream(StreamReply {
+        headers,
+        park: Box::new(move |writer| admission.park(writer, serial)),
+    }))
+}

@@ -1,0 +1,235 @@
+//! Validating a schedule before it replaces a thermostat's `schedule.S` bucket.
+//!
+//! Day keys are stored as sent (`"0"`–`"6"`); the firmware treats `"0"` as Monday while the
+//! hosted documentation calls it Sunday, so hearth never renumbers them. A day may be sent as a
+//! list of entries or as the thermostat's own object keyed `"0"`, `"1"`, ...; lists are stored
+//! in the object form. Temperatures outside 4.5–32 °C are refused, not clamped.
+
+use serde_json::Value;
+
+use super::ControlError;
+use super::input::number;
+use crate::util::JsonMap;
+
+pub const MIN_C: f64 = 4.5;
+pub const MAX_C: f64 = 32.0;
+const MODES: [&str; 3] = ["HEAT", "COOL", "RANGE"];
+
+fn invalid(text: impl Into<String>) -> ControlError {
+    ControlError::Invalid(text.into())
+}
+
+/// The canonical value to store: `{"ver":2,"name","schedule_mode","days"}`.
+pub fn validate(value: &Value) -> Result<JsonMap, ControlError> {
+    let Value::Object(s) = value else {
+        return Err(invalid("Schedule must be a JSON object"));
+    };
+    if s.get("ver").and_then(Value::as_f64) != Some(2.0) {
+        return Err(invalid("Schedule ver must be 2"));
+    }
+    let mode = s
+        .get("schedule_mode")
+        .or_else(|| s.get("mode"))
+        .and_then(Value::as_str)
+        .map(str::to_ascii_uppercase)
+        .filter(|m| MODES.contains(&m.as_str()))
+        .ok_or_else(|| invalid("Schedule schedule_mode must be HEAT, COOL or RANGE"))?;
+    let name = match s.get("name") {
+        None | Some(Value::Null) => String::new(),
+        Some(Value::String(n)) => n.clone(),
+        Some(_) => return Err(invalid("Schedule name must be a string")),
+    };
+    let Some(Value::Object(days)) = s.get("days") else {
+        return Err(invalid(
+            "Schedule days must be an object keyed \"0\" to \"6\"",
+        ));
+    };
+    let mut out_days = JsonMap::new();
+    for (day, entries) in days {
+        if !matches!(day.as_str(), "0" | "1" | "2" | "3" | "4" | "5" | "6") {
+            return Err(invalid(format!(
+                "Unknown schedule day {day:?}: days are \"0\" to \"6\""
+            )));
+        }
+        out_days.insert(day.clone(), Value::Object(validate_day(day, entries)?));
+    }
+    let mut out = JsonMap::new();
+    out.insert("ver".into(), Value::from(2));
+    out.insert("name".into(), Value::String(name));
+    out.insert("schedule_mode".into(), Value::String(mode));
+    out.insert("days".into(), Value::Object(out_days));
+    Ok(out)
+}
+
+fn validate_day(day: &str, entries: &Value) -> Result<JsonMap, ControlError> {
+    let listed: Vec<(String, &Value)> = match entries {
+        Value::Array(list) => list
+            .iter()
+            .enumerate()
+            .map(|(i, e)| (i.to_string(), e))
+            .collect(),
+        Value::Object(map) => {
+            let mut indexed = Vec::with_capacity(map.len());
+            for (k, e) in map {
+                let i: u32 = k.parse().map_err(|_| {
+                    invalid(format!(
+                        "Day {day}: entry keys must be \"0\", \"1\", ... (got {k:?})"
+                    ))
+                })?;
+                indexed.push((i, k.clone(), e));
+            }
+            indexed.sort_by_key(|(i, _, _)| *i);
+            indexed.into_iter().map(|(_, k, e)| (k, e)).collect()
+        }
+        _ => {
+            return Err(invalid(format!(
+                "Day {day} must be a list or an object of entries"
+            )));
+        }
+    };
+    let mut out = JsonMap::new();
+    for (index, entry) in listed {
+        let at = format!("Day {day} entry {index}");
+        out.insert(index, Value::Object(validate_entry(&at, entry)?));
+    }
+    Ok(out)
+}
+
+fn validate_entry(at: &str, entry: &Value) -> Result<JsonMap, ControlError> {
+    let Value::Object(e) = entry else {
+        return Err(invalid(format!("{at} must be an object")));
+    };
+    match e.get("time").and_then(Value::as_f64) {
+        Some(t) if (0.0..86400.0).contains(&t) => {}
+        _ => {
+            return Err(invalid(format!(
+                "{at}: time must be a number of seconds from 0 to 86399"
+            )));
+        }
+    }
+    let kind = e
+        .get("type")
+        .and_then(Value::as_str)
+        .map(str::to_ascii_uppercase)
+        .filter(|t| MODES.contains(&t.as_str()))
+        .ok_or_else(|| invalid(format!("{at}: type must be HEAT, COOL or RANGE")))?;
+    let required: &[&str] = if kind == "RANGE" {
+        &["temp-min", "temp-max"]
+    } else {
+        &["temp"]
+    };
+    for field in ["temp", "temp-min", "temp-max"] {
+        let Some(v) = e.get(field) else {
+            if required.contains(&field) {
+                return Err(invalid(format!("{at}: {kind} entries need {field}")));
+            }
+            continue;
+        };
+        match number(v).filter(|_| v.is_number()) {
+            Some(t) if (MIN_C..=MAX_C).contains(&t) => {}
+            Some(t) => {
+                return Err(invalid(format!(
+                    "{at}: {field} {t} is outside {MIN_C}–{MAX_C} °C"
+                )));
+            }
+            None => return Err(invalid(format!("{at}: {field} must be a number (°C)"))),
+        }
+    }
+    if kind == "RANGE" {
+        let lo = e.get("temp-min").and_then(Value::as_f64);
+        let hi = e.get("temp-max").and_then(Value::as_f64);
+        if lo >= hi {
+            return Err(invalid(format!(
+                "{at}: temp-min must be less than temp-max"
+            )));
+        }
+    }
+    let mut out = e.clone();
+    out.insert("type".into(), Value::String(kind));
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn message(v: Value) -> String {
+        match validate(&v) {
+            Err(ControlError::Invalid(m)) => m,
+            other => panic!("expected a refusal, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn the_thermostats_own_form_is_kept_and_lists_become_objects() {
+        let s = validate(&json!({"ver": 2, "schedule_mode": "heat", "days": {
+            "0": {"0": {"time": 25200, "type": "heat", "temp": 20.0, "entry_type": "setpoint"}},
+            "1": [{"time": 0, "type": "RANGE", "temp-min": 18.0, "temp-max": 24.0}]
+        }}))
+        .unwrap();
+        assert_eq!(
+            Value::Object(s),
+            json!({"ver": 2, "name": "", "schedule_mode": "HEAT", "days": {
+                "0": {"0": {"time": 25200, "type": "HEAT", "temp": 20.0, "entry_type": "setpoint"}},
+                "1": {"0": {"time": 0, "type": "RANGE", "temp-min": 18.0, "temp-max": 24.0}}
+            }})
+        );
+        assert!(
+            validate(&json!({"ver": 2, "name": "Cleared", "schedule_mode": "HEAT", "days": {}}))
+                .is_ok()
+        );
+    }
+
+    #[test]
+    fn every_rule_has_its_message() {
+        let day = |e: Value| json!({"ver": 2, "schedule_mode": "HEAT", "days": {"0": [e]}});
+        assert_eq!(message(json!([1])), "Schedule must be a JSON object");
+        assert_eq!(
+            message(json!({"ver": 1, "schedule_mode": "HEAT", "days": {}})),
+            "Schedule ver must be 2"
+        );
+        assert_eq!(
+            message(json!({"ver": 2, "schedule_mode": "ECO", "days": {}})),
+            "Schedule schedule_mode must be HEAT, COOL or RANGE"
+        );
+        assert_eq!(
+            message(json!({"ver": 2, "schedule_mode": "HEAT", "days": {"7": {}}})),
+            "Unknown schedule day \"7\": days are \"0\" to \"6\""
+        );
+        assert_eq!(
+            message(day(json!({"time": -1, "type": "HEAT", "temp": 20}))),
+            "Day 0 entry 0: time must be a number of seconds from 0 to 86399"
+        );
+        assert_eq!(
+            message(day(json!({"time": 86400, "type": "HEAT", "temp": 20}))),
+            "Day 0 entry 0: time must be a number of seconds from 0 to 86399"
+        );
+        assert_eq!(
+            message(day(json!({"time": 0, "type": "FAN", "temp": 20}))),
+            "Day 0 entry 0: type must be HEAT, COOL or RANGE"
+        );
+        assert_eq!(
+            message(day(json!({"time": 0, "type": "HEAT", "temp": 33}))),
+            "Day 0 entry 0: temp 33 is outside 4.5–32 °C"
+        );
+        assert_eq!(
+            message(day(json!({"time": 0, "type": "HEAT", "temp": 4.4}))),
+            "Day 0 entry 0: temp 4.4 is outside 4.5–32 °C"
+        );
+        assert_eq!(
+            message(day(json!({"time": 0, "type": "HEAT", "temp": "20"}))),
+            "Day 0 entry 0: temp must be a number (°C)"
+        );
+        assert_eq!(
+            message(day(json!({"time": 0, "type": "RANGE", "temp-min": 20}))),
+            "Day 0 entry 0: RANGE entries need temp-max"
+        );
+        assert_eq!(
+            message(day(
+                json!({"time": 0, "type": "RANGE", "temp-min": 24, "temp-max": 20})
+            )),
+            "Day 0 entry 0: temp-min must be less than temp-max"
+        );
+    }
+}
