@@ -89,6 +89,10 @@ pub enum Event {
     Acknowledged {
         key: String,
     },
+    /// A `user.*` bucket with a name arrived: the thermostat leaves its pairing screen.
+    Paired {
+        user: String,
+    },
     /// A PUT answer carried a value (a server bug: it overwrites pending local edits).
     PutEcho {
         key: String,
@@ -146,6 +150,7 @@ impl fmt::Display for Event {
                 )
             }
             Event::Acknowledged { key } => write!(f, "acknowledged target_change_pending on {key}"),
+            Event::Paired { user } => write!(f, "paired with {user}"),
             Event::PutEcho { key } => write!(f, "server echoed a value for {key} in a PUT answer"),
             Event::Problem(why) => write!(f, "problem: {why}"),
         }
@@ -249,6 +254,11 @@ impl Held {
     pub fn header(&self, name: &str) -> Option<&str> {
         self.stream.header(name)
     }
+
+    /// How long [`Held::next_chunk`] waits before failing with a timeout.
+    pub fn set_read_timeout(&self, timeout: Option<Duration>) -> io::Result<()> {
+        self.stream.set_read_timeout(timeout)
+    }
 }
 
 impl Thermostat {
@@ -300,6 +310,16 @@ impl Thermostat {
     /// Revision and timestamp the thermostat holds for a bucket.
     pub fn version(&self, key: &str) -> Option<(i64, i64)> {
         self.versions.get(key).map(|v| (v.revision, v.timestamp))
+    }
+
+    /// The user this thermostat is linked to: the name in a `user.*` bucket it holds (what
+    /// takes a real thermostat off its pairing screen).
+    pub fn paired_with(&self) -> Option<&str> {
+        self.local
+            .iter()
+            .filter(|(k, _)| k.starts_with("user."))
+            .find_map(|(_, v)| v.get("name").and_then(Value::as_str))
+            .filter(|n| !n.is_empty())
     }
 
     pub fn has_pending_changes(&self) -> bool {
@@ -541,6 +561,15 @@ impl Thermostat {
                 timestamp: pushed.timestamp,
                 fields: value.keys().cloned().collect(),
             });
+            if key.starts_with("user.") {
+                if let Some(user) = value.get("name").and_then(Value::as_str) {
+                    if !user.is_empty() {
+                        self.emit(Event::Paired {
+                            user: user.to_string(),
+                        });
+                    }
+                }
+            }
             // The display lights only for a setpoint pushed with target_change_pending; the
             // thermostat then acknowledges it.
             if key == self.key("shared")

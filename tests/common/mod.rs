@@ -274,3 +274,42 @@ pub fn assert_wire_order(text: &str) {
         assert_eq!(keys, expected, "key order in {text}");
     }
 }
+
+/// A control-API request with a JSON body (as curl would send it).
+pub fn call(addr: SocketAddr, method: &str, target: &str, body: &str) -> ClientResponse {
+    let headers = [("Content-Type", "application/json")];
+    client::request(
+        &url(addr, target),
+        method,
+        &headers,
+        body.as_bytes(),
+        TIMEOUT,
+    )
+    .expect("request")
+}
+
+/// `POST /command` with `{"serial","command","value"}`.
+pub fn command(addr: SocketAddr, serial: &str, name: &str, value: Value) -> ClientResponse {
+    let body = serde_json::json!({"serial": serial, "command": name, "value": value});
+    call(addr, "POST", "/command", &body.to_string())
+}
+
+/// A thermostat that has booted (its state is on the server) and holds a subscribe.
+pub fn booted_and_held(
+    s: &TestServer,
+    serial: &str,
+) -> (Thermostat, Receiver<Event>, hearth::simulator::Held) {
+    let (mut sim, events) = thermostat(&s.origin(), serial);
+    sim.boot().unwrap();
+    let held = sim.open_subscribe().unwrap();
+    s.wait_held(serial, 1);
+    (sim, events, held)
+}
+
+/// The next pushed chunk as JSON, after checking its key order.
+pub fn next_push(held: &mut hearth::simulator::Held) -> (Vec<u8>, Value) {
+    let chunk = held.next_chunk().unwrap().expect("a pushed chunk");
+    let text = String::from_utf8(chunk.clone()).unwrap();
+    assert_wire_order(&text);
+    (chunk, serde_json::from_str(&text).unwrap())
+}

@@ -1,0 +1,182 @@
+//! Every `/command` against a simulated thermostat holding a subscribe: the answer, the pushed
+//! chunk (content and key order), and the thermostat applying it.
+
+mod common;
+
+use common::*;
+use hearth::simulator::Event;
+use serde_json::{Value, json};
+
+/// The pushed object for `key` in a chunk.
+fn object<'a>(doc: &'a Value, key: &str) -> &'a Value {
+    doc["objects"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|o| o["object_key"] == json!(key))
+        .unwrap_or_else(|| panic!("{key} not pushed in {doc}"))
+}
+
+#[test]
+fn every_command_is_answered_pushed_in_wire_order_and_applied() {
+    let s = TestServer::start();
+    let (mut sim, events, mut held) = booted_and_held(&s, SERIAL);
+    let schedule = json!({"ver": 2, "name": "Test", "schedule_mode": "HEAT",
+        "days": {"0": {"0": {"temp": 20, "time": 21600, "type": "HEAT", "entry_type": "setpoint"}}}});
+    let cases = [
+        (
+            "set_temperature",
+            json!(21.5),
+            "shared",
+            Some(json!({"target_temperature": 21.5, "target_change_pending": true})),
+        ),
+        (
+            "set_temperature",
+            json!({"low": 19, "high": 24}),
+            "shared",
+            Some(
+                json!({"target_temperature_low": 19.0, "target_temperature_high": 24.0, "target_change_pending": true}),
+            ),
+        ),
+        (
+            "set_mode",
+            json!("heat-cool"),
+            "shared",
+            Some(json!({"target_temperature_type": "range"})),
+        ),
+        (
+            "set_mode",
+            json!("heat_cool"),
+            "shared",
+            Some(json!({"target_temperature_type": "range"})),
+        ),
+        ("set_away", json!(true), "structure", None),
+        ("set_fan", json!("on"), "device", None),
+        (
+            "set_fan",
+            json!("auto"),
+            "device",
+            Some(json!({"fan_timer_timeout": 0})),
+        ),
+        (
+            "set_eco_temperatures",
+            json!({"low": 3, "high": 27}),
+            "device",
+            Some(json!({"away_temperature_low": 7.222, "away_temperature_high": 27.0})),
+        ),
+        ("set_schedule", schedule.clone(), "schedule", Some(schedule)),
+        (
+            "set_schedule_mode",
+            json!("cool"),
+            "shared",
+            Some(json!({"schedule_mode": "COOL"})),
+        ),
+        (
+            "set_device_setting",
+            json!({"learning_mode": false}),
+            "device",
+            Some(json!({"learning_mode": false})),
+        ),
+    ];
+    for (name, value, kind, expected) in cases {
+        let r = command(s.control(), SERIAL, name, value.clone());
+        assert_eq!(r.status, 200, "{name} {value}: {}", r.text());
+        let body = r.json();
+        let key = if kind == "structure" {
+            "structure.default".to_string()
+        } else {
+            format!("{kind}.{SERIAL}")
+        };
+        assert_eq!(body["success"], json!(true));
+        assert_eq!(body["data"]["object_key"], json!(key), "{name}");
+        let values = body["data"]["values"].as_object().unwrap().clone();
+        if let Some(expected) = expected {
+            assert_eq!(Value::Object(values.clone()), expected, "{name} {value}");
+        }
+
+        let (chunk, doc) = next_push(&mut held);
+        let pushed = object(&doc, &key);
+        let stored = s.bucket(SERIAL, &key).unwrap();
+        assert_eq!(pushed["object_revision"], json!(stored.revision));
+        assert_eq!(pushed["object_timestamp"], json!(stored.timestamp));
+        for (field, v) in &values {
+            assert_eq!(&pushed["value"][field], v, "{name}: pushed {field}");
+        }
+        sim.apply_chunk(&chunk).unwrap();
+        let local = sim.bucket(&key).unwrap();
+        for (field, v) in &values {
+            if field != "target_change_pending" {
+                assert_eq!(&local[field], v, "{name}: thermostat's {field}");
+            }
+        }
+    }
+    // The schedule replaced the thermostat's own (its other days are gone).
+    let stored = s.bucket(SERIAL, &format!("schedule.{SERIAL}")).unwrap();
+    assert_eq!(stored.value["days"].as_object().unwrap().len(), 1);
+    // set_away wrote manual eco with a timestamp in seconds; set_fan "on" a timer in the future.
+    let structure = s.bucket(SERIAL, "structure.default").unwrap();
+    let now_s = hearth::util::clock::now_ms() / 1000;
+    let eco_at = structure.value["manual_eco_timestamp"].as_i64().unwrap();
+    assert!((now_s - 60..=now_s).contains(&eco_at), "{eco_at}");
+    assert_eq!(structure.value["manual_eco_all"], json!(true));
+    // The setpoint push was acknowledged by the thermostat.
+    expect_event(&events, "acknowledgement", |e| {
+        matches!(e, Event::Acknowledged { .. })
+    });
+    assert!(events.try_iter().all(|e| !matches!(
+        e,
+        Event::RejectedOrder { .. } | Event::PutEcho { .. } | Event::Problem(_)
+    )));
+}
+
+#[test]
+fn a_command_reaches_every_held_subscribe_of_the_thermostat() {
+    let s = TestServer::start();
+    let (mut sim, _events, mut first) = booted_and_held(&s, SERIAL);
+    let mut second = sim.open_subscribe().unwrap();
+    s.wait_held(SERIAL, 2);
+    let r = command(s.control(), SERIAL, "set_temperature", json!(20));
+    assert_eq!(r.status, 200, "{}", r.text());
+    for held in [&mut first, &mut second] {
+        let (_, doc) = next_push(held);
+        assert_eq!(
+            object(&doc, &format!("shared.{SERIAL}"))["value"]["target_temperature"],
+            json!(20.0)
+        );
+    }
+}
+
+#[test]
+fn set_away_goes_to_the_owners_structure_once_claimed() {
+    let s = TestServer::start();
+    let (_sim, _events, _held) = booted_and_held(&s, SERIAL);
+    s.set_owner(SERIAL, "user_alice");
+    let r = command(s.control(), SERIAL, "set_away", json!(false));
+    assert_eq!(r.json()["data"]["object_key"], json!("structure.alice"));
+    assert_eq!(
+        s.bucket(SERIAL, "structure.alice").unwrap().value["manual_eco_all"],
+        json!(false)
+    );
+}
+
+#[test]
+fn capability_checks_use_the_thermostats_own_flags() {
+    let s = TestServer::start();
+    let (_sim, _events, _held) = booted_and_held(&s, SERIAL);
+    s.server_change(
+        SERIAL,
+        &format!("shared.{SERIAL}"),
+        json!({"can_cool": false}),
+    );
+    let r = command(s.control(), SERIAL, "set_mode", json!("cool"));
+    assert_eq!(r.status, 400);
+    assert_eq!(
+        r.json(),
+        json!({"success": false, "message": "Device cannot cool (can_cool=false)"})
+    );
+    let r = command(s.control(), SERIAL, "set_mode", json!("emergency"));
+    assert_eq!(
+        r.json()["message"],
+        json!("Device does not have emergency heat (has_emer_heat=false)")
+    );
+}

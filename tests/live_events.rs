@@ -1,0 +1,133 @@
+//! `GET /api/events`: Server-Sent Events for commands and for a thermostat's own writes, the
+//! `?serial=` filter, the stream limit, and streams that hold no worker.
+
+mod common;
+
+use std::thread;
+use std::time::Duration;
+
+use common::*;
+use hearth::http::client::ChunkStream;
+use serde_json::{Value, json};
+
+fn open(s: &TestServer, target: &str) -> ChunkStream {
+    let stream = ChunkStream::open(
+        &url(s.control(), target),
+        "GET",
+        &[("Accept", "text/event-stream")],
+        &[],
+        TIMEOUT,
+        false,
+    )
+    .unwrap();
+    assert_eq!(stream.status, 200);
+    stream
+}
+
+/// The next event's data, skipping comments (`: ...`), parsed the way the Matterbridge plugin
+/// does it: split on the blank line, join the `data:` lines.
+fn next_event(stream: &mut ChunkStream) -> Value {
+    loop {
+        let chunk = stream.next_chunk().unwrap().expect("the stream ended");
+        let text = String::from_utf8(chunk).unwrap();
+        assert!(text.ends_with("\n\n"), "{text:?}");
+        let data: Vec<&str> = text
+            .lines()
+            .filter_map(|l| l.strip_prefix("data: "))
+            .collect();
+        if !data.is_empty() {
+            return serde_json::from_str(&data.join("\n")).unwrap();
+        }
+    }
+}
+
+#[test]
+fn a_command_and_a_thermostats_own_put_each_make_an_event() {
+    let s = TestServer::start();
+    let (mut sim, _events, mut held) = booted_and_held(&s, SERIAL);
+    let mut stream = open(&s, "/api/events");
+    assert_eq!(stream.header("Content-Type"), Some("text/event-stream"));
+    assert_eq!(stream.header("Cache-Control"), Some("no-cache"));
+    assert_eq!(stream.header("Access-Control-Allow-Origin"), Some("*"));
+    // Wait until the stream is parked (its first comment arrived) so no event is missed.
+    let first = stream.next_chunk().unwrap().unwrap();
+    assert_eq!(first, b": connected\n\n");
+
+    command(s.control(), SERIAL, "set_temperature", json!(22));
+    let e = next_event(&mut stream);
+    let shared = format!("shared.{SERIAL}");
+    assert_eq!(e["serial"], json!(SERIAL));
+    assert_eq!(e["object_key"], json!(shared));
+    assert_eq!(e["origin"], json!("server"));
+    let stored = s.bucket(SERIAL, &shared).unwrap();
+    assert_eq!(e["revision"], json!(stored.revision));
+    assert_eq!(e["timestamp"], json!(stored.timestamp));
+    let changed: Vec<&str> = e["changed"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    assert!(changed.contains(&"target_temperature"), "{changed:?}");
+
+    // The thermostat applies the push and acknowledges it with a PUT of its own.
+    let (chunk, _) = next_push(&mut held);
+    sim.apply_chunk(&chunk).unwrap();
+    let e = next_event(&mut stream);
+    assert_eq!(e["origin"], json!("device"));
+    assert_eq!(e["object_key"], json!(shared));
+    assert_eq!(e["changed"], json!(["target_change_pending"]));
+
+    // The user turns the dial: the thermostat's PUT is an event too.
+    sim.turn_dial(19.5);
+    sim.put().unwrap();
+    let e = next_event(&mut stream);
+    assert_eq!(
+        (e["origin"].clone(), e["changed"].clone()),
+        (json!("device"), json!(["target_temperature"]))
+    );
+}
+
+#[test]
+fn the_serial_filter_keeps_other_thermostats_out() {
+    let s = TestServer::start();
+    let other = "02AA01AC0000SIM2";
+    let (_a, _ea, _ha) = booted_and_held(&s, SERIAL);
+    let (_b, _eb, _hb) = booted_and_held(&s, other);
+    let mut stream = open(&s, &format!("/api/events?serial={}", SERIAL.to_lowercase()));
+    stream.next_chunk().unwrap();
+    command(s.control(), other, "set_temperature", json!(18));
+    command(s.control(), SERIAL, "set_temperature", json!(20));
+    let e = next_event(&mut stream);
+    assert_eq!(e["serial"], json!(SERIAL));
+}
+
+#[test]
+fn at_most_64_streams_and_they_hold_no_worker() {
+    let s = TestServer::start_with(|c| c.http_workers = 2);
+    let streams: Vec<ChunkStream> = (0..64).map(|_| open(&s, "/api/events")).collect();
+    let r = get(s.control(), "/api/events");
+    assert_eq!(r.status, 503);
+    assert_eq!(r.json(), json!({"error": "Too many event streams open"}));
+    // 64 open streams and two workers: ordinary requests are still answered.
+    assert_eq!(get(s.control(), "/health").status, 200);
+    assert_eq!(
+        get(s.control(), "/api/stats").json()["event_streams"],
+        json!(64)
+    );
+    drop(streams);
+    // A closed stream is dropped when a write to it fails (the first write after the client
+    // left may still be accepted by the kernel): events or the 15 s keep-alive do it.
+    let deadline = std::time::Instant::now() + TIMEOUT;
+    let mut n = 0;
+    while s.app().events.open_count() > 0 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "closed streams were never dropped"
+        );
+        n += 1;
+        s.server_change(SERIAL, &format!("shared.{SERIAL}"), json!({"x": n}));
+        thread::sleep(Duration::from_millis(20));
+    }
+    assert_eq!(open(&s, "/api/events").status, 200);
+}
