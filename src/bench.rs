@@ -3,10 +3,11 @@
 //! 1. Idle RSS of a real `hearth serve` process (this executable) 2 s after start.
 //! 2. Its RSS once N simulated thermostats (threads of this process) each hold a subscribe,
 //!    6 s after the last one is held (tiny_http's spare pool threads exit after 5 s idle).
-//! 3. Push latency: the time from a server-side change (through the one mutation path, journal
-//!    fsync included) to a simulated thermostat reading the pushed chunk off its freshly held
-//!    subscribe, one thermostat per push. Until the control API exists there is no way to make a server-side change from
-//!    outside, so this phase runs the server in this process (same code, real sockets).
+//! 3. Command latency: from sending `POST /command set_temperature` to a second `hearth serve`
+//!    process (journal fsync included) to a simulated thermostat reading the pushed chunk off its
+//!    freshly held subscribe, one thermostat per command.
+//! 4. `GET /status` requests per second (and p99 latency) from 8 keep-alive clients against the
+//!    same server, with the thermostats of phase 3 in its state.
 //!
 //! Everything it starts is stopped, and its temporary directories removed, before it returns.
 
@@ -19,16 +20,14 @@ use std::time::{Duration, Instant};
 use serde::Serialize;
 use serde_json::json;
 
-use crate::config::{ApiOrigin, Config};
-use crate::hub::Origin;
+use crate::http::client::{KeepAlive, Url};
 use crate::process::ServerProcess;
-use crate::server::Server;
 use crate::simulator::{Event, Observer, Options, Thermostat, fleet};
-use crate::state::Stamp;
 
 pub struct BenchOptions {
     pub thermostats: usize,
     pub pushes: usize,
+    pub status_seconds: u64,
 }
 
 #[derive(Debug, Serialize)]
@@ -41,6 +40,10 @@ pub struct Report {
     pub push_median_us: u64,
     pub push_p99_us: u64,
     pub push_max_us: u64,
+    pub status_clients: usize,
+    pub status_seconds: u64,
+    pub status_per_sec: u64,
+    pub status_p99_us: u64,
 }
 
 impl Report {
@@ -63,18 +66,31 @@ impl Report {
             ),
             format!(
                 "{:<44} {:>12}",
-                format!("change -> push received, median of {}", self.pushes),
+                format!("POST /command -> push received, median of {}", self.pushes),
                 ms(self.push_median_us)
             ),
             format!(
                 "{:<44} {:>12}",
-                "change -> push received, p99",
+                "POST /command -> push received, p99",
                 ms(self.push_p99_us)
             ),
             format!(
                 "{:<44} {:>12}",
-                "change -> push received, worst",
+                "POST /command -> push received, worst",
                 ms(self.push_max_us)
+            ),
+            format!(
+                "{:<44} {:>12}",
+                format!(
+                    "GET /status per second, {} keep-alive clients",
+                    self.status_clients
+                ),
+                self.status_per_sec
+            ),
+            format!(
+                "{:<44} {:>12}",
+                "GET /status latency, p99",
+                ms(self.status_p99_us)
             ),
         ]
         .join("\n")
@@ -83,21 +99,38 @@ impl Report {
 
 pub fn run(opts: &BenchOptions) -> Result<Report, String> {
     let (idle_rss_kb, held_rss_kb, held_threads) = memory_phase(opts.thermostats)?;
-    let mut latencies = latency_phase(opts.pushes)?;
-    latencies.sort();
-    let at = |q: f64| {
-        latencies[((latencies.len() as f64 * q).ceil() as usize).clamp(1, latencies.len()) - 1]
-    };
+    let dir = TempDir::new("commands")?;
+    let (mut latencies, server, serials) = command_phase(opts.pushes, &dir)?;
+    let (status_per_sec, mut status_times) =
+        status_phase(&server, &serials, STATUS_CLIENTS, opts.status_seconds)?;
+    drop(server);
+    latencies.sort_unstable();
+    status_times.sort_unstable();
     Ok(Report {
         idle_rss_kb,
         held_thermostats: opts.thermostats,
         held_rss_kb,
         held_threads,
         pushes: latencies.len(),
-        push_median_us: at(0.5),
-        push_p99_us: at(0.99),
+        push_median_us: quantile(&latencies, 0.5),
+        push_p99_us: quantile(&latencies, 0.99),
         push_max_us: latencies.last().copied().unwrap_or(0),
+        status_clients: STATUS_CLIENTS,
+        status_seconds: opts.status_seconds,
+        status_per_sec: status_per_sec.round() as u64,
+        status_p99_us: quantile(&status_times, 0.99),
     })
+}
+
+/// Keep-alive clients of the `/status` phase.
+const STATUS_CLIENTS: usize = 8;
+
+/// The value at quantile `q` of sorted `values` (0 when empty).
+fn quantile(values: &[u64], q: f64) -> u64 {
+    if values.is_empty() {
+        return 0;
+    }
+    values[((values.len() as f64 * q).ceil() as usize).clamp(1, values.len()) - 1]
 }
 
 struct TempDir(PathBuf);
@@ -132,6 +165,8 @@ fn memory_phase(thermostats: usize) -> Result<(u64, u64, u64), String> {
     let uploaded = Arc::new(Mutex::new(std::collections::HashSet::new()));
     let observer: Observer = {
         let (held, uploaded) = (Arc::clone(&held), Arc::clone(&uploaded));
+        // The server is stopped under the thermostats at the end: their complaints are noise.
+        let stop_seen = Arc::clone(&stop);
         Arc::new(move |serial: &str, e: &Event| match e {
             Event::Uploaded { .. } => {
                 uploaded
@@ -142,7 +177,9 @@ fn memory_phase(thermostats: usize) -> Result<(u64, u64, u64), String> {
             Event::Held if uploaded.lock().map(|u| u.contains(serial)).unwrap_or(false) => {
                 held.lock().map(|mut h| h.insert(serial.to_string())).ok();
             }
-            Event::Problem(why) => log::warn!("{serial}: {why}"),
+            Event::Problem(why) if !stop_seen.load(Ordering::SeqCst) => {
+                log::warn!("{serial}: {why}")
+            }
             _ => {}
         })
     };
@@ -174,17 +211,29 @@ fn memory_phase(thermostats: usize) -> Result<(u64, u64, u64), String> {
     Ok((idle, rss, threads))
 }
 
-/// One thermostat per timed push, each holding a freshly parked subscribe (the usual case:
-/// a change reaches a thermostat that is asleep on its held connection).
-fn latency_phase(pushes: usize) -> Result<Vec<u64>, String> {
-    let dir = TempDir::new("push")?;
-    let mut config = Config::local(&dir.0);
-    config.api_origin = ApiOrigin::parse("http://127.0.0.1").ok();
-    let server = Server::start(config).map_err(|e| e.to_string())?;
-    let origin = format!("http://{}", server.device_addr());
+/// Commands timed from `POST /command` (sent on a keep-alive connection to the control port
+/// of a real `hearth serve` process) to a simulated thermostat reading the pushed chunk off its
+/// held subscribe; one freshly booted thermostat per command, the usual case of a change
+/// reaching a thermostat asleep on its held connection. Returns the latencies (µs), the
+/// server process and the serials, for the status phase.
+fn command_phase(
+    pushes: usize,
+    dir: &TempDir,
+) -> Result<(Vec<u64>, ServerProcess, Vec<String>), String> {
+    let exe = std::env::current_exe().map_err(|e| e.to_string())?;
+    let server = ServerProcess::start(&exe, &dir.0)
+        .map_err(|log| format!("the server did not start:\n{log}"))?;
+    let origin = format!("http://{}", server.device);
+    let control = Url {
+        host: server.control.ip().to_string(),
+        port: Some(server.control.port()),
+        target: "/".into(),
+    };
+    let mut client =
+        KeepAlive::connect(&control, Duration::from_secs(10)).map_err(|e| e.to_string())?;
     let quiet: Observer = Arc::new(|_: &str, _: &Event| {});
-    let hub = Arc::clone(server.app().hub());
     let mut out = Vec::with_capacity(pushes);
+    let mut serials = Vec::with_capacity(pushes);
     let mut held_streams = Vec::with_capacity(pushes);
     for i in 0..pushes {
         let mut sim = Thermostat::new(
@@ -192,26 +241,23 @@ fn latency_phase(pushes: usize) -> Result<Vec<u64>, String> {
             Arc::clone(&quiet),
         );
         sim.boot().map_err(|e| e.to_string())?;
+        // Once the head has arrived the subscribe is reserved in the hub, so a push committed
+        // from now on is queued for it.
         let mut held = sim.open_subscribe().map_err(|e| e.to_string())?;
         let serial = sim.serial().to_string();
-        let wait = Instant::now() + Duration::from_secs(5);
-        while hub.subscriptions_of(&serial) == 0 {
-            if Instant::now() > wait {
-                return Err(format!("{serial}'s subscribe was never parked"));
-            }
-            thread::sleep(Duration::from_millis(1));
-        }
-        let fields = json!({"target_temperature": 18.0 + (i % 20) as f64 * 0.5, "target_change_pending": true});
-        let fields = fields.as_object().cloned().unwrap_or_default();
+        let body = json!({"serial": serial, "command": "set_temperature", "value": 18.0 + (i % 20) as f64 * 0.5});
         let started = Instant::now();
-        server
-            .app()
-            .state
-            .update_device(&serial, Origin::Server, |txn| {
-                txn.merge(&format!("shared.{serial}"), &fields, Stamp::Always);
-                Ok::<_, crate::store::StoreError>(())
-            })
+        let r = client
+            .request(
+                "POST",
+                "/command",
+                &[("Content-Type", "application/json")],
+                body.to_string().as_bytes(),
+            )
             .map_err(|e| e.to_string())?;
+        if r.status != 200 {
+            return Err(format!("/command answered {}: {}", r.status, r.text()));
+        }
         let chunk = held
             .next_chunk()
             .map_err(|e| e.to_string())?
@@ -219,8 +265,56 @@ fn latency_phase(pushes: usize) -> Result<Vec<u64>, String> {
         out.push(started.elapsed().as_micros() as u64);
         sim.apply_chunk(&chunk).map_err(|e| e.to_string())?;
         held_streams.push(held);
+        serials.push(serial);
     }
     drop(held_streams);
-    server.shutdown();
-    Ok(out)
+    Ok((out, server, serials))
+}
+
+/// `GET /status` from `clients` keep-alive connections for `seconds`: requests per second and
+/// the latencies (µs).
+fn status_phase(
+    server: &ServerProcess,
+    serials: &[String],
+    clients: usize,
+    seconds: u64,
+) -> Result<(f64, Vec<u64>), String> {
+    let control = Url {
+        host: server.control.ip().to_string(),
+        port: Some(server.control.port()),
+        target: "/".into(),
+    };
+    let until = Instant::now() + Duration::from_secs(seconds);
+    let started = Instant::now();
+    let workers: Vec<_> = (0..clients)
+        .map(|c| {
+            let control = control.clone();
+            let serials = serials.to_vec();
+            thread::spawn(move || -> Result<Vec<u64>, String> {
+                let mut client = KeepAlive::connect(&control, Duration::from_secs(10))
+                    .map_err(|e| e.to_string())?;
+                let mut times = Vec::new();
+                let mut i = c;
+                while Instant::now() < until {
+                    let target = format!("/status?serial={}", serials[i % serials.len()]);
+                    i += clients;
+                    let t = Instant::now();
+                    let r = client
+                        .request("GET", &target, &[], &[])
+                        .map_err(|e| e.to_string())?;
+                    if r.status != 200 {
+                        return Err(format!("/status answered {}", r.status));
+                    }
+                    times.push(t.elapsed().as_micros() as u64);
+                }
+                Ok(times)
+            })
+        })
+        .collect();
+    let mut all = Vec::new();
+    for w in workers {
+        all.extend(w.join().map_err(|_| "a status client panicked")??);
+    }
+    let per_sec = all.len() as f64 / started.elapsed().as_secs_f64();
+    Ok((per_sec, all))
 }

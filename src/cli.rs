@@ -147,14 +147,18 @@ struct SimulateArgs {
 
 #[derive(FromArgs)]
 #[argh(subcommand, name = "bench")]
-/// measure memory and push latency with simulated thermostats on 127.0.0.1
+/// measure memory, command-to-push latency and /status throughput on 127.0.0.1
 struct BenchArgs {
     /// thermostats holding subscribes for the memory figure (default 100)
     #[argh(option, default = "100")]
     thermostats: usize,
-    /// pushes timed for the latency figure, one simulated thermostat each (default 100)
-    #[argh(option, default = "100")]
+    /// commands timed from POST /command to the pushed chunk, one simulated thermostat each
+    /// (default 200)
+    #[argh(option, default = "200")]
     pushes: usize,
+    /// seconds of GET /status from 8 keep-alive clients (default 10)
+    #[argh(option, default = "10")]
+    status_seconds: u64,
     /// also write the figures as JSON to this file
     #[argh(option)]
     json: Option<String>,
@@ -174,6 +178,7 @@ fn bench(args: BenchArgs) -> ExitCode {
     let opts = crate::bench::BenchOptions {
         thermostats: args.thermostats,
         pushes: args.pushes.max(1),
+        status_seconds: args.status_seconds.max(1),
     };
     let report = match crate::bench::run(&opts) {
         Ok(r) => r,

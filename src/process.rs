@@ -12,6 +12,8 @@ pub struct ServerProcess {
     child: Child,
     /// The device port's address, read from the startup log.
     pub device: SocketAddr,
+    /// The control port's address, read from the startup log.
+    pub control: SocketAddr,
     log: Arc<Mutex<String>>,
 }
 
@@ -48,13 +50,16 @@ impl ServerProcess {
         let sink = Arc::clone(&log);
         std::thread::spawn(move || {
             for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-                // "device port 127.0.0.1:PORT, control port ..."
-                if let Some(addr) = line
-                    .split("device port ")
-                    .nth(1)
-                    .and_then(|r| r.split(',').next())
-                {
-                    let _ = tx.try_send(addr.parse::<SocketAddr>().ok());
+                // "device port 127.0.0.1:PORT, control port 127.0.0.1:PORT; ..."
+                let after = |tag: &str, end: char| {
+                    line.split(tag)
+                        .nth(1)
+                        .and_then(|r| r.split(end).next())
+                        .and_then(|a| a.parse::<SocketAddr>().ok())
+                };
+                if line.contains("device port ") {
+                    let _ =
+                        tx.try_send(after("device port ", ',').zip(after("control port ", ';')));
                 }
                 if let Ok(mut l) = sink.lock() {
                     l.push_str(&line);
@@ -64,7 +69,12 @@ impl ServerProcess {
             let _ = tx.try_send(None);
         });
         match rx.recv_timeout(Duration::from_secs(20)) {
-            Ok(Some(device)) => Ok(ServerProcess { child, device, log }),
+            Ok(Some((device, control))) => Ok(ServerProcess {
+                child,
+                device,
+                control,
+                log,
+            }),
             _ => {
                 let _ = child.kill();
                 let _ = child.wait();

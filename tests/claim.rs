@@ -176,3 +176,23 @@ fn an_expired_code_is_refused() {
     );
     assert!(s.app().state.accounts(|a| a.owners.is_empty()));
 }
+
+#[test]
+fn ensure_user_creates_a_user_once() {
+    let s = TestServer::start();
+    let body = json!({"userId": "homeassistant", "email": "ha@local"}).to_string();
+    let r = call(s.control(), "POST", "/api/ensure-user", &body);
+    assert_eq!(r.json(), json!({"success": true, "created": true}));
+    let r = call(s.control(), "POST", "/api/ensure-user", &body);
+    assert_eq!(r.json(), json!({"success": true, "created": false}));
+    let before = store_bytes(s.dir.path());
+    let r = call(s.control(), "POST", "/api/ensure-user", "{}");
+    assert_eq!(
+        (r.status, r.json()),
+        (
+            400,
+            json!({"success": false, "message": "Missing required field: userId"})
+        )
+    );
+    assert_eq!(store_bytes(s.dir.path()), before);
+}

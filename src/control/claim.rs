@@ -107,6 +107,34 @@ pub fn register(app: &App, body: &[u8]) -> Result<Response, ControlError> {
     ))
 }
 
+/// `POST /api/ensure-user {"userId"}`: creates a user if it does not exist yet (the Home
+/// Assistant add-on calls this before claiming). An `email` is accepted and not stored.
+pub fn ensure_user(app: &App, body: &[u8]) -> Result<Response, ControlError> {
+    let body = input::json_object(body)?;
+    let user = match body.get("userId") {
+        Some(Value::String(s)) if !s.trim().is_empty() => user_id(s.trim())?,
+        _ => {
+            return Err(ControlError::Invalid(
+                "Missing required field: userId".into(),
+            ));
+        }
+    };
+    let created = app.state.update_accounts(|txn| {
+        if txn.accounts().users.contains_key(&user) {
+            return Ok::<_, ControlError>(false);
+        }
+        txn.push(Op::AddUser {
+            name: user.clone(),
+            created_ms: txn.now_ms(),
+        });
+        Ok(true)
+    })?;
+    Ok(Response::json(
+        200,
+        &json!({"success": true, "created": created}),
+    ))
+}
+
 /// `XXX-XXXX` or `XXXXXXX`, any case: seven letters and digits, upper-cased.
 fn entry_code(raw: &str) -> Result<String, ControlError> {
     let code: String = raw

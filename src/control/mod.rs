@@ -94,6 +94,7 @@ enum Route {
     NotifyDevice,
     DeleteDevice,
     Register,
+    EnsureUser,
     DismissPairing(String),
     RegisteredDevices,
     Unregister(String),
@@ -117,6 +118,7 @@ impl Route {
             "/notify-device" => (Route::NotifyDevice, post),
             "/api/device" => (Route::DeleteDevice, delete),
             "/api/register" => (Route::Register, post),
+            "/api/ensure-user" => (Route::EnsureUser, post),
             "/api/registered-devices" => (Route::RegisteredDevices, get),
             p => match (
                 p.strip_prefix("/api/dismiss-pairing/"),
@@ -137,9 +139,11 @@ impl Route {
     /// The command envelope for commands and claims; `{"error"}` for the rest.
     fn shape(&self) -> Shape {
         match self {
-            Route::Command | Route::Register | Route::DismissPairing(_) | Route::Unregister(_) => {
-                Shape::Envelope
-            }
+            Route::Command
+            | Route::Register
+            | Route::EnsureUser
+            | Route::DismissPairing(_)
+            | Route::Unregister(_) => Shape::Envelope,
             _ => Shape::Error,
         }
     }
@@ -163,6 +167,7 @@ impl Route {
             Route::NotifyDevice => devices::notify(app, &req.body)?,
             Route::DeleteDevice => devices::delete(app, &req.body)?,
             Route::Register => claim::register(app, &req.body)?,
+            Route::EnsureUser => claim::ensure_user(app, &req.body)?,
             Route::DismissPairing(serial) => claim::dismiss_pairing(app, serial)?,
             Route::RegisteredDevices => claim::registered(app, req)?,
             Route::Unregister(serial) => claim::unregister(app, serial, req)?,

@@ -124,6 +124,56 @@ pub fn request_keep_alive(
     read_all(&mut stream)
 }
 
+/// One connection kept open for many requests (HTTP/1.1 keep-alive), as dashboards and home
+/// automation clients use the control API.
+pub struct KeepAlive {
+    url: Url,
+    reader: Option<BufReader<TcpStream>>,
+    timeout: Duration,
+}
+
+impl KeepAlive {
+    pub fn connect(url: &Url, timeout: Duration) -> io::Result<KeepAlive> {
+        let stream = TcpStream::connect_timeout(&url.socket_addr()?, timeout)?;
+        stream.set_read_timeout(Some(timeout))?;
+        stream.set_write_timeout(Some(timeout))?;
+        stream.set_nodelay(true)?;
+        Ok(KeepAlive {
+            url: url.clone(),
+            reader: Some(BufReader::new(stream)),
+            timeout,
+        })
+    }
+
+    /// Sends a request on the connection (reconnecting if the server closed it) and reads the
+    /// whole response.
+    pub fn request(
+        &mut self,
+        method: &str,
+        target: &str,
+        headers: &[(&str, &str)],
+        body: &[u8],
+    ) -> io::Result<ClientResponse> {
+        let reader = match self.reader.take() {
+            Some(r) => r,
+            None => KeepAlive::connect(&self.url, self.timeout)?
+                .reader
+                .take()
+                .ok_or_else(|| bad("no connection"))?,
+        };
+        let url = self.url.with_target(target);
+        let mut stream = ChunkStream::send(reader, &url, method, headers, body, false)?;
+        let response = read_all(&mut stream)?;
+        let closes = response
+            .header("Connection")
+            .is_some_and(|v| v.eq_ignore_ascii_case("close"));
+        if !closes && !matches!(stream.framing, Framing::UntilClose) {
+            self.reader = Some(stream.reader);
+        }
+        Ok(response)
+    }
+}
+
 fn read_all(stream: &mut ChunkStream) -> io::Result<ClientResponse> {
     let mut all = Vec::new();
     while let Some(chunk) = stream.next_chunk()? {
@@ -168,6 +218,18 @@ impl ChunkStream {
         stream.set_read_timeout(Some(timeout))?;
         stream.set_write_timeout(Some(timeout))?;
         stream.set_nodelay(true)?;
+        ChunkStream::send(BufReader::new(stream), url, method, headers, body, close)
+    }
+
+    /// Sends a request on an open connection and reads the response head.
+    fn send(
+        mut reader: BufReader<TcpStream>,
+        url: &Url,
+        method: &str,
+        headers: &[(&str, &str)],
+        body: &[u8],
+        close: bool,
+    ) -> io::Result<ChunkStream> {
         let mut head = format!(
             "{method} {} HTTP/1.1\r\nHost: {}\r\n",
             url.target,
@@ -186,12 +248,11 @@ impl ChunkStream {
             head.push_str("Connection: close\r\n");
         }
         head.push_str("\r\n");
-        let mut w = &stream;
+        let mut w = reader.get_ref();
         w.write_all(head.as_bytes())?;
         w.write_all(body)?;
         w.flush()?;
 
-        let mut reader = BufReader::new(stream);
         let status_line = read_line(&mut reader)?;
         let status = status_line
             .split(' ')

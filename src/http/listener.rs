@@ -2,7 +2,8 @@
 //! body reading, and the translation between tiny_http and [`Request`]/[`Reply`].
 //!
 //! Mitigations for tiny_http 0.12 (see DESIGN.md): `SO_SNDTIMEO` on the listening socket (Linux
-//! accepted sockets inherit it) bounds writes to clients that stop reading; every request,
+//! accepted sockets inherit it) bounds writes to clients that stop reading; `TCP_NODELAY`
+//! (inherited too) keeps keep-alive answers from waiting on delayed ACKs; every request,
 //! including the drop of tiny_http's `Request`, runs inside `catch_unwind`; bodies are read with
 //! a hard cap and oversized ones are refused unread; an accept loop that dies is reported to
 //! `on_fatal` so the process can exit and be restarted.
@@ -51,6 +52,7 @@ impl Listener {
     ) -> io::Result<Listener> {
         let workers = limits.workers;
         set_send_timeout(&listener, SEND_TIMEOUT)?;
+        set_no_delay(&listener)?;
         let addr = listener.local_addr()?;
         let server = tiny_http::Server::from_listener(listener, None).map_err(io::Error::other)?;
         let server = Arc::new(server);
@@ -99,6 +101,28 @@ impl Listener {
         for w in self.workers {
             let _ = w.join();
         }
+    }
+}
+
+/// `TCP_NODELAY` on the listening socket, which accepted sockets inherit on Linux. tiny_http
+/// writes a response's head and body separately; with Nagle's algorithm the body then waits for
+/// the client's delayed ACK (about 40 ms) on every keep-alive request.
+fn set_no_delay(listener: &TcpListener) -> io::Result<()> {
+    let on: libc::c_int = 1;
+    // SAFETY: setsockopt with a pointer to a live c_int of the size given.
+    let rc = unsafe {
+        libc::setsockopt(
+            listener.as_raw_fd(),
+            libc::IPPROTO_TCP,
+            libc::TCP_NODELAY,
+            (&on as *const libc::c_int).cast(),
+            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+        )
+    };
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
     }
 }
 
