@@ -124,6 +124,15 @@ pub fn request_keep_alive(
     read_all(&mut stream)
 }
 
+/// A connection with `timeout` on connecting, each read and each write.
+fn connect(url: &Url, timeout: Duration) -> io::Result<BufReader<TcpStream>> {
+    let stream = TcpStream::connect_timeout(&url.socket_addr()?, timeout)?;
+    stream.set_read_timeout(Some(timeout))?;
+    stream.set_write_timeout(Some(timeout))?;
+    stream.set_nodelay(true)?;
+    Ok(BufReader::new(stream))
+}
+
 /// One connection kept open for many requests (HTTP/1.1 keep-alive), as dashboards and home
 /// automation clients use the control API.
 pub struct KeepAlive {
@@ -134,13 +143,9 @@ pub struct KeepAlive {
 
 impl KeepAlive {
     pub fn connect(url: &Url, timeout: Duration) -> io::Result<KeepAlive> {
-        let stream = TcpStream::connect_timeout(&url.socket_addr()?, timeout)?;
-        stream.set_read_timeout(Some(timeout))?;
-        stream.set_write_timeout(Some(timeout))?;
-        stream.set_nodelay(true)?;
         Ok(KeepAlive {
             url: url.clone(),
-            reader: Some(BufReader::new(stream)),
+            reader: Some(connect(url, timeout)?),
             timeout,
         })
     }
@@ -156,10 +161,7 @@ impl KeepAlive {
     ) -> io::Result<ClientResponse> {
         let reader = match self.reader.take() {
             Some(r) => r,
-            None => KeepAlive::connect(&self.url, self.timeout)?
-                .reader
-                .take()
-                .ok_or_else(|| bad("no connection"))?,
+            None => connect(&self.url, self.timeout)?,
         };
         let url = self.url.with_target(target);
         let mut stream = ChunkStream::send(reader, &url, method, headers, body, false)?;
@@ -214,11 +216,7 @@ impl ChunkStream {
         timeout: Duration,
         close: bool,
     ) -> io::Result<ChunkStream> {
-        let stream = TcpStream::connect_timeout(&url.socket_addr()?, timeout)?;
-        stream.set_read_timeout(Some(timeout))?;
-        stream.set_write_timeout(Some(timeout))?;
-        stream.set_nodelay(true)?;
-        ChunkStream::send(BufReader::new(stream), url, method, headers, body, close)
+        ChunkStream::send(connect(url, timeout)?, url, method, headers, body, close)
     }
 
     /// Sends a request on an open connection and reads the response head.

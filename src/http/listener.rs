@@ -109,21 +109,7 @@ impl Listener {
 /// the client's delayed ACK (about 40 ms) on every keep-alive request.
 fn set_no_delay(listener: &TcpListener) -> io::Result<()> {
     let on: libc::c_int = 1;
-    // SAFETY: setsockopt with a pointer to a live c_int of the size given.
-    let rc = unsafe {
-        libc::setsockopt(
-            listener.as_raw_fd(),
-            libc::IPPROTO_TCP,
-            libc::TCP_NODELAY,
-            (&on as *const libc::c_int).cast(),
-            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
-        )
-    };
-    if rc == 0 {
-        Ok(())
-    } else {
-        Err(io::Error::last_os_error())
-    }
+    set_option(listener, libc::IPPROTO_TCP, libc::TCP_NODELAY, &on)
 }
 
 fn set_send_timeout(listener: &TcpListener, timeout: Duration) -> io::Result<()> {
@@ -131,14 +117,23 @@ fn set_send_timeout(listener: &TcpListener, timeout: Duration) -> io::Result<()>
         tv_sec: timeout.as_secs() as libc::time_t,
         tv_usec: 0,
     };
-    // SAFETY: setsockopt with a pointer to a live timeval of the size given.
+    set_option(listener, libc::SOL_SOCKET, libc::SO_SNDTIMEO, &tv)
+}
+
+fn set_option<T>(
+    listener: &TcpListener,
+    level: libc::c_int,
+    name: libc::c_int,
+    value: &T,
+) -> io::Result<()> {
+    // SAFETY: setsockopt with a pointer to a live value of the size given.
     let rc = unsafe {
         libc::setsockopt(
             listener.as_raw_fd(),
-            libc::SOL_SOCKET,
-            libc::SO_SNDTIMEO,
-            (&tv as *const libc::timeval).cast(),
-            std::mem::size_of::<libc::timeval>() as libc::socklen_t,
+            level,
+            name,
+            (value as *const T).cast(),
+            std::mem::size_of::<T>() as libc::socklen_t,
         )
     };
     if rc == 0 {
