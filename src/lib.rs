@@ -30,6 +30,7 @@ pub mod server;
 pub mod simulator;
 pub mod state;
 pub mod store;
+pub mod thermostat;
 pub mod util;
 
 pub use config::Config;

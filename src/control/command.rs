@@ -9,13 +9,14 @@ use serde::Serialize;
 use serde_json::Value;
 
 use super::ControlError;
-use super::input::{self, json_number, number};
-use super::rules::View;
-use super::{schedule, settings};
+use super::input::{self, number};
+use super::settings;
 use crate::app::App;
 use crate::http::Response;
 use crate::hub::Origin;
 use crate::state::{Stamp, structure_key};
+use crate::thermostat::rules::View;
+use crate::thermostat::{self, Fan, MAX_FAN_SECONDS, MODES, json_number, schedule};
 use crate::util::JsonMap;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -152,14 +153,13 @@ pub fn plan(command: Command, value: &Value, target: &Target<'_>) -> Result<Writ
             let away = value
                 .as_bool()
                 .ok_or_else(|| invalid("set_away value must be true or false"))?;
-            // Firmware honours manual eco (it reverts auto-eco); `away` itself is not used. The
-            // timestamp is in seconds and must be close to the thermostat's clock.
-            set("manual_eco_all", Value::Bool(away));
-            set("manual_eco_timestamp", Value::from(target.now_ms / 1000));
+            for (k, v) in thermostat::away_values(away, target.now_ms) {
+                set(&k, v);
+            }
             target.structure_key.to_string()
         }
         Command::SetFan => {
-            let until = fan_timer_timeout(value, target)?;
+            let until = thermostat::fan_timer_timeout(fan(value)?, &target.view, target.now_ms)?;
             set("fan_timer_timeout", Value::from(until));
             device
         }
@@ -170,7 +170,7 @@ pub fn plan(command: Command, value: &Value, target: &Target<'_>) -> Result<Writ
         Command::SetSchedule => {
             return Ok(Write {
                 key: format!("schedule.{}", target.serial),
-                values: schedule::validate(value)?,
+                values: schedule::validate(value, schedule::CONTROL_LAST_TIME)?,
                 replace: true,
             });
         }
@@ -260,8 +260,6 @@ fn low_high(range: &JsonMap, usage: &str) -> Result<(Option<f64>, Option<f64>), 
     Ok((low, high))
 }
 
-const MODES: &str = "off, heat, cool, heat-cool, heat_cool, range, auto, emergency";
-
 /// The Nest `target_temperature_type` for a requested mode, if the thermostat can do it.
 fn mode(value: &Value, view: &View<'_>) -> Result<&'static str, ControlError> {
     let Some(raw) = value.as_str() else {
@@ -269,80 +267,27 @@ fn mode(value: &Value, view: &View<'_>) -> Result<&'static str, ControlError> {
             "set_mode value must be a string: one of {MODES}"
         )));
     };
-    let requested = raw.trim().to_ascii_lowercase();
-    let nest = match requested.as_str() {
-        "off" => "off",
-        "heat" => "heat",
-        "cool" => "cool",
-        "heat-cool" | "heat_cool" | "range" | "auto" => "range",
-        "emergency" => "emergency",
-        "eco" => {
-            return Err(invalid(
-                "Eco is not a mode: use set_away (true turns eco on, false turns it off)",
-            ));
-        }
-        _ => {
-            return Err(ControlError::Invalid(format!(
-                "Unknown mode '{raw}'. Valid modes: {MODES}"
-            )));
-        }
-    };
-    let can_heat = view.flag("can_heat", true);
-    let can_cool = view.flag("can_cool", true);
-    let missing = match nest {
-        "heat" | "range" if !can_heat => Some("Device cannot heat (can_heat=false)"),
-        "cool" | "range" if !can_cool => Some("Device cannot cool (can_cool=false)"),
-        "emergency" if !view.flag("has_emer_heat", false) => {
-            Some("Device does not have emergency heat (has_emer_heat=false)")
-        }
-        _ => None,
-    };
-    match missing {
-        Some(why) => Err(invalid(why)),
-        None => Ok(nest),
-    }
+    Ok(thermostat::nest_mode(raw, view)?)
 }
 
-/// Longest fan run a command may ask for (the hosted API's limit).
-const MAX_FAN_SECONDS: i64 = 43_200;
 const SET_FAN_VALUE: &str =
     "set_fan value must be \"on\", \"auto\" (or \"off\"), or a number of seconds from 1 to 43200";
 
-/// `fan_timer_timeout` (Unix seconds; 0 stops the timer) for a `set_fan` value.
-fn fan_timer_timeout(value: &Value, target: &Target<'_>) -> Result<i64, ControlError> {
-    if !target.view.flag("has_fan", false) {
-        return Err(invalid("Device does not have a fan (has_fan=false)"));
-    }
-    let now_s = target.now_ms / 1000;
-    let seconds = match value {
+/// A `set_fan` value: `"on"`, `"auto"` or `"off"`, or whole seconds.
+fn fan(value: &Value) -> Result<Fan, ControlError> {
+    match value {
         Value::String(s) => match s.trim().to_ascii_lowercase().as_str() {
-            "auto" | "off" => return Ok(0),
-            // The thermostat's own timer length (seconds), else the Python server's minutes
-            // field, else one hour.
-            "on" => {
-                let d = &target.view;
-                d.device_field("fan_timer_duration")
-                    .and_then(Value::as_i64)
-                    .filter(|s| *s > 0)
-                    .or_else(|| {
-                        d.device_field("fan_timer_duration_minutes")
-                            .and_then(Value::as_i64)
-                            .filter(|m| *m > 0)
-                            .map(|m| m * 60)
-                    })
-                    .unwrap_or(3600)
-                    .min(MAX_FAN_SECONDS)
-            }
-            _ => return Err(invalid(SET_FAN_VALUE)),
+            "auto" | "off" => Ok(Fan::Auto),
+            "on" => Ok(Fan::On),
+            _ => Err(invalid(SET_FAN_VALUE)),
         },
         Value::Number(n) => n
             .as_f64()
             .filter(|s| s.fract() == 0.0 && (1.0..=MAX_FAN_SECONDS as f64).contains(s))
-            .map(|s| s as i64)
-            .ok_or_else(|| invalid(SET_FAN_VALUE))?,
-        _ => return Err(invalid(SET_FAN_VALUE)),
-    };
-    Ok(now_s + seconds)
+            .map(|s| Fan::For(s as i64))
+            .ok_or_else(|| invalid(SET_FAN_VALUE)),
+        _ => Err(invalid(SET_FAN_VALUE)),
+    }
 }
 
 fn eco_temperatures(

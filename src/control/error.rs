@@ -9,6 +9,7 @@ use serde_json::json;
 
 use crate::http::Response;
 use crate::store::StoreError;
+use crate::thermostat::Refusal;
 
 #[derive(Debug)]
 pub enum ControlError {
@@ -107,6 +108,12 @@ impl ControlError {
             }
             Shape::Error => Response::error(status, &message),
         }
+    }
+}
+
+impl From<Refusal> for ControlError {
+    fn from(r: Refusal) -> Self {
+        ControlError::Invalid(r.0)
     }
 }
 

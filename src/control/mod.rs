@@ -12,8 +12,6 @@ mod devices;
 pub mod error;
 mod input;
 mod live;
-pub mod rules;
-pub mod schedule;
 pub mod settings;
 pub mod status;
 

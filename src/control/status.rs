@@ -7,10 +7,10 @@ use serde_json::{Value, json};
 
 use super::ControlError;
 use super::input;
-use super::rules::View;
 use crate::app::App;
 use crate::http::{Request, Response};
 use crate::state::{DeviceData, structure_key};
+use crate::thermostat::rules::View;
 use crate::util::clock;
 
 pub fn status(app: &App, req: &Request) -> Result<Response, ControlError> {

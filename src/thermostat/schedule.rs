@@ -4,23 +4,31 @@
 //! hosted documentation calls it Sunday, so hearth never renumbers them. A day may be sent as a
 //! list of entries or as the thermostat's own object keyed `"0"`, `"1"`, ...; lists are stored
 //! in the object form. Temperatures outside 4.5–32 °C are refused, not clamped.
+//!
+//! The two APIs differ in one limit only: the control API keeps the Python server's last entry
+//! time, 86399 s; the hosted API documents "0 to 86400" and accepts 86400 (the end of the day).
 
 use serde_json::Value;
 
-use super::ControlError;
-use super::input::number;
+use super::Refusal;
 use crate::util::JsonMap;
 
 pub const MIN_C: f64 = 4.5;
 pub const MAX_C: f64 = 32.0;
 const MODES: [&str; 3] = ["HEAT", "COOL", "RANGE"];
+const ENTRY_TYPES: [&str; 2] = ["setpoint", "continuation"];
 
-fn invalid(text: impl Into<String>) -> ControlError {
-    ControlError::Invalid(text.into())
+/// The latest entry time each API accepts, in seconds since midnight.
+pub const CONTROL_LAST_TIME: u32 = 86_399;
+pub const HOSTED_LAST_TIME: u32 = 86_400;
+
+fn invalid(text: impl Into<String>) -> Refusal {
+    Refusal(text.into())
 }
 
-/// The canonical value to store: `{"ver":2,"name","schedule_mode","days"}`.
-pub fn validate(value: &Value) -> Result<JsonMap, ControlError> {
+/// The canonical value to store: `{"ver":2,"name","schedule_mode","days"}`. Entry times run
+/// from 0 to `last_time` seconds.
+pub fn validate(value: &Value, last_time: u32) -> Result<JsonMap, Refusal> {
     let Value::Object(s) = value else {
         return Err(invalid("Schedule must be a JSON object"));
     };
@@ -51,7 +59,10 @@ pub fn validate(value: &Value) -> Result<JsonMap, ControlError> {
                 "Unknown schedule day {day:?}: days are \"0\" to \"6\""
             )));
         }
-        out_days.insert(day.clone(), Value::Object(validate_day(day, entries)?));
+        out_days.insert(
+            day.clone(),
+            Value::Object(validate_day(day, entries, last_time)?),
+        );
     }
     let mut out = JsonMap::new();
     out.insert("ver".into(), Value::from(2));
@@ -61,7 +72,7 @@ pub fn validate(value: &Value) -> Result<JsonMap, ControlError> {
     Ok(out)
 }
 
-fn validate_day(day: &str, entries: &Value) -> Result<JsonMap, ControlError> {
+fn validate_day(day: &str, entries: &Value, last_time: u32) -> Result<JsonMap, Refusal> {
     let listed: Vec<(String, &Value)> = match entries {
         Value::Array(list) => list
             .iter()
@@ -90,20 +101,29 @@ fn validate_day(day: &str, entries: &Value) -> Result<JsonMap, ControlError> {
     let mut out = JsonMap::new();
     for (index, entry) in listed {
         let at = format!("Day {day} entry {index}");
-        out.insert(index, Value::Object(validate_entry(&at, entry)?));
+        out.insert(index, Value::Object(validate_entry(&at, entry, last_time)?));
     }
     Ok(out)
 }
 
-fn validate_entry(at: &str, entry: &Value) -> Result<JsonMap, ControlError> {
+fn validate_entry(at: &str, entry: &Value, last_time: u32) -> Result<JsonMap, Refusal> {
     let Value::Object(e) = entry else {
         return Err(invalid(format!("{at} must be an object")));
     };
     match e.get("time").and_then(Value::as_f64) {
-        Some(t) if (0.0..86400.0).contains(&t) => {}
+        Some(t) if (0.0..=f64::from(last_time)).contains(&t) => {}
         _ => {
             return Err(invalid(format!(
-                "{at}: time must be a number of seconds from 0 to 86399"
+                "{at}: time must be a number of seconds from 0 to {last_time}"
+            )));
+        }
+    }
+    match e.get("entry_type") {
+        None => {}
+        Some(Value::String(t)) if ENTRY_TYPES.contains(&t.as_str()) => {}
+        Some(_) => {
+            return Err(invalid(format!(
+                "{at}: entry_type must be setpoint or continuation"
             )));
         }
     }
@@ -125,7 +145,7 @@ fn validate_entry(at: &str, entry: &Value) -> Result<JsonMap, ControlError> {
             }
             continue;
         };
-        match number(v).filter(|_| v.is_number()) {
+        match v.as_f64().filter(|t| t.is_finite()) {
             Some(t) if (MIN_C..=MAX_C).contains(&t) => {}
             Some(t) => {
                 return Err(invalid(format!(
@@ -155,18 +175,21 @@ mod tests {
     use serde_json::json;
 
     fn message(v: Value) -> String {
-        match validate(&v) {
-            Err(ControlError::Invalid(m)) => m,
+        match validate(&v, CONTROL_LAST_TIME) {
+            Err(Refusal(m)) => m,
             other => panic!("expected a refusal, got {other:?}"),
         }
     }
 
     #[test]
     fn the_thermostats_own_form_is_kept_and_lists_become_objects() {
-        let s = validate(&json!({"ver": 2, "schedule_mode": "heat", "days": {
-            "0": {"0": {"time": 25200, "type": "heat", "temp": 20.0, "entry_type": "setpoint"}},
-            "1": [{"time": 0, "type": "RANGE", "temp-min": 18.0, "temp-max": 24.0}]
-        }}))
+        let s = validate(
+            &json!({"ver": 2, "schedule_mode": "heat", "days": {
+                "0": {"0": {"time": 25200, "type": "heat", "temp": 20.0, "entry_type": "setpoint"}},
+                "1": [{"time": 0, "type": "RANGE", "temp-min": 18.0, "temp-max": 24.0}]
+            }}),
+            CONTROL_LAST_TIME,
+        )
         .unwrap();
         assert_eq!(
             Value::Object(s),
@@ -176,8 +199,11 @@ mod tests {
             }})
         );
         assert!(
-            validate(&json!({"ver": 2, "name": "Cleared", "schedule_mode": "HEAT", "days": {}}))
-                .is_ok()
+            validate(
+                &json!({"ver": 2, "name": "Cleared", "schedule_mode": "HEAT", "days": {}}),
+                CONTROL_LAST_TIME
+            )
+            .is_ok()
         );
     }
 
@@ -231,5 +257,19 @@ mod tests {
             )),
             "Day 0 entry 0: temp-min must be less than temp-max"
         );
+        assert_eq!(
+            message(day(
+                json!({"time": 0, "type": "HEAT", "temp": 20, "entry_type": "manual"})
+            )),
+            "Day 0 entry 0: entry_type must be setpoint or continuation"
+        );
+    }
+
+    #[test]
+    fn the_hosted_api_accepts_the_end_of_the_day() {
+        let end = json!({"ver": 2, "schedule_mode": "HEAT",
+            "days": {"0": [{"time": 86400, "type": "HEAT", "temp": 20}]}});
+        assert!(validate(&end, HOSTED_LAST_TIME).is_ok());
+        assert!(validate(&end, CONTROL_LAST_TIME).is_err());
     }
 }

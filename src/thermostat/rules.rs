@@ -53,6 +53,24 @@ impl View<'_> {
         }
     }
 
+    /// `celsius` rounded to the nearest 0.5 °C (what the thermostat itself shows) and kept
+    /// within the bounds at a 0.5 step: 7.222 °C becomes 7.5, never 7.0 (the hosted API's rule).
+    pub fn clamp_to_half(&self, field: &str, celsius: f64) -> f64 {
+        let (lo, hi) = self.bounds();
+        let rounded = (celsius * 2.0).round() / 2.0;
+        let kept = if rounded < lo {
+            (lo * 2.0).ceil() / 2.0
+        } else if rounded > hi {
+            (hi * 2.0).floor() / 2.0
+        } else {
+            rounded
+        };
+        if kept != rounded {
+            log::warn!("{field} {celsius} °C is outside {lo}–{hi} °C; set to {kept}");
+        }
+        kept
+    }
+
     /// `celsius` within the bounds; a clamped value is logged.
     pub fn clamp(&self, field: &str, celsius: f64) -> f64 {
         let (lo, hi) = self.bounds();
@@ -110,5 +128,15 @@ mod tests {
             device: Some(&silly),
         };
         assert_eq!(v.bounds(), (DEFAULT_MIN_C, DEFAULT_MAX_C));
+    }
+
+    #[test]
+    fn half_degree_rounding_stays_within_bounds() {
+        let v = View::default();
+        assert_eq!(v.clamp_to_half("t", 21.3), 21.5);
+        assert_eq!(v.clamp_to_half("t", 21.2), 21.0);
+        assert_eq!(v.clamp_to_half("t", 21.111), 21.0);
+        assert_eq!(v.clamp_to_half("t", 3.0), 7.5);
+        assert_eq!(v.clamp_to_half("t", 40.0), 35.0);
     }
 }
