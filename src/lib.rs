@@ -14,6 +14,7 @@
 //!   child process for it and for tests of the real binary.
 //! - [`config`], [`cli`]: settings and the command line.
 
+pub mod accounts;
 pub mod app;
 pub mod bench;
 pub mod cli;

@@ -1,19 +1,18 @@
 //! Claiming a thermostat with the entry key it shows (`POST /api/register`), dismissing its
 //! pairing dialog, and listing or unlinking claimed thermostats.
 //!
-//! A claim makes the user the thermostat's owner and pushes `user.<id>` (whose `name` takes the
-//! thermostat off its pairing screen) and `structure.<id>` to it in one chunk. A claim may move
-//! a thermostat away from the default user of open mode (`owner`), never away from another
-//! user: that user must unlink it first (`DELETE /api/registered-devices/{serial}`).
+//! The rules (who may claim what, what a claim pushes) are in [`crate::accounts::links`]; this
+//! module reads the Python server's request shapes and answers in its envelope.
 
 use serde_json::{Value, json};
 
 use super::ControlError;
 use super::input;
+use crate::accounts;
 use crate::app::App;
 use crate::http::{Request, Response};
 use crate::hub::Origin;
-use crate::state::{DEFAULT_USER, Op, Owner, Stamp, structure_id};
+use crate::state::Stamp;
 use crate::util::JsonMap;
 
 pub fn register(app: &App, body: &[u8]) -> Result<Response, ControlError> {
@@ -25,77 +24,10 @@ pub fn register(app: &App, body: &[u8]) -> Result<Response, ControlError> {
         Some(_) => Err(ControlError::Invalid(format!("{name} must be a string"))),
     };
     let (code, user) = (field("code")?, field("userId")?);
-    let code = entry_code(&code)?;
-    let user = user_id(&user)?;
-    let serial = app.state.update_accounts(|txn| {
-        let now = txn.now_ms();
-        let key = txn
-            .accounts()
-            .entry_keys
-            .get(&code)
-            .filter(|k| k.is_active(now))
-            .ok_or(ControlError::CodeNotValid)?;
-        let serial = key.serial.clone();
-        let current = txn.accounts().owner_of(&serial).map(|o| o.user.clone());
-        if let Some(owner) = current
-            .as_ref()
-            .filter(|o| *o != DEFAULT_USER && **o != user)
-        {
-            return Err(ControlError::OwnedByOther {
-                serial,
-                owner: owner.clone(),
-            });
-        }
-        if !txn.accounts().users.contains_key(&user) {
-            txn.push(Op::AddUser {
-                name: user.clone(),
-                created_ms: now,
-            });
-        }
-        txn.push(Op::ClaimEntryKey {
-            code: code.clone(),
-            user: user.clone(),
-            at_ms: now,
-        });
-        if current.as_deref() != Some(user.as_str()) {
-            txn.push(Op::SetOwner {
-                serial: serial.clone(),
-                owner: Some(Owner {
-                    user: user.clone(),
-                    since_ms: now,
-                }),
-            });
-        }
-        Ok(serial)
-    })?;
-    // A crash between the two commits leaves an owner without the pushed buckets; the next
-    // subscribe creates and sends them (see the device protocol's owner buckets).
-    app.state.update_device(&serial, Origin::Server, |txn| {
-        let mut name = JsonMap::new();
-        name.insert("name".into(), Value::String(user.clone()));
-        txn.merge(&format!("user.{user}"), &name, Stamp::Always);
-        let key = format!("structure.{}", structure_id(&user));
-        let mut structure = JsonMap::new();
-        let mut devices = txn
-            .bucket(&key)
-            .and_then(|b| b.value.get("devices"))
-            .and_then(Value::as_array)
-            .cloned()
-            .unwrap_or_default();
-        if !devices.iter().any(|d| d.as_str() == Some(serial.as_str())) {
-            devices.push(Value::String(serial.clone()));
-        }
-        if txn
-            .bucket(&key)
-            .is_none_or(|b| !b.value.contains_key("name"))
-        {
-            structure.insert("name".into(), Value::from("Home"));
-        }
-        structure.insert("devices".into(), Value::Array(devices));
-        txn.merge(&key, &structure, Stamp::Always);
-        Ok::<_, ControlError>(())
-    })?;
-    log::info!("{serial} claimed by {user}");
+    // The format checks come before any lookup, so a malformed request never touches the store.
+    accounts::links::entry_code(&code)?;
+    let user = accounts::user_name(&user)?;
+    let serial = accounts::claim(&app.state, &code, &user)?;
     Ok(Response::json(
         200,
         &json!({
@@ -112,56 +44,18 @@ pub fn register(app: &App, body: &[u8]) -> Result<Response, ControlError> {
 pub fn ensure_user(app: &App, body: &[u8]) -> Result<Response, ControlError> {
     let body = input::json_object(body)?;
     let user = match body.get("userId") {
-        Some(Value::String(s)) if !s.trim().is_empty() => user_id(s.trim())?,
+        Some(Value::String(s)) if !s.trim().is_empty() => accounts::user_name(s)?,
         _ => {
             return Err(ControlError::Invalid(
                 "Missing required field: userId".into(),
             ));
         }
     };
-    let created = app.state.update_accounts(|txn| {
-        if txn.accounts().users.contains_key(&user) {
-            return Ok::<_, ControlError>(false);
-        }
-        txn.push(Op::AddUser {
-            name: user.clone(),
-            created_ms: txn.now_ms(),
-        });
-        Ok(true)
-    })?;
+    let created = accounts::add_user(&app.state, &user)?;
     Ok(Response::json(
         200,
         &json!({"success": true, "created": created}),
     ))
-}
-
-/// `XXX-XXXX` or `XXXXXXX`, any case: seven letters and digits, upper-cased.
-fn entry_code(raw: &str) -> Result<String, ControlError> {
-    let code: String = raw
-        .chars()
-        .filter(|c| *c != '-')
-        .map(|c| c.to_ascii_uppercase())
-        .collect();
-    if code.len() == 7 && code.bytes().all(|b| b.is_ascii_alphanumeric()) {
-        Ok(code)
-    } else {
-        Err(ControlError::CodeFormat)
-    }
-}
-
-/// A user id: 1 to 64 letters, digits, `_`, `-`, `.` or `@`.
-pub fn user_id(raw: &str) -> Result<String, ControlError> {
-    let ok = (1..=64).contains(&raw.len())
-        && raw
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b"_-.@".contains(&b));
-    if ok {
-        Ok(raw.to_string())
-    } else {
-        Err(ControlError::Invalid(
-            "Invalid userId: use 1 to 64 letters, digits, '_', '-', '.' or '@'".into(),
-        ))
-    }
 }
 
 /// `POST /api/dismiss-pairing/{serial}`: empties the `confirm-pairing` dialog, if there is one.
@@ -216,49 +110,10 @@ pub fn unregister(app: &App, serial: &str, req: &Request) -> Result<Response, Co
         .query_param("userId")
         .map_err(|_| ControlError::BadEncoding)?
         .filter(|u| !u.is_empty());
-    app.state.update_accounts(|txn| {
-        let owned = txn
-            .accounts()
-            .owner_of(&serial)
-            .is_some_and(|o| user.as_ref().is_none_or(|u| *u == o.user));
-        if !owned {
-            return Err(ControlError::NotRegistered {
-                serial: serial.clone(),
-            });
-        }
-        txn.push(Op::SetOwner {
-            serial: serial.clone(),
-            owner: None,
-        });
-        Ok(())
-    })?;
-    log::info!("{serial} unlinked");
+    // Only a claimed thermostat can be unlinked here (an unclaimed one is a 404).
+    accounts::unlink(&app.state, &serial, user.as_deref(), false)?;
     Ok(Response::json(
         200,
         &json!({"success": true, "message": format!("Device {serial} deleted")}),
     ))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn entry_codes() {
-        assert_eq!(entry_code("184-gund").unwrap(), "184GUND");
-        assert_eq!(entry_code("625AZZP").unwrap(), "625AZZP");
-        for bad in ["625AZZ", "625AZZPP", "625 AZZP", "62?AZZP"] {
-            assert!(
-                matches!(entry_code(bad), Err(ControlError::CodeFormat)),
-                "{bad}"
-            );
-        }
-    }
-
-    #[test]
-    fn user_ids() {
-        assert!(user_id("homeassistant").is_ok());
-        assert!(user_id("a b").is_err());
-        assert!(user_id(&"x".repeat(65)).is_err());
-    }
 }

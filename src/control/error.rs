@@ -7,6 +7,7 @@
 
 use serde_json::json;
 
+use crate::accounts::AccountsError;
 use crate::http::Response;
 use crate::store::StoreError;
 use crate::thermostat::Refusal;
@@ -107,6 +108,24 @@ impl ControlError {
                 Response::json(status, &json!({"success": false, "message": message}))
             }
             Shape::Error => Response::error(status, &message),
+        }
+    }
+}
+
+impl From<AccountsError> for ControlError {
+    fn from(e: AccountsError) -> Self {
+        match e {
+            AccountsError::CodeFormat => ControlError::CodeFormat,
+            AccountsError::CodeNotValid => ControlError::CodeNotValid,
+            AccountsError::OwnedByOther { serial, owner } => {
+                ControlError::OwnedByOther { serial, owner }
+            }
+            AccountsError::NotLinked(serial) => ControlError::NotRegistered { serial },
+            AccountsError::InvalidUserName => ControlError::Invalid(
+                "Invalid userId: use 1 to 64 letters, digits, '_', '-', '.' or '@'".into(),
+            ),
+            AccountsError::Storage(e) => ControlError::Storage(e),
+            other => ControlError::Invalid(other.to_string()),
         }
     }
 }

@@ -1,4 +1,6 @@
-//! Users, device ownership and entry keys (the pairing codes a thermostat shows).
+//! Users, device ownership, shares, API keys and entry keys (the pairing codes a thermostat
+//! shows). The rules that use them (who may do what, how keys are made and checked) are in
+//! [`crate::accounts`].
 
 use std::collections::{BTreeMap, HashMap};
 
@@ -14,6 +16,98 @@ pub struct Accounts {
     pub owners: HashMap<String, Owner>,
     /// code → key. At most one key per serial is kept (making a new one drops the old ones).
     pub entry_keys: HashMap<String, EntryKey>,
+    /// serial → (user → share): thermostats their owners have shared with other users.
+    #[serde(default)]
+    pub shares: BTreeMap<String, BTreeMap<String, Share>>,
+    /// key id → API key (its hash; the key itself is never stored).
+    #[serde(default)]
+    pub api_keys: BTreeMap<String, ApiKey>,
+}
+
+/// What a user a thermostat is shared with may do.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ShareAccess {
+    /// See it (status, schedule).
+    Read,
+    /// See it and change its settings (not unlink it: that is the owner's).
+    Control,
+}
+
+impl ShareAccess {
+    pub fn parse(raw: &str) -> Option<ShareAccess> {
+        match raw.trim().to_ascii_lowercase().as_str() {
+            "read" | "view" => Some(ShareAccess::Read),
+            "control" | "write" => Some(ShareAccess::Control),
+            _ => None,
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ShareAccess::Read => "read",
+            ShareAccess::Control => "control",
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Share {
+    pub access: ShareAccess,
+    pub since_ms: i64,
+}
+
+/// An API key's scope: `read` for GET endpoints, `write` for the rest.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Scope {
+    Read,
+    Write,
+}
+
+impl Scope {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Scope::Read => "read",
+            Scope::Write => "write",
+        }
+    }
+}
+
+/// A stored API key. Only the SHA-256 of the whole key (prefix included) is kept, as lowercase
+/// hex; the key is shown once, when it is made.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ApiKey {
+    pub id: String,
+    pub hash: String,
+    /// The first and last characters, e.g. `nle_1a2b…9f0e`, so a user can tell keys apart.
+    pub preview: String,
+    pub user: String,
+    pub name: String,
+    pub scopes: Vec<Scope>,
+    /// Serials the key is limited to; empty means every thermostat its user may see.
+    #[serde(default)]
+    pub serials: Vec<String>,
+    pub created_ms: i64,
+    #[serde(default)]
+    pub expires_ms: Option<i64>,
+    #[serde(default)]
+    pub last_used_ms: Option<i64>,
+}
+
+impl ApiKey {
+    pub fn has_scope(&self, scope: Scope) -> bool {
+        self.scopes.contains(&scope)
+    }
+
+    pub fn is_expired(&self, now_ms: i64) -> bool {
+        self.expires_ms.is_some_and(|e| e <= now_ms)
+    }
+
+    /// Whether the key's serial list (if any) includes `serial`.
+    pub fn covers(&self, serial: &str) -> bool {
+        self.serials.is_empty() || self.serials.iter().any(|s| s == serial)
+    }
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -72,6 +166,11 @@ impl Accounts {
 
     pub fn owner_of(&self, serial: &str) -> Option<&Owner> {
         self.owners.get(serial)
+    }
+
+    /// The users a thermostat is shared with.
+    pub fn shares_of(&self, serial: &str) -> Option<&BTreeMap<String, Share>> {
+        self.shares.get(serial).filter(|m| !m.is_empty())
     }
 }
 

@@ -28,7 +28,10 @@ use std::sync::Arc;
 use parking_lot::{Mutex, RwLock};
 use serde::{Deserialize, Serialize};
 
-pub use accounts::{Accounts, DEFAULT_USER, EntryKey, Owner, User, structure_id, structure_key};
+pub use accounts::{
+    Accounts, ApiKey, DEFAULT_USER, EntryKey, Owner, Scope, Share, ShareAccess, User, structure_id,
+    structure_key,
+};
 pub use bucket::{Bucket, WireObject, WireObjects};
 pub use device::{DeviceData, DeviceMeta};
 pub use ops::Op;

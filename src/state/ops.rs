@@ -4,7 +4,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::accounts::{Accounts, EntryKey, Owner, User};
+use super::accounts::{Accounts, ApiKey, EntryKey, Owner, Share, User};
 use super::bucket::Bucket;
 use super::device::{DeviceData, DeviceMeta};
 use crate::util::JsonMap;
@@ -56,6 +56,25 @@ pub enum Op {
     PutEntryKey {
         key: EntryKey,
     },
+    /// Shares a thermostat with a user (`None`: stops sharing it).
+    SetShare {
+        serial: String,
+        user: String,
+        share: Option<Share>,
+    },
+    /// Stores a new API key.
+    PutApiKey {
+        key: ApiKey,
+    },
+    /// Deletes an API key: it stops working at once.
+    RevokeApiKey {
+        id: String,
+    },
+    /// Records when an API key was last used.
+    ApiKeyUsed {
+        id: String,
+        at_ms: i64,
+    },
 }
 
 impl Op {
@@ -69,7 +88,11 @@ impl Op {
             Op::AddUser { .. }
             | Op::ClaimEntryKey { .. }
             | Op::SetOwner { .. }
-            | Op::PutEntryKey { .. } => None,
+            | Op::PutEntryKey { .. }
+            | Op::SetShare { .. }
+            | Op::PutApiKey { .. }
+            | Op::RevokeApiKey { .. }
+            | Op::ApiKeyUsed { .. } => None,
         }
     }
 }
@@ -121,7 +144,11 @@ impl DeviceData {
             Op::AddUser { .. }
             | Op::ClaimEntryKey { .. }
             | Op::SetOwner { .. }
-            | Op::PutEntryKey { .. } => {}
+            | Op::PutEntryKey { .. }
+            | Op::SetShare { .. }
+            | Op::PutApiKey { .. }
+            | Op::RevokeApiKey { .. }
+            | Op::ApiKeyUsed { .. } => {}
         }
     }
 }
@@ -151,6 +178,35 @@ impl Accounts {
                 if let Some(k) = self.entry_keys.get_mut(code) {
                     k.claimed_by = Some(user.clone());
                     k.claimed_ms = Some(*at_ms);
+                }
+            }
+            Op::SetShare {
+                serial,
+                user,
+                share,
+            } => {
+                let shares = self.shares.entry(serial.clone()).or_default();
+                match share {
+                    Some(s) => {
+                        shares.insert(user.clone(), s.clone());
+                    }
+                    None => {
+                        shares.remove(user);
+                    }
+                }
+                if shares.is_empty() {
+                    self.shares.remove(serial);
+                }
+            }
+            Op::PutApiKey { key } => {
+                self.api_keys.insert(key.id.clone(), key.clone());
+            }
+            Op::RevokeApiKey { id } => {
+                self.api_keys.remove(id);
+            }
+            Op::ApiKeyUsed { id, at_ms } => {
+                if let Some(k) = self.api_keys.get_mut(id) {
+                    k.last_used_ms = Some(k.last_used_ms.map_or(*at_ms, |t| t.max(*at_ms)));
                 }
             }
             Op::Merge { .. }

@@ -1,0 +1,235 @@
+//! Linking thermostats to users: claiming with an entry key, unlinking, sharing.
+//!
+//! A claim makes the user the thermostat's owner and pushes `user.<id>` (whose `name` takes the
+//! thermostat off its pairing screen) and `structure.<id>` to it in one chunk. A claim may move
+//! a thermostat away from the default user of open mode (`owner`), never away from another
+//! user: that user must unlink it first. When the owner changes, the old owner's shares end.
+
+use serde_json::Value;
+
+use super::access::effective_owner;
+use super::{AccountsError, user_name};
+use crate::hub::Origin;
+use crate::state::{DEFAULT_USER, Op, Owner, Share, ShareAccess, Stamp, State, structure_id};
+use crate::util::JsonMap;
+
+/// `XXX-XXXX` or `XXXXXXX`, any case: seven letters and digits, upper-cased.
+pub fn entry_code(raw: &str) -> Result<String, AccountsError> {
+    let code: String = raw
+        .trim()
+        .chars()
+        .filter(|c| *c != '-')
+        .map(|c| c.to_ascii_uppercase())
+        .collect();
+    if code.len() == 7 && code.bytes().all(|b| b.is_ascii_alphanumeric()) {
+        Ok(code)
+    } else {
+        Err(AccountsError::CodeFormat)
+    }
+}
+
+/// Claims the thermostat showing `code` for `user` (created if new); returns its serial.
+pub fn claim(state: &State, code: &str, user: &str) -> Result<String, AccountsError> {
+    let code = entry_code(code)?;
+    let user = user_name(user)?;
+    let serial = state.update_accounts(|txn| {
+        let now = txn.now_ms();
+        let key = txn
+            .accounts()
+            .entry_keys
+            .get(&code)
+            .filter(|k| k.is_active(now))
+            .ok_or(AccountsError::CodeNotValid)?;
+        let serial = key.serial.clone();
+        let current = txn.accounts().owner_of(&serial).map(|o| o.user.clone());
+        if let Some(owner) = current
+            .as_ref()
+            .filter(|o| *o != DEFAULT_USER && **o != user)
+        {
+            return Err(AccountsError::OwnedByOther {
+                serial,
+                owner: owner.clone(),
+            });
+        }
+        if !txn.accounts().users.contains_key(&user) {
+            txn.push(Op::AddUser {
+                name: user.clone(),
+                created_ms: now,
+            });
+        }
+        txn.push(Op::ClaimEntryKey {
+            code: code.clone(),
+            user: user.clone(),
+            at_ms: now,
+        });
+        if current.as_deref() != Some(user.as_str()) {
+            end_shares(txn, &serial);
+            txn.push(Op::SetOwner {
+                serial: serial.clone(),
+                owner: Some(Owner {
+                    user: user.clone(),
+                    since_ms: now,
+                }),
+            });
+        }
+        Ok(serial)
+    })?;
+    // A crash between the two commits leaves an owner without the pushed buckets; the next
+    // subscribe creates and sends them (see the device protocol's owner buckets).
+    push_owner_buckets(state, &serial, &user)?;
+    log::info!("{serial} claimed by {user}");
+    Ok(serial)
+}
+
+/// Writes (and so pushes) the owner's `user.<id>` and `structure.<id>` buckets.
+fn push_owner_buckets(state: &State, serial: &str, user: &str) -> Result<(), AccountsError> {
+    state.update_device(serial, Origin::Server, |txn| {
+        let mut name = JsonMap::new();
+        name.insert("name".into(), Value::String(user.to_string()));
+        txn.merge(&format!("user.{user}"), &name, Stamp::Always);
+        let key = format!("structure.{}", structure_id(user));
+        let existing = txn.bucket(&key).map(|b| &b.value);
+        let mut devices = existing
+            .and_then(|v| v.get("devices"))
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default();
+        if !devices.iter().any(|d| d.as_str() == Some(serial)) {
+            devices.push(Value::String(serial.to_string()));
+        }
+        let mut structure = JsonMap::new();
+        if existing.is_none_or(|v| !v.contains_key("name")) {
+            structure.insert("name".into(), Value::from("Home"));
+        }
+        structure.insert("devices".into(), Value::Array(devices));
+        txn.merge(&key, &structure, Stamp::Always);
+        Ok(())
+    })
+}
+
+/// Unlinks a thermostat from its owner (from `by` only, when given) and ends every share. Its
+/// state stays and it keeps working; in pairing mode it needs a new entry key to write again.
+/// With `open_mode`, an unclaimed thermostat counts as the default user's (the hosted API's
+/// rule); without it, only a claimed thermostat can be unlinked.
+pub fn unlink(
+    state: &State,
+    serial: &str,
+    by: Option<&str>,
+    open_mode: bool,
+) -> Result<(), AccountsError> {
+    state.update_accounts(|txn| {
+        let owner = effective_owner(txn.accounts(), serial, open_mode).map(str::to_string);
+        let linked = match (&owner, by) {
+            (Some(o), Some(u)) => o == u,
+            (Some(_), None) => true,
+            (None, _) => false,
+        };
+        if !linked {
+            return Err(AccountsError::NotLinked(serial.to_string()));
+        }
+        end_shares(txn, serial);
+        if txn.accounts().owner_of(serial).is_some() {
+            txn.push(Op::SetOwner {
+                serial: serial.to_string(),
+                owner: None,
+            });
+        }
+        Ok(())
+    })?;
+    log::info!("{serial} unlinked");
+    Ok(())
+}
+
+fn end_shares(txn: &mut crate::state::AccountsTxn, serial: &str) {
+    let users: Vec<String> = txn
+        .accounts()
+        .shares_of(serial)
+        .map(|m| m.keys().cloned().collect())
+        .unwrap_or_default();
+    for user in users {
+        txn.push(Op::SetShare {
+            serial: serial.to_string(),
+            user,
+            share: None,
+        });
+    }
+}
+
+/// Shares a known thermostat with an existing user (changing the access if already shared).
+pub fn share(
+    state: &State,
+    serial: &str,
+    with: &str,
+    access: ShareAccess,
+    open_mode: bool,
+) -> Result<(), AccountsError> {
+    let with = user_name(with)?;
+    let known = state.device_exists(serial);
+    state.update_accounts(|txn| {
+        let accounts = txn.accounts();
+        if !accounts.users.contains_key(&with) {
+            return Err(AccountsError::UnknownUser(with.clone()));
+        }
+        if !known && accounts.owner_of(serial).is_none() {
+            return Err(AccountsError::UnknownDevice(serial.to_string()));
+        }
+        if effective_owner(accounts, serial, open_mode) == Some(with.as_str()) {
+            return Err(AccountsError::ShareWithOwner {
+                serial: serial.to_string(),
+                user: with.clone(),
+            });
+        }
+        let unchanged = accounts
+            .shares_of(serial)
+            .and_then(|m| m.get(&with))
+            .is_some_and(|s| s.access == access);
+        if !unchanged {
+            let since_ms = txn.now_ms();
+            txn.push(Op::SetShare {
+                serial: serial.to_string(),
+                user: with.clone(),
+                share: Some(Share { access, since_ms }),
+            });
+        }
+        Ok(())
+    })
+}
+
+pub fn unshare(state: &State, serial: &str, with: &str) -> Result<(), AccountsError> {
+    let with = user_name(with)?;
+    state.update_accounts(|txn| {
+        if txn
+            .accounts()
+            .shares_of(serial)
+            .is_none_or(|m| !m.contains_key(&with))
+        {
+            return Err(AccountsError::NotShared {
+                serial: serial.to_string(),
+                user: with.clone(),
+            });
+        }
+        txn.push(Op::SetShare {
+            serial: serial.to_string(),
+            user: with.clone(),
+            share: None,
+        });
+        Ok(())
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn entry_codes() {
+        assert_eq!(entry_code("184-gund").unwrap(), "184GUND");
+        assert_eq!(entry_code("625AZZP").unwrap(), "625AZZP");
+        for bad in ["625AZZ", "625AZZPP", "625 AZZP", "62?AZZP"] {
+            assert!(
+                matches!(entry_code(bad), Err(AccountsError::CodeFormat)),
+                "{bad}"
+            );
+        }
+    }
+}
