@@ -9,6 +9,7 @@ use parking_lot::Mutex;
 use crate::config::{ApiOrigin, Config};
 use crate::device::weather::WeatherCache;
 use crate::events::EventStreams;
+use crate::hosted::ratelimit::RateLimiter;
 use crate::hub::Hub;
 use crate::presence::{Availability, Presence};
 use crate::state::State;
@@ -20,6 +21,8 @@ pub struct App {
     pub presence: Presence,
     pub weather: WeatherCache,
     pub events: EventStreams,
+    /// Per-key request counts of the hosted API.
+    pub rate_limits: RateLimiter,
     /// Serials that have subscribed since this process started (the structure bucket is
     /// re-sent once to each after a restart).
     subscribed_since_start: Mutex<HashSet<String>>,
@@ -28,6 +31,7 @@ pub struct App {
 impl App {
     pub fn new(config: Config, state: State, origin: PublicOrigin) -> App {
         App {
+            rate_limits: RateLimiter::new(config.api_rate_limit_per_minute),
             config,
             state,
             origin,

@@ -1,4 +1,5 @@
-//! The command line: `hearth serve` and `hearth simulate`.
+//! The command line: `hearth serve`, the account commands (`users`, `keys`, `claim`, `share`,
+//! `unshare`, `devices`; see [`crate::admin`]), `hearth simulate` and `hearth bench`.
 
 use std::io::Write;
 use std::process::ExitCode;
@@ -7,6 +8,7 @@ use std::time::Duration;
 
 use argh::FromArgs;
 
+use crate::admin::AdminRequest;
 use crate::config::{Config, Sources};
 use crate::server::Server;
 use crate::simulator::fleet::Fleet;
@@ -22,8 +24,171 @@ struct Cli {
 #[argh(subcommand)]
 enum Command {
     Serve(Box<ServeArgs>),
+    Users(UsersArgs),
+    Keys(KeysArgs),
+    Claim(ClaimArgs),
+    Share(ShareArgs),
+    Unshare(UnshareArgs),
+    Devices(DevicesArgs),
     Simulate(SimulateArgs),
     Bench(BenchArgs),
+}
+
+#[derive(FromArgs)]
+#[argh(subcommand, name = "users")]
+/// manage users (the default user `owner` always exists)
+struct UsersArgs {
+    #[argh(subcommand)]
+    command: UsersCommand,
+}
+
+#[derive(FromArgs)]
+#[argh(subcommand)]
+enum UsersCommand {
+    Add(UsersAdd),
+    List(UsersList),
+}
+
+#[derive(FromArgs)]
+#[argh(subcommand, name = "add")]
+/// add a user
+struct UsersAdd {
+    /// the user's name: 1 to 64 letters, digits, '_', '-', '.' or '@'
+    #[argh(positional)]
+    name: String,
+    /// data directory (DATA_DIR; default ./data)
+    #[argh(option)]
+    data_dir: Option<String>,
+}
+
+#[derive(FromArgs)]
+#[argh(subcommand, name = "list")]
+/// list users
+struct UsersList {
+    /// data directory (DATA_DIR; default ./data)
+    #[argh(option)]
+    data_dir: Option<String>,
+}
+
+#[derive(FromArgs)]
+#[argh(subcommand, name = "keys")]
+/// manage API keys for /api/v1 (and the control API with CONTROL_REQUIRE_KEY)
+struct KeysArgs {
+    #[argh(subcommand)]
+    command: KeysCommand,
+}
+
+#[derive(FromArgs)]
+#[argh(subcommand)]
+enum KeysCommand {
+    Create(KeysCreate),
+    List(KeysList),
+    Revoke(KeysRevoke),
+}
+
+#[derive(FromArgs)]
+#[argh(subcommand, name = "create")]
+/// create an API key; it is printed once, alone on the last line
+struct KeysCreate {
+    /// the user the key acts for
+    #[argh(option)]
+    user: String,
+    /// a label, to tell keys apart
+    #[argh(option)]
+    name: String,
+    /// read, write, or read,write
+    #[argh(option)]
+    scopes: String,
+    /// limit the key to this thermostat (repeat for several; default: all of the user's)
+    #[argh(option)]
+    serial: Vec<String>,
+    /// the key stops working after this many days (default: never)
+    #[argh(option)]
+    expires_days: Option<u32>,
+    /// data directory (DATA_DIR; default ./data)
+    #[argh(option)]
+    data_dir: Option<String>,
+}
+
+#[derive(FromArgs)]
+#[argh(subcommand, name = "list")]
+/// list API keys (never the keys themselves)
+struct KeysList {
+    /// only this user's keys
+    #[argh(option)]
+    user: Option<String>,
+    /// data directory (DATA_DIR; default ./data)
+    #[argh(option)]
+    data_dir: Option<String>,
+}
+
+#[derive(FromArgs)]
+#[argh(subcommand, name = "revoke")]
+/// revoke an API key (it stops working at once)
+struct KeysRevoke {
+    /// the key's id, as `hearth keys list` shows it
+    #[argh(positional)]
+    id: String,
+    /// data directory (DATA_DIR; default ./data)
+    #[argh(option)]
+    data_dir: Option<String>,
+}
+
+#[derive(FromArgs)]
+#[argh(subcommand, name = "claim")]
+/// claim a thermostat with the entry code it shows (like POST /api/register)
+struct ClaimArgs {
+    /// the code, e.g. 625-AZZP
+    #[argh(positional)]
+    code: String,
+    /// the user who will own it (created if new)
+    #[argh(option)]
+    user: String,
+    /// data directory (DATA_DIR; default ./data)
+    #[argh(option)]
+    data_dir: Option<String>,
+}
+
+#[derive(FromArgs)]
+#[argh(subcommand, name = "share")]
+/// share a thermostat with another user
+struct ShareArgs {
+    /// the thermostat's serial
+    #[argh(positional)]
+    serial: String,
+    /// the user to share it with
+    #[argh(option)]
+    with: String,
+    /// read (see it) or control (see and change it)
+    #[argh(option)]
+    access: String,
+    /// data directory (DATA_DIR; default ./data)
+    #[argh(option)]
+    data_dir: Option<String>,
+}
+
+#[derive(FromArgs)]
+#[argh(subcommand, name = "unshare")]
+/// stop sharing a thermostat with a user
+struct UnshareArgs {
+    /// the thermostat's serial
+    #[argh(positional)]
+    serial: String,
+    /// the user it is shared with
+    #[argh(option)]
+    with: String,
+    /// data directory (DATA_DIR; default ./data)
+    #[argh(option)]
+    data_dir: Option<String>,
+}
+
+#[derive(FromArgs)]
+#[argh(subcommand, name = "devices")]
+/// list thermostats: serial, id, name, owner, shares, last seen
+struct DevicesArgs {
+    /// data directory (DATA_DIR; default ./data)
+    #[argh(option)]
+    data_dir: Option<String>,
 }
 
 #[derive(FromArgs)]
@@ -92,6 +257,12 @@ struct ServeArgs {
     /// seconds between self-probes; 0 turns the watchdog off (WATCHDOG_INTERVAL_SECONDS; default 30)
     #[argh(option)]
     watchdog_interval_seconds: Option<String>,
+    /// requests per minute per API key on /api/v1 (API_RATE_LIMIT_PER_MINUTE; default 20)
+    #[argh(option)]
+    api_rate_limit_per_minute: Option<String>,
+    /// true: the control API wants an API key of the user `owner` (CONTROL_REQUIRE_KEY; default false)
+    #[argh(option)]
+    control_require_key: Option<String>,
 }
 
 impl ServeArgs {
@@ -120,6 +291,8 @@ impl ServeArgs {
         s.flag("WEATHER_CACHE_TTL_MS", self.weather_cache_ttl_ms);
         s.flag("HTTP_WORKERS", self.http_workers);
         s.flag("WATCHDOG_INTERVAL_SECONDS", self.watchdog_interval_seconds);
+        s.flag("API_RATE_LIMIT_PER_MINUTE", self.api_rate_limit_per_minute);
+        s.flag("CONTROL_REQUIRE_KEY", self.control_require_key);
         s
     }
 }
@@ -168,8 +341,75 @@ pub fn main() -> ExitCode {
     let cli: Cli = argh::from_env();
     match cli.command {
         Command::Serve(args) => serve(*args),
+        Command::Users(args) => match args.command {
+            UsersCommand::Add(a) => admin(a.data_dir, AdminRequest::UsersAdd { name: a.name }),
+            UsersCommand::List(a) => admin(a.data_dir, AdminRequest::UsersList),
+        },
+        Command::Keys(args) => match args.command {
+            KeysCommand::Create(a) => admin(
+                a.data_dir,
+                AdminRequest::KeysCreate {
+                    user: a.user,
+                    name: a.name,
+                    scopes: a.scopes,
+                    serials: a.serial,
+                    expires_days: a.expires_days,
+                },
+            ),
+            KeysCommand::List(a) => admin(a.data_dir, AdminRequest::KeysList { user: a.user }),
+            KeysCommand::Revoke(a) => admin(a.data_dir, AdminRequest::KeysRevoke { id: a.id }),
+        },
+        Command::Claim(a) => admin(
+            a.data_dir,
+            AdminRequest::Claim {
+                code: a.code,
+                user: a.user,
+            },
+        ),
+        Command::Share(a) => admin(
+            a.data_dir,
+            AdminRequest::Share {
+                serial: a.serial,
+                with: a.with,
+                access: a.access,
+            },
+        ),
+        Command::Unshare(a) => admin(
+            a.data_dir,
+            AdminRequest::Unshare {
+                serial: a.serial,
+                with: a.with,
+            },
+        ),
+        Command::Devices(a) => admin(a.data_dir, AdminRequest::Devices),
         Command::Simulate(args) => simulate(args),
         Command::Bench(args) => bench(args),
+    }
+}
+
+/// Runs an account command on the data directory (`--data-dir`, else `DATA_DIR`, else
+/// `./data`), locally or through the server running on it. `REQUIRE_DEVICE_PAIRING` from the
+/// environment says whether unclaimed thermostats count as the default user's.
+fn admin(data_dir: Option<String>, request: AdminRequest) -> ExitCode {
+    let env = |k: &str| std::env::var(k).ok();
+    let mut sources = Sources::new(&env);
+    sources.flag("DATA_DIR", data_dir);
+    let config = match Config::resolve(&sources) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("hearth: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    match crate::admin::execute(&config.data_dir, !config.require_device_pairing, &request) {
+        Ok(text) => {
+            println!("{text}");
+            ExitCode::SUCCESS
+        }
+        Err(text) => {
+            eprintln!("hearth: {text}");
+            ExitCode::FAILURE
+        }
     }
 }
 

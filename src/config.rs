@@ -41,6 +41,10 @@ pub struct Config {
     pub body_read_timeout: Duration,
     /// Seconds between self-probes of both listeners; 0 turns the watchdog off.
     pub watchdog_interval_secs: u64,
+    /// Requests per minute each API key may make on `/api/v1`.
+    pub api_rate_limit_per_minute: u32,
+    /// The control API (port 8082) wants an API key too.
+    pub control_require_key: bool,
 }
 
 impl Default for Config {
@@ -67,6 +71,8 @@ impl Default for Config {
             http_workers: 4,
             body_read_timeout: Duration::from_secs(30),
             watchdog_interval_secs: 30,
+            api_rate_limit_per_minute: 20,
+            control_require_key: false,
         }
     }
 }
@@ -165,6 +171,14 @@ impl Config {
             watchdog_interval_secs: sources
                 .number("WATCHDOG_INTERVAL_SECONDS", 0, 3600)?
                 .unwrap_or(d.watchdog_interval_secs),
+            api_rate_limit_per_minute: sources
+                .number("API_RATE_LIMIT_PER_MINUTE", 1, 100_000)?
+                .map_or(d.api_rate_limit_per_minute, |n| {
+                    u32::try_from(n).unwrap_or(u32::MAX)
+                }),
+            control_require_key: sources
+                .parse("CONTROL_REQUIRE_KEY", parse_bool)?
+                .unwrap_or(d.control_require_key),
             data_dir,
         })
     }
@@ -289,6 +303,8 @@ pub const FLAGS: &[(&str, &str)] = &[
     ("WEATHER_CACHE_TTL_MS", "--weather-cache-ttl-ms"),
     ("HTTP_WORKERS", "--http-workers"),
     ("WATCHDOG_INTERVAL_SECONDS", "--watchdog-interval-seconds"),
+    ("API_RATE_LIMIT_PER_MINUTE", "--api-rate-limit-per-minute"),
+    ("CONTROL_REQUIRE_KEY", "--control-require-key"),
 ];
 
 fn flag_for(variable: &str) -> Option<&'static str> {

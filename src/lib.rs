@@ -15,6 +15,7 @@
 //! - [`config`], [`cli`]: settings and the command line.
 
 pub mod accounts;
+pub mod admin;
 pub mod app;
 pub mod bench;
 pub mod cli;
@@ -22,6 +23,7 @@ pub mod config;
 pub mod control;
 pub mod device;
 pub mod events;
+pub mod hosted;
 pub mod http;
 pub mod hub;
 pub mod info;

@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 
 use crossbeam_channel::{Sender, bounded};
 
+use crate::admin::socket::{AdminReply, AdminSocket, Handler, SOCKET_FILE};
 use crate::app::{App, PublicOrigin};
 use crate::config::Config;
 use crate::control::ControlApi;
@@ -31,6 +32,7 @@ pub struct Server {
     notifier: JoinHandle<()>,
     events: JoinHandle<()>,
     maintenance: (Sender<()>, JoinHandle<()>),
+    admin: Option<AdminSocket>,
 }
 
 #[derive(Debug)]
@@ -136,6 +138,7 @@ impl Server {
             vec![device.addr(), control.addr()],
             on_fatal,
         )?;
+        let admin = start_admin(&app);
         log::info!(
             "device port {}, control port {}; thermostats register at {}",
             device.addr(),
@@ -149,6 +152,7 @@ impl Server {
             notifier,
             events,
             maintenance,
+            admin,
         })
     }
 
@@ -166,6 +170,9 @@ impl Server {
 
     /// Stops accepting requests, ends held subscribes, and writes a final snapshot.
     pub fn shutdown(self) {
+        if let Some(admin) = self.admin {
+            admin.stop();
+        }
         self.device.stop();
         self.control.stop();
         self.app.hub().shutdown(Duration::from_secs(2));
@@ -176,6 +183,42 @@ impl Server {
         let _ = self.maintenance.1.join();
         if let Err(e) = self.app.state.snapshot() {
             log::error!("final snapshot failed (the journal still holds every change): {e}");
+        }
+    }
+}
+
+/// The admin socket the CLI's account commands use while this server holds the store. Without
+/// it those commands cannot run until the server stops, so a failure is logged loudly but does
+/// not stop the server.
+fn start_admin(app: &Arc<App>) -> Option<AdminSocket> {
+    let path = app.config.data_dir.join(SOCKET_FILE);
+    let handler: Handler = Arc::new({
+        let app = Arc::clone(app);
+        move |request| {
+            let last_seen = |serial: &str| app.presence.last_seen(serial);
+            let ctx = crate::admin::Context {
+                state: &app.state,
+                open_mode: !app.config.require_device_pairing,
+                last_seen: Some(&last_seen),
+            };
+            match crate::admin::run(&ctx, request) {
+                Ok(text) => AdminReply { ok: true, text },
+                Err(e) => AdminReply {
+                    ok: false,
+                    text: e.to_string(),
+                },
+            }
+        }
+    });
+    match AdminSocket::start(path.clone(), handler) {
+        Ok(socket) => Some(socket),
+        Err(e) => {
+            log::error!(
+                "could not open the admin socket {} ({e}); `hearth users|keys|claim|share|devices` \
+                 will not work on this data directory while the server runs",
+                path.display()
+            );
+            None
         }
     }
 }

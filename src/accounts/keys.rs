@@ -5,13 +5,18 @@
 use sha2::{Digest, Sha256};
 
 use super::{AccountsError, serial, user_name};
+use crate::http::Request;
 use crate::state::{Accounts, ApiKey, Op, Scope, State};
+use crate::store::StoreError;
 use crate::util::random;
 
 pub const KEY_PREFIX: &str = "nle_";
 const SECRET_BYTES: usize = 32;
 const MAX_EXPIRY_DAYS: u32 = 3650;
 const DAY_MS: i64 = 86_400_000;
+/// `last_used` is written to the store at most this often per key (to the minute is plenty,
+/// and a read must not cost an fsync every time).
+const LAST_USED_EVERY_MS: i64 = 60_000;
 
 /// What a new key is for.
 #[derive(Clone, Debug)]
@@ -107,6 +112,53 @@ pub fn revoke(state: &State, id: &str) -> Result<ApiKey, AccountsError> {
         txn.push(Op::RevokeApiKey { id: key.id.clone() });
         Ok(key)
     })
+}
+
+/// The key a request presents: `Authorization: Bearer <key>` (the hosted API's way), else an
+/// `X-API-Key` header (which the Python server's key check also read).
+pub fn presented(req: &Request) -> Option<&str> {
+    let bearer = req.header("Authorization").and_then(|v| {
+        v.trim()
+            .split_once(' ')
+            .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"))
+            .map(|(_, key)| key.trim())
+    });
+    bearer
+        .or_else(|| req.header("X-API-Key").map(str::trim))
+        .filter(|k| !k.is_empty())
+}
+
+/// The valid (known, unexpired) key a request presents, with its use recorded. `None` means
+/// 401. A failure to record the use is logged; it does not refuse the request.
+pub fn authenticate(state: &State, req: &Request, now_ms: i64) -> Option<ApiKey> {
+    let presented = presented(req)?;
+    let key = state.accounts(|a| find(a, presented).cloned())?;
+    if key.is_expired(now_ms) {
+        return None;
+    }
+    if key
+        .last_used_ms
+        .is_none_or(|t| now_ms - t >= LAST_USED_EVERY_MS)
+    {
+        let recorded = state.update_accounts(|txn| {
+            // Revoked meanwhile: then the request is refused below.
+            if txn.accounts().api_keys.contains_key(&key.id) {
+                txn.push(Op::ApiKeyUsed {
+                    id: key.id.clone(),
+                    at_ms: now_ms,
+                });
+                Ok::<_, StoreError>(true)
+            } else {
+                Ok(false)
+            }
+        });
+        match recorded {
+            Ok(false) => return None,
+            Ok(true) => {}
+            Err(e) => log::warn!("could not record the use of API key {}: {e}", key.id),
+        }
+    }
+    Some(key)
 }
 
 /// The stored key a presented key hashes to, whether or not it has expired. Every stored hash

@@ -9,6 +9,7 @@ use serde_json::json;
 
 use crate::accounts::AccountsError;
 use crate::http::Response;
+use crate::state::Scope;
 use crate::store::StoreError;
 use crate::thermostat::Refusal;
 
@@ -43,6 +44,11 @@ pub enum ControlError {
         serial: String,
     },
     TooManyStreams,
+    /// `CONTROL_REQUIRE_KEY`: no valid API key.
+    Unauthorized,
+    /// A key of another user, or one limited to serials.
+    KeyNotForControl,
+    MissingScope(Scope),
     NotFound,
     MethodNotAllowed,
     /// The change could not be made durable; nothing was applied.
@@ -92,6 +98,21 @@ impl ControlError {
             ),
             ControlError::NotRegistered { serial } => (404, format!("Device {serial} not found")),
             ControlError::TooManyStreams => (503, m("Too many event streams open")),
+            ControlError::Unauthorized => (401, m("Unauthorized")),
+            ControlError::KeyNotForControl => (
+                403,
+                m(
+                    "Access denied: the control API takes keys of the user owner with no serial \
+                   limit (use /api/v1 for other keys)",
+                ),
+            ),
+            ControlError::MissingScope(scope) => (
+                403,
+                format!(
+                    "Access denied: this API key lacks the {} scope",
+                    scope.as_str()
+                ),
+            ),
             ControlError::NotFound => (404, m("Not found")),
             ControlError::MethodNotAllowed => (405, m("Method not allowed")),
             ControlError::Storage(e) => {
@@ -103,12 +124,18 @@ impl ControlError {
 
     pub fn response(&self, shape: Shape) -> Response {
         let (status, message) = self.status_and_message();
-        match shape {
+        let mut response = match shape {
             Shape::Envelope => {
                 Response::json(status, &json!({"success": false, "message": message}))
             }
             Shape::Error => Response::error(status, &message),
+        };
+        if matches!(self, ControlError::Unauthorized) {
+            response
+                .headers
+                .push(("WWW-Authenticate".into(), "Bearer".into()));
         }
+        response
     }
 }
 

@@ -3,8 +3,13 @@
 //!
 //! Every response carries the Python server's CORS headers and any `OPTIONS` request is
 //! answered 200 before routing. Bodies are JSON whatever their Content-Type, and may arrive
-//! chunked. There is no authentication on this API (an `Authorization` header is ignored); keep
-//! port 8082 on the home network.
+//! chunked. By default there is no authentication on this API (an `Authorization` header is
+//! ignored); keep port 8082 on the home network. With `CONTROL_REQUIRE_KEY=true` every route
+//! but `/health` wants an API key of the default user `owner` with no serial limit (this API
+//! has no per-user view), with the `read` scope for GET and `write` for the rest.
+//!
+//! The hosted service's REST API (`/api/v1/...`, always keyed) shares this port: see
+//! [`crate::hosted`].
 
 mod claim;
 mod command;
@@ -20,9 +25,13 @@ use std::sync::Arc;
 pub use command::{Command, Target, Write, plan};
 pub use error::{ControlError, Shape};
 
+use crate::accounts::keys;
 use crate::app::App;
+use crate::hosted;
 use crate::http::{Method, Reply, Request, Response, Service};
 use crate::info;
+use crate::state::{DEFAULT_USER, Scope};
+use crate::util::clock;
 
 pub struct ControlApi {
     app: Arc<App>,
@@ -54,18 +63,22 @@ fn cors_headers() -> Vec<(String, String)> {
 impl Service for ControlApi {
     fn handle(&self, request: Request) -> Reply {
         let cors = cors_headers();
-        let reply = if request.method == Method::Options {
+        let reply = if hosted::owns(&request.path) {
+            Reply::Full(hosted::handle(&self.app, &request))
+        } else if request.method == Method::Options {
             Reply::Full(Response {
                 status: 200,
                 headers: Vec::new(),
                 body: Vec::new(),
             })
         } else {
-            match Route::of(request.method, &request.path) {
+            let route = Route::of(request.method, &request.path);
+            let shape = route.as_ref().map_or(Shape::Error, Route::shape);
+            match self.check_key(&request).and(route) {
                 Ok(route) => route
                     .handle(&self.app, &request, &cors)
-                    .unwrap_or_else(|e| Reply::Full(e.response(route.shape()))),
-                Err(e) => Reply::Full(e.response(Shape::Error)),
+                    .unwrap_or_else(|e| Reply::Full(e.response(shape))),
+                Err(e) => Reply::Full(e.response(shape)),
             }
         };
         match reply {
@@ -74,6 +87,31 @@ impl Service for ControlApi {
                 Reply::Full(r)
             }
             other => other,
+        }
+    }
+}
+
+impl ControlApi {
+    /// With `CONTROL_REQUIRE_KEY`: a valid key of the default user with no serial limit, and
+    /// the scope the method needs. `/health` stays open for probes.
+    fn check_key(&self, req: &Request) -> Result<(), ControlError> {
+        if !self.app.config.control_require_key || req.path == "/health" {
+            return Ok(());
+        }
+        let key = keys::authenticate(&self.app.state, req, clock::now_ms())
+            .ok_or(ControlError::Unauthorized)?;
+        if key.user != DEFAULT_USER || !key.serials.is_empty() {
+            return Err(ControlError::KeyNotForControl);
+        }
+        let scope = if matches!(req.method, Method::Get | Method::Head) {
+            Scope::Read
+        } else {
+            Scope::Write
+        };
+        if key.has_scope(scope) {
+            Ok(())
+        } else {
+            Err(ControlError::MissingScope(scope))
         }
     }
 }

@@ -10,6 +10,7 @@ use super::input;
 use crate::app::App;
 use crate::http::{Request, Response};
 use crate::state::{DeviceData, structure_key};
+use crate::thermostat::names;
 use crate::thermostat::rules::View;
 use crate::util::clock;
 
@@ -125,19 +126,7 @@ pub fn derive(serial: &str, data: &DeviceData, structure_key: &str, now_ms: i64)
     let fan_timer_active = fan_timer_timeout
         .as_f64()
         .is_some_and(|t| t > (now_ms / 1000) as f64);
-    let name = [sh("label"), sh("name")]
-        .into_iter()
-        .flatten()
-        .filter_map(Value::as_str)
-        .find(|s| !s.is_empty())
-        .map(str::to_string)
-        .or_else(|| {
-            d("where_id")
-                .and_then(Value::as_str)
-                .and_then(room_name)
-                .map(str::to_string)
-        })
-        .unwrap_or_else(|| serial.to_string());
+    let name = names::name(&view).unwrap_or_else(|| serial.to_string());
     let (can_heat, can_cool) = (view.flag("can_heat", true), view.flag("can_cool", true));
     let (has_fan, has_emer_heat) = (
         view.flag("has_fan", false),
@@ -220,42 +209,6 @@ pub fn derive(serial: &str, data: &DeviceData, structure_key: &str, now_ms: i64)
     })
 }
 
-/// The room a `where_id` (`00000000-0000-0000-0000-0001000000XX`) names.
-pub fn room_name(where_id: &str) -> Option<&'static str> {
-    let code = where_id.strip_prefix("00000000-0000-0000-0000-0001000000")?;
-    Some(match code.to_ascii_lowercase().as_str() {
-        "00" => "Entryway",
-        "01" => "Basement",
-        "02" => "Hallway",
-        "03" => "Den",
-        "04" => "Attic",
-        "05" => "Master Bedroom",
-        "06" => "Downstairs",
-        "07" => "Garage",
-        "09" => "Bathroom",
-        "0a" => "Kitchen",
-        "0b" => "Family Room",
-        "0c" => "Living Room",
-        "0d" => "Bedroom",
-        "0e" => "Office",
-        "0f" => "Upstairs",
-        "10" => "Dining Room",
-        "11" => "Backyard",
-        "12" => "Driveway",
-        "13" => "Front Yard",
-        "14" => "Outside",
-        "15" => "Guest House",
-        "16" => "Shed",
-        "17" => "Deck",
-        "18" => "Patio",
-        "1a" => "Guest Room",
-        "1b" => "Front Door",
-        "1c" => "Side Door",
-        "1d" => "Back Door",
-        _ => return None,
-    })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -309,15 +262,5 @@ mod tests {
         assert_eq!(r["temperature_scale"], json!("F"));
         assert_eq!(r["mac_address"], json!("18b4300a0001"));
         assert_eq!(r["target_temperature_low"], Value::Null);
-    }
-
-    #[test]
-    fn rooms() {
-        assert_eq!(
-            room_name("00000000-0000-0000-0000-000100000006"),
-            Some("Downstairs")
-        );
-        assert_eq!(room_name("00000000-0000-0000-0000-000100000008"), None);
-        assert_eq!(room_name("x"), None);
     }
 }

@@ -130,6 +130,27 @@ impl State {
         self.read_device(serial, |_| ()).is_some()
     }
 
+    /// The serial of a known thermostat named by its serial (any case) or by its stable id
+    /// (the UUID made when it first appeared).
+    pub fn find_device(&self, id: &str) -> Option<String> {
+        let upper = id.to_ascii_uppercase();
+        if self.device_exists(&upper) {
+            return Some(upper);
+        }
+        let devices = self.devices.read();
+        devices
+            .iter()
+            .find(|(_, slot)| {
+                let data = slot.data.read();
+                data.exists()
+                    && data
+                        .meta
+                        .as_ref()
+                        .is_some_and(|m| m.id.eq_ignore_ascii_case(id))
+            })
+            .map(|(serial, _)| serial.clone())
+    }
+
     /// Serials of every known thermostat, sorted.
     pub fn serials(&self) -> Vec<String> {
         let devices = self.devices.read();

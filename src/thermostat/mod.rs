@@ -2,6 +2,7 @@
 //! and safety bounds ([`rules`]), modes, fan timers, away, and schedules ([`schedule`]). Each
 //! API parses its own request shapes and words its own usage errors; the rules live here once.
 
+pub mod names;
 pub mod rules;
 pub mod schedule;
 

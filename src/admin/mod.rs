@@ -1,0 +1,321 @@
+//! The command line's account commands: `hearth users`, `keys`, `claim`, `share`, `unshare`
+//! and `devices`.
+//!
+//! They work whether or not a server is running on the data directory, and never with two
+//! processes writing the store: the command first tries to open the store itself (taking its
+//! lock); if a running server holds the lock, the command is sent to that server over a Unix
+//! socket in the data directory ([`socket`]) and the server runs it. Either way the same
+//! [`run`] does the work, so a key created while the server runs works at once.
+
+pub mod socket;
+mod table;
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use serde::{Deserialize, Serialize};
+
+use crate::accounts::access::effective_owner;
+use crate::accounts::keys::{self, KeySpec};
+use crate::accounts::{self, AccountsError};
+use crate::hub::Hub;
+use crate::state::{ShareAccess, State};
+use crate::store::StoreError;
+use crate::thermostat::names;
+use crate::thermostat::rules::View;
+use table::{Table, when};
+
+/// One command, as the CLI sends it to a running server.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "op", rename_all = "snake_case")]
+pub enum AdminRequest {
+    UsersAdd {
+        name: String,
+    },
+    UsersList,
+    KeysCreate {
+        user: String,
+        name: String,
+        scopes: String,
+        serials: Vec<String>,
+        expires_days: Option<u32>,
+    },
+    KeysList {
+        user: Option<String>,
+    },
+    KeysRevoke {
+        id: String,
+    },
+    Claim {
+        code: String,
+        user: String,
+    },
+    Share {
+        serial: String,
+        with: String,
+        access: String,
+    },
+    Unshare {
+        serial: String,
+        with: String,
+    },
+    Devices,
+}
+
+impl AdminRequest {
+    /// Commands that only read; they never create a missing data directory.
+    fn reads_only(&self) -> bool {
+        matches!(
+            self,
+            AdminRequest::UsersList | AdminRequest::KeysList { .. } | AdminRequest::Devices
+        )
+    }
+}
+
+/// When a thermostat last made a request (ms), as the running server knows it.
+pub type LastSeen<'a> = &'a dyn Fn(&str) -> Option<i64>;
+
+/// What a command needs: the state, whether pairing is off, and (when a server runs) when each
+/// thermostat was last heard from.
+pub struct Context<'a> {
+    pub state: &'a State,
+    pub open_mode: bool,
+    pub last_seen: Option<LastSeen<'a>>,
+}
+
+/// Runs a command and returns the text to print.
+pub fn run(ctx: &Context<'_>, request: &AdminRequest) -> Result<String, AccountsError> {
+    let state = ctx.state;
+    match request {
+        AdminRequest::UsersAdd { name } => Ok(if accounts::add_user(state, name)? {
+            format!("added user {}", name.trim())
+        } else {
+            format!("user {} already exists", name.trim())
+        }),
+        AdminRequest::UsersList => Ok(users(ctx)),
+        AdminRequest::KeysCreate {
+            user,
+            name,
+            scopes,
+            serials,
+            expires_days,
+        } => {
+            let spec = KeySpec {
+                user: user.clone(),
+                name: name.clone(),
+                scopes: keys::parse_scopes(scopes)?,
+                serials: serials.clone(),
+                expires_days: *expires_days,
+            };
+            let made = keys::create(state, &spec)?;
+            let k = &made.record;
+            Ok(format!(
+                "created API key {} ({:?}) for {}\nscopes: {}\nserials: {}\nexpires: {}\n\
+                 This is the only time the key is shown; store it now:\n{}",
+                k.id,
+                k.name,
+                k.user,
+                scope_list(&k.scopes),
+                serial_list(&k.serials),
+                k.expires_ms.map_or("never".into(), |t| when(Some(t))),
+                made.key
+            ))
+        }
+        AdminRequest::KeysList { user } => Ok(key_list(ctx, user.as_deref())),
+        AdminRequest::KeysRevoke { id } => {
+            let k = keys::revoke(state, id)?;
+            Ok(format!(
+                "revoked API key {} ({:?}) of {}",
+                k.id, k.name, k.user
+            ))
+        }
+        AdminRequest::Claim { code, user } => {
+            let serial = accounts::claim(state, code, user)?;
+            Ok(format!("Device {serial} linked to {}", user.trim()))
+        }
+        AdminRequest::Share {
+            serial,
+            with,
+            access,
+        } => {
+            let serial = known_serial(serial)?;
+            let access = ShareAccess::parse(access)
+                .ok_or_else(|| AccountsError::InvalidAccess(access.clone()))?;
+            accounts::share(state, &serial, with, access, ctx.open_mode)?;
+            Ok(format!(
+                "shared {serial} with {} ({})",
+                with.trim(),
+                access.as_str()
+            ))
+        }
+        AdminRequest::Unshare { serial, with } => {
+            let serial = known_serial(serial)?;
+            accounts::unshare(state, &serial, with)?;
+            Ok(format!("{serial} is no longer shared with {}", with.trim()))
+        }
+        AdminRequest::Devices => Ok(devices(ctx)),
+    }
+}
+
+fn known_serial(raw: &str) -> Result<String, AccountsError> {
+    accounts::serial(raw.trim()).ok_or_else(|| AccountsError::InvalidSerial(raw.to_string()))
+}
+
+fn scope_list(scopes: &[crate::state::Scope]) -> String {
+    scopes
+        .iter()
+        .map(|s| s.as_str())
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
+fn serial_list(serials: &[String]) -> String {
+    if serials.is_empty() {
+        "all of the user's thermostats".into()
+    } else {
+        serials.join(",")
+    }
+}
+
+fn users(ctx: &Context<'_>) -> String {
+    ctx.state.accounts(|a| {
+        let mut t = Table::new(&["USER", "CREATED", "OWNS", "SHARED WITH THEM", "KEYS"]);
+        for (name, user) in &a.users {
+            let owns = a.owners.values().filter(|o| &o.user == name).count();
+            let shared = a.shares.values().filter(|m| m.contains_key(name)).count();
+            let keys = a.api_keys.values().filter(|k| &k.user == name).count();
+            t.row(vec![
+                name.clone(),
+                when((user.created_ms > 0).then_some(user.created_ms)),
+                owns.to_string(),
+                shared.to_string(),
+                keys.to_string(),
+            ]);
+        }
+        t.render()
+    })
+}
+
+fn key_list(ctx: &Context<'_>, user: Option<&str>) -> String {
+    ctx.state.accounts(|a| {
+        let mut t = Table::new(&[
+            "ID",
+            "LABEL",
+            "USER",
+            "SCOPES",
+            "SERIALS",
+            "CREATED",
+            "LAST USED",
+            "EXPIRES",
+            "KEY",
+        ]);
+        for k in a
+            .api_keys
+            .values()
+            .filter(|k| user.is_none_or(|u| u.trim() == k.user))
+        {
+            t.row(vec![
+                k.id.clone(),
+                k.name.clone(),
+                k.user.clone(),
+                scope_list(&k.scopes),
+                if k.serials.is_empty() {
+                    "all".into()
+                } else {
+                    k.serials.join(",")
+                },
+                when(Some(k.created_ms)),
+                when(k.last_used_ms),
+                k.expires_ms.map_or("never".into(), |t| when(Some(t))),
+                k.preview.clone(),
+            ]);
+        }
+        t.render()
+    })
+}
+
+fn devices(ctx: &Context<'_>) -> String {
+    let mut t = Table::new(&["SERIAL", "ID", "NAME", "OWNER", "SHARES", "LAST SEEN"]);
+    for serial in ctx.state.serials() {
+        let Some((id, name)) = ctx.state.read_device(&serial, |d| {
+            let value = |k: String| d.buckets.get(&k).map(|b| &b.value);
+            let view = View {
+                shared: value(format!("shared.{serial}")),
+                device: value(format!("device.{serial}")),
+            };
+            (d.meta.as_ref().map(|m| m.id.clone()), names::name(&view))
+        }) else {
+            continue;
+        };
+        let (owner, shares) = ctx.state.accounts(|a| {
+            let owner = match (
+                a.owner_of(&serial),
+                effective_owner(a, &serial, ctx.open_mode),
+            ) {
+                (Some(o), _) => o.user.clone(),
+                (None, Some(default)) => format!("{default} (unclaimed)"),
+                (None, None) => "-".into(),
+            };
+            let shares = a.shares_of(&serial).map_or("-".into(), |m| {
+                m.iter()
+                    .map(|(u, s)| format!("{u}:{}", s.access.as_str()))
+                    .collect::<Vec<_>>()
+                    .join(",")
+            });
+            (owner, shares)
+        });
+        let seen = match ctx.last_seen {
+            Some(f) => when(f(&serial)),
+            None => "(server not running)".into(),
+        };
+        t.row(vec![
+            serial.clone(),
+            id.unwrap_or_else(|| "-".into()),
+            name.unwrap_or_else(|| "-".into()),
+            owner,
+            shares,
+            seen,
+        ]);
+    }
+    t.render()
+}
+
+/// How long the CLI keeps trying when the store is locked but the server's socket does not
+/// answer yet (a server that is starting up or stopping).
+const LOCKED_RETRY: Duration = Duration::from_secs(10);
+
+/// Runs a command on the data directory: directly if no server holds it, else through the
+/// running server. `Err` carries the text to print.
+pub fn execute(data_dir: &Path, open_mode: bool, request: &AdminRequest) -> Result<String, String> {
+    if request.reads_only() && !data_dir.is_dir() {
+        return Err(format!("no data directory at {}", data_dir.display()));
+    }
+    let socket_path = data_dir.join(socket::SOCKET_FILE);
+    let deadline = Instant::now() + LOCKED_RETRY;
+    loop {
+        match State::open(data_dir, Arc::new(Hub::new())) {
+            Ok((state, _)) => {
+                let ctx = Context {
+                    state: &state,
+                    open_mode,
+                    last_seen: None,
+                };
+                return run(&ctx, request).map_err(|e| e.to_string());
+            }
+            Err(StoreError::Locked { .. }) => match socket::send(&socket_path, request) {
+                Ok(reply) if reply.ok => return Ok(reply.text),
+                Ok(reply) => return Err(reply.text),
+                Err(e) if Instant::now() >= deadline => {
+                    return Err(format!(
+                        "{} is in use by a running hearth, which did not answer on {}: {e}",
+                        data_dir.display(),
+                        socket_path.display()
+                    ));
+                }
+                Err(_) => std::thread::sleep(Duration::from_millis(100)),
+            },
+            Err(e) => return Err(e.to_string()),
+        }
+    }
+}

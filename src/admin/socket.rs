@@ -1,0 +1,164 @@
+//! The running server's admin socket: `<data dir>/admin.sock`, a Unix stream socket through
+//! which `hearth users|keys|claim|share|devices` reach a server that holds the store.
+//!
+//! One request per connection: the client writes an [`AdminRequest`] as JSON and shuts down
+//! its write side; the server answers an [`AdminReply`] as JSON and closes. Only the server's
+//! own user and root may use it: the data directory is private (0700), the socket is 0600,
+//! and the peer's uid is checked on every connection.
+
+use std::io::{self, Read, Write};
+use std::os::unix::fs::PermissionsExt;
+use std::os::unix::io::AsRawFd;
+use std::os::unix::net::{UnixListener, UnixStream};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::thread::{self, JoinHandle};
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use super::AdminRequest;
+
+pub const SOCKET_FILE: &str = "admin.sock";
+/// Requests are a few hundred bytes; anything near this is not a CLI.
+const MAX_REQUEST: u64 = 64 * 1024;
+const IO_TIMEOUT: Duration = Duration::from_secs(10);
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct AdminReply {
+    pub ok: bool,
+    /// What the CLI prints: the output, or the error.
+    pub text: String,
+}
+
+pub type Handler = Arc<dyn Fn(&AdminRequest) -> AdminReply + Send + Sync>;
+
+pub struct AdminSocket {
+    path: PathBuf,
+    stopping: Arc<AtomicBool>,
+    thread: JoinHandle<()>,
+}
+
+impl AdminSocket {
+    /// Listens at `path` (a leftover socket file there is removed: the caller holds the store's
+    /// lock, so no other server can be using it).
+    pub fn start(path: PathBuf, handler: Handler) -> io::Result<AdminSocket> {
+        let _ = std::fs::remove_file(&path);
+        let listener = UnixListener::bind(&path)?;
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600))?;
+        let stopping = Arc::new(AtomicBool::new(false));
+        let thread = thread::Builder::new()
+            .name("admin".into())
+            .stack_size(256 * 1024)
+            .spawn({
+                let stopping = Arc::clone(&stopping);
+                move || accept_loop(&listener, &handler, &stopping)
+            })?;
+        Ok(AdminSocket {
+            path,
+            stopping,
+            thread,
+        })
+    }
+
+    pub fn stop(self) {
+        self.stopping.store(true, Ordering::SeqCst);
+        // Wakes the blocking accept.
+        let _ = UnixStream::connect(&self.path);
+        let _ = self.thread.join();
+        let _ = std::fs::remove_file(&self.path);
+    }
+}
+
+fn accept_loop(listener: &UnixListener, handler: &Handler, stopping: &AtomicBool) {
+    for stream in listener.incoming() {
+        if stopping.load(Ordering::SeqCst) {
+            return;
+        }
+        match stream {
+            Ok(stream) => {
+                if let Err(e) = serve(stream, handler) {
+                    log::warn!("admin socket: {e}");
+                }
+            }
+            Err(e) => {
+                log::warn!("admin socket: accept failed: {e}");
+                thread::sleep(Duration::from_millis(100));
+            }
+        }
+    }
+}
+
+fn serve(mut stream: UnixStream, handler: &Handler) -> io::Result<()> {
+    stream.set_read_timeout(Some(IO_TIMEOUT))?;
+    stream.set_write_timeout(Some(IO_TIMEOUT))?;
+    let reply = match peer_uid(&stream) {
+        // SAFETY: getuid has no preconditions.
+        Some(uid) if uid == 0 || uid == unsafe { libc::getuid() } => {
+            let mut body = Vec::new();
+            (&mut stream).take(MAX_REQUEST).read_to_end(&mut body)?;
+            match serde_json::from_slice::<AdminRequest>(&body) {
+                Ok(request) => {
+                    log::info!("admin command from uid {uid}: {}", summary(&request));
+                    handler(&request)
+                }
+                Err(e) => AdminReply {
+                    ok: false,
+                    text: format!("not an admin request: {e}"),
+                },
+            }
+        }
+        other => AdminReply {
+            ok: false,
+            text: format!("refused: uid {other:?} may not manage this server"),
+        },
+    };
+    let bytes = serde_json::to_vec(&reply).map_err(io::Error::other)?;
+    stream.write_all(&bytes)
+}
+
+/// The command's name only: arguments may hold an entry code.
+fn summary(request: &AdminRequest) -> String {
+    serde_json::to_value(request)
+        .ok()
+        .and_then(|v| v.get("op").and_then(|o| o.as_str()).map(str::to_string))
+        .unwrap_or_default()
+}
+
+fn peer_uid(stream: &UnixStream) -> Option<u32> {
+    let mut cred = libc::ucred {
+        pid: 0,
+        uid: 0,
+        gid: 0,
+    };
+    let mut len = std::mem::size_of::<libc::ucred>() as libc::socklen_t;
+    // SAFETY: getsockopt writes at most `len` bytes into `cred`, which is that large.
+    let rc = unsafe {
+        libc::getsockopt(
+            stream.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_PEERCRED,
+            (&mut cred as *mut libc::ucred).cast(),
+            &mut len,
+        )
+    };
+    (rc == 0).then_some(cred.uid)
+}
+
+/// Sends one request to the server listening at `path` and returns its reply.
+pub fn send(path: &Path, request: &AdminRequest) -> io::Result<AdminReply> {
+    let mut stream = UnixStream::connect(path)?;
+    stream.set_read_timeout(Some(IO_TIMEOUT))?;
+    stream.set_write_timeout(Some(IO_TIMEOUT))?;
+    stream.write_all(&serde_json::to_vec(request).map_err(io::Error::other)?)?;
+    stream.shutdown(std::net::Shutdown::Write)?;
+    let mut body = Vec::new();
+    stream.take(1024 * 1024).read_to_end(&mut body)?;
+    serde_json::from_slice(&body).map_err(|e| {
+        io::Error::new(
+            io::ErrorKind::InvalidData,
+            format!("the server's reply was not understood: {e}"),
+        )
+    })
+}

@@ -1,0 +1,127 @@
+//! Every way a hosted-API request can fail, mapped to its exact status and body in one place.
+//! Bodies are `{"error": text}`; the texts in the seed's error table are copied word for word.
+
+use serde_json::json;
+
+use crate::accounts::AccountsError;
+use crate::accounts::access::Denied;
+use crate::http::Response;
+use crate::state::Scope;
+use crate::store::StoreError;
+use crate::thermostat::Refusal;
+use crate::util::clock;
+
+#[derive(Debug)]
+pub enum HostedError {
+    /// No key, an unknown key, a revoked or an expired one.
+    Unauthorized,
+    /// Over the key's limit; retry at this time (ms).
+    RateLimited {
+        retry_at_ms: i64,
+    },
+    /// The key's serial list, its scopes or the share do not allow this on the thermostat.
+    AccessDenied,
+    /// Unlinking by a user the thermostat is only shared with.
+    OwnerOnly,
+    /// A request that names no thermostat (`GET /devices`) by a key without the scope.
+    MissingScope(Scope),
+    /// No such thermostat, or none the caller is related to.
+    DeviceNotFound,
+    TemperatureNotNumber,
+    InvalidJson,
+    NotAnObject,
+    /// Any other invalid value; the text says what was expected.
+    Invalid(String),
+    NotFound,
+    MethodNotAllowed,
+    Storage(StoreError),
+}
+
+impl HostedError {
+    pub fn status_and_message(&self) -> (u16, String) {
+        let m = |s: &str| s.to_string();
+        match self {
+            HostedError::Unauthorized => (401, m("Unauthorized")),
+            HostedError::RateLimited { .. } => (429, m("Rate limit exceeded")),
+            HostedError::AccessDenied => (403, m("Access denied to this device")),
+            HostedError::OwnerOnly => (403, m("Only device owners can delete devices")),
+            HostedError::MissingScope(scope) => (
+                403,
+                format!(
+                    "Access denied: this API key lacks the {} scope",
+                    scope.as_str()
+                ),
+            ),
+            HostedError::DeviceNotFound => (404, m("Device not found")),
+            HostedError::TemperatureNotNumber => (400, m("Temperature value must be a number")),
+            HostedError::InvalidJson => (400, m("Invalid JSON")),
+            HostedError::NotAnObject => (400, m("Request body must be a JSON object")),
+            HostedError::Invalid(text) => (400, text.clone()),
+            HostedError::NotFound => (404, m("Not found")),
+            HostedError::MethodNotAllowed => (405, m("Method not allowed")),
+            HostedError::Storage(e) => {
+                log::error!("refused a hosted-API write: {e}");
+                (503, m("Storage unavailable; the change was not saved"))
+            }
+        }
+    }
+
+    pub fn response(&self) -> Response {
+        let (status, message) = self.status_and_message();
+        let mut response = match self {
+            HostedError::RateLimited { retry_at_ms } => Response::json(
+                status,
+                &json!({"error": message, "retryAfter": clock::iso8601_ms(*retry_at_ms)}),
+            ),
+            _ => Response::error(status, &message),
+        };
+        match self {
+            HostedError::Unauthorized => response
+                .headers
+                .push(("WWW-Authenticate".into(), "Bearer".into())),
+            HostedError::RateLimited { retry_at_ms } => {
+                let seconds = ((retry_at_ms - clock::now_ms()).max(0) + 999) / 1000;
+                let seconds = seconds.max(1);
+                response
+                    .headers
+                    .push(("Retry-After".into(), seconds.to_string()));
+            }
+            _ => {}
+        }
+        response
+    }
+}
+
+impl From<Denied> for HostedError {
+    fn from(d: Denied) -> Self {
+        match d {
+            Denied::NoRelation => HostedError::DeviceNotFound,
+            Denied::OwnerOnly => HostedError::OwnerOnly,
+            Denied::NotAllowed => HostedError::AccessDenied,
+        }
+    }
+}
+
+impl From<Refusal> for HostedError {
+    fn from(r: Refusal) -> Self {
+        HostedError::Invalid(r.0)
+    }
+}
+
+impl From<StoreError> for HostedError {
+    fn from(e: StoreError) -> Self {
+        HostedError::Storage(e)
+    }
+}
+
+impl From<AccountsError> for HostedError {
+    fn from(e: AccountsError) -> Self {
+        match e {
+            AccountsError::Storage(e) => HostedError::Storage(e),
+            AccountsError::NotLinked(_) | AccountsError::UnknownDevice(_) => {
+                HostedError::DeviceNotFound
+            }
+            other => HostedError::Invalid(other.to_string()),
+        }
+    }
+}

@@ -1,0 +1,214 @@
+//! The hosted service's REST API (`/api/v1`), served on the control port, so scripts and
+//! integrations written for the hosted No Longer Evil service work by changing the base URL.
+//!
+//! Every request needs an API key (`Authorization: Bearer nle_…`, made with `hearth keys
+//! create`); every answer carries the `X-RateLimit-*` headers. The order of checks decides the
+//! answer: key (401), rate limit (429), route (404/405), the thermostat and the caller's
+//! relation to it (404), the key's serials, scopes and share (403), then the body (400).
+//! Writes go through the one mutation path as server-side changes, so they reach the
+//! thermostat's held subscribe at once.
+
+mod error;
+pub mod ratelimit;
+mod read;
+mod write;
+
+pub use error::HostedError;
+
+use crate::accounts::access::{self, Need, Relation};
+use crate::accounts::keys;
+use crate::app::App;
+use crate::http::{Method, Request, Response, percent_decode};
+use crate::state::{ApiKey, Scope};
+use crate::util::clock;
+
+pub const PREFIX: &str = "/api/v1";
+
+/// Whether a path belongs to this API.
+pub fn owns(path: &str) -> bool {
+    path == PREFIX || path.starts_with("/api/v1/")
+}
+
+/// Answers one `/api/v1` request (the control API adds the CORS headers).
+pub fn handle(app: &App, req: &Request) -> Response {
+    if req.method == Method::Options {
+        return Response {
+            status: 200,
+            headers: Vec::new(),
+            body: Vec::new(),
+        };
+    }
+    let now = clock::now_ms();
+    let key = keys::authenticate(&app.state, req, now);
+    // Callers without a valid key are counted by address, so guessing keys is limited too.
+    let caller = match &key {
+        Some(k) => format!("key:{}", k.id),
+        None => format!(
+            "ip:{}",
+            req.remote.map(|a| a.ip().to_string()).unwrap_or_default()
+        ),
+    };
+    let quota = app.rate_limits.take(&caller, now);
+    let result = match key {
+        _ if !quota.allowed => Err(HostedError::RateLimited {
+            retry_at_ms: quota.reset_ms,
+        }),
+        None => Err(HostedError::Unauthorized),
+        Some(key) => route(app, req, &key),
+    };
+    let mut response = result.unwrap_or_else(|e| e.response());
+    response.headers.extend([
+        ("X-RateLimit-Limit".to_string(), quota.limit.to_string()),
+        (
+            "X-RateLimit-Remaining".to_string(),
+            quota.remaining.to_string(),
+        ),
+        (
+            "X-RateLimit-Reset".to_string(),
+            clock::iso8601_ms(quota.reset_ms),
+        ),
+    ]);
+    response
+}
+
+/// What a request asks for, once its path and method are known.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Action {
+    Devices,
+    Status,
+    GetSchedule,
+    PutSchedule,
+    Temperature,
+    Range,
+    Away,
+    /// `POST .../eco {"enabled"}`: not in the hosted documentation, but a real client sends
+    /// it; eco on a Nest is away (manual eco), so it is answered as away.
+    Eco,
+    Lock,
+    Mode,
+    Fan,
+    Unlink,
+}
+
+impl Action {
+    fn need(self) -> Need {
+        match self {
+            Action::Devices | Action::Status | Action::GetSchedule => Need::Read,
+            Action::Unlink => Need::Unlink,
+            _ => Need::Write,
+        }
+    }
+}
+
+/// The action and (for thermostat routes) the `{deviceId}` of a path under `/api/v1`.
+fn parse(method: Method, path: &str) -> Result<(Action, Option<String>), HostedError> {
+    let rest = path.strip_prefix(PREFIX).unwrap_or(path);
+    let rest = rest.strip_suffix('/').unwrap_or(rest);
+    let segments: Vec<&str> = rest.split('/').skip(1).collect();
+    let get = matches!(method, Method::Get | Method::Head);
+    let post = method == Method::Post;
+    let (action, allowed, id) = match segments.as_slice() {
+        ["devices"] => (Action::Devices, get, None),
+        ["thermostat", id] => (Action::Unlink, method == Method::Delete, Some(*id)),
+        ["thermostat", id, "status"] => (Action::Status, get, Some(*id)),
+        ["thermostat", id, "schedule"] if method == Method::Put => {
+            (Action::PutSchedule, true, Some(*id))
+        }
+        ["thermostat", id, "schedule"] => (Action::GetSchedule, get, Some(*id)),
+        ["thermostat", id, "temperature"] => (Action::Temperature, post, Some(*id)),
+        ["thermostat", id, "temperature", "range"] => (Action::Range, post, Some(*id)),
+        ["thermostat", id, command] => {
+            let action = match *command {
+                "away" => Action::Away,
+                "eco" => Action::Eco,
+                "lock" => Action::Lock,
+                "mode" => Action::Mode,
+                "fan" => Action::Fan,
+                _ => return Err(HostedError::NotFound),
+            };
+            (action, post, Some(*id))
+        }
+        _ => return Err(HostedError::NotFound),
+    };
+    if !allowed {
+        return Err(HostedError::MethodNotAllowed);
+    }
+    let id = id
+        .map(|raw| percent_decode(raw).map_err(|_| HostedError::DeviceNotFound))
+        .transpose()?;
+    Ok((action, id))
+}
+
+/// A thermostat a request may act on.
+pub struct Target {
+    pub serial: String,
+    pub relation: Relation,
+}
+
+fn route(app: &App, req: &Request, key: &ApiKey) -> Result<Response, HostedError> {
+    let (action, id) = parse(req.method, &req.path)?;
+    let Some(id) = id else {
+        if !key.has_scope(Scope::Read) {
+            return Err(HostedError::MissingScope(Scope::Read));
+        }
+        return Ok(read::devices(app, key));
+    };
+    let serial = app
+        .state
+        .find_device(&id)
+        .ok_or(HostedError::DeviceNotFound)?;
+    let open_mode = !app.config.require_device_pairing;
+    let relation = app
+        .state
+        .accounts(|a| access::check(a, key, &serial, action.need(), open_mode))?;
+    let target = Target { serial, relation };
+    match action {
+        Action::Devices => Ok(read::devices(app, key)),
+        Action::Status => read::status(app, &target),
+        Action::GetSchedule => read::schedule(app, &target),
+        Action::PutSchedule => write::schedule(app, &target, &req.body),
+        Action::Temperature => write::temperature(app, &target, &req.body),
+        Action::Range => write::range(app, &target, &req.body),
+        Action::Away => write::away(app, &target, &req.body, "away"),
+        Action::Eco => write::away(app, &target, &req.body, "enabled"),
+        Action::Lock => write::lock(app, &target, &req.body),
+        Action::Mode => write::mode(app, &target, &req.body),
+        Action::Fan => write::fan(app, &target, &req.body),
+        Action::Unlink => write::unlink(app, &target, key),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn paths_and_methods() {
+        let ok = |m, p| parse(m, p).unwrap();
+        assert_eq!(ok(Method::Get, "/api/v1/devices"), (Action::Devices, None));
+        assert_eq!(
+            ok(Method::Post, "/api/v1/thermostat/abc/temperature/range"),
+            (Action::Range, Some("abc".into()))
+        );
+        assert_eq!(
+            ok(Method::Put, "/api/v1/thermostat/abc/schedule/"),
+            (Action::PutSchedule, Some("abc".into()))
+        );
+        assert_eq!(
+            ok(Method::Delete, "/api/v1/thermostat/abc"),
+            (Action::Unlink, Some("abc".into()))
+        );
+        assert!(matches!(
+            parse(Method::Get, "/api/v1/thermostat/abc/away"),
+            Err(HostedError::MethodNotAllowed)
+        ));
+        assert!(matches!(
+            parse(Method::Post, "/api/v1/thermostat/abc/turbo"),
+            Err(HostedError::NotFound)
+        ));
+        assert!(matches!(
+            parse(Method::Get, "/api/v1"),
+            Err(HostedError::NotFound)
+        ));
+    }
+}

@@ -1,0 +1,93 @@
+//! Per-key request limits for `/api/v1`: a fixed one-minute window that starts with a key's
+//! first request; the limit is `API_RATE_LIMIT_PER_MINUTE` (20 by default, the hosted
+//! service's figure). Requests without a valid key are counted per client address instead, so
+//! guessing keys is limited too. Windows live in memory: a restart starts every count afresh.
+
+use std::collections::HashMap;
+
+use parking_lot::Mutex;
+
+pub const WINDOW_MS: i64 = 60_000;
+/// Past this many tracked callers, finished windows are swept out.
+const SWEEP_AT: usize = 1024;
+
+pub struct RateLimiter {
+    limit: u32,
+    windows: Mutex<HashMap<String, Window>>,
+}
+
+#[derive(Clone, Copy)]
+struct Window {
+    start_ms: i64,
+    count: u32,
+}
+
+/// One request's standing, for the `X-RateLimit-*` headers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Quota {
+    pub allowed: bool,
+    pub limit: u32,
+    pub remaining: u32,
+    /// When the window ends and the count starts again (ms).
+    pub reset_ms: i64,
+}
+
+impl RateLimiter {
+    pub fn new(limit: u32) -> RateLimiter {
+        RateLimiter {
+            limit: limit.max(1),
+            windows: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// Counts one request by `caller` at `now_ms`. A refused request does not count.
+    pub fn take(&self, caller: &str, now_ms: i64) -> Quota {
+        let mut windows = self.windows.lock();
+        if windows.len() >= SWEEP_AT && !windows.contains_key(caller) {
+            windows.retain(|_, w| now_ms < w.start_ms + WINDOW_MS);
+        }
+        let window = windows.entry(caller.to_string()).or_insert(Window {
+            start_ms: now_ms,
+            count: 0,
+        });
+        if now_ms >= window.start_ms + WINDOW_MS || now_ms < window.start_ms {
+            *window = Window {
+                start_ms: now_ms,
+                count: 0,
+            };
+        }
+        let allowed = window.count < self.limit;
+        if allowed {
+            window.count += 1;
+        }
+        Quota {
+            allowed,
+            limit: self.limit,
+            remaining: self.limit - window.count,
+            reset_ms: window.start_ms + WINDOW_MS,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_window_allows_the_limit_then_refuses_until_it_ends() {
+        let r = RateLimiter::new(2);
+        let q = r.take("k", 1_000);
+        assert_eq!((q.allowed, q.remaining, q.reset_ms), (true, 1, 61_000));
+        assert_eq!(r.take("k", 2_000).remaining, 0);
+        let refused = r.take("k", 3_000);
+        assert!(!refused.allowed);
+        assert_eq!((refused.remaining, refused.reset_ms), (0, 61_000));
+        // Another caller has its own window.
+        assert!(r.take("other", 3_000).allowed);
+        let fresh = r.take("k", 61_000);
+        assert_eq!(
+            (fresh.allowed, fresh.remaining, fresh.reset_ms),
+            (true, 1, 121_000)
+        );
+    }
+}

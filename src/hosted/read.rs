@@ -1,0 +1,126 @@
+//! The hosted API's reads: the device list, a thermostat's status (its buckets), its schedule.
+
+use serde::Serialize;
+use serde_json::{Value, json};
+
+use super::{HostedError, Target};
+use crate::accounts::access;
+use crate::app::App;
+use crate::http::Response;
+use crate::state::{ApiKey, Bucket, DeviceData, structure_key};
+use crate::thermostat::names;
+use crate::thermostat::rules::View;
+use crate::util::JsonMap;
+
+/// `{"id","serial","name"}`: the id is the thermostat's stable UUID (its serial if it has none
+/// yet); the name is what the user called it, or null.
+#[derive(Serialize)]
+pub struct Summary {
+    pub id: String,
+    pub serial: String,
+    pub name: Option<String>,
+}
+
+pub fn summary(serial: &str, data: &DeviceData) -> Summary {
+    let value = |k: String| data.buckets.get(&k).map(|b| &b.value);
+    let view = View {
+        shared: value(format!("shared.{serial}")),
+        device: value(format!("device.{serial}")),
+    };
+    Summary {
+        id: data
+            .meta
+            .as_ref()
+            .map_or_else(|| serial.to_string(), |m| m.id.clone()),
+        serial: serial.to_string(),
+        name: names::name(&view),
+    }
+}
+
+/// `GET /devices`: the thermostats the key's user owns or has been shared, within the key's
+/// serial list, sorted by serial.
+pub fn devices(app: &App, key: &ApiKey) -> Response {
+    let open_mode = !app.config.require_device_pairing;
+    let listed: Vec<Value> = app
+        .state
+        .serials()
+        .into_iter()
+        .filter(|s| key.covers(s))
+        .filter_map(|serial| {
+            let relation = app
+                .state
+                .accounts(|a| access::relation(a, &serial, &key.user, open_mode))?;
+            let summary = app.state.read_device(&serial, |d| summary(&serial, d))?;
+            Some(json!({
+                "id": summary.id,
+                "serial": summary.serial,
+                "name": summary.name,
+                "accessType": relation.access_type(),
+            }))
+        })
+        .collect();
+    Response::json(200, &json!({"devices": listed}))
+}
+
+/// A bucket as the hosted status shows it.
+#[derive(Serialize)]
+struct StateEntry<'a> {
+    object_revision: i64,
+    object_timestamp: i64,
+    value: &'a JsonMap,
+}
+
+/// `GET /thermostat/{id}/status`: `device` and `state` (`shared.S`, `device.S`, the owner's
+/// `user.*` and `structure.*`, and `schedule.S` when there is one).
+pub fn status(app: &App, target: &Target) -> Result<Response, HostedError> {
+    let serial = &target.serial;
+    let owner = app
+        .state
+        .accounts(|a| a.owner_of(serial).map(|o| o.user.clone()));
+    let mut keys = vec![format!("shared.{serial}"), format!("device.{serial}")];
+    if let Some(owner) = &owner {
+        keys.push(format!("user.{owner}"));
+    }
+    keys.push(structure_key(owner.as_deref()));
+    keys.push(format!("schedule.{serial}"));
+    let body = app
+        .state
+        .read_device(serial, |d| {
+            let mut state = serde_json::Map::new();
+            for key in &keys {
+                if let Some(b) = d.buckets.get(key) {
+                    state.insert(key.clone(), entry(b));
+                }
+            }
+            json!({"device": summary(serial, d), "state": state})
+        })
+        .ok_or(HostedError::DeviceNotFound)?;
+    Ok(Response::json(200, &body))
+}
+
+fn entry(b: &Bucket) -> Value {
+    serde_json::to_value(StateEntry {
+        object_revision: b.revision,
+        object_timestamp: b.timestamp,
+        value: &b.value,
+    })
+    .unwrap_or(Value::Null)
+}
+
+/// `GET /thermostat/{id}/schedule`: `device` and `schedule` (null when there is none). The
+/// whole body is accepted by `PUT .../schedule`, so a schedule can be copied between
+/// thermostats.
+pub fn schedule(app: &App, target: &Target) -> Result<Response, HostedError> {
+    let serial = &target.serial;
+    let body = app
+        .state
+        .read_device(serial, |d| {
+            let schedule = d
+                .buckets
+                .get(&format!("schedule.{serial}"))
+                .map(|b| Value::Object(b.value.clone()));
+            json!({"device": summary(serial, d), "schedule": schedule})
+        })
+        .ok_or(HostedError::DeviceNotFound)?;
+    Ok(Response::json(200, &body))
+}
