@@ -30,6 +30,7 @@ pub struct App {
 
 impl App {
     pub fn new(config: Config, state: State, origin: PublicOrigin) -> App {
+        let keep_alive = config.event_keep_alive;
         App {
             rate_limits: RateLimiter::new(config.api_rate_limit_per_minute),
             config,
@@ -37,7 +38,7 @@ impl App {
             origin,
             presence: Presence::default(),
             weather: WeatherCache::default(),
-            events: EventStreams::new(),
+            events: EventStreams::new(keep_alive),
             subscribed_since_start: Mutex::new(HashSet::new()),
         }
     }

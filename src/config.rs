@@ -41,6 +41,8 @@ pub struct Config {
     pub body_read_timeout: Duration,
     /// Seconds between self-probes of both listeners; 0 turns the watchdog off.
     pub watchdog_interval_secs: u64,
+    /// A live event stream with nothing to send gets a comment line this often.
+    pub event_keep_alive: Duration,
     /// Requests per minute each API key may make on `/api/v1`.
     pub api_rate_limit_per_minute: u32,
     /// The control API (port 8082) wants an API key too.
@@ -71,6 +73,7 @@ impl Default for Config {
             http_workers: 4,
             body_read_timeout: Duration::from_secs(30),
             watchdog_interval_secs: 30,
+            event_keep_alive: crate::events::KEEP_ALIVE,
             api_rate_limit_per_minute: 20,
             control_require_key: false,
         }
@@ -171,6 +174,7 @@ impl Config {
             watchdog_interval_secs: sources
                 .number("WATCHDOG_INTERVAL_SECONDS", 0, 3600)?
                 .unwrap_or(d.watchdog_interval_secs),
+            event_keep_alive: d.event_keep_alive,
             api_rate_limit_per_minute: sources
                 .number("API_RATE_LIMIT_PER_MINUTE", 1, 100_000)?
                 .map_or(d.api_rate_limit_per_minute, |n| {

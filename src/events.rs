@@ -25,6 +25,7 @@ pub const MAX_STREAMS: usize = 64;
 pub const KEEP_ALIVE: Duration = Duration::from_secs(15);
 
 pub struct EventStreams {
+    keep_alive: Duration,
     open: Arc<AtomicUsize>,
     control: Sender<Control>,
     inbox: Receiver<Control>,
@@ -108,14 +109,16 @@ pub fn format_event(event: &ChangeEvent) -> Vec<u8> {
 
 impl Default for EventStreams {
     fn default() -> Self {
-        EventStreams::new()
+        EventStreams::new(KEEP_ALIVE)
     }
 }
 
 impl EventStreams {
-    pub fn new() -> EventStreams {
+    /// Streams that get a comment line every `keep_alive` when there is nothing else to send.
+    pub fn new(keep_alive: Duration) -> EventStreams {
         let (control, inbox) = unbounded();
         EventStreams {
+            keep_alive,
             open: Arc::new(AtomicUsize::new(0)),
             control,
             inbox,
@@ -149,7 +152,7 @@ impl EventStreams {
     /// The streams' thread: runs until [`EventStreams::stop`].
     pub fn run(&self, changes: Receiver<Arc<ChangeEvent>>) {
         let mut streams: Vec<Stream> = Vec::new();
-        let mut next_keep_alive = Instant::now() + KEEP_ALIVE;
+        let mut next_keep_alive = Instant::now() + self.keep_alive;
         loop {
             let wait = next_keep_alive.saturating_duration_since(Instant::now());
             select! {
@@ -171,7 +174,7 @@ impl EventStreams {
                 },
                 default(wait) => {
                     streams.retain_mut(|s| s.send(b": keep-alive\n\n"));
-                    next_keep_alive = Instant::now() + KEEP_ALIVE;
+                    next_keep_alive = Instant::now() + self.keep_alive;
                 }
             }
         }
@@ -193,7 +196,7 @@ mod tests {
 
     #[test]
     fn at_most_max_streams_are_admitted_and_places_come_back() {
-        let streams = EventStreams::new();
+        let streams = EventStreams::default();
         let admitted: Vec<_> = (0..MAX_STREAMS).filter_map(|_| streams.admit()).collect();
         assert_eq!(admitted.len(), MAX_STREAMS);
         assert!(streams.admit().is_none());

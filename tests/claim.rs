@@ -169,12 +169,24 @@ fn an_expired_code_is_refused() {
     sim.register().unwrap();
     let (code, _) = sim.passphrase().unwrap();
     std::thread::sleep(std::time::Duration::from_millis(1100));
+    let before = store_bytes(s.dir.path());
     let r = register(&s, &code, "dave");
     assert_eq!(
-        r.json()["message"],
-        json!("Invalid, expired, or already claimed entry key")
+        (r.status, r.json()),
+        (
+            400,
+            json!({"success": false, "message": "Invalid, expired, or already claimed entry key"})
+        )
     );
     assert!(s.app().state.accounts(|a| a.owners.is_empty()));
+    assert!(
+        store_bytes(s.dir.path()) == before,
+        "a refused claim changed the store"
+    );
+    // `user_` alone would name an empty structure.
+    let r = register(&s, &code, "user_");
+    assert_eq!(r.status, 400);
+    assert!(store_bytes(s.dir.path()) == before);
 }
 
 #[test]
@@ -195,4 +207,30 @@ fn ensure_user_creates_a_user_once() {
         )
     );
     assert_eq!(store_bytes(s.dir.path()), before);
+}
+
+#[test]
+fn commands_wait_for_a_claim_in_pairing_mode() {
+    let s = pairing();
+    let (mut sim, _events) = thermostat(&s.origin(), SERIAL);
+    sim.register().unwrap();
+    let (code, _) = sim.passphrase().unwrap();
+    let before = store_bytes(s.dir.path());
+    let r = command(s.control(), SERIAL, "set_temperature", json!(21));
+    assert_eq!(
+        (r.status, r.json()),
+        (
+            409,
+            json!({"success": false, "message": format!("Device {SERIAL} is not claimed yet: pairing is required, so claim it with its entry code first")})
+        )
+    );
+    assert!(
+        store_bytes(s.dir.path()) == before,
+        "a refused command changed the store"
+    );
+    assert_eq!(register(&s, &code, "alice").status, 200);
+    assert_eq!(
+        command(s.control(), SERIAL, "set_temperature", json!(21)).status,
+        200
+    );
 }

@@ -14,6 +14,9 @@ const SET_TEMPERATURE: &str =
 const SET_FAN: &str =
     "set_fan value must be \"on\", \"auto\" (or \"off\"), or a number of seconds from 1 to 43200";
 
+const SET_ECO: &str =
+    "set_eco_temperatures value must be an object with \"low\" and/or \"high\" numbers (°C)";
+
 fn failed(message: &str) -> Value {
     json!({"success": false, "message": message})
 }
@@ -244,6 +247,48 @@ fn bad_inputs_get_exact_errors_and_change_nothing() {
         (
             "POST",
             "/command",
+            cmd("set_eco_temperatures", json!({"low": "abc"})),
+            400,
+            failed(SET_ECO),
+        ),
+        (
+            "POST",
+            "/command",
+            cmd("set_eco_temperatures", json!({"low": true, "high": 26})),
+            400,
+            failed(SET_ECO),
+        ),
+        (
+            "POST",
+            "/command",
+            cmd("set_eco_temperatures", json!(20)),
+            400,
+            failed(SET_ECO),
+        ),
+        (
+            "POST",
+            "/command",
+            cmd("set_eco_temperatures", json!({"low": 1, "high": 5})),
+            400,
+            failed("Low temperature must be less than high temperature"),
+        ),
+        (
+            "POST",
+            "/command",
+            cmd("set_temperature", json!({"low": 36, "high": 40})),
+            400,
+            failed("Low temperature must be less than high temperature"),
+        ),
+        (
+            "POST",
+            "/command",
+            cmd("set_temperature", json!({"low": 25})),
+            400,
+            failed("Low temperature must be less than high temperature"),
+        ),
+        (
+            "POST",
+            "/command",
             cmd("set_schedule_mode", json!("ECO")),
             400,
             failed("set_schedule_mode value must be HEAT, COOL or RANGE"),
@@ -317,6 +362,34 @@ fn bad_inputs_get_exact_errors_and_change_nothing() {
             cmd("set_device_setting", json!({})),
             400,
             failed("No values to update"),
+        ),
+        (
+            "POST",
+            "/command",
+            cmd("set_device_setting", json!({"target_humidity": "abc"})),
+            400,
+            failed("target_humidity must be a number from 0 to 100"),
+        ),
+        (
+            "POST",
+            "/command",
+            cmd("set_device_setting", json!({"target_humidity": true})),
+            400,
+            failed("target_humidity must be a number from 0 to 100"),
+        ),
+        (
+            "POST",
+            "/command",
+            cmd("set_device_setting", json!({"target_humidity": 500})),
+            400,
+            failed("target_humidity must be a number from 0 to 100"),
+        ),
+        (
+            "POST",
+            "/command",
+            cmd("set_device_setting", json!({"fan_timer_duration": null})),
+            400,
+            failed("fan_timer_duration must be a number from 1 to 43200"),
         ),
         // Reads.
         (
@@ -500,22 +573,54 @@ fn held_got_nothing(held: &mut hearth::simulator::Held) {
 }
 
 #[test]
-fn an_oversized_body_gets_413() {
+fn an_oversized_body_gets_413_in_the_routes_shape_and_changes_nothing() {
     let s = TestServer::start();
+    let (_sim, _events, _held) = booted_and_held(&s, SERIAL);
+    let before = store_bytes(s.dir.path());
+    let envelope = r#"{"success":false,"message":"Request body too large"}"#;
     let big = format!(
         "{{\"serial\":\"{SERIAL}\",\"command\":\"set_mode\",\"value\":\"{}\"}}",
         "x".repeat(1024 * 1024 + 1)
     );
-    let request = format!(
+    // Declared, chunked, and declared far beyond memory (refused unread).
+    let declared = format!(
         "POST /command HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{big}",
         big.len()
     );
-    let text = raw(s.control(), request.as_bytes(), TIMEOUT);
-    assert!(
-        text.starts_with("HTTP/1.1 413"),
-        "{}",
-        &text[..text.len().min(200)]
+    let chunked = format!(
+        "POST /command HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n{:x}\r\n{big}\r\n0\r\n\r\n",
+        big.len()
     );
+    let huge =
+        "POST /command HTTP/1.1\r\nHost: x\r\nContent-Length: 1000000000000\r\n\r\n{".to_string();
+    for (what, request) in [("declared", declared), ("chunked", chunked), ("huge", huge)] {
+        let text = raw(s.control(), request.as_bytes(), TIMEOUT);
+        assert!(
+            text.starts_with("HTTP/1.1 413"),
+            "{what}: {}",
+            &text[..text.len().min(200)]
+        );
+        assert!(
+            text.ends_with(envelope),
+            "{what}: {}",
+            &text[..text.len().min(300)]
+        );
+        assert!(
+            text.to_ascii_lowercase()
+                .contains("access-control-allow-origin: *"),
+            "{what}: no CORS header"
+        );
+    }
+    // A read route answers in its own shape.
+    let request = format!(
+        "DELETE /api/device HTTP/1.1\r\nHost: x\r\nContent-Length: {}\r\n\r\n{big}",
+        big.len()
+    );
+    let text = raw(s.control(), request.as_bytes(), TIMEOUT);
     assert!(text.ends_with(r#"{"error":"Request body too large"}"#));
+    assert!(
+        store_bytes(s.dir.path()) == before,
+        "an oversized body changed the store"
+    );
     assert_eq!(get(s.control(), "/health").status, 200);
 }

@@ -52,6 +52,25 @@ fn every_command_is_answered_pushed_in_wire_order_and_applied() {
         ),
         ("set_away", json!(true), "structure", None),
         ("set_fan", json!("on"), "device", None),
+        ("set_fan", json!(900), "device", None),
+        (
+            "set_mode",
+            json!("off"),
+            "shared",
+            Some(json!({"target_temperature_type": "off"})),
+        ),
+        (
+            "set_mode",
+            json!("cool"),
+            "shared",
+            Some(json!({"target_temperature_type": "cool"})),
+        ),
+        (
+            "set_mode",
+            json!("heat"),
+            "shared",
+            Some(json!({"target_temperature_type": "heat"})),
+        ),
         (
             "set_fan",
             json!("auto"),
@@ -179,4 +198,30 @@ fn capability_checks_use_the_thermostats_own_flags() {
         r.json()["message"],
         json!("Device does not have emergency heat (has_emer_heat=false)")
     );
+}
+
+#[test]
+fn emergency_heat_on_a_thermostat_that_has_it() {
+    let s = TestServer::start();
+    let (_sim, _events, mut held) = booted_and_held(&s, SERIAL);
+    s.server_change(
+        SERIAL,
+        &format!("device.{SERIAL}"),
+        json!({"has_emer_heat": true}),
+    );
+    let _ = next_push(&mut held);
+    let r = command(s.control(), SERIAL, "set_mode", json!("emergency"));
+    assert_eq!(r.status, 200, "{}", r.text());
+    let (_, doc) = next_push(&mut held);
+    assert_eq!(
+        object(&doc, &format!("shared.{SERIAL}"))["value"]["target_temperature_type"],
+        json!("emergency")
+    );
+    // set_fan with seconds: a timer that ends that many seconds from now.
+    let r = command(s.control(), SERIAL, "set_fan", json!(600));
+    let until = r.json()["data"]["values"]["fan_timer_timeout"]
+        .as_i64()
+        .unwrap();
+    let now_s = hearth::util::clock::now_ms() / 1000;
+    assert!((now_s + 590..=now_s + 610).contains(&until), "{until}");
 }

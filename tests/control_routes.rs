@@ -166,13 +166,28 @@ fn notify_repushes_every_bucket_and_delete_forgets_the_thermostat() {
 #[test]
 fn cors_on_every_response_and_options_before_routing() {
     let s = TestServer::start();
-    for (method, target) in [
-        ("OPTIONS", "/command"),
-        ("OPTIONS", "/anything"),
-        ("GET", "/health"),
-        ("GET", "/status"),
+    let (_sim, _events, _held) = booted_and_held(&s, SERIAL);
+    let cmd = json!({"serial": SERIAL, "command": "set_temperature", "value": 21}).to_string();
+    let bad_cmd = json!({"serial": SERIAL, "command": "nope"}).to_string();
+    let notify = json!({"serial": SERIAL}).to_string();
+    for (method, target, body) in [
+        ("OPTIONS", "/command", ""),
+        ("OPTIONS", "/anything", ""),
+        ("OPTIONS", "/api/v1/devices", ""),
+        ("GET", "/health", ""),
+        ("GET", "/status", ""),
+        ("GET", "/nope", ""),
+        ("GET", "/command", ""),
+        ("POST", "/command", cmd.as_str()),
+        ("POST", "/command", bad_cmd.as_str()),
+        ("POST", "/command", "{nope"),
+        ("POST", "/notify-device", notify.as_str()),
+        ("POST", "/api/register", "{}"),
+        ("POST", "/api/ensure-user", "{}"),
+        ("GET", "/api/devices", ""),
+        ("GET", "/api/v1/devices", ""),
     ] {
-        let r = call(s.control(), method, target, "");
+        let r = call(s.control(), method, target, body);
         assert_eq!(
             r.header("Access-Control-Allow-Origin"),
             Some("*"),

@@ -131,3 +131,20 @@ fn at_most_64_streams_and_they_hold_no_worker() {
     }
     assert_eq!(open(&s, "/api/events").status, 200);
 }
+
+#[test]
+fn an_idle_stream_gets_keep_alive_comments_and_head_opens_none() {
+    let s = TestServer::start_with(|c| c.event_keep_alive = Duration::from_millis(200));
+    let mut stream = open(&s, "/api/events");
+    assert_eq!(stream.next_chunk().unwrap().unwrap(), b": connected\n\n");
+    for _ in 0..2 {
+        assert_eq!(stream.next_chunk().unwrap().unwrap(), b": keep-alive\n\n");
+    }
+    // HEAD answers the stream's headers and takes no place among the streams.
+    let r =
+        hearth::http::client::request(&url(s.control(), "/api/events"), "HEAD", &[], &[], TIMEOUT)
+            .unwrap();
+    assert_eq!(r.status, 200);
+    assert_eq!(r.header("Content-Type"), Some("text/event-stream"));
+    assert_eq!(s.app().events.open_count(), 1);
+}

@@ -14,16 +14,18 @@ pub use error::AccountsError;
 pub use keys::{KEY_PREFIX, NewKey};
 pub use links::{claim, share, unlink, unshare};
 
-use crate::state::{Op, State};
+use crate::state::{Op, State, structure_id};
 
 /// A user name: 1 to 64 letters, digits, `_`, `-`, `.` or `@` (the Python server's dashboard
-/// and Home Assistant add-on use `homeassistant`).
+/// and Home Assistant add-on use `homeassistant`). `user_` alone is refused: a user's structure
+/// id is its name without a leading `user_`, which would leave nothing.
 pub fn user_name(raw: &str) -> Result<String, AccountsError> {
     let raw = raw.trim();
     let ok = (1..=64).contains(&raw.len())
         && raw
             .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b"_-.@".contains(&b));
+            .all(|b| b.is_ascii_alphanumeric() || b"_-.@".contains(&b))
+        && !structure_id(raw).is_empty();
     if ok {
         Ok(raw.to_string())
     } else {
@@ -61,6 +63,8 @@ mod tests {
     fn user_names_and_serials() {
         assert_eq!(user_name(" homeassistant ").unwrap(), "homeassistant");
         assert!(user_name("a b").is_err());
+        assert!(user_name("user_").is_err());
+        assert!(user_name("user_x").is_ok());
         assert!(user_name(&"x".repeat(65)).is_err());
         assert_eq!(
             serial("02aa01ac0000sim1").as_deref(),

@@ -90,6 +90,11 @@ pub fn run(app: &App, body: &[u8]) -> Result<Response, ControlError> {
     let owner = app
         .state
         .accounts(|a| a.owner_of(&serial).map(|o| o.user.clone()));
+    // In pairing mode an unclaimed thermostat stores nothing it sends, so nothing is sent to it
+    // either: a command would leave a partial bucket that reaches it once claimed.
+    if app.config.require_device_pairing && owner.is_none() && app.state.device_exists(&serial) {
+        return Err(ControlError::NotClaimed(serial));
+    }
     let structure = structure_key(owner.as_deref());
     let write = app.state.update_device(&serial, Origin::Server, |txn| {
         // Checked inside the transaction, so a thermostat deleted meanwhile is not recreated.
@@ -215,15 +220,8 @@ fn set_temperature(
 ) -> Result<(), ControlError> {
     match value {
         Value::Object(range) => {
-            let (low, high) = low_high(range, SET_TEMPERATURE_VALUE)?;
-            for (field, v) in [
-                ("target_temperature_low", low),
-                ("target_temperature_high", high),
-            ] {
-                if let Some(c) = v {
-                    set(field, json_number(view.clamp(field, c)));
-                }
-            }
+            let fields = ("target_temperature_low", "target_temperature_high");
+            clamped_range(range, SET_TEMPERATURE_VALUE, view, fields, set)?;
         }
         v => {
             let c = number(v).ok_or_else(|| invalid(SET_TEMPERATURE_VALUE))?;
@@ -238,26 +236,45 @@ fn set_temperature(
     Ok(())
 }
 
-/// `{"low","high"}`: at least one, each a number, low below high when both are given.
-fn low_high(range: &JsonMap, usage: &str) -> Result<(Option<f64>, Option<f64>), ControlError> {
+/// `{"low","high"}` (either or both) written to `fields` after clamping each to the
+/// thermostat's bounds. Low must stay below high: the other one as sent, or else as the
+/// thermostat holds it, is compared after clamping (so 36/40 °C is not stored as 35/35).
+fn clamped_range(
+    range: &JsonMap,
+    usage: &str,
+    view: &View<'_>,
+    (low_field, high_field): (&str, &str),
+    set: &mut impl FnMut(&str, Value),
+) -> Result<(), ControlError> {
     if range.is_empty() || range.keys().any(|k| k != "low" && k != "high") {
         return Err(invalid(usage));
     }
-    let read = |k: &str| -> Result<Option<f64>, ControlError> {
+    let read = |k: &str, field: &str| -> Result<Option<f64>, ControlError> {
         range
             .get(k)
             .map(|v| number(v).ok_or_else(|| invalid(usage)))
             .transpose()
+            .map(|c| c.map(|c| view.clamp(field, c)))
     };
-    let (low, high) = (read("low")?, read("high")?);
-    if let (Some(l), Some(h)) = (low, high) {
+    let (low, high) = (read("low", low_field)?, read("high", high_field)?);
+    let stored = |field: &str| view.field(field).and_then(Value::as_f64);
+    let effective = (
+        low.or_else(|| stored(low_field)),
+        high.or_else(|| stored(high_field)),
+    );
+    if let (Some(l), Some(h)) = effective {
         if l >= h {
             return Err(invalid(
                 "Low temperature must be less than high temperature",
             ));
         }
     }
-    Ok((low, high))
+    for (field, v) in [(low_field, low), (high_field, high)] {
+        if let Some(c) = v {
+            set(field, json_number(c));
+        }
+    }
+    Ok(())
 }
 
 /// The Nest `target_temperature_type` for a requested mode, if the thermostat can do it.
@@ -303,16 +320,8 @@ fn eco_temperatures(
     if range.is_empty() {
         return Err(ControlError::NoValues);
     }
-    let (low, high) = low_high(range, USAGE)?;
-    for (field, v) in [
-        ("away_temperature_low", low),
-        ("away_temperature_high", high),
-    ] {
-        if let Some(c) = v {
-            set(field, json_number(view.clamp(field, c)));
-        }
-    }
-    Ok(())
+    let fields = ("away_temperature_low", "away_temperature_high");
+    clamped_range(range, USAGE, view, fields, set)
 }
 
 #[cfg(test)]
@@ -375,8 +384,31 @@ mod tests {
                 SET_TEMPERATURE_VALUE
             );
         }
+        for clash in [
+            json!({"low": 24, "high": 20}),
+            // Both clamp to 35 °C.
+            json!({"low": 36, "high": 40}),
+        ] {
+            assert_eq!(
+                run("set_temperature", clash).unwrap_err(),
+                "Low temperature must be less than high temperature"
+            );
+        }
+        // One side alone is compared with the thermostat's other one.
+        let shared = json!({"target_temperature_low": 19.0, "target_temperature_high": 24.0});
         assert_eq!(
-            run("set_temperature", json!({"low": 24, "high": 20})).unwrap_err(),
+            plan_on(
+                "set_temperature",
+                json!({"low": 25}),
+                shared.clone(),
+                json!({})
+            )
+            .unwrap_err(),
+            "Low temperature must be less than high temperature"
+        );
+        assert!(plan_on("set_temperature", json!({"low": 20}), shared, json!({})).is_ok());
+        assert_eq!(
+            run("set_eco_temperatures", json!({"low": 1, "high": 5})).unwrap_err(),
             "Low temperature must be less than high temperature"
         );
     }

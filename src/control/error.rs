@@ -43,6 +43,8 @@ pub enum ControlError {
     NotRegistered {
         serial: String,
     },
+    /// Pairing mode: a command for a thermostat nobody has claimed.
+    NotClaimed(String),
     TooManyStreams,
     /// `CONTROL_REQUIRE_KEY`: no valid API key.
     Unauthorized,
@@ -51,6 +53,11 @@ pub enum ControlError {
     MissingScope(Scope),
     NotFound,
     MethodNotAllowed,
+    /// Refused by the listener before routing (a body too large or unreadable).
+    Refused {
+        status: u16,
+        message: String,
+    },
     /// The change could not be made durable; nothing was applied.
     Storage(StoreError),
 }
@@ -97,6 +104,12 @@ impl ControlError {
                 ),
             ),
             ControlError::NotRegistered { serial } => (404, format!("Device {serial} not found")),
+            ControlError::NotClaimed(serial) => (
+                409,
+                format!(
+                    "Device {serial} is not claimed yet: pairing is required, so claim it with its entry code first"
+                ),
+            ),
             ControlError::TooManyStreams => (503, m("Too many event streams open")),
             ControlError::Unauthorized => (401, m("Unauthorized")),
             ControlError::KeyNotForControl => (
@@ -115,6 +128,7 @@ impl ControlError {
             ),
             ControlError::NotFound => (404, m("Not found")),
             ControlError::MethodNotAllowed => (405, m("Method not allowed")),
+            ControlError::Refused { status, message } => (*status, message.clone()),
             ControlError::Storage(e) => {
                 log::error!("refused a control write: {e}");
                 (503, m("Storage unavailable; the change was not saved"))

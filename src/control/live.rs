@@ -4,7 +4,7 @@
 use super::ControlError;
 use super::input;
 use crate::app::App;
-use crate::http::{Reply, Request, StreamReply};
+use crate::http::{Method, Reply, Request, Response, StreamReply};
 
 pub fn events(app: &App, req: &Request, cors: &[(String, String)]) -> Result<Reply, ControlError> {
     let serial = match req.query_param("serial") {
@@ -18,7 +18,6 @@ pub fn events(app: &App, req: &Request, cors: &[(String, String)]) -> Result<Rep
             "Live events need HTTP/1.1 (chunked responses)".into(),
         ));
     }
-    let admission = app.events.admit().ok_or(ControlError::TooManyStreams)?;
     let mut headers: Vec<(String, String)> = [
         ("Content-Type", "text/event-stream"),
         ("Cache-Control", "no-cache"),
@@ -27,6 +26,15 @@ pub fn events(app: &App, req: &Request, cors: &[(String, String)]) -> Result<Rep
     .iter()
     .map(|(n, v)| (n.to_string(), v.to_string()))
     .collect();
+    // HEAD: the headers a stream would have, and no stream (it takes no place among the 64).
+    if req.method == Method::Head {
+        return Ok(Reply::Full(Response {
+            status: 200,
+            headers,
+            body: Vec::new(),
+        }));
+    }
+    let admission = app.events.admit().ok_or(ControlError::TooManyStreams)?;
     headers.extend_from_slice(cors);
     Ok(Reply::Stream(StreamReply {
         headers,

@@ -89,6 +89,23 @@ impl Service for ControlApi {
             other => other,
         }
     }
+
+    /// A body too large or unreadable, answered in the route's own error shape (the command
+    /// envelope for `/command` and the claiming routes) with the CORS headers.
+    fn refusal(&self, method: Method, path: &str, status: u16, message: &str) -> Response {
+        let shape = if hosted::owns(path) {
+            Shape::Error
+        } else {
+            Route::of(method, path).map_or(Shape::Error, |r| r.shape())
+        };
+        let mut response = ControlError::Refused {
+            status,
+            message: message.to_string(),
+        }
+        .response(shape);
+        response.headers.extend(cors_headers());
+        response
+    }
 }
 
 impl ControlApi {

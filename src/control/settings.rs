@@ -5,49 +5,61 @@ use serde_json::Value;
 
 use super::ControlError;
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq)]
 enum Kind {
     Bool,
-    Number,
+    /// A number within these bounds (inclusive).
+    Number(f64, f64),
     Text,
     /// `C` or `F`.
     Scale,
 }
 
+/// Plausible bounds, so a typo (a humidity of 500, a fan run of a year) is refused rather
+/// than sent to the thermostat. Temperatures are °C (outdoor thresholds go well below 0).
+const TEMP: Kind = Kind::Number(-40.0, 50.0);
+const PERCENT: Kind = Kind::Number(0.0, 100.0);
+/// Seconds or minutes until something, or a Unix time: never negative.
+const COUNT: Kind = Kind::Number(0.0, 1e12);
+const FAN_SECONDS: Kind = Kind::Number(1.0, 43_200.0);
+const FAN_MINUTES: Kind = Kind::Number(1.0, 720.0);
+const HOUR_SECONDS: Kind = Kind::Number(0.0, 3600.0);
+const DAY_SECONDS: Kind = Kind::Number(0.0, 86_400.0);
+
 const FIELDS: &[(&str, Kind)] = &[
     ("lower_safety_temp_enabled", Kind::Bool),
     ("upper_safety_temp_enabled", Kind::Bool),
-    ("lower_safety_temp", Kind::Number),
-    ("upper_safety_temp", Kind::Number),
+    ("lower_safety_temp", TEMP),
+    ("upper_safety_temp", TEMP),
     ("temp_lock_on", Kind::Bool),
     ("temp_lock_pin_hash", Kind::Text),
-    ("temp_lock_high_temp", Kind::Number),
-    ("temp_lock_low_temp", Kind::Number),
+    ("temp_lock_high_temp", TEMP),
+    ("temp_lock_low_temp", TEMP),
     ("learning_mode", Kind::Bool),
     ("preconditioning_enabled", Kind::Bool),
     ("preconditioning_active", Kind::Bool),
     ("target_humidity_enabled", Kind::Bool),
-    ("target_humidity", Kind::Number),
+    ("target_humidity", PERCENT),
     ("temperature_scale", Kind::Scale),
-    ("time_to_target", Kind::Number),
+    ("time_to_target", COUNT),
     ("time_to_target_training_status", Kind::Text),
     ("sunlight_correction_enabled", Kind::Bool),
-    ("fan_timer_duration", Kind::Number),
-    ("fan_timer_duration_minutes", Kind::Number),
-    ("fan_duty_cycle", Kind::Number),
-    ("fan_duty_start_time", Kind::Number),
-    ("fan_duty_end_time", Kind::Number),
+    ("fan_timer_duration", FAN_SECONDS),
+    ("fan_timer_duration_minutes", FAN_MINUTES),
+    ("fan_duty_cycle", HOUR_SECONDS),
+    ("fan_duty_start_time", DAY_SECONDS),
+    ("fan_duty_end_time", DAY_SECONDS),
     ("fan_schedule_speed", Kind::Text),
     ("heat_pump_aux_threshold_enabled", Kind::Bool),
-    ("heat_pump_aux_threshold", Kind::Number),
+    ("heat_pump_aux_threshold", TEMP),
     ("heat_pump_comp_threshold_enabled", Kind::Bool),
-    ("heat_pump_comp_threshold", Kind::Number),
+    ("heat_pump_comp_threshold", TEMP),
     ("equipment_type", Kind::Text),
     ("heat_source", Kind::Text),
-    ("hot_water_boost_time_to_end", Kind::Number),
+    ("hot_water_boost_time_to_end", COUNT),
     ("hot_water_active", Kind::Bool),
     ("filter_reminder_enabled", Kind::Bool),
-    ("filter_reminder_level", Kind::Number),
+    ("filter_reminder_level", PERCENT),
     ("postal_code", Kind::Text),
     ("country_code", Kind::Text),
 ];
@@ -87,16 +99,16 @@ pub fn validate(value: &Value) -> Result<crate::util::JsonMap, ControlError> {
             .unwrap_or(Kind::Text);
         let ok = match kind {
             Kind::Bool => v.is_boolean(),
-            Kind::Number => v.as_f64().is_some_and(f64::is_finite),
+            Kind::Number(lo, hi) => v.as_f64().is_some_and(|x| (lo..=hi).contains(&x)),
             Kind::Text => v.is_string(),
             Kind::Scale => matches!(v.as_str(), Some("C" | "F")),
         };
         if !ok {
             let expected = match kind {
-                Kind::Bool => "true or false",
-                Kind::Number => "a number",
-                Kind::Text => "a string",
-                Kind::Scale => "\"C\" or \"F\"",
+                Kind::Bool => "true or false".to_string(),
+                Kind::Number(lo, hi) => format!("a number from {lo} to {hi}"),
+                Kind::Text => "a string".to_string(),
+                Kind::Scale => "\"C\" or \"F\"".to_string(),
             };
             return Err(ControlError::Invalid(format!("{name} must be {expected}")));
         }
@@ -129,7 +141,15 @@ mod tests {
         );
         assert_eq!(
             message(json!({"target_humidity": null})),
-            "target_humidity must be a number"
+            "target_humidity must be a number from 0 to 100"
+        );
+        assert_eq!(
+            message(json!({"target_humidity": 500})),
+            "target_humidity must be a number from 0 to 100"
+        );
+        assert_eq!(
+            message(json!({"fan_timer_duration": 0})),
+            "fan_timer_duration must be a number from 1 to 43200"
         );
         assert_eq!(
             message(json!({"temperature_scale": "K"})),

@@ -17,7 +17,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
 
-use super::{ChunkedBody, Method, Reply, Request, Response, Service, chunked, deadline, oversize};
+use super::{ChunkedBody, Method, Reply, Request, Service, chunked, deadline, oversize};
 
 /// Writes to a client that stopped reading give up after this long.
 const SEND_TIMEOUT: Duration = Duration::from_secs(10);
@@ -179,13 +179,15 @@ fn serve(mut rq: tiny_http::Request, service: &dyn Service, port: u16, body_time
     let (path, query) = url.split_once('?').unwrap_or((url.as_str(), ""));
     let limit = service.body_limit(path);
 
+    let method = method_of(rq.method());
+    let too_large = || service.refusal(method, path, 413, "Request body too large");
     let declared = declared_length(&rq);
     if let Some(declared) = declared.filter(|d| *d > limit as u64) {
         log::info!(
             "{} {url} -> 413 (declared body of {declared} bytes)",
             rq.method()
         );
-        oversize::reject(rq, declared, port);
+        oversize::reject(rq, declared, port, too_large());
         return;
     }
     // tiny_http has already read bodies of up to 1 KiB; a longer or chunked one is read here,
@@ -205,23 +207,18 @@ fn serve(mut rq: tiny_http::Request, service: &dyn Service, port: u16, body_time
             "{} {url}: body incomplete or unreadable ({read:?})",
             rq.method()
         );
-        send(
-            rq,
-            Reply::Full(Response::error(400, "Could not read the request body")),
-        );
+        let refusal = service.refusal(method, path, 400, "Could not read the request body");
+        send(rq, Reply::Full(refusal));
         return;
     }
     if body.len() > limit {
         // Only a chunked body can get here (a declared length was checked above).
-        send(
-            rq,
-            Reply::Full(Response::error(413, "Request body too large")),
-        );
+        send(rq, Reply::Full(too_large()));
         return;
     }
 
     let request = Request {
-        method: method_of(rq.method()),
+        method,
         path: path.to_string(),
         query: query.to_string(),
         headers: rq
@@ -270,21 +267,27 @@ fn method_of(m: &tiny_http::Method) -> Method {
     }
 }
 
+/// A [`Response`] as tiny_http sends it.
+pub(super) fn to_tiny(resp: super::Response) -> tiny_http::Response<std::io::Cursor<Vec<u8>>> {
+    let mut r = tiny_http::Response::from_data(resp.body).with_status_code(resp.status);
+    for (name, value) in &resp.headers {
+        if let Ok(h) = tiny_http::Header::from_bytes(name.as_bytes(), value.as_bytes()) {
+            r.add_header(h);
+        }
+    }
+    r
+}
+
 /// Sends a reply and returns its status.
 fn send(rq: tiny_http::Request, reply: Reply) -> u16 {
     match reply {
         Reply::Full(resp) => {
-            let mut r = tiny_http::Response::from_data(resp.body).with_status_code(resp.status);
-            for (name, value) in &resp.headers {
-                if let Ok(h) = tiny_http::Header::from_bytes(name.as_bytes(), value.as_bytes()) {
-                    r.add_header(h);
-                }
-            }
+            let status = resp.status;
             // tiny_http already ignores errors from clients that went away.
-            if let Err(e) = rq.respond(r) {
+            if let Err(e) = rq.respond(to_tiny(resp)) {
                 log::debug!("could not send a response: {e}");
             }
-            resp.status
+            status
         }
         Reply::Chunked(reply) => {
             let peer = rq.remote_addr().copied();

@@ -205,6 +205,13 @@ pub trait Service: Send + Sync + 'static {
     }
 
     fn handle(&self, request: Request) -> Reply;
+
+    /// The answer to a request the listener refuses before the handler sees it (a body too
+    /// large or unreadable), so each surface words it in its own shape. `{"error": message}`
+    /// unless the surface says otherwise.
+    fn refusal(&self, _method: Method, _path: &str, status: u16, message: &str) -> Response {
+        Response::error(status, message)
+    }
 }
 
 #[cfg(test)]

@@ -13,16 +13,16 @@
 use std::io::Write;
 use std::net::Shutdown;
 
+use super::Response;
+use super::listener::to_tiny;
 use super::socket::{find_socket, with_socket};
 
 /// Declared lengths up to this are drained safely after the read side is shut down (the
 /// drain buffer is allocated zeroed, so untouched pages cost no memory).
 const SAFE_DRAIN: u64 = 64 * 1024 * 1024;
 
-const BODY: &str = r#"{"error":"Request body too large"}"#;
-
-/// Answers 413 to a request whose `Content-Length` is `declared` (over the limit).
-pub fn reject(rq: tiny_http::Request, declared: u64, local_port: u16) {
+/// Answers `response` (a 413) to a request whose `Content-Length` is `declared` (over the limit).
+pub fn reject(rq: tiny_http::Request, declared: u64, local_port: u16, response: Response) {
     // If tiny_http could not parse the length as usize it treats the request as bodiless, and
     // dropping it is harmless.
     let tiny_sees_body = usize::try_from(declared).is_ok();
@@ -31,19 +31,15 @@ pub fn reject(rq: tiny_http::Request, declared: u64, local_port: u16) {
         .copied()
         .and_then(|peer| find_socket(peer, local_port));
     match socket {
-        _ if !tiny_sees_body => respond(rq),
+        _ if !tiny_sees_body => respond(rq, response),
         Some(fd) if declared <= SAFE_DRAIN => {
             with_socket(fd, |s| s.shutdown(Shutdown::Read).ok());
-            respond(rq);
+            respond(rq, response);
         }
         Some(fd) => {
-            let raw = format!(
-                "HTTP/1.1 413 Payload Too Large\r\nContent-Type: application/json; charset=utf-8\r\n\
-                 Content-Length: {}\r\nConnection: close\r\n\r\n{BODY}",
-                BODY.len()
-            );
+            let raw = raw_bytes(&response);
             with_socket(fd, |s| {
-                let _ = s.write_all(raw.as_bytes());
+                let _ = s.write_all(&raw);
                 let _ = s.shutdown(Shutdown::Both);
             });
             log::warn!(
@@ -61,14 +57,21 @@ pub fn reject(rq: tiny_http::Request, declared: u64, local_port: u16) {
     }
 }
 
-fn respond(rq: tiny_http::Request) {
-    let header = tiny_http::Header::from_bytes(
-        &b"Content-Type"[..],
-        &b"application/json; charset=utf-8"[..],
-    );
-    let mut response = tiny_http::Response::from_string(BODY).with_status_code(413);
-    if let Ok(h) = header {
-        response.add_header(h);
+fn respond(rq: tiny_http::Request, response: Response) {
+    let _ = rq.respond(to_tiny(response));
+}
+
+/// The whole HTTP/1.1 answer, for writing straight to the socket.
+fn raw_bytes(response: &Response) -> Vec<u8> {
+    let mut head = format!("HTTP/1.1 {} Payload Too Large\r\n", response.status);
+    for (name, value) in &response.headers {
+        head.push_str(&format!("{name}: {value}\r\n"));
     }
-    let _ = rq.respond(response);
+    head.push_str(&format!(
+        "Content-Length: {}\r\nConnection: close\r\n\r\n",
+        response.body.len()
+    ));
+    let mut bytes = head.into_bytes();
+    bytes.extend_from_slice(&response.body);
+    bytes
 }
