@@ -462,8 +462,13 @@ fn serve(args: ServeArgs) -> ExitCode {
             return ExitCode::from(1);
         }
     };
+    crate::service::notify(&format!(
+        "READY=1\nSTATUS=thermostats register at {}",
+        server.app().origin.cloud_register_url()
+    ));
     let signal = wait_for_signal(&signals);
     log::info!("signal {signal}: shutting down");
+    crate::service::notify("STOPPING=1");
     server.shutdown();
     ExitCode::SUCCESS
 }

@@ -12,7 +12,10 @@
 //! - [`simulator`]: a simulated thermostat, used by tests and `hearth simulate`.
 //! - [`bench`]: `hearth bench`, the measured figures in the README; [`process`]: a `hearth serve`
 //!   child process for it and for tests of the real binary.
-//! - [`config`], [`cli`]: settings and the command line.
+//! - [`accounts`]: users, ownership, shares and API keys; [`admin`]: the CLI's account commands
+//!   and the running server's admin socket; [`hosted`]: the hosted service's `/api/v1`.
+//! - [`thermostat`]: what a thermostat accepts (modes, fan, schedules, bounds), for both APIs.
+//! - [`config`], [`cli`]: settings and the command line; [`service`]: systemd notifications.
 
 pub mod accounts;
 pub mod admin;
@@ -30,6 +33,7 @@ pub mod info;
 pub mod presence;
 pub mod process;
 pub mod server;
+pub mod service;
 pub mod simulator;
 pub mod state;
 pub mod store;

@@ -18,6 +18,7 @@ use crate::device::DeviceApi;
 use crate::http::client::{self, Url};
 use crate::http::listener::{FatalHook, Limits, Listener};
 use crate::hub::Hub;
+use crate::service;
 use crate::state::State;
 use crate::store::StoreError;
 
@@ -240,16 +241,21 @@ fn start_maintenance(
 ) -> Result<(Sender<()>, JoinHandle<()>), StartError> {
     let (stop, stopped) = bounded::<()>(0);
     let interval = Duration::from_secs(app.config.watchdog_interval_secs);
+    // A service manager's watchdog (systemd `WatchdogSec=`) is fed from this loop while the
+    // self-probes pass, so a hung process (or a dead listener) is restarted.
+    let feed_every = service::watchdog_interval();
+    let tick = feed_every.map_or(Duration::from_secs(5), |f| f.min(Duration::from_secs(5)));
     let handle = spawn("maintenance", move || {
         let mut failures = vec![0u32; addrs.len()];
         let mut next_probe = Instant::now() + interval;
-        while let Err(crossbeam_channel::RecvTimeoutError::Timeout) =
-            stopped.recv_timeout(Duration::from_secs(5))
-        {
+        while let Err(crossbeam_channel::RecvTimeoutError::Timeout) = stopped.recv_timeout(tick) {
             if app.state.snapshot_due() {
                 if let Err(e) = app.state.snapshot() {
                     log::error!("snapshot failed (the journal still holds every change): {e}");
                 }
+            }
+            if feed_every.is_some() && failures.iter().all(|f| *f == 0) {
+                service::notify("WATCHDOG=1");
             }
             if interval.is_zero() || Instant::now() < next_probe {
                 continue;

@@ -21,7 +21,7 @@ use crate::accounts::keys::{self, KeySpec};
 use crate::accounts::{self, AccountsError};
 use crate::hub::Hub;
 use crate::state::{ShareAccess, State};
-use crate::store::StoreError;
+use crate::store::{StoreError, files};
 use crate::thermostat::names;
 use crate::thermostat::rules::View;
 use table::{Table, when};
@@ -301,7 +301,15 @@ pub fn execute(data_dir: &Path, open_mode: bool, request: &AdminRequest) -> Resu
                     open_mode,
                     last_seen: None,
                 };
-                return run(&ctx, request).map_err(|e| e.to_string());
+                let result = run(&ctx, request).map_err(|e| e.to_string());
+                drop(state);
+                if let Err(e) = files::give_to_dir_owner(data_dir) {
+                    eprintln!(
+                        "hearth: warning: could not hand new files in {} to its owner: {e}",
+                        data_dir.display()
+                    );
+                }
+                return result;
             }
             Err(StoreError::Locked { .. }) => match socket::send(&socket_path, request) {
                 Ok(reply) if reply.ok => return Ok(reply.text),

@@ -61,6 +61,28 @@ pub fn lock_dir(dir: &Path) -> io::Result<Option<File>> {
     }
 }
 
+/// When run as root on a data directory that belongs to another user (the service's), hands
+/// the files root just created in it to that user, so the service can still write them.
+pub fn give_to_dir_owner(dir: &Path) -> io::Result<()> {
+    use std::os::unix::fs::MetadataExt;
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        return Ok(());
+    }
+    let owner = fs::metadata(dir)?;
+    if owner.uid() == 0 {
+        return Ok(());
+    }
+    for entry in fs::read_dir(dir)? {
+        let path = entry?.path();
+        let meta = fs::symlink_metadata(&path)?;
+        if meta.uid() == 0 && meta.is_file() {
+            std::os::unix::fs::chown(&path, Some(owner.uid()), Some(owner.gid()))?;
+        }
+    }
+    Ok(())
+}
+
 /// Removes a file, treating "already gone" as success.
 pub fn remove_if_present(path: &Path) -> io::Result<()> {
     match fs::remove_file(path) {
