@@ -16,8 +16,11 @@ use crate::simulator::fleet::Fleet;
 #[derive(FromArgs)]
 /// hearth: a home server for Nest Gen1/Gen2 thermostats running No Longer Evil firmware.
 struct Cli {
+    /// print the version and exit
+    #[argh(switch)]
+    version: bool,
     #[argh(subcommand)]
-    command: Command,
+    command: Option<Command>,
 }
 
 #[derive(FromArgs)]
@@ -339,7 +342,17 @@ struct BenchArgs {
 
 pub fn main() -> ExitCode {
     let cli: Cli = argh::from_env();
-    match cli.command {
+    let Some(command) = cli.command else {
+        if cli.version {
+            println!("hearth {}", env!("CARGO_PKG_VERSION"));
+            return ExitCode::SUCCESS;
+        }
+        eprintln!(
+            "hearth: a command is required (serve, users, keys, claim, share, unshare, devices, simulate, bench); see hearth --help"
+        );
+        return ExitCode::from(2);
+    };
+    match command {
         Command::Serve(args) => serve(*args),
         Command::Users(args) => match args.command {
             UsersCommand::Add(a) => admin(a.data_dir, AdminRequest::UsersAdd { name: a.name }),
