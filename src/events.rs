@@ -49,12 +49,14 @@ impl Drop for Admission {
 }
 
 impl Admission {
-    /// Hands a stream whose response head has been written to the streams' thread.
-    pub fn park(self, writer: Writer, serial: Option<String>) {
+    /// Hands a stream whose response head has been written to the streams' thread. `key_id`:
+    /// the API key that opened it (with `CONTROL_REQUIRE_KEY`), checked before every write.
+    pub fn park(self, writer: Writer, serial: Option<String>, key_id: Option<String>) {
         let control = self.control.clone();
         let stream = Stream {
             writer,
             serial,
+            key_id,
             _admission: self,
         };
         // If the thread has stopped, the stream is dropped here, which closes it.
@@ -66,6 +68,8 @@ struct Stream {
     writer: Writer,
     /// Only this thermostat's events (`?serial=`).
     serial: Option<String>,
+    /// The API key the stream was opened with; once it is revoked or expired the stream ends.
+    key_id: Option<String>,
     _admission: Admission,
 }
 
@@ -149,8 +153,19 @@ impl EventStreams {
         let _ = self.control.send(Control::Stop);
     }
 
-    /// The streams' thread: runs until [`EventStreams::stop`].
-    pub fn run(&self, changes: Receiver<Arc<ChangeEvent>>) {
+    /// The streams' thread: runs until [`EventStreams::stop`]. `key_valid` says whether an API
+    /// key (by id) still works; a stream opened with one that no longer does is ended before
+    /// anything more is written to it (at its next event or keep-alive).
+    pub fn run(&self, changes: Receiver<Arc<ChangeEvent>>, key_valid: impl Fn(&str) -> bool) {
+        // Ends (with the chunked terminator) a stream whose key no longer works.
+        let allowed = |s: &mut Stream| {
+            let ok = s.key_id.as_deref().is_none_or(&key_valid);
+            if !ok {
+                let _ = chunked::write_end(&mut s.writer);
+                let _ = s.writer.flush();
+            }
+            ok
+        };
         let mut streams: Vec<Stream> = Vec::new();
         let mut next_keep_alive = Instant::now() + self.keep_alive;
         loop {
@@ -160,7 +175,9 @@ impl EventStreams {
                     let Ok(event) = event else { break };
                     let text = format_event(&event);
                     streams.retain_mut(|s| {
-                        s.serial.as_ref().is_some_and(|f| *f != event.serial) || s.send(&text)
+                        allowed(s)
+                            && (s.serial.as_ref().is_some_and(|f| *f != event.serial)
+                                || s.send(&text))
                     });
                 }
                 recv(self.inbox) -> msg => match msg {
@@ -173,7 +190,7 @@ impl EventStreams {
                     Ok(Control::Stop) | Err(_) => break,
                 },
                 default(wait) => {
-                    streams.retain_mut(|s| s.send(b": keep-alive\n\n"));
+                    streams.retain_mut(|s| allowed(s) && s.send(b": keep-alive\n\n"));
                     next_keep_alive = Instant::now() + self.keep_alive;
                 }
             }

@@ -116,7 +116,13 @@ impl Server {
         let events = spawn("events", {
             let app = Arc::clone(&app);
             let changes = hub.watch();
-            move || app.events.run(changes)
+            move || {
+                app.events.run(changes, |id| {
+                    let now = crate::util::clock::now_ms();
+                    app.state
+                        .accounts(|a| a.api_keys.get(id).is_some_and(|k| !k.is_expired(now)))
+                })
+            }
         })?;
         let device = Listener::start(
             "device",

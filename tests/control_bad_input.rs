@@ -309,14 +309,14 @@ fn bad_inputs_get_exact_errors_and_change_nothing() {
             "/command",
             schedule_entry(json!({"time": -1, "type": "HEAT", "temp": 20})),
             400,
-            failed("Day 0 entry 0: time must be a number of seconds from 0 to 86399"),
+            failed("Day 0 entry 0: time must be a whole number of seconds from 0 to 86399"),
         ),
         (
             "POST",
             "/command",
             schedule_entry(json!({"time": 86400, "type": "HEAT", "temp": 20})),
             400,
-            failed("Day 0 entry 0: time must be a number of seconds from 0 to 86399"),
+            failed("Day 0 entry 0: time must be a whole number of seconds from 0 to 86399"),
         ),
         (
             "POST",

@@ -180,7 +180,6 @@ fn every_endpoint_works_and_every_write_reaches_the_thermostat() {
             "device",
             json!({"fan_timer_timeout": 0}),
         ),
-        ("fan", json!({"duration": 900}), "device", json!({})),
         (
             "fan",
             json!({"enabled": false}),
@@ -217,12 +216,33 @@ fn every_endpoint_works_and_every_write_reaches_the_thermostat() {
     // Away also wrote manual eco on the structure, in the same push.
     let structure = s.bucket(SERIAL, "structure.default").unwrap();
     assert_eq!(structure.value["manual_eco_all"], json!(false));
-    // A timed fan run ends 900 s from now.
+    // The last fan request stopped the timer; a timed run ends 900 s from now.
+    let fan_until = || {
+        s.bucket(SERIAL, &format!("device.{SERIAL}")).unwrap().value["fan_timer_timeout"]
+            .as_i64()
+            .unwrap()
+    };
+    assert_eq!(fan_until(), 0);
     let now_s = hearth::util::clock::now_ms() / 1000;
-    let until = s.bucket(SERIAL, &format!("device.{SERIAL}")).unwrap().value["fan_timer_timeout"]
-        .as_i64()
-        .unwrap();
-    assert_eq!(until, 0, "the last fan request stopped the timer");
+    let r = api(
+        &s,
+        "POST",
+        &format!("/thermostat/{id}/fan"),
+        &key,
+        json!({"duration": 900}),
+    );
+    assert_eq!(r.status, 200, "{}", r.text());
+    let until = fan_until();
+    assert!(
+        (now_s + 899..=now_s + 902).contains(&until),
+        "{until} vs {now_s}"
+    );
+    let (chunk, doc) = next_push(&mut held);
+    assert_eq!(
+        object(&doc, &format!("device.{SERIAL}"))["value"]["fan_timer_timeout"],
+        json!(until)
+    );
+    sim.apply_chunk(&chunk).unwrap();
     let r = api(
         &s,
         "POST",
@@ -265,7 +285,9 @@ fn every_endpoint_works_and_every_write_reaches_the_thermostat() {
         json!({"device": {"id": id, "serial": SERIAL, "name": null}, "schedule": schedule})
     );
 
-    // DELETE unlinks (here: ends the default user's shares; the thermostat keeps its state).
+    // In open mode an unclaimed thermostat is the default user's by rule: unlinking it from
+    // them would change nothing, so it is refused and nothing changes.
+    let before = store_bytes(s.dir.path());
     let r = api(
         &s,
         "DELETE",
@@ -273,13 +295,16 @@ fn every_endpoint_works_and_every_write_reaches_the_thermostat() {
         &key,
         Value::Null,
     );
-    assert_eq!(
-        (r.status, r.json()),
-        (
-            200,
-            json!({"success": true, "message": "Device deleted successfully"})
-        )
+    assert_eq!(r.status, 409, "{}", r.text());
+    assert!(
+        r.json()["error"]
+            .as_str()
+            .unwrap()
+            .contains("cannot be unlinked from that user"),
+        "{}",
+        r.text()
     );
+    assert!(store_bytes(s.dir.path()) == before);
     assert!(s.bucket(SERIAL, &format!("shared.{SERIAL}")).is_some());
 }
 
@@ -469,7 +494,14 @@ fn bad_requests_get_exact_errors_and_change_nothing() {
             "POST",
             format!("{t}/lock"),
             json!({"enabled": true, "pin_hash": "kFRc/skLylZUKACup2bPzjQDUII=", "temp_min": 24, "temp_max": 18}),
-            bad("temp_min must be less than temp_max"),
+            bad("temp_min must be less than temp_max (after clamping to the thermostat's range)"),
+        ),
+        (
+            // Both above the 35 °C bound: they would clamp to one value.
+            "POST",
+            format!("{t}/lock"),
+            json!({"enabled": true, "pin_hash": "kFRc/skLylZUKACup2bPzjQDUII=", "temp_min": 36, "temp_max": 40}),
+            bad("temp_min must be less than temp_max (after clamping to the thermostat's range)"),
         ),
         (
             "POST",
@@ -507,7 +539,7 @@ fn bad_requests_get_exact_errors_and_change_nothing() {
             "PUT",
             format!("{t}/schedule"),
             json!({"schedule": {"ver": 2, "schedule_mode": "HEAT", "days": {"0": [{"time": 86401, "type": "HEAT", "temp": 20}]}}}),
-            bad("Day 0 entry 0: time must be a number of seconds from 0 to 86400"),
+            bad("Day 0 entry 0: time must be a whole number of seconds from 0 to 86400"),
         ),
         (
             "PUT",
@@ -623,10 +655,7 @@ fn keys_scopes_serials_and_shares_decide_access() {
     );
     assert_eq!(
         error(&api(&s, "GET", "/devices", &write_only, Value::Null)),
-        (
-            403,
-            json!({"error": "Access denied: this API key lacks the read scope"})
-        )
+        (403, json!({"error": "Access denied to this device"}))
     );
     assert_eq!(
         api(&s, "POST", &mode(SERIAL), &write_only, heat.clone()).status,
@@ -832,17 +861,13 @@ fn the_rate_limit_counts_per_key_and_says_so_in_headers() {
     assert!((1..=60).contains(&retry), "{retry}");
     // Another key has its own count.
     assert_eq!(api(&s, "GET", "/devices", &other, Value::Null).status, 200);
-    // Requests without a valid key are counted by address and limited too.
-    for _ in 0..3 {
-        assert_eq!(
-            api(&s, "GET", "/devices", "nle_wrong", Value::Null).status,
-            401
-        );
+    // A missing or wrong key is always 401 (checked before the limit), even past the count.
+    for _ in 0..5 {
+        let r = api(&s, "GET", "/devices", "nle_wrong", Value::Null);
+        assert_eq!(r.status, 401);
+        assert_eq!(r.json(), json!({"error": "Unauthorized"}));
+        assert_eq!(r.header("X-RateLimit-Limit"), Some("3"));
     }
-    assert_eq!(
-        api(&s, "GET", "/devices", "nle_wrong", Value::Null).status,
-        429
-    );
 }
 
 #[test]
@@ -1011,4 +1036,71 @@ fn the_control_api_can_require_a_key_of_the_household() {
     let write = new_key(&s, "owner", "read,write", &[]);
     let r = control("POST", "/command", Some(&write), &cmd);
     assert_eq!(r.status, 200, "{}", r.text());
+
+    // A live event stream opened with a key ends when that key is revoked: the next change is
+    // not delivered, the stream is terminated instead.
+    let auth = format!("Bearer {read}");
+    let mut stream = client::ChunkStream::open(
+        &url(s.control(), "/api/events"),
+        "GET",
+        &[("Authorization", auth.as_str())],
+        &[],
+        TIMEOUT,
+        false,
+    )
+    .unwrap();
+    assert_eq!(stream.status, 200);
+    assert_eq!(stream.next_chunk().unwrap().unwrap(), b": connected\n\n");
+    assert_eq!(control("POST", "/command", Some(&write), &cmd).status, 200);
+    let event = String::from_utf8(stream.next_chunk().unwrap().unwrap()).unwrap();
+    assert!(event.starts_with("data: "), "{event:?}");
+    let id = s
+        .app()
+        .state
+        .accounts(|a| keys::find(a, &read).map(|k| k.id.clone()))
+        .unwrap();
+    keys::revoke(&s.app().state, &id).unwrap();
+    assert_eq!(control("POST", "/command", Some(&write), &cmd).status, 200);
+    assert_eq!(stream.next_chunk().unwrap(), None, "the stream must end");
+}
+
+#[test]
+fn in_open_mode_an_unlinked_thermostat_goes_back_to_the_default_user() {
+    let s = TestServer::start();
+    let (mut sim, _events) = thermostat(&s.origin(), SERIAL);
+    sim.register().unwrap();
+    sim.boot().unwrap();
+    let (code, _) = sim.passphrase().unwrap();
+    hearth::accounts::claim(&s.app().state, &code, "alice").unwrap();
+    let alice = new_key(&s, "alice", "read,write", &[]);
+    let owner = new_key(&s, "owner", "read,write", &[]);
+    let status = format!("/thermostat/{SERIAL}/status");
+    assert_eq!(api(&s, "GET", &status, &alice, Value::Null).status, 200);
+    assert_eq!(api(&s, "GET", &status, &owner, Value::Null).status, 404);
+
+    let r = api(
+        &s,
+        "DELETE",
+        &format!("/thermostat/{SERIAL}"),
+        &alice,
+        Value::Null,
+    );
+    assert_eq!(
+        (r.status, r.json()),
+        (
+            200,
+            json!({"success": true, "message": "Device deleted successfully"})
+        )
+    );
+    assert_eq!(api(&s, "GET", &status, &alice, Value::Null).status, 404);
+    assert_eq!(api(&s, "GET", &status, &owner, Value::Null).status, 200);
+    // Now it is the default user's by rule again, and cannot be unlinked from them.
+    let r = api(
+        &s,
+        "DELETE",
+        &format!("/thermostat/{SERIAL}"),
+        &owner,
+        Value::Null,
+    );
+    assert_eq!(r.status, 409, "{}", r.text());
 }

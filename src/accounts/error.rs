@@ -23,6 +23,9 @@ pub enum AccountsError {
     },
     /// Unlinking a thermostat that is not linked (to that user).
     NotLinked(String),
+    /// Unlinking, in open mode, a thermostat nobody claimed: it belongs to the default user by
+    /// rule and would stay theirs.
+    OpenModeOwner(String),
     /// Sharing a thermostat with the user who owns it.
     ShareWithOwner {
         serial: String,
@@ -68,6 +71,12 @@ impl fmt::Display for AccountsError {
                 "Device {serial} is linked to user {owner}; that user must unlink it before it can be claimed"
             ),
             AccountsError::NotLinked(s) => write!(f, "Device {s} not found"),
+            AccountsError::OpenModeOwner(s) => write!(
+                f,
+                "Device {s} belongs to the default user because nobody claimed it (open mode); \
+                 it cannot be unlinked from that user. Claim it for another user, or turn on \
+                 REQUIRE_DEVICE_PAIRING"
+            ),
             AccountsError::ShareWithOwner { serial, user } => {
                 write!(
                     f,

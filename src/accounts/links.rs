@@ -110,7 +110,9 @@ fn push_owner_buckets(state: &State, serial: &str, user: &str) -> Result<(), Acc
 /// Unlinks a thermostat from its owner (from `by` only, when given) and ends every share. Its
 /// state stays and it keeps working; in pairing mode it needs a new entry key to write again.
 /// With `open_mode`, an unclaimed thermostat counts as the default user's (the hosted API's
-/// rule); without it, only a claimed thermostat can be unlinked.
+/// rule) but cannot be unlinked from them (it would stay theirs, so the request is refused and
+/// nothing changes); a claimed one goes back to the default user. Without `open_mode`, only a
+/// claimed thermostat can be unlinked.
 pub fn unlink(
     state: &State,
     serial: &str,
@@ -127,13 +129,14 @@ pub fn unlink(
         if !linked {
             return Err(AccountsError::NotLinked(serial.to_string()));
         }
-        end_shares(txn, serial);
-        if txn.accounts().owner_of(serial).is_some() {
-            txn.push(Op::SetOwner {
-                serial: serial.to_string(),
-                owner: None,
-            });
+        if txn.accounts().owner_of(serial).is_none() {
+            return Err(AccountsError::OpenModeOwner(serial.to_string()));
         }
+        end_shares(txn, serial);
+        txn.push(Op::SetOwner {
+            serial: serial.to_string(),
+            owner: None,
+        });
         Ok(())
     })?;
     log::info!("{serial} unlinked");

@@ -6,7 +6,14 @@ use super::input;
 use crate::app::App;
 use crate::http::{Method, Reply, Request, Response, StreamReply};
 
-pub fn events(app: &App, req: &Request, cors: &[(String, String)]) -> Result<Reply, ControlError> {
+/// `key_id`: the API key the request was authorised with (with `CONTROL_REQUIRE_KEY`); the
+/// stream ends once that key is revoked or expires.
+pub fn events(
+    app: &App,
+    req: &Request,
+    cors: &[(String, String)],
+    key_id: Option<String>,
+) -> Result<Reply, ControlError> {
     let serial = match req.query_param("serial") {
         Err(_) => return Err(ControlError::BadEncoding),
         Ok(None) => None,
@@ -38,6 +45,6 @@ pub fn events(app: &App, req: &Request, cors: &[(String, String)]) -> Result<Rep
     headers.extend_from_slice(cors);
     Ok(Reply::Stream(StreamReply {
         headers,
-        park: Box::new(move |writer| admission.park(writer, serial)),
+        park: Box::new(move |writer| admission.park(writer, serial, key_id)),
     }))
 }

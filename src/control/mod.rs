@@ -74,9 +74,9 @@ impl Service for ControlApi {
         } else {
             let route = Route::of(request.method, &request.path);
             let shape = route.as_ref().map_or(Shape::Error, Route::shape);
-            match self.check_key(&request).and(route) {
-                Ok(route) => route
-                    .handle(&self.app, &request, &cors)
+            match self.check_key(&request).and_then(|key| Ok((key, route?))) {
+                Ok((key, route)) => route
+                    .handle(&self.app, &request, &cors, key)
                     .unwrap_or_else(|e| Reply::Full(e.response(shape))),
                 Err(e) => Reply::Full(e.response(shape)),
             }
@@ -110,10 +110,10 @@ impl Service for ControlApi {
 
 impl ControlApi {
     /// With `CONTROL_REQUIRE_KEY`: a valid key of the default user with no serial limit, and
-    /// the scope the method needs. `/health` stays open for probes.
-    fn check_key(&self, req: &Request) -> Result<(), ControlError> {
+    /// the scope the method needs. `/health` stays open for probes. Gives the key's id.
+    fn check_key(&self, req: &Request) -> Result<Option<String>, ControlError> {
         if !self.app.config.control_require_key || req.path == "/health" {
-            return Ok(());
+            return Ok(None);
         }
         let key = keys::authenticate(&self.app.state, req, clock::now_ms())
             .ok_or(ControlError::Unauthorized)?;
@@ -126,7 +126,7 @@ impl ControlApi {
             Scope::Write
         };
         if key.has_scope(scope) {
-            Ok(())
+            Ok(Some(key.id))
         } else {
             Err(ControlError::MissingScope(scope))
         }
@@ -206,6 +206,7 @@ impl Route {
         app: &App,
         req: &Request,
         cors: &[(String, String)],
+        key_id: Option<String>,
     ) -> Result<Reply, ControlError> {
         let response = match self {
             Route::Health => info::health(),
@@ -216,7 +217,7 @@ impl Route {
             Route::Stats => status::stats(app),
             Route::Config => devices::config(app),
             Route::Schedule => devices::schedule(app, req)?,
-            Route::Events => return live::events(app, req, cors),
+            Route::Events => return live::events(app, req, cors, key_id),
             Route::NotifyDevice => devices::notify(app, &req.body)?,
             Route::DeleteDevice => devices::delete(app, &req.body)?,
             Route::Register => claim::register(app, &req.body)?,

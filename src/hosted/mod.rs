@@ -40,7 +40,8 @@ pub fn handle(app: &App, req: &Request) -> Response {
     }
     let now = clock::now_ms();
     let key = keys::authenticate(&app.state, req, now);
-    // Callers without a valid key are counted by address, so guessing keys is limited too.
+    // Callers without a valid key always get 401 (the seed's order: key, then rate limit);
+    // they are counted by address only so their answers carry meaningful rate-limit headers.
     let caller = match &key {
         Some(k) => format!("key:{}", k.id),
         None => format!(
@@ -50,10 +51,10 @@ pub fn handle(app: &App, req: &Request) -> Response {
     };
     let quota = app.rate_limits.take(&caller, now);
     let result = match key {
-        _ if !quota.allowed => Err(HostedError::RateLimited {
+        None => Err(HostedError::Unauthorized),
+        Some(_) if !quota.allowed => Err(HostedError::RateLimited {
             retry_at_ms: quota.reset_ms,
         }),
-        None => Err(HostedError::Unauthorized),
         Some(key) => route(app, req, &key),
     };
     let mut response = result.unwrap_or_else(|e| e.response());

@@ -280,21 +280,21 @@ pub fn lock(app: &App, target: &Target, bytes: &[u8]) -> Result<Response, Hosted
     let (Some(min), Some(max)) = (number(&body, "temp_min"), number(&body, "temp_max")) else {
         return Err(invalid("temp_min and temp_max must be numbers (°C)"));
     };
-    if min >= max {
-        return Err(invalid("temp_min must be less than temp_max"));
-    }
     let pin_hash = pin_hash.to_string();
     commit(app, target, |p| {
+        // Compared after clamping to the thermostat's bounds, so 36/40 °C is refused rather
+        // than stored as a lock to the single value 35 °C.
+        let low = p.view.clamp("temperature_lock_low_temp", min);
+        let high = p.view.clamp("temperature_lock_high_temp", max);
+        if low >= high {
+            return Err(invalid(
+                "temp_min must be less than temp_max (after clamping to the thermostat's range)",
+            ));
+        }
         values.insert("temperature_lock".into(), Value::Bool(true));
         values.insert("temperature_lock_pin_hash".into(), Value::String(pin_hash));
-        values.insert(
-            "temperature_lock_low_temp".into(),
-            json_number(p.view.clamp("temperature_lock_low_temp", min)),
-        );
-        values.insert(
-            "temperature_lock_high_temp".into(),
-            json_number(p.view.clamp("temperature_lock_high_temp", max)),
-        );
+        values.insert("temperature_lock_low_temp".into(), json_number(low));
+        values.insert("temperature_lock_high_temp".into(), json_number(high));
         Ok(vec![Change::merge(p.device(), values)])
     })
 }

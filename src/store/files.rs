@@ -76,8 +76,9 @@ pub fn give_to_dir_owner(dir: &Path) -> io::Result<()> {
     for entry in fs::read_dir(dir)? {
         let path = entry?.path();
         let meta = fs::symlink_metadata(&path)?;
+        // lchown: never follows a symlink, even one swapped in after the check above.
         if meta.uid() == 0 && meta.is_file() {
-            std::os::unix::fs::chown(&path, Some(owner.uid()), Some(owner.gid()))?;
+            std::os::unix::fs::lchown(&path, Some(owner.uid()), Some(owner.gid()))?;
         }
     }
     Ok(())

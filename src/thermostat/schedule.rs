@@ -5,6 +5,12 @@
 //! list of entries or as the thermostat's own object keyed `"0"`, `"1"`, ...; lists are stored
 //! in the object form. Temperatures outside 4.5–32 °C are refused, not clamped.
 //!
+//! What is stored is rebuilt from the known fields only (`time`, `type`, `entry_type`, `temp`,
+//! `temp-min`, `temp-max`, and the thermostat's own `touched_at`/`touched_by`/`touched_tzo`),
+//! so nothing a client invents reaches the firmware. Entry keys must be plain indices (`"0"`,
+//! `"1"`, ...; not `"01"` or `"+1"`), times whole seconds, strictly increasing within a day;
+//! entries are renumbered `"0"`..`"n-1"` in order.
+//!
 //! The two APIs differ in one limit only: the control API keeps the Python server's last entry
 //! time, 86399 s; the hosted API documents "0 to 86400" and accepts 86400 (the end of the day).
 
@@ -17,6 +23,8 @@ pub const MIN_C: f64 = 4.5;
 pub const MAX_C: f64 = 32.0;
 const MODES: [&str; 3] = ["HEAT", "COOL", "RANGE"];
 const ENTRY_TYPES: [&str; 2] = ["setpoint", "continuation"];
+/// The thermostat's own bookkeeping fields, kept when they are whole numbers.
+const TOUCHED: [&str; 3] = ["touched_at", "touched_by", "touched_tzo"];
 
 /// The latest entry time each API accepts, in seconds since midnight.
 pub const CONTROL_LAST_TIME: u32 = 86_399;
@@ -82,11 +90,16 @@ fn validate_day(day: &str, entries: &Value, last_time: u32) -> Result<JsonMap, R
         Value::Object(map) => {
             let mut indexed = Vec::with_capacity(map.len());
             for (k, e) in map {
-                let i: u32 = k.parse().map_err(|_| {
-                    invalid(format!(
-                        "Day {day}: entry keys must be \"0\", \"1\", ... (got {k:?})"
-                    ))
-                })?;
+                // Only the canonical spelling, so "1" and "01" cannot both name an entry.
+                let i: u32 = k
+                    .parse()
+                    .ok()
+                    .filter(|i: &u32| i.to_string() == *k)
+                    .ok_or_else(|| {
+                        invalid(format!(
+                            "Day {day}: entry keys must be \"0\", \"1\", ... (got {k:?})"
+                        ))
+                    })?;
                 indexed.push((i, k.clone(), e));
             }
             indexed.sort_by_key(|(i, _, _)| *i);
@@ -99,9 +112,21 @@ fn validate_day(day: &str, entries: &Value, last_time: u32) -> Result<JsonMap, R
         }
     };
     let mut out = JsonMap::new();
-    for (index, entry) in listed {
+    let mut previous: Option<(String, u64)> = None;
+    for (position, (index, entry)) in listed.into_iter().enumerate() {
         let at = format!("Day {day} entry {index}");
-        out.insert(index, Value::Object(validate_entry(&at, entry, last_time)?));
+        let entry = validate_entry(&at, entry, last_time)?;
+        let time = entry.get("time").and_then(Value::as_u64).unwrap_or(0);
+        if let Some((before, t)) = &previous {
+            if time <= *t {
+                return Err(invalid(format!(
+                    "{at}: time {time} must be after entry {before}'s time {t} (entries are in \
+                     time order, one per time)"
+                )));
+            }
+        }
+        previous = Some((index, time));
+        out.insert(position.to_string(), Value::Object(entry));
     }
     Ok(out)
 }
@@ -110,14 +135,14 @@ fn validate_entry(at: &str, entry: &Value, last_time: u32) -> Result<JsonMap, Re
     let Value::Object(e) = entry else {
         return Err(invalid(format!("{at} must be an object")));
     };
-    match e.get("time").and_then(Value::as_f64) {
-        Some(t) if (0.0..=f64::from(last_time)).contains(&t) => {}
+    let time = match e.get("time").and_then(Value::as_f64) {
+        Some(t) if t.fract() == 0.0 && (0.0..=f64::from(last_time)).contains(&t) => t as u64,
         _ => {
             return Err(invalid(format!(
-                "{at}: time must be a number of seconds from 0 to {last_time}"
+                "{at}: time must be a whole number of seconds from 0 to {last_time}"
             )));
         }
-    }
+    };
     match e.get("entry_type") {
         None => {}
         Some(Value::String(t)) if ENTRY_TYPES.contains(&t.as_str()) => {}
@@ -164,8 +189,25 @@ fn validate_entry(at: &str, entry: &Value, last_time: u32) -> Result<JsonMap, Re
             )));
         }
     }
-    let mut out = e.clone();
+    let mut out = JsonMap::new();
+    out.insert("time".into(), Value::from(time));
     out.insert("type".into(), Value::String(kind));
+    for field in ["entry_type", "temp", "temp-min", "temp-max"] {
+        if let Some(v) = e.get(field) {
+            out.insert(field.into(), v.clone());
+        }
+    }
+    for field in TOUCHED {
+        match e.get(field) {
+            None | Some(Value::Null) => {}
+            Some(v) if v.is_i64() || v.is_u64() => {
+                out.insert(field.into(), v.clone());
+            }
+            Some(_) => {
+                return Err(invalid(format!("{at}: {field} must be a whole number")));
+            }
+        }
+    }
     Ok(out)
 }
 
@@ -225,11 +267,11 @@ mod tests {
         );
         assert_eq!(
             message(day(json!({"time": -1, "type": "HEAT", "temp": 20}))),
-            "Day 0 entry 0: time must be a number of seconds from 0 to 86399"
+            "Day 0 entry 0: time must be a whole number of seconds from 0 to 86399"
         );
         assert_eq!(
             message(day(json!({"time": 86400, "type": "HEAT", "temp": 20}))),
-            "Day 0 entry 0: time must be a number of seconds from 0 to 86399"
+            "Day 0 entry 0: time must be a whole number of seconds from 0 to 86399"
         );
         assert_eq!(
             message(day(json!({"time": 0, "type": "FAN", "temp": 20}))),
@@ -262,6 +304,59 @@ mod tests {
                 json!({"time": 0, "type": "HEAT", "temp": 20, "entry_type": "manual"})
             )),
             "Day 0 entry 0: entry_type must be setpoint or continuation"
+        );
+    }
+
+    #[test]
+    fn keys_times_and_fields_are_canonical() {
+        let days = |d: Value| json!({"ver": 2, "schedule_mode": "HEAT", "days": {"0": d}});
+        let e = |t: u32| json!({"time": t, "type": "HEAT", "temp": 20});
+        for bad_key in ["01", "+1", " 1", "1.0"] {
+            let mut entries = JsonMap::new();
+            entries.insert("0".into(), e(0));
+            entries.insert(bad_key.into(), e(3600));
+            assert_eq!(
+                message(days(Value::Object(entries))),
+                format!("Day 0: entry keys must be \"0\", \"1\", ... (got {bad_key:?})")
+            );
+        }
+        assert_eq!(
+            message(days(json!([{"time": 3600.5, "type": "HEAT", "temp": 20}]))),
+            "Day 0 entry 0: time must be a whole number of seconds from 0 to 86399"
+        );
+        assert_eq!(
+            message(days(json!([e(3600), e(3600)]))),
+            "Day 0 entry 1: time 3600 must be after entry 0's time 3600 (entries are in time \
+             order, one per time)"
+        );
+        assert_eq!(
+            message(days(json!({"0": e(7200), "5": e(3600)}))),
+            "Day 0 entry 5: time 3600 must be after entry 0's time 7200 (entries are in time \
+             order, one per time)"
+        );
+        assert_eq!(
+            message(days(
+                json!([{"time": 0, "type": "HEAT", "temp": 20, "touched_by": "me"}])
+            )),
+            "Day 0 entry 0: touched_by must be a whole number"
+        );
+        // Gaps are renumbered; unknown fields are dropped; the thermostat's own are kept.
+        let s = validate(
+            &days(json!({
+                "0": {"time": 0.0, "type": "HEAT", "temp": 18, "junk": {"a": [1, 2, 3]}},
+                "7": {"time": 3600, "type": "HEAT", "temp": 20, "touched_at": 1762102309,
+                      "touched_by": 2, "touched_tzo": -28800, "entry_type": "setpoint"}
+            })),
+            CONTROL_LAST_TIME,
+        )
+        .unwrap();
+        assert_eq!(
+            s["days"]["0"],
+            json!({
+                "0": {"time": 0, "type": "HEAT", "temp": 18},
+                "1": {"time": 3600, "type": "HEAT", "entry_type": "setpoint", "temp": 20,
+                      "touched_at": 1762102309, "touched_by": 2, "touched_tzo": -28800}
+            })
         );
     }
 
