@@ -1,9 +1,13 @@
 #!/usr/bin/env bash
-# Measures hearth with simulated thermostats on 127.0.0.1: idle RSS, RSS with N held
-# subscribes, POST /command -> push latency, and GET /status throughput with 8 keep-alive
-# clients. Builds the release binary first.
-# Arguments are passed to `hearth bench` (see `hearth bench --help`), e.g.
-#   scripts/bench.sh --thermostats 100 --pushes 200 --status-seconds 10 --json bench.json
+# The performance figures and their budgets, measured on 127.0.0.1 with simulated thermostats:
+# idle RSS; RSS with N held subscribes (default 1,000); POST /command -> push p50/p99/max over
+# 1,000 commands spread across them; start-up with their state stored; durable commands/s and
+# GET /status/s (with p99) from 8 keep-alive clients for 10 s; CPU time over 60 idle seconds
+# with 100 held subscribes. Builds the release binary first; prints one table; stops every
+# process it started and removes its temporary data directories.
+# Arguments go to `hearth bench` (see `hearth bench --help`), e.g.
+#   scripts/bench.sh --json bench.json
+#   scripts/bench.sh --thermostats 200 --commands 200 --load-seconds 3 --idle-seconds 10
 # Set RUST_MIN_STACK=262144 MALLOC_ARENA_MAX=2 to measure with the systemd unit's settings.
 set -euo pipefail
 cd "$(dirname "$0")/.."

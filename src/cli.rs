@@ -323,18 +323,24 @@ struct SimulateArgs {
 
 #[derive(FromArgs)]
 #[argh(subcommand, name = "bench")]
-/// measure memory, command-to-push latency and /status throughput on 127.0.0.1
+/// measure memory, command-to-push latency, throughput, start-up and idle CPU on 127.0.0.1
 struct BenchArgs {
-    /// thermostats holding subscribes for the memory figure (default 100)
-    #[argh(option, default = "100")]
+    /// simulated thermostats holding subscribes (default 1000)
+    #[argh(option, default = "1000")]
     thermostats: usize,
-    /// commands timed from POST /command to the pushed chunk, one simulated thermostat each
-    /// (default 200)
-    #[argh(option, default = "200")]
-    pushes: usize,
-    /// seconds of GET /status from 8 keep-alive clients (default 10)
+    /// commands timed from POST /command to the pushed chunk, spread across the thermostats
+    /// (default 1000)
+    #[argh(option, default = "1000")]
+    commands: usize,
+    /// seconds of each throughput run (default 10)
     #[argh(option, default = "10")]
-    status_seconds: u64,
+    load_seconds: u64,
+    /// held subscribes during the idle-CPU measurement (default 100)
+    #[argh(option, default = "100")]
+    idle_thermostats: usize,
+    /// seconds of the idle-CPU measurement (default 60)
+    #[argh(option, default = "60")]
+    idle_seconds: u64,
     /// also write the figures as JSON to this file
     #[argh(option)]
     json: Option<String>,
@@ -429,9 +435,11 @@ fn admin(data_dir: Option<String>, request: AdminRequest) -> ExitCode {
 fn bench(args: BenchArgs) -> ExitCode {
     init_logging(false);
     let opts = crate::bench::BenchOptions {
-        thermostats: args.thermostats,
-        pushes: args.pushes.max(1),
-        status_seconds: args.status_seconds.max(1),
+        thermostats: args.thermostats.max(1),
+        commands: args.commands.max(1),
+        load_seconds: args.load_seconds.max(1),
+        idle_thermostats: args.idle_thermostats.max(1),
+        idle_seconds: args.idle_seconds.max(1),
     };
     let report = match crate::bench::run(&opts) {
         Ok(r) => r,

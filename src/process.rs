@@ -18,9 +18,20 @@ pub struct ServerProcess {
 }
 
 impl ServerProcess {
-    /// Starts `exe serve` on 127.0.0.1 with free ports and `data_dir`. `Err` holds the log of a
-    /// server that exited (or did not listen within 20 s) instead of starting.
+    /// Starts `exe serve` on 127.0.0.1 with free ports and `data_dir`, its listener self-probes
+    /// off (tests). `Err` holds the log of a server that exited (or did not listen within
+    /// 20 s) instead of starting.
     pub fn start(exe: &Path, data_dir: &Path) -> Result<ServerProcess, String> {
+        Self::start_with(exe, data_dir, &["--watchdog-interval-seconds", "0"])
+    }
+
+    /// Like [`ServerProcess::start`], with `extra` options instead of the probes being off
+    /// (the benchmark measures the default configuration).
+    pub fn start_with(
+        exe: &Path,
+        data_dir: &Path,
+        extra: &[&str],
+    ) -> Result<ServerProcess, String> {
         let mut child = Command::new(exe)
             .args([
                 "serve",
@@ -31,12 +42,8 @@ impl ServerProcess {
                 "--control-port",
                 "0",
             ])
-            .args([
-                "--api-origin",
-                "http://127.0.0.1",
-                "--watchdog-interval-seconds",
-                "0",
-            ])
+            .args(["--api-origin", "http://127.0.0.1"])
+            .args(extra)
             .arg("--data-dir")
             .arg(data_dir)
             .env("RUST_LOG", "info")
@@ -97,6 +104,22 @@ impl ServerProcess {
             .find(|l| l.starts_with(name))
             .and_then(|l| l.split_whitespace().nth(1))
             .and_then(|v| v.parse().ok())
+    }
+
+    /// CPU time the process has used so far (all threads, including those that have exited;
+    /// user plus system), from `/proc/<pid>/stat`. Its resolution is the kernel's clock tick
+    /// (`CLK_TCK`, 10 ms on Linux).
+    pub fn cpu_time(&self) -> Option<Duration> {
+        let stat = std::fs::read_to_string(format!("/proc/{}/stat", self.child.id())).ok()?;
+        // Fields after the command name, which is in parentheses and may contain spaces:
+        // state is field 3, utime 14 and stime 15.
+        let rest = &stat[stat.rfind(')')? + 1..];
+        let fields: Vec<&str> = rest.split_whitespace().collect();
+        let ticks = fields.get(11)?.parse::<u64>().ok()? + fields.get(12)?.parse::<u64>().ok()?;
+        // SAFETY: sysconf has no preconditions.
+        let per_second = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+        let per_second = u64::try_from(per_second).ok().filter(|t| *t > 0)?;
+        Some(Duration::from_micros(ticks * 1_000_000 / per_second))
     }
 
     /// SIGKILL, as a power cut would (for the process; the kernel keeps written data).

@@ -1,0 +1,101 @@
+//! Simulated thermostats (threads of the bench process) that boot against a server and then
+//! live as real ones do: hold a subscribe, apply and acknowledge what is pushed, subscribe
+//! again. Pushes are reported to whoever is waiting for them, so a command's latency can be
+//! timed to the moment the thermostat has read the chunk.
+
+use std::collections::HashSet;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use crossbeam_channel::{Receiver, Sender, unbounded};
+
+use crate::simulator::{Event, Observer, Options, Thermostat, fleet};
+
+pub struct HeldFleet {
+    pub serials: Vec<String>,
+    stop: Arc<AtomicBool>,
+    held: Arc<Mutex<HashSet<String>>>,
+    /// `object_key`s of pushed objects, as the thermostats read them.
+    pub pushes: Receiver<(String, Instant)>,
+}
+
+impl HeldFleet {
+    /// Starts `count` thermostats against the device port at `origin` and waits until each has
+    /// uploaded its state and holds a subscribe.
+    pub fn start(origin: &str, prefix: &str, count: usize) -> Result<HeldFleet, String> {
+        let stop = Arc::new(AtomicBool::new(false));
+        let held = Arc::new(Mutex::new(HashSet::new()));
+        let uploaded = Arc::new(Mutex::new(HashSet::new()));
+        let (tx, pushes) = unbounded();
+        let observer = observer(&stop, &held, &uploaded, tx);
+        let mut serials = Vec::with_capacity(count);
+        for i in 1..=count {
+            let serial = fleet::serial(prefix, i);
+            let mut sim = Thermostat::new(Options::new(origin, &serial), Arc::clone(&observer));
+            let stop = Arc::clone(&stop);
+            thread::Builder::new()
+                .stack_size(256 * 1024)
+                .spawn(move || sim.run(&|| !stop.load(Ordering::SeqCst), None))
+                .map_err(|e| e.to_string())?;
+            serials.push(serial);
+        }
+        let fleet = HeldFleet {
+            serials,
+            stop,
+            held,
+            pushes,
+        };
+        let deadline = Instant::now() + Duration::from_secs(300);
+        while fleet.held_count() < count {
+            if Instant::now() > deadline {
+                return Err(format!(
+                    "only {} of {count} thermostats held a subscribe within 300 s",
+                    fleet.held_count()
+                ));
+            }
+            thread::sleep(Duration::from_millis(50));
+        }
+        Ok(fleet)
+    }
+
+    fn held_count(&self) -> usize {
+        self.held.lock().map(|h| h.len()).unwrap_or(0)
+    }
+}
+
+impl Drop for HeldFleet {
+    /// Tells the thermostats to stop; each ends when its held subscribe does (the server is
+    /// stopped under them).
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::SeqCst);
+    }
+}
+
+fn observer(
+    stop: &Arc<AtomicBool>,
+    held: &Arc<Mutex<HashSet<String>>>,
+    uploaded: &Arc<Mutex<HashSet<String>>>,
+    pushes: Sender<(String, Instant)>,
+) -> Observer {
+    let (stop, held, uploaded) = (Arc::clone(stop), Arc::clone(held), Arc::clone(uploaded));
+    Arc::new(move |serial: &str, e: &Event| match e {
+        Event::Uploaded { .. } => {
+            uploaded
+                .lock()
+                .map(|mut u| u.insert(serial.to_string()))
+                .ok();
+        }
+        // The first hold after its upload: the thermostat is settled.
+        Event::Held if uploaded.lock().is_ok_and(|u| u.contains(serial)) => {
+            held.lock().map(|mut h| h.insert(serial.to_string())).ok();
+        }
+        Event::Pushed { key, .. } => {
+            let _ = pushes.send((key.clone(), Instant::now()));
+        }
+        // The server is stopped under the thermostats at the end: their complaints are noise.
+        Event::Problem(why) if !stop.load(Ordering::SeqCst) => log::warn!("{serial}: {why}"),
+        _ => {}
+    })
+}

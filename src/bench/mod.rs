@@ -1,0 +1,145 @@
+//! `hearth bench`: the performance figures, measured on 127.0.0.1 against real `hearth serve`
+//! processes (this executable) with fresh data directories, driven by simulated thermostats
+//! and HTTP clients that run in the bench process.
+//!
+//! 1. Idle RSS (VmRSS) of a server 2 s after start.
+//! 2. Its RSS once N simulated thermostats (default 1,000) each hold a chunked subscribe,
+//!    6 s after the last one is held (tiny_http's spare pool threads exit after 5 s idle).
+//! 3. Command → push: `POST /command set_temperature`, one at a time and spread round the N
+//!    thermostats, each timed until the thermostat has read the pushed object off its held
+//!    subscribe (journal fsync included): p50, p99, max.
+//! 4. Start-up: the server is stopped (SIGTERM, which writes a snapshot) and started again on
+//!    the same data directory, now holding N thermostats' state, and timed from spawn to the
+//!    first 200 from `/health`.
+//! 5. Acknowledged (durable) `POST /command` per second from 8 keep-alive clients, against
+//!    that restarted server.
+//! 6. `GET /status` per second from 8 keep-alive clients, with its p99 latency.
+//! 7. A third server with 100 held subscribes: its CPU time over 60 idle seconds.
+//!
+//! Everything it starts is stopped, and its temporary directories removed, before it returns.
+
+mod fleet;
+mod load;
+mod report;
+
+use std::path::PathBuf;
+use std::thread;
+use std::time::Duration;
+
+pub use report::Report;
+
+use crate::process::ServerProcess;
+use fleet::HeldFleet;
+
+pub struct BenchOptions {
+    /// Thermostats holding subscribes for figures 2–6.
+    pub thermostats: usize,
+    /// Commands timed to their push.
+    pub commands: usize,
+    /// Seconds of each throughput run.
+    pub load_seconds: u64,
+    /// Held subscribes and seconds of the idle-CPU figure.
+    pub idle_thermostats: usize,
+    pub idle_seconds: u64,
+}
+
+/// Concurrent keep-alive clients of the throughput figures.
+const CLIENTS: usize = 8;
+
+pub fn run(opts: &BenchOptions) -> Result<Report, String> {
+    let exe = std::env::current_exe().map_err(|e| e.to_string())?;
+    let dir = TempDir::new("main")?;
+    let server = ServerProcess::start_with(&exe, &dir.0, &[])
+        .map_err(|log| format!("the server did not start:\n{log}"))?;
+    thread::sleep(Duration::from_secs(2));
+    let idle_rss_kb = server.status_field("VmRSS:").ok_or("no VmRSS")?;
+
+    let origin = format!("http://{}", server.device);
+    let fleet = HeldFleet::start(&origin, "02AA01AC99", opts.thermostats)?;
+    thread::sleep(Duration::from_secs(6));
+    let held_rss_kb = server.status_field("VmRSS:").ok_or("no VmRSS")?;
+    let held_threads = server.status_field("Threads:").unwrap_or(0);
+    let mut push_us = load::timed_commands(&server, &fleet, opts.commands)?;
+    let serials = fleet.serials.clone();
+    drop(fleet);
+    server
+        .terminate()
+        .map_err(|e| format!("stopping the server: {e}"))?;
+
+    let (server, startup) = load::start_and_time(&exe, &dir.0)?;
+    let (commands_per_sec, _) = load::command_load(&server, &serials, CLIENTS, opts.load_seconds)?;
+    let (status_per_sec, mut status_us) =
+        load::status_load(&server, &serials, CLIENTS, opts.load_seconds)?;
+    drop(server);
+
+    let idle_dir = TempDir::new("idle")?;
+    let server = ServerProcess::start_with(&exe, &idle_dir.0, &[])
+        .map_err(|log| format!("the server did not start:\n{log}"))?;
+    let origin = format!("http://{}", server.device);
+    let idle_fleet = HeldFleet::start(&origin, "02AA01AC97", opts.idle_thermostats)?;
+    thread::sleep(Duration::from_secs(6));
+    let idle_cpu = load::idle_cpu(&server, opts.idle_seconds)?;
+    drop(idle_fleet);
+    drop(server);
+
+    push_us.sort_unstable();
+    status_us.sort_unstable();
+    Ok(Report {
+        idle_rss_kb,
+        held_thermostats: opts.thermostats,
+        held_rss_kb,
+        held_threads,
+        commands_timed: push_us.len(),
+        push_p50_us: quantile(&push_us, 0.5),
+        push_p99_us: quantile(&push_us, 0.99),
+        push_max_us: push_us.last().copied().unwrap_or(0),
+        clients: CLIENTS,
+        load_seconds: opts.load_seconds,
+        commands_per_sec: commands_per_sec.round() as u64,
+        status_per_sec: status_per_sec.round() as u64,
+        status_p99_us: quantile(&status_us, 0.99),
+        startup_ms: startup.as_secs_f64() * 1000.0,
+        idle_held: opts.idle_thermostats,
+        idle_seconds: opts.idle_seconds,
+        idle_cpu_ms: idle_cpu.as_secs_f64() * 1000.0,
+    })
+}
+
+/// The value at quantile `q` of sorted `values` (0 when empty).
+fn quantile(values: &[u64], q: f64) -> u64 {
+    if values.is_empty() {
+        return 0;
+    }
+    values[((values.len() as f64 * q).ceil() as usize).clamp(1, values.len()) - 1]
+}
+
+struct TempDir(PathBuf);
+
+impl TempDir {
+    fn new(tag: &str) -> Result<TempDir, String> {
+        let dir = std::env::temp_dir().join(format!("hearth-bench-{tag}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
+        Ok(TempDir(dir))
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::quantile;
+
+    #[test]
+    fn quantiles_pick_the_nearest_rank() {
+        let v: Vec<u64> = (1..=200).collect();
+        assert_eq!(quantile(&v, 0.5), 100);
+        assert_eq!(quantile(&v, 0.99), 198);
+        assert_eq!(quantile(&[7], 0.99), 7);
+        assert_eq!(quantile(&[], 0.5), 0);
+    }
+}
