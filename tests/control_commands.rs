@@ -131,13 +131,15 @@ fn every_command_is_answered_pushed_in_wire_order_and_applied() {
     }
     // The schedule replaced the thermostat's own (its other days are gone).
     let stored = s.bucket(SERIAL, &format!("schedule.{SERIAL}")).unwrap();
-    assert_eq!(stored.value["days"].as_object().unwrap().len(), 1);
+    assert_eq!(stored.value.to_map()["days"].as_object().unwrap().len(), 1);
     // set_away wrote manual eco with a timestamp in seconds; set_fan "on" a timer in the future.
     let structure = s.bucket(SERIAL, "structure.default").unwrap();
     let now_s = hearth::util::clock::now_ms() / 1000;
-    let eco_at = structure.value["manual_eco_timestamp"].as_i64().unwrap();
+    let eco_at = structure.value.to_map()["manual_eco_timestamp"]
+        .as_i64()
+        .unwrap();
     assert!((now_s - 60..=now_s).contains(&eco_at), "{eco_at}");
-    assert_eq!(structure.value["manual_eco_all"], json!(true));
+    assert_eq!(structure.value.to_map()["manual_eco_all"], json!(true));
     // The setpoint push was acknowledged by the thermostat.
     expect_event(&events, "acknowledgement", |e| {
         matches!(e, Event::Acknowledged { .. })
@@ -173,7 +175,7 @@ fn set_away_goes_to_the_owners_structure_once_claimed() {
     let r = command(s.control(), SERIAL, "set_away", json!(false));
     assert_eq!(r.json()["data"]["object_key"], json!("structure.alice"));
     assert_eq!(
-        s.bucket(SERIAL, "structure.alice").unwrap().value["manual_eco_all"],
+        s.bucket(SERIAL, "structure.alice").unwrap().value.to_map()["manual_eco_all"],
         json!(false)
     );
 }

@@ -196,7 +196,7 @@ fn passphrase_reuses_an_active_key_and_creates_the_pairing_dialog() {
         .bucket(SERIAL, &format!("device_alert_dialog.{SERIAL}"))
         .expect("dialog bucket");
     assert_eq!(
-        Value::Object(dialog.value),
+        Value::Object(dialog.value.to_map()),
         json!({"dialog_data": "", "dialog_id": "confirm-pairing"})
     );
 

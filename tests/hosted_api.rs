@@ -215,10 +215,13 @@ fn every_endpoint_works_and_every_write_reaches_the_thermostat() {
     }
     // Away also wrote manual eco on the structure, in the same push.
     let structure = s.bucket(SERIAL, "structure.default").unwrap();
-    assert_eq!(structure.value["manual_eco_all"], json!(false));
+    assert_eq!(structure.value.to_map()["manual_eco_all"], json!(false));
     // The last fan request stopped the timer; a timed run ends 900 s from now.
     let fan_until = || {
-        s.bucket(SERIAL, &format!("device.{SERIAL}")).unwrap().value["fan_timer_timeout"]
+        s.bucket(SERIAL, &format!("device.{SERIAL}"))
+            .unwrap()
+            .value
+            .to_map()["fan_timer_timeout"]
             .as_i64()
             .unwrap()
     };
@@ -251,7 +254,11 @@ fn every_endpoint_works_and_every_write_reaches_the_thermostat() {
         json!({"mode": "on", "duration": 600}),
     );
     assert_eq!(r.status, 200);
-    let until = s.bucket(SERIAL, &format!("device.{SERIAL}")).unwrap().value["fan_timer_timeout"]
+    let until = s
+        .bucket(SERIAL, &format!("device.{SERIAL}"))
+        .unwrap()
+        .value
+        .to_map()["fan_timer_timeout"]
         .as_i64()
         .unwrap();
     assert!((now_s + 590..=now_s + 610).contains(&until), "{until}");
@@ -323,8 +330,11 @@ fn a_temperature_without_mode_uses_the_thermostats_current_mode() {
     );
     assert_eq!(r.status, 200, "{}", r.text());
     let shared = s.bucket(SERIAL, &format!("shared.{SERIAL}")).unwrap();
-    assert_eq!(shared.value["target_temperature"], json!(20.0));
-    assert_eq!(shared.value["target_temperature_type"], json!("heat"));
+    assert_eq!(shared.value.to_map()["target_temperature"], json!(20.0));
+    assert_eq!(
+        shared.value.to_map()["target_temperature_type"],
+        json!("heat")
+    );
     // In heat-cool mode there is no single setpoint to guess.
     s.server_change(
         SERIAL,
@@ -356,7 +366,10 @@ fn a_temperature_without_mode_uses_the_thermostats_current_mode() {
         );
         assert_eq!(r.status, 200);
         assert_eq!(
-            s.bucket(SERIAL, &format!("shared.{SERIAL}")).unwrap().value["target_temperature"],
+            s.bucket(SERIAL, &format!("shared.{SERIAL}"))
+                .unwrap()
+                .value
+                .to_map()["target_temperature"],
             json!(stored)
         );
     }

@@ -88,8 +88,9 @@ fn push_owner_buckets(state: &State, serial: &str, user: &str) -> Result<(), Acc
         name.insert("name".into(), Value::String(user.to_string()));
         txn.merge(&format!("user.{user}"), &name, Stamp::Always);
         let key = format!("structure.{}", structure_id(user));
-        let existing = txn.bucket(&key).map(|b| &b.value);
+        let existing = txn.bucket(&key).map(|b| b.value.to_map());
         let mut devices = existing
+            .as_ref()
             .and_then(|v| v.get("devices"))
             .and_then(Value::as_array)
             .cloned()

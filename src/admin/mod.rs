@@ -239,10 +239,14 @@ fn devices(ctx: &Context<'_>) -> String {
     let mut t = Table::new(&["SERIAL", "ID", "NAME", "OWNER", "SHARES", "LAST SEEN"]);
     for serial in ctx.state.serials() {
         let Some((id, name)) = ctx.state.read_device(&serial, |d| {
-            let value = |k: String| d.buckets.get(&k).map(|b| &b.value);
+            let value = |k: String| d.buckets.get(&k).map(|b| b.value.to_map());
+            let (shared, device) = (
+                value(format!("shared.{serial}")),
+                value(format!("device.{serial}")),
+            );
             let view = View {
-                shared: value(format!("shared.{serial}")),
-                device: value(format!("device.{serial}")),
+                shared: shared.as_ref(),
+                device: device.as_ref(),
             };
             (d.meta.as_ref().map(|m| m.id.clone()), names::name(&view))
         }) else {

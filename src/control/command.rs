@@ -102,12 +102,16 @@ pub fn run(app: &App, body: &[u8]) -> Result<Response, ControlError> {
             return Err(ControlError::DeviceNotFound);
         }
         let write = {
-            let bucket = |kind: &str| txn.bucket(&format!("{kind}.{serial}")).map(|b| &b.value);
+            let bucket = |kind: &str| {
+                txn.bucket(&format!("{kind}.{serial}"))
+                    .map(|b| b.value.to_map())
+            };
+            let (shared, device) = (bucket("shared"), bucket("device"));
             let target = Target {
                 serial: &serial,
                 view: View {
-                    shared: bucket("shared"),
-                    device: bucket("device"),
+                    shared: shared.as_ref(),
+                    device: device.as_ref(),
                 },
                 structure_key: &structure,
                 now_ms: txn.now_ms(),

@@ -104,12 +104,17 @@ pub fn record(app: &App, serial: &str) -> Option<Value> {
 
 /// Every field but availability (which is not in the buckets), in the documented order.
 pub fn derive(serial: &str, data: &DeviceData, structure_key: &str, now_ms: i64) -> Value {
-    let value = |key: String| data.buckets.get(&key).map(|b| &b.value);
+    let value = |key: String| data.buckets.get(&key).map(|b| b.value.to_map());
+    let (shared, device) = (
+        value(format!("shared.{serial}")),
+        value(format!("device.{serial}")),
+    );
     let view = View {
-        shared: value(format!("shared.{serial}")),
-        device: value(format!("device.{serial}")),
+        shared: shared.as_ref(),
+        device: device.as_ref(),
     };
     let structure = value(structure_key.to_string());
+    let structure = structure.as_ref();
     let sh = |f: &str| view.shared.and_then(|m| m.get(f)).filter(|v| !v.is_null());
     let d = |f: &str| view.device_field(f);
     let either = |f: &str| view.field(f).cloned().unwrap_or(Value::Null);
@@ -212,7 +217,7 @@ pub fn derive(serial: &str, data: &DeviceData, structure_key: &str, now_ms: i64)
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::state::Bucket;
+    use crate::state::{Bucket, Compact};
 
     fn data(buckets: Value) -> DeviceData {
         let mut d = DeviceData::default();
@@ -223,7 +228,7 @@ mod tests {
                     revision: 1,
                     timestamp: 1,
                     updated_at: 1,
-                    value: v.as_object().cloned().unwrap(),
+                    value: Compact::from_map(v.as_object().unwrap()),
                 },
             );
         }

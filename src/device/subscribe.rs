@@ -16,7 +16,7 @@ use super::{Caller, DeviceError, Tier};
 use crate::app::App;
 use crate::http::{ChunkedBody, ChunkedReply, Reply, Request, Response};
 use crate::hub::Origin;
-use crate::state::{Bucket, DeviceTxn, Stamp, WireObject, WireObjects, structure_id};
+use crate::state::{Bucket, Compact, DeviceTxn, Stamp, WireObject, WireObjects, structure_id};
 use crate::util::JsonMap;
 
 /// Fields whose presence in an immediate answer earns `X-nl-disable-defer-window`, so the
@@ -56,10 +56,10 @@ pub fn subscribe(app: &App, caller: &Caller, req: &Request) -> Result<Reply, Dev
     headers.insert(0, ("Content-Type".into(), "application/json".into()));
     let now_or_hold = if !outdated.is_empty() {
         drop(reservation);
-        if outdated
-            .iter()
-            .any(|(_, b)| SETPOINT_FIELDS.iter().any(|f| b.value.contains_key(*f)))
-        {
+        if outdated.iter().any(|(_, b)| {
+            let value = b.value.to_map();
+            SETPOINT_FIELDS.iter().any(|f| value.contains_key(*f))
+        }) {
             headers.push((
                 "X-nl-disable-defer-window".into(),
                 app.config.disable_defer_window_secs.to_string(),
@@ -150,7 +150,7 @@ fn placeholder() -> Bucket {
         revision: 0,
         timestamp: 0,
         updated_at: 0,
-        value: JsonMap::new(),
+        value: Compact::empty(),
     }
 }
 
@@ -165,7 +165,7 @@ fn acknowledge_target_change(txn: &mut DeviceTxn<'_>, key: &str, value: &JsonMap
     let Some(server) = txn.bucket(key) else {
         return;
     };
-    if server.value.get("target_change_pending") != Some(&Value::Bool(true)) {
+    if server.value.get("target_change_pending") != Some(Value::Bool(true)) {
         return;
     }
     let stamp = Stamp::Exactly {

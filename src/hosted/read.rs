@@ -7,10 +7,9 @@ use super::{HostedError, Target};
 use crate::accounts::access;
 use crate::app::App;
 use crate::http::Response;
-use crate::state::{ApiKey, Bucket, DeviceData, structure_key};
+use crate::state::{ApiKey, Bucket, Compact, DeviceData, structure_key};
 use crate::thermostat::names;
 use crate::thermostat::rules::View;
-use crate::util::JsonMap;
 
 /// `{"id","serial","name"}`: the id is the thermostat's stable UUID (its serial if it has none
 /// yet); the name is what the user called it, or null.
@@ -22,10 +21,14 @@ pub struct Summary {
 }
 
 pub fn summary(serial: &str, data: &DeviceData) -> Summary {
-    let value = |k: String| data.buckets.get(&k).map(|b| &b.value);
+    let value = |k: String| data.buckets.get(&k).map(|b| b.value.to_map());
+    let (shared, device) = (
+        value(format!("shared.{serial}")),
+        value(format!("device.{serial}")),
+    );
     let view = View {
-        shared: value(format!("shared.{serial}")),
-        device: value(format!("device.{serial}")),
+        shared: shared.as_ref(),
+        device: device.as_ref(),
     };
     Summary {
         id: data
@@ -67,7 +70,7 @@ pub fn devices(app: &App, key: &ApiKey) -> Response {
 struct StateEntry<'a> {
     object_revision: i64,
     object_timestamp: i64,
-    value: &'a JsonMap,
+    value: &'a Compact,
 }
 
 /// `GET /thermostat/{id}/status`: `device` and `state` (`shared.S`, `device.S`, the owner's
@@ -118,7 +121,7 @@ pub fn schedule(app: &App, target: &Target) -> Result<Response, HostedError> {
             let schedule = d
                 .buckets
                 .get(&format!("schedule.{serial}"))
-                .map(|b| Value::Object(b.value.clone()));
+                .map(|b| Value::Object(b.value.to_map()));
             json!({"device": summary(serial, d), "schedule": schedule})
         })
         .ok_or(HostedError::DeviceNotFound)?;

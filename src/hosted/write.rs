@@ -69,12 +69,16 @@ fn commit(
             return Err(HostedError::DeviceNotFound);
         }
         let changes = {
-            let bucket = |kind: &str| txn.bucket(&format!("{kind}.{serial}")).map(|b| &b.value);
+            let bucket = |kind: &str| {
+                txn.bucket(&format!("{kind}.{serial}"))
+                    .map(|b| b.value.to_map())
+            };
+            let (shared, device) = (bucket("shared"), bucket("device"));
             let plan_view = Plan {
                 serial,
                 view: View {
-                    shared: bucket("shared"),
-                    device: bucket("device"),
+                    shared: shared.as_ref(),
+                    device: device.as_ref(),
                 },
                 now_ms: txn.now_ms(),
             };

@@ -2,7 +2,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::util::JsonMap;
+use super::compact::Compact;
 
 /// A stored bucket: `object_key → {revision, timestamp, value}`.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -15,7 +15,8 @@ pub struct Bucket {
     /// When this server last wrote the row (milliseconds).
     #[serde(rename = "updated")]
     pub updated_at: i64,
-    pub value: JsonMap,
+    /// The value's JSON text (see [`Compact`]).
+    pub value: Compact,
 }
 
 /// An object as sent to a thermostat. Field order is the wire contract: the firmware's parser
@@ -26,7 +27,7 @@ pub struct WireObject<'a> {
     pub object_timestamp: i64,
     pub object_key: &'a str,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub value: Option<&'a JsonMap>,
+    pub value: Option<&'a Compact>,
 }
 
 impl<'a> WireObject<'a> {
@@ -66,6 +67,7 @@ impl WireObjects<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::util::JsonMap;
 
     #[test]
     fn wire_order_is_revision_timestamp_key_value() {
@@ -75,7 +77,7 @@ mod tests {
             revision: 3,
             timestamp: 1_766_166_234_000,
             updated_at: 0,
-            value,
+            value: Compact::from_map(&value),
         };
         let text = serde_json::to_string(&WireObject::with_value("shared.S", &b)).unwrap();
         assert_eq!(

@@ -17,6 +17,7 @@
 
 pub mod accounts;
 pub mod bucket;
+pub mod compact;
 pub mod device;
 pub mod ops;
 pub mod txn;
@@ -33,6 +34,7 @@ pub use accounts::{
     structure_key,
 };
 pub use bucket::{Bucket, WireObject, WireObjects};
+pub use compact::Compact;
 pub use device::{DeviceData, DeviceMeta};
 pub use ops::Op;
 pub use txn::{AccountsTxn, BucketChange, DeviceTxn, Stamp, Written};

@@ -6,6 +6,7 @@ use serde::{Deserialize, Serialize};
 
 use super::accounts::{Accounts, ApiKey, EntryKey, Owner, Share, User};
 use super::bucket::Bucket;
+use super::compact::Compact;
 use super::device::{DeviceData, DeviceMeta};
 use crate::util::JsonMap;
 
@@ -107,11 +108,11 @@ pub fn apply_to_bucket(previous: Option<&Bucket>, op: &Op) -> Option<Bucket> {
             set,
             ..
         } => {
-            let mut value = previous.map(|b| b.value.clone()).unwrap_or_default();
+            let mut value = previous.map(|b| b.value.to_map()).unwrap_or_default();
             for (k, v) in set {
                 value.insert(k.clone(), v.clone());
             }
-            (rev, ts, updated, value)
+            (rev, ts, updated, Compact::from_map(&value))
         }
         Op::Replace {
             rev,
@@ -119,7 +120,7 @@ pub fn apply_to_bucket(previous: Option<&Bucket>, op: &Op) -> Option<Bucket> {
             updated,
             value,
             ..
-        } => (rev, ts, updated, value.clone()),
+        } => (rev, ts, updated, Compact::from_map(value)),
         _ => return None,
     };
     Some(Bucket {

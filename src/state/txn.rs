@@ -154,10 +154,10 @@ impl<'a> DeviceTxn<'a> {
 
     /// Shallow-merges `delta` into the bucket (creating it if missing) and stamps it.
     pub fn merge(&mut self, key: &str, delta: &JsonMap, stamp: Stamp) -> Written {
-        let previous = self.bucket(key);
+        let previous = self.bucket(key).map(|b| b.value.to_map());
         let set: JsonMap = delta
             .iter()
-            .filter(|(k, v)| previous.and_then(|b| b.value.get(*k)) != Some(*v))
+            .filter(|(k, v)| previous.as_ref().and_then(|b| b.get(*k)) != Some(*v))
             .map(|(k, v)| (k.clone(), v.clone()))
             .collect();
         let changed: Vec<String> = set.keys().cloned().collect();
@@ -180,7 +180,8 @@ impl<'a> DeviceTxn<'a> {
 
     /// Replaces the bucket's whole value (creating it if missing) and stamps it.
     pub fn replace(&mut self, key: &str, value: JsonMap, stamp: Stamp) -> Written {
-        let previous = self.bucket(key).map(|b| &b.value);
+        let previous = self.bucket(key).map(|b| b.value.to_map());
+        let previous = previous.as_ref();
         let mut changed: Vec<String> = value
             .iter()
             .filter(|(k, v)| previous.and_then(|p| p.get(*k)) != Some(*v))
@@ -314,6 +315,7 @@ impl AccountsTxn {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::state::Compact;
     use serde_json::json;
 
     fn map(v: serde_json::Value) -> JsonMap {
@@ -329,7 +331,7 @@ mod tests {
                 revision: 4,
                 timestamp: 100,
                 updated_at: 100,
-                value: map(json!({"a": 1})),
+                value: Compact::from_map(&map(json!({"a": 1}))),
             },
         );
         let mut t = DeviceTxn::new("S", &base, 200);
@@ -351,7 +353,10 @@ mod tests {
         let w = t.merge("shared.S", &map(json!({"x": 1})), Stamp::Always);
         // Same millisecond, still a newer timestamp: equal timestamps would read as "in sync".
         assert_eq!((w.revision, w.timestamp), (2, 51));
-        assert_eq!(t.bucket("shared.S").unwrap().value, map(json!({"x": 1})));
+        assert_eq!(
+            t.bucket("shared.S").unwrap().value.to_map(),
+            map(json!({"x": 1}))
+        );
     }
 
     #[test]
@@ -363,7 +368,7 @@ mod tests {
                 revision: i64::MAX,
                 timestamp: 5_000,
                 updated_at: 0,
-                value: map(json!({"a": 1})),
+                value: Compact::from_map(&map(json!({"a": 1}))),
             },
         );
         // The stored copy is "from the future" relative to this transaction's clock.
@@ -402,7 +407,7 @@ mod tests {
         );
         assert_eq!((w.revision, w.timestamp), (2, 11));
         assert_eq!(
-            t.bucket("schedule.S").unwrap().value,
+            t.bucket("schedule.S").unwrap().value.to_map(),
             map(json!({"ver": 2, "name": "x"}))
         );
         let (_, changes) = t.finish();
@@ -419,7 +424,7 @@ mod tests {
                     revision: 1,
                     timestamp: 5,
                     updated_at: 5,
-                    value: map(json!({"a": 1})),
+                    value: Compact::from_map(&map(json!({"a": 1}))),
                 },
             );
         }
@@ -446,7 +451,7 @@ mod tests {
                 revision: 2,
                 timestamp: 9,
                 updated_at: 9,
-                value: map(json!({"target_change_pending": true})),
+                value: Compact::from_map(&map(json!({"target_change_pending": true}))),
             },
         );
         let mut t = DeviceTxn::new("S", &base, 77);

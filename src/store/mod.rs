@@ -410,7 +410,7 @@ mod tests {
         drop(store);
         let (_, data, _) = Store::open(&dir).unwrap();
         assert_eq!(
-            value_of(&data, "SERIAL0001").unwrap().value["n"],
+            value_of(&data, "SERIAL0001").unwrap().value.to_map()["n"],
             serde_json::json!(5)
         );
         let _ = std::fs::remove_dir_all(&dir);

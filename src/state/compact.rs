@@ -1,0 +1,133 @@
+//! A bucket's value as it is held in memory: its JSON text, not a tree.
+//!
+//! A thermostat's `device` bucket has about 150 fields. As a `serde_json` map (insertion
+//! ordered) that is some 30 KB of small allocations per thermostat, and building it from uploads
+//! leaves the heap fragmented; as text it is about 3 KB in one allocation. Pushes and snapshots
+//! write the text as it is; code that reads fields parses it into a map ([`Compact::to_map`]),
+//! which costs microseconds and is done only by commands, status reads and subscribes.
+
+use std::fmt;
+
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use serde_json::Value;
+use serde_json::value::RawValue;
+
+use crate::util::JsonMap;
+
+/// The JSON text of one object (compact, keys in their order).
+#[derive(Clone)]
+pub struct Compact(Box<RawValue>);
+
+impl Compact {
+    pub fn from_map(map: &JsonMap) -> Compact {
+        // Serializing a map of JSON values cannot fail; "{}" keeps the type's promise if it did.
+        match serde_json::value::to_raw_value(map) {
+            Ok(raw) => Compact(raw),
+            Err(e) => {
+                log::error!("could not serialize a bucket value: {e}");
+                Compact::empty()
+            }
+        }
+    }
+
+    pub fn empty() -> Compact {
+        Compact(
+            serde_json::from_str::<Box<RawValue>>("{}")
+                .unwrap_or_else(|_| RawValue::NULL.to_owned()),
+        )
+    }
+
+    /// The value as a map (a fresh copy).
+    pub fn to_map(&self) -> JsonMap {
+        serde_json::from_str(self.0.get()).unwrap_or_default()
+    }
+
+    /// One field's value.
+    pub fn get(&self, field: &str) -> Option<Value> {
+        self.to_map().remove(field)
+    }
+
+    pub fn text(&self) -> &str {
+        self.0.get()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.get() == "{}"
+    }
+
+    /// Bytes held for this value.
+    pub fn len(&self) -> usize {
+        self.0.get().len()
+    }
+}
+
+impl Default for Compact {
+    fn default() -> Self {
+        Compact::empty()
+    }
+}
+
+impl From<&JsonMap> for Compact {
+    fn from(map: &JsonMap) -> Self {
+        Compact::from_map(map)
+    }
+}
+
+impl PartialEq for Compact {
+    /// Equal as JSON (the texts this type makes are canonical: compact, keys in order).
+    fn eq(&self, other: &Self) -> bool {
+        self.0.get() == other.0.get()
+    }
+}
+
+impl fmt::Debug for Compact {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.0.get())
+    }
+}
+
+impl Serialize for Compact {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        self.0.serialize(s)
+    }
+}
+
+impl<'de> Deserialize<'de> for Compact {
+    /// Any JSON object; re-serialized when it is not in the compact form this type keeps (a
+    /// snapshot edited by hand, say), so equal values always have equal texts.
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let raw = Box::<RawValue>::deserialize(d)?;
+        let map: JsonMap = serde_json::from_str(raw.get())
+            .map_err(|_| serde::de::Error::custom("a bucket value must be a JSON object"))?;
+        let compact = Compact::from_map(&map);
+        Ok(if compact.text() == raw.get() {
+            Compact(raw)
+        } else {
+            compact
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn text_round_trips_in_order_and_objects_only_are_accepted() {
+        let Value::Object(map) = json!({"z": 1, "a": [true, null], "m": {"x": "y"}}) else {
+            unreachable!()
+        };
+        let c = Compact::from_map(&map);
+        assert_eq!(c.text(), r#"{"z":1,"a":[true,null],"m":{"x":"y"}}"#);
+        assert_eq!(c.to_map(), map);
+        assert_eq!(c.get("z"), Some(json!(1)));
+        let spaced: Compact =
+            serde_json::from_str(r#"{ "z": 1, "a": [true, null], "m": {"x":"y"} }"#).unwrap();
+        assert_eq!(spaced, c);
+        assert_eq!(serde_json::to_string(&c).unwrap(), c.text());
+        assert!(serde_json::from_str::<Compact>("[1]").is_err());
+        assert!(serde_json::from_reader::<_, Compact>(&b"{\"a\":1}"[..]).is_ok());
+        assert!(Compact::empty().is_empty() && Compact::empty().to_map().is_empty());
+    }
+}
