@@ -21,6 +21,7 @@ use crate::hub::Hub;
 use crate::service;
 use crate::state::State;
 use crate::store::StoreError;
+use crate::util::memory;
 
 const SMALL_STACK: usize = 256 * 1024;
 /// Consecutive failed self-probes before the watchdog gives up on a listener.
@@ -238,7 +239,8 @@ fn spawn(name: &str, f: impl FnOnce() + Send + 'static) -> Result<JoinHandle<()>
         .map_err(StartError::Thread)
 }
 
-/// Every few seconds: write a snapshot if the journal has grown enough; and every
+/// Every few seconds: write a snapshot if the journal has grown enough, give freed heap back
+/// after a burst of requests ([`memory::Trimmer`]); and every
 /// `watchdog_interval_secs` probe both listeners, calling `on_fatal` after repeated failures.
 fn start_maintenance(
     app: Arc<App>,
@@ -254,7 +256,9 @@ fn start_maintenance(
     let handle = spawn("maintenance", move || {
         let mut failures = vec![0u32; addrs.len()];
         let mut next_probe = Instant::now() + interval;
+        let mut trimmer = memory::Trimmer::default();
         while let Err(crossbeam_channel::RecvTimeoutError::Timeout) = stopped.recv_timeout(tick) {
+            trimmer.tick();
             if app.state.snapshot_due() {
                 if let Err(e) = app.state.snapshot() {
                     log::error!("snapshot failed (the journal still holds every change): {e}");

@@ -269,19 +269,20 @@ fn a_body_that_stops_arriving_is_abandoned_and_the_worker_freed() {
 }
 
 #[test]
-fn a_request_sent_behind_a_held_subscribe_ends_the_hold_instead_of_waiting_for_it() {
+fn a_request_behind_a_held_subscribe_never_pins_a_worker() {
     let s = TestServer::start_with(|c| c.http_workers = 1);
     let body = json!({"chunked": true, "objects": [{"object_key": format!("shared.{SERIAL}"), "object_revision": 0, "object_timestamp": 5}]}).to_string();
-    let mut sock = TcpStream::connect(s.device()).unwrap();
-    sock.set_read_timeout(Some(TIMEOUT)).unwrap();
     let subscribe = format!(
         "POST /nest/transport HTTP/1.1\r\nHost: x\r\nAuthorization: {}\r\nContent-Length: {}\r\n\r\n{body}",
         basic(SERIAL, "pw"),
         body.len()
     );
-    sock.write_all(subscribe.as_bytes()).unwrap();
-    s.wait_held(SERIAL, 1);
-    sock.write_all(b"GET /nest/ping HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+    let ping = "GET /nest/ping HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
+
+    // Pipelined with the subscribe (read together): the hold ends and the ping is answered.
+    let mut sock = TcpStream::connect(s.device()).unwrap();
+    sock.set_read_timeout(Some(TIMEOUT)).unwrap();
+    sock.write_all(format!("{subscribe}{ping}").as_bytes())
         .unwrap();
     let mut all = Vec::new();
     let _ = sock.read_to_end(&mut all);
@@ -292,9 +293,32 @@ fn a_request_sent_behind_a_held_subscribe_ends_the_hold_instead_of_waiting_for_i
         "then the ping was answered: {all}"
     );
     assert_eq!(s.app().hub().subscriptions_of(SERIAL), 0);
+
+    // Sent once the subscribe is held (after its `Connection: close`): the server no longer
+    // reads that connection, so the request is not taken, no worker waits on it, and the
+    // subscribe keeps holding until something is pushed.
+    let mut sock = TcpStream::connect(s.device()).unwrap();
+    sock.set_read_timeout(Some(TIMEOUT)).unwrap();
+    sock.write_all(subscribe.as_bytes()).unwrap();
+    s.wait_held(SERIAL, 1);
+    sock.write_all(ping.as_bytes()).unwrap();
     assert_eq!(
         get(s.device(), "/nest/ping").status,
         200,
         "the worker is free"
+    );
+    assert_eq!(s.app().hub().subscriptions_of(SERIAL), 1);
+    s.server_change(SERIAL, "shared", json!({"target_temperature": 20.5}));
+    let mut all = Vec::new();
+    let _ = sock.read_to_end(&mut all);
+    let all = String::from_utf8_lossy(&all);
+    assert!(
+        all.contains("20.5") && all.ends_with("\r\n0\r\n\r\n"),
+        "{all}"
+    );
+    assert_eq!(
+        all.matches("HTTP/1.1").count(),
+        1,
+        "the ping was not taken: {all}"
     );
 }

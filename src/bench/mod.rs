@@ -4,7 +4,9 @@
 //!
 //! 1. Idle RSS (VmRSS) of a server 2 s after start.
 //! 2. Its RSS once N simulated thermostats (default 1,000) each hold a chunked subscribe,
-//!    6 s after the last one is held (tiny_http's spare pool threads exit after 5 s idle).
+//!    12 s after the last one is held: the steady state, once tiny_http's spare pool threads
+//!    have exited (after 5 s idle) and hearth has given the boot burst's freed heap back (at
+//!    the first quiet maintenance tick, within 10 s).
 //! 3. Command → push: `POST /command set_temperature`, one at a time and spread round the N
 //!    thermostats, each timed until the thermostat has read the pushed object off its held
 //!    subscribe (journal fsync included): p50, p99, max.
@@ -56,7 +58,7 @@ pub fn run(opts: &BenchOptions) -> Result<Report, String> {
 
     let origin = format!("http://{}", server.device);
     let fleet = HeldFleet::start(&origin, "02AA01AC99", opts.thermostats)?;
-    thread::sleep(Duration::from_secs(6));
+    thread::sleep(Duration::from_secs(12));
     let held_rss_kb = server.status_field("VmRSS:").ok_or("no VmRSS")?;
     let held_threads = server.status_field("Threads:").unwrap_or(0);
     let mut push_us = load::timed_commands(&server, &fleet, opts.commands)?;

@@ -17,7 +17,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
 
-use super::{ChunkedBody, Method, Reply, Request, Service, chunked, deadline, oversize};
+use super::{ChunkedBody, Method, Reply, Request, Service, chunked, deadline, oversize, socket};
 
 /// Writes to a client that stopped reading give up after this long.
 const SEND_TIMEOUT: Duration = Duration::from_secs(10);
@@ -175,6 +175,7 @@ fn worker(
 
 fn serve(mut rq: tiny_http::Request, service: &dyn Service, port: u16, body_timeout: Duration) {
     let started = Instant::now();
+    crate::util::memory::count_request();
     let url = rq.url().to_string();
     let (path, query) = url.split_once('?').unwrap_or((url.as_str(), ""));
     let limit = service.body_limit(path);
@@ -208,12 +209,12 @@ fn serve(mut rq: tiny_http::Request, service: &dyn Service, port: u16, body_time
             rq.method()
         );
         let refusal = service.refusal(method, path, 400, "Could not read the request body");
-        send(rq, Reply::Full(refusal));
+        send(rq, Reply::Full(refusal), port);
         return;
     }
     if body.len() > limit {
         // Only a chunked body can get here (a declared length was checked above).
-        send(rq, Reply::Full(too_large()));
+        send(rq, Reply::Full(too_large()), port);
         return;
     }
 
@@ -231,7 +232,7 @@ fn serve(mut rq: tiny_http::Request, service: &dyn Service, port: u16, body_time
         remote: rq.remote_addr().copied(),
     };
     let method = rq.method().to_string();
-    let status = send(rq, service.handle(request));
+    let status = send(rq, service.handle(request), port);
     log::debug!(
         "{method} {url} -> {status} ({} ms)",
         started.elapsed().as_millis()
@@ -278,8 +279,9 @@ pub(super) fn to_tiny(resp: super::Response) -> tiny_http::Response<std::io::Cur
     r
 }
 
-/// Sends a reply and returns its status.
-fn send(rq: tiny_http::Request, reply: Reply) -> u16 {
+/// Sends a reply and returns its status. `port`: the listener's, to find a parked
+/// connection's socket.
+fn send(rq: tiny_http::Request, reply: Reply, port: u16) -> u16 {
     match reply {
         Reply::Full(resp) => {
             let status = resp.status;
@@ -306,8 +308,15 @@ fn send(rq: tiny_http::Request, reply: Reply) -> u16 {
                     // If the head could not be written, dropping the reservation frees it.
                     if head.is_ok() {
                         let hub = Arc::clone(reservation.hub());
-                        if let Err(mut w) = hub.hold(reservation, w, deadline, peer) {
-                            let _ = chunked::write_end(&mut w);
+                        match hub.hold(reservation, w, deadline, peer) {
+                            Ok(()) => {
+                                if let Some(peer) = peer {
+                                    socket::stop_reading(peer, port);
+                                }
+                            }
+                            Err(mut w) => {
+                                let _ = chunked::write_end(&mut w);
+                            }
                         }
                     }
                 }
@@ -315,10 +324,14 @@ fn send(rq: tiny_http::Request, reply: Reply) -> u16 {
             200
         }
         Reply::Stream(reply) => {
+            let peer = rq.remote_addr().copied();
             let mut w = rq.into_writer();
             // A stream whose head could not be written is dropped (closed) with its writer.
             if chunked::write_head(&mut w, &reply.headers).is_ok() {
                 (reply.park)(w);
+                if let Some(peer) = peer {
+                    socket::stop_reading(peer, port);
+                }
             }
             200
         }

@@ -96,7 +96,9 @@ impl<'de> Deserialize<'de> for Compact {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         let raw = Box::<RawValue>::deserialize(d)?;
         if !raw.get().trim_start().starts_with('{') {
-            return Err(serde::de::Error::custom("a bucket value must be a JSON object"));
+            return Err(serde::de::Error::custom(
+                "a bucket value must be a JSON object",
+            ));
         }
         Ok(Compact(raw))
     }
