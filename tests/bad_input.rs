@@ -300,6 +300,13 @@ fn a_request_behind_a_held_subscribe_never_pins_a_worker() {
     let mut sock = TcpStream::connect(s.device()).unwrap();
     sock.set_read_timeout(Some(TIMEOUT)).unwrap();
     sock.write_all(subscribe.as_bytes()).unwrap();
+    // The head is written after reading has stopped: once it is here, the ping goes unread.
+    let mut head = Vec::new();
+    let mut byte = [0u8; 1];
+    while !head.ends_with(b"\r\n\r\n") {
+        sock.read_exact(&mut byte).unwrap();
+        head.push(byte[0]);
+    }
     s.wait_held(SERIAL, 1);
     sock.write_all(ping.as_bytes()).unwrap();
     assert_eq!(
@@ -316,9 +323,5 @@ fn a_request_behind_a_held_subscribe_never_pins_a_worker() {
         all.contains("20.5") && all.ends_with("\r\n0\r\n\r\n"),
         "{all}"
     );
-    assert_eq!(
-        all.matches("HTTP/1.1").count(),
-        1,
-        "the ping was not taken: {all}"
-    );
+    assert!(!all.contains("HTTP/1.1"), "the ping was not taken: {all}");
 }

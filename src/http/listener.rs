@@ -175,7 +175,9 @@ fn worker(
 
 fn serve(mut rq: tiny_http::Request, service: &dyn Service, port: u16, body_timeout: Duration) {
     let started = Instant::now();
-    crate::util::memory::count_request();
+    if !rq.url().starts_with("/health") {
+        crate::util::memory::count_request();
+    }
     let url = rq.url().to_string();
     let (path, query) = url.split_once('?').unwrap_or((url.as_str(), ""));
     let limit = service.body_limit(path);
@@ -294,6 +296,9 @@ fn send(rq: tiny_http::Request, reply: Reply, port: u16) -> u16 {
         Reply::Chunked(reply) => {
             let peer = rq.remote_addr().copied();
             let mut w = rq.into_writer();
+            if let (ChunkedBody::Hold { .. }, Some(peer)) = (&reply.body, peer) {
+                socket::stop_reading(peer, port);
+            }
             let head = chunked::write_head(&mut w, &reply.headers);
             match reply.body {
                 ChunkedBody::Now(chunk) => {
@@ -308,15 +313,8 @@ fn send(rq: tiny_http::Request, reply: Reply, port: u16) -> u16 {
                     // If the head could not be written, dropping the reservation frees it.
                     if head.is_ok() {
                         let hub = Arc::clone(reservation.hub());
-                        match hub.hold(reservation, w, deadline, peer) {
-                            Ok(()) => {
-                                if let Some(peer) = peer {
-                                    socket::stop_reading(peer, port);
-                                }
-                            }
-                            Err(mut w) => {
-                                let _ = chunked::write_end(&mut w);
-                            }
+                        if let Err(mut w) = hub.hold(reservation, w, deadline, peer) {
+                            let _ = chunked::write_end(&mut w);
                         }
                     }
                 }
@@ -326,12 +324,12 @@ fn send(rq: tiny_http::Request, reply: Reply, port: u16) -> u16 {
         Reply::Stream(reply) => {
             let peer = rq.remote_addr().copied();
             let mut w = rq.into_writer();
+            if let Some(peer) = peer {
+                socket::stop_reading(peer, port);
+            }
             // A stream whose head could not be written is dropped (closed) with its writer.
             if chunked::write_head(&mut w, &reply.headers).is_ok() {
                 (reply.park)(w);
-                if let Some(peer) = peer {
-                    socket::stop_reading(peer, port);
-                }
             }
             200
         }

@@ -1,7 +1,7 @@
 //! Reaching the socket behind a tiny_http request. tiny_http 0.12 hides it, but a few things
 //! need it (shutting down a connection whose body never arrives, refusing a huge body, and
 //! releasing tiny_http's thread once a response is parked), so we find our descriptor by its
-//! addresses in `/proc/self/fd`. That costs a scan of the open descriptors (three system calls
+//! addresses in `/proc/self/fd`. That costs a scan of the open descriptors (two system calls
 //! each): about a millisecond with 1,000 thermostats connected, once per held subscribe.
 
 use std::fs;
@@ -27,12 +27,7 @@ pub fn find_socket(peer: SocketAddr, local_port: u16) -> Option<RawFd> {
         else {
             continue;
         };
-        let is_socket = fs::read_link(entry.path())
-            .map(|t| t.to_string_lossy().starts_with("socket:"))
-            .unwrap_or(false);
-        if !is_socket {
-            continue;
-        }
+        // getpeername on a descriptor that is not a connected socket just fails.
         let matches = with_socket(fd, |s| {
             s.peer_addr().ok() == Some(peer)
                 && s.local_addr().map(|a| a.port()).ok() == Some(local_port)
@@ -44,18 +39,27 @@ pub fn find_socket(peer: SocketAddr, local_port: u16) -> Option<RawFd> {
     None
 }
 
-/// Stops tiny_http reading the connection from `peer` on `local_port`, whose response has
-/// been parked (a held subscribe, an event stream; both are sent with `Connection: close`, so
+/// Stops tiny_http reading the connection from `peer` on `local_port`, whose response is about
+/// to be parked (a held subscribe, an event stream; both are sent with `Connection: close`, so
 /// the client sends nothing more on it). tiny_http's thread for that connection, blocked
 /// reading for a next request, sees the end of input and goes back to its pool, so a held
 /// connection costs a socket and the parked writer rather than a thread (about 18 KB of stack
-/// and buffers each). Writing is unaffected. Does nothing if the socket cannot be found.
+/// and buffers each). Bytes already received (a request pipelined with the subscribe) are
+/// still read. Writing is unaffected. Call it while holding the response's writer, so the
+/// connection is alive; the descriptor found is duplicated and checked again before the
+/// shutdown, so a descriptor closed and reused meanwhile is never touched.
 pub fn stop_reading(peer: SocketAddr, local_port: u16) {
-    if let Some(fd) = find_socket(peer, local_port) {
-        with_socket(fd, |s| {
-            if let Err(e) = s.shutdown(Shutdown::Read) {
-                log::debug!("could not stop reading the connection from {peer}: {e}");
-            }
-        });
+    let Some(fd) = find_socket(peer, local_port) else {
+        return;
+    };
+    let Ok(own) = with_socket(fd, |s| s.try_clone()) else {
+        return;
+    };
+    let same = own.peer_addr().ok() == Some(peer)
+        && own.local_addr().map(|a| a.port()).ok() == Some(local_port);
+    if same {
+        if let Err(e) = own.shutdown(Shutdown::Read) {
+            log::debug!("could not stop reading the connection from {peer}: {e}");
+        }
     }
 }

@@ -37,7 +37,8 @@ impl Compact {
         )
     }
 
-    /// The value as a map (a fresh copy).
+    /// The value as a map (a fresh copy). Every `Compact` parses: values made here are
+    /// serialized maps, and values loaded from a snapshot are checked by parsing them.
     pub fn to_map(&self) -> JsonMap {
         serde_json::from_str(self.0.get()).unwrap_or_default()
     }
@@ -49,12 +50,6 @@ impl Compact {
 
     pub fn text(&self) -> &str {
         self.0.get()
-    }
-
-    /// `{}` (with or without whitespace inside).
-    pub fn is_empty(&self) -> bool {
-        let text = self.0.get();
-        text == "{}" || (text.len() < 16 && self.to_map().is_empty())
     }
 }
 
@@ -90,16 +85,15 @@ impl Serialize for Compact {
 }
 
 impl<'de> Deserialize<'de> for Compact {
-    /// Any JSON object, kept as its text (checked to be valid JSON and an object, not parsed
-    /// into a tree: loading a snapshot of 1,000 thermostats stays quick). Whitespace in a
-    /// hand-edited snapshot stays too; nothing compares values by their text.
+    /// Any JSON object that parses as a map, kept as its text. Parsing it here means
+    /// [`Compact::to_map`] can never lose a value later: a number out of range, a lone
+    /// surrogate or nesting too deep stops the load (naming the file) instead of being read as
+    /// an empty bucket and written back.
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         let raw = Box::<RawValue>::deserialize(d)?;
-        if !raw.get().trim_start().starts_with('{') {
-            return Err(serde::de::Error::custom(
-                "a bucket value must be a JSON object",
-            ));
-        }
+        serde_json::from_str::<JsonMap>(raw.get()).map_err(|e| {
+            serde::de::Error::custom(format!("a bucket value must be a JSON object ({e})"))
+        })?;
         Ok(Compact(raw))
     }
 }
@@ -123,7 +117,20 @@ mod tests {
         assert_eq!(spaced, c);
         assert_eq!(serde_json::to_string(&c).unwrap(), c.text());
         assert!(serde_json::from_str::<Compact>("[1]").is_err());
+        for unreadable in [r#"{"a":1e400}"#, r#"{"a":"\ud800"}"#] {
+            assert!(
+                serde_json::from_str::<Compact>(unreadable).is_err(),
+                "{unreadable}"
+            );
+        }
+        let deep = format!("{{\"a\":{}1{}}}", "[".repeat(200), "]".repeat(200));
+        assert!(serde_json::from_str::<Compact>(&deep).is_err());
+        // Floats survive the text round trip exactly (serde_json's float_roundtrip).
+        let Value::Object(f) = json!({"t": 1.222_222_222_222_223_9_f64}) else {
+            unreachable!()
+        };
+        assert_eq!(Compact::from_map(&f).to_map(), f);
         assert!(serde_json::from_reader::<_, Compact>(&b"{\"a\":1}"[..]).is_ok());
-        assert!(Compact::empty().is_empty() && Compact::empty().to_map().is_empty());
+        assert!(Compact::empty().to_map().is_empty());
     }
 }

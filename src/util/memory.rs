@@ -3,12 +3,18 @@
 //! glibc keeps memory freed by a burst (a thousand thermostats booting at once, say) inside its
 //! arenas, scattered between allocations that live on, so the process stays at its peak size.
 //! `malloc_trim` returns those free pages. It is called from the maintenance loop once a tick
-//! passes with no request after some activity: at most every few seconds, never while idle.
+//! passes with no request after some activity, or after every [`TRIM_EVERY`] requests on a
+//! server that is never quiet; never while idle (health checks, the self-probes among them,
+//! are not counted).
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
-/// Requests answered by every listener since start (the activity the trimmer watches).
+/// Requests answered by every listener since start, health checks aside (the activity the
+/// trimmer watches).
 static REQUESTS: AtomicU64 = AtomicU64::new(0);
+
+/// A busy server trims at least this often (in requests).
+pub const TRIM_EVERY: u64 = 10_000;
 
 pub fn count_request() {
     REQUESTS.fetch_add(1, Ordering::Relaxed);
@@ -19,6 +25,7 @@ pub fn count_request() {
 pub struct Trimmer {
     seen: u64,
     busy: bool,
+    trimmed_at: u64,
 }
 
 impl Trimmer {
@@ -30,18 +37,23 @@ impl Trimmer {
     }
 
     fn quiet_after_burst(&mut self, requests: u64) -> bool {
-        if requests != self.seen {
+        let trim = if requests != self.seen {
             self.seen = requests;
             self.busy = true;
-            false
+            requests - self.trimmed_at >= TRIM_EVERY
         } else {
             std::mem::take(&mut self.busy)
+        };
+        if trim {
+            self.busy = false;
+            self.trimmed_at = requests;
         }
+        trim
     }
 }
 
 fn release_free_heap() {
-    #[cfg(target_env = "gnu")]
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
     // SAFETY: malloc_trim only releases free memory; it has no preconditions.
     unsafe {
         libc::malloc_trim(0);
@@ -62,5 +74,11 @@ mod tests {
         assert!(!t.quiet_after_burst(9), "idle: no more trims");
         assert!(!t.quiet_after_burst(10));
         assert!(t.quiet_after_burst(10));
+        // Never quiet: a trim every TRIM_EVERY requests.
+        assert!(!t.quiet_after_burst(10 + TRIM_EVERY - 1));
+        assert!(t.quiet_after_burst(10 + TRIM_EVERY));
+        assert!(!t.quiet_after_burst(10 + TRIM_EVERY + 5));
+        assert!(!t.quiet_after_burst(10 + 2 * TRIM_EVERY - 1));
+        assert!(t.quiet_after_burst(10 + 2 * TRIM_EVERY));
     }
 }
