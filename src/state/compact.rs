@@ -91,11 +91,55 @@ impl<'de> Deserialize<'de> for Compact {
     /// an empty bucket and written back.
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         let raw = Box::<RawValue>::deserialize(d)?;
-        serde_json::from_str::<JsonMap>(raw.get()).map_err(|e| {
-            serde::de::Error::custom(format!("a bucket value must be a JSON object ({e})"))
-        })?;
+        let text = raw.get();
+        // `RawValue` has checked the syntax. Parsing into a map can still fail only on what
+        // `may_not_parse` looks for, so the full parse (slow for 1,000 thermostats) runs only
+        // on values that contain such things, and on values that are not objects.
+        if !text.starts_with('{') || may_not_parse(text) {
+            serde_json::from_str::<JsonMap>(text).map_err(|e| {
+                serde::de::Error::custom(format!("a bucket value must be a JSON object ({e})"))
+            })?;
+        }
         Ok(Compact(raw))
     }
+}
+
+/// Whether syntactically valid JSON `text` might still fail to parse into a map: a `\u`
+/// escape (a lone surrogate), a number with an exponent or with 300 or more digits (out of
+/// range), or nesting deeper than 100 (serde_json stops at 128).
+fn may_not_parse(text: &str) -> bool {
+    let (mut in_string, mut escaped) = (false, false);
+    let (mut depth, mut digits) = (0usize, 0usize);
+    for b in text.bytes() {
+        if in_string {
+            match (escaped, b) {
+                (true, b'u') => return true,
+                (true, _) => escaped = false,
+                (false, b'\\') => escaped = true,
+                (false, b'"') => in_string = false,
+                _ => {}
+            }
+            continue;
+        }
+        match b {
+            b'"' => in_string = true,
+            b'{' | b'[' => {
+                depth += 1;
+                if depth > 100 {
+                    return true;
+                }
+            }
+            b'}' | b']' => depth = depth.saturating_sub(1),
+            // An exponent follows a digit (`1e5`, `1.5E2`); the `e` of `true` does not.
+            b'e' | b'E' if digits > 0 => return true,
+            _ => {}
+        }
+        digits = if b.is_ascii_digit() { digits + 1 } else { 0 };
+        if digits >= 300 {
+            return true;
+        }
+    }
+    false
 }
 
 #[cfg(test)]
@@ -125,6 +169,15 @@ mod tests {
         }
         let deep = format!("{{\"a\":{}1{}}}", "[".repeat(200), "]".repeat(200));
         assert!(serde_json::from_str::<Compact>(&deep).is_err());
+        let huge = format!("{{\"a\":1{}}}", "0".repeat(400));
+        assert!(serde_json::from_str::<Compact>(&huge).is_err());
+        // Ordinary values, with strings full of escapes, exponents and brackets, load.
+        let fine = r#"{"name":"e [x] {\"y\"} \\ \n","t":1.5e2,"s":"\u00e9","n":[1,{"a":true}]}"#;
+        assert!(serde_json::from_str::<Compact>(fine).is_ok());
+        assert!(!may_not_parse(
+            r#"{"name":"eEe\\u","t":21.5,"l":[[1]],"b":true,"f":false}"#
+        ));
+        assert!(may_not_parse(r#"{"t":2E5}"#) && may_not_parse(r#"{"s":"\u0041"}"#));
         // Floats survive the text round trip exactly (serde_json's float_roundtrip).
         let Value::Object(f) = json!({"t": 1.222_222_222_222_223_9_f64}) else {
             unreachable!()
