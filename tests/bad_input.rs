@@ -294,13 +294,14 @@ fn a_request_behind_a_held_subscribe_never_pins_a_worker() {
     );
     assert_eq!(s.app().hub().subscriptions_of(SERIAL), 0);
 
-    // Sent once the subscribe is held (after its `Connection: close`): the server no longer
-    // reads that connection, so the request is not taken, no worker waits on it, and the
-    // subscribe keeps holding until something is pushed.
+    // Sent once the subscribe is held (after its `Connection: close`): the server has stopped
+    // reading that connection, so normally the request is never taken and the subscribe holds
+    // until something is pushed. (If tiny_http's reader had not yet reached its next read when
+    // reading stopped, it still takes the request, and the hold ends as above.) Either way no
+    // worker waits on it.
     let mut sock = TcpStream::connect(s.device()).unwrap();
     sock.set_read_timeout(Some(TIMEOUT)).unwrap();
     sock.write_all(subscribe.as_bytes()).unwrap();
-    // The head is written after reading has stopped: once it is here, the ping goes unread.
     let mut head = Vec::new();
     let mut byte = [0u8; 1];
     while !head.ends_with(b"\r\n\r\n") {
@@ -314,14 +315,13 @@ fn a_request_behind_a_held_subscribe_never_pins_a_worker() {
         200,
         "the worker is free"
     );
-    assert_eq!(s.app().hub().subscriptions_of(SERIAL), 1);
     s.server_change(SERIAL, "shared", json!({"target_temperature": 20.5}));
     let mut all = Vec::new();
     let _ = sock.read_to_end(&mut all);
     let all = String::from_utf8_lossy(&all);
-    assert!(
-        all.contains("20.5") && all.ends_with("\r\n0\r\n\r\n"),
-        "{all}"
-    );
-    assert!(!all.contains("HTTP/1.1"), "the ping was not taken: {all}");
+    let end = all.find("\r\n0\r\n\r\n").expect("the subscribe ended");
+    match all[end..].find("HTTP/1.1") {
+        None => assert!(all.contains("20.5"), "the push reached the hold: {all}"),
+        Some(_) => assert!(all[end..].contains("HTTP/1.1 200"), "{all}"),
+    }
 }
