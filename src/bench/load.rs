@@ -20,10 +20,22 @@ fn control_url(server: &ServerProcess, target: &str) -> Url {
     }
 }
 
-fn set_temperature(serial: &str, i: usize) -> Vec<u8> {
-    json!({"serial": serial, "command": "set_temperature", "value": 16.0 + (i % 20) as f64 * 0.5})
-        .to_string()
-        .into_bytes()
+/// `POST /command set_temperature` (a value from the request's index) on a keep-alive
+/// connection; anything but a 200 is an error.
+fn send_command(client: &mut KeepAlive, serial: &str, i: usize) -> Result<(), String> {
+    let body = json!({"serial": serial, "command": "set_temperature", "value": 16.0 + (i % 20) as f64 * 0.5});
+    let r = client
+        .request(
+            "POST",
+            "/command",
+            &[("Content-Type", "application/json")],
+            body.to_string().as_bytes(),
+        )
+        .map_err(|e| e.to_string())?;
+    if r.status != 200 {
+        return Err(format!("/command answered {}: {}", r.status, r.text()));
+    }
+    Ok(())
 }
 
 /// `count` commands, one at a time, spread round the fleet: each timed from sending
@@ -42,17 +54,7 @@ pub fn timed_commands(
         let wanted = format!("shared.{serial}");
         while fleet.pushes.try_recv().is_ok() {}
         let started = Instant::now();
-        let r = client
-            .request(
-                "POST",
-                "/command",
-                &[("Content-Type", "application/json")],
-                &set_temperature(serial, i),
-            )
-            .map_err(|e| e.to_string())?;
-        if r.status != 200 {
-            return Err(format!("/command answered {}: {}", r.status, r.text()));
-        }
+        send_command(&mut client, serial, i)?;
         let deadline = started + Duration::from_secs(10);
         loop {
             let left = deadline.saturating_duration_since(Instant::now());
@@ -117,21 +119,8 @@ pub fn command_load(
     seconds: u64,
 ) -> Result<(f64, Vec<u64>), String> {
     let serials = serials.to_vec();
-    let request: Request = Arc::new(move |client, i| {
-        let serial = &serials[i % serials.len()];
-        let r = client
-            .request(
-                "POST",
-                "/command",
-                &[("Content-Type", "application/json")],
-                &set_temperature(serial, i),
-            )
-            .map_err(|e| e.to_string())?;
-        if r.status != 200 {
-            return Err(format!("/command answered {}: {}", r.status, r.text()));
-        }
-        Ok(())
-    });
+    let request: Request =
+        Arc::new(move |client, i| send_command(client, &serials[i % serials.len()], i));
     keep_alive_load(server, clients, seconds, request)
 }
 
