@@ -344,6 +344,9 @@ struct BenchArgs {
     /// also write the figures as JSON to this file
     #[argh(option)]
     json: Option<String>,
+    /// the hearth executable to measure (default: this one), e.g. a static build
+    #[argh(option)]
+    server: Option<String>,
 }
 
 pub fn main() -> ExitCode {
@@ -440,6 +443,7 @@ fn bench(args: BenchArgs) -> ExitCode {
         load_seconds: args.load_seconds.max(1),
         idle_thermostats: args.idle_thermostats.max(1),
         idle_seconds: args.idle_seconds.max(1),
+        server: args.server.map(std::path::PathBuf::from),
     };
     let report = match crate::bench::run(&opts) {
         Ok(r) => r,

@@ -43,13 +43,19 @@ pub struct BenchOptions {
     /// Held subscribes and seconds of the idle-CPU figure.
     pub idle_thermostats: usize,
     pub idle_seconds: u64,
+    /// The executable run as the server; `None` measures this one. The clients and simulated
+    /// thermostats always run in this process, so two builds are measured by the same load.
+    pub server: Option<PathBuf>,
 }
 
 /// Concurrent keep-alive clients of the throughput figures.
 const CLIENTS: usize = 8;
 
 pub fn run(opts: &BenchOptions) -> Result<Report, String> {
-    let exe = std::env::current_exe().map_err(|e| e.to_string())?;
+    let exe = match &opts.server {
+        Some(path) => path.clone(),
+        None => std::env::current_exe().map_err(|e| e.to_string())?,
+    };
     let dir = TempDir::new("main")?;
     let server = ServerProcess::start_with(&exe, &dir.0, &[])
         .map_err(|log| format!("the server did not start:\n{log}"))?;
