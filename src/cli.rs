@@ -257,6 +257,9 @@ struct ServeArgs {
     /// worker threads per port (HTTP_WORKERS; default 4)
     #[argh(option)]
     http_workers: Option<String>,
+    /// seconds after which a connection with no traffic is closed (IDLE_TIMEOUT_SECONDS; default 60)
+    #[argh(option)]
+    idle_timeout_seconds: Option<String>,
     /// seconds between self-probes; 0 turns the watchdog off (WATCHDOG_INTERVAL_SECONDS; default 30)
     #[argh(option)]
     watchdog_interval_seconds: Option<String>,
@@ -293,6 +296,7 @@ impl ServeArgs {
         s.flag("WEATHER_URL", self.weather_url);
         s.flag("WEATHER_CACHE_TTL_MS", self.weather_cache_ttl_ms);
         s.flag("HTTP_WORKERS", self.http_workers);
+        s.flag("IDLE_TIMEOUT_SECONDS", self.idle_timeout_seconds);
         s.flag("WATCHDOG_INTERVAL_SECONDS", self.watchdog_interval_seconds);
         s.flag("API_RATE_LIMIT_PER_MINUTE", self.api_rate_limit_per_minute);
         s.flag("CONTROL_REQUIRE_KEY", self.control_require_key);

@@ -39,6 +39,9 @@ pub struct Config {
     pub http_workers: usize,
     /// A request body still arriving after this long is abandoned (its connection closed).
     pub body_read_timeout: Duration,
+    /// A connection with no data either way for this long is closed (held subscribes and
+    /// event streams excepted).
+    pub idle_timeout: Duration,
     /// Seconds between self-probes of both listeners; 0 turns the watchdog off.
     pub watchdog_interval_secs: u64,
     /// A live event stream with nothing to send gets a comment line this often.
@@ -72,6 +75,7 @@ impl Default for Config {
             weather_timeout: Duration::from_secs(5),
             http_workers: 4,
             body_read_timeout: Duration::from_secs(30),
+            idle_timeout: Duration::from_secs(60),
             watchdog_interval_secs: 30,
             event_keep_alive: crate::events::KEEP_ALIVE,
             api_rate_limit_per_minute: 20,
@@ -171,6 +175,9 @@ impl Config {
                 .number("HTTP_WORKERS", 1, 64)?
                 .map_or(d.http_workers, to_usize),
             body_read_timeout: d.body_read_timeout,
+            idle_timeout: sources
+                .number("IDLE_TIMEOUT_SECONDS", 1, 3600)?
+                .map_or(d.idle_timeout, Duration::from_secs),
             watchdog_interval_secs: sources
                 .number("WATCHDOG_INTERVAL_SECONDS", 0, 3600)?
                 .unwrap_or(d.watchdog_interval_secs),
@@ -306,6 +313,7 @@ pub const FLAGS: &[(&str, &str)] = &[
     ("WEATHER_URL", "--weather-url"),
     ("WEATHER_CACHE_TTL_MS", "--weather-cache-ttl-ms"),
     ("HTTP_WORKERS", "--http-workers"),
+    ("IDLE_TIMEOUT_SECONDS", "--idle-timeout-seconds"),
     ("WATCHDOG_INTERVAL_SECONDS", "--watchdog-interval-seconds"),
     ("API_RATE_LIMIT_PER_MINUTE", "--api-rate-limit-per-minute"),
     ("CONTROL_REQUIRE_KEY", "--control-require-key"),

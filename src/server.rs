@@ -16,6 +16,7 @@ use crate::config::Config;
 use crate::control::ControlApi;
 use crate::device::DeviceApi;
 use crate::http::client::{self, Url};
+use crate::http::idle;
 use crate::http::listener::{FatalHook, Limits, Listener};
 use crate::hub::Hub;
 use crate::service;
@@ -239,8 +240,9 @@ fn spawn(name: &str, f: impl FnOnce() + Send + 'static) -> Result<JoinHandle<()>
         .map_err(StartError::Thread)
 }
 
-/// Every few seconds: write a snapshot if the journal has grown enough, give freed heap back
-/// after a burst of requests ([`memory::Trimmer`]); and every
+/// Every few seconds: close connections idle for `idle_timeout` ([`idle::close_idle`]), write a
+/// snapshot if the journal has grown enough, give freed heap back after a burst of requests
+/// ([`memory::Trimmer`]); and every
 /// `watchdog_interval_secs` probe both listeners, calling `on_fatal` after repeated failures.
 fn start_maintenance(
     app: Arc<App>,
@@ -252,12 +254,22 @@ fn start_maintenance(
     // A service manager's watchdog (systemd `WatchdogSec=`) is fed from this loop while the
     // self-probes pass, so a hung process (or a dead listener) is restarted.
     let feed_every = service::watchdog_interval();
-    let tick = feed_every.map_or(Duration::from_secs(5), |f| f.min(Duration::from_secs(5)));
+    let idle_timeout = app.config.idle_timeout;
+    // Often enough that an idle connection lasts at most half as long again as the timeout.
+    let tick = feed_every
+        .map_or(Duration::from_secs(5), |f| f.min(Duration::from_secs(5)))
+        .min(idle_timeout / 2)
+        .max(Duration::from_millis(100));
+    let ports: Vec<u16> = addrs.iter().map(|a| a.port()).collect();
     let handle = spawn("maintenance", move || {
         let mut failures = vec![0u32; addrs.len()];
         let mut next_probe = Instant::now() + interval;
         let mut trimmer = memory::Trimmer::default();
         while let Err(crossbeam_channel::RecvTimeoutError::Timeout) = stopped.recv_timeout(tick) {
+            let closed = idle::close_idle(&ports, idle_timeout);
+            if closed > 0 {
+                log::debug!("closed {closed} connections idle for {idle_timeout:?}");
+            }
             trimmer.tick();
             if app.state.snapshot_due() {
                 if let Err(e) = app.state.snapshot() {

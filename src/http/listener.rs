@@ -22,6 +22,8 @@ use super::{ChunkedBody, Method, Reply, Request, Service, chunked, deadline, ove
 /// Writes to a client that stopped reading give up after this long.
 const SEND_TIMEOUT: Duration = Duration::from_secs(10);
 const WORKER_STACK: usize = 256 * 1024;
+/// Request heads (request line and headers) over this size get 431.
+pub const HEAD_LIMIT: usize = 16 * 1024;
 
 pub type FatalHook = Arc<dyn Fn(String) + Send + Sync>;
 
@@ -193,6 +195,13 @@ fn serve(mut rq: tiny_http::Request, service: &dyn Service, port: u16, body_time
         oversize::reject(rq, declared, port, too_large());
         return;
     }
+    let head = head_size(&rq);
+    if head > HEAD_LIMIT {
+        log::info!("{} {url} -> 431 (a {head}-byte request head)", rq.method());
+        let refusal = service.refusal(method, path, 431, "Request header fields too large");
+        oversize::refuse_unread(rq, port, refusal);
+        return;
+    }
     // tiny_http has already read bodies of up to 1 KiB; a longer or chunked one is read here,
     // under a deadline.
     let streamed = declared.map_or(is_chunked(&rq), |d| d > 1024);
@@ -215,8 +224,13 @@ fn serve(mut rq: tiny_http::Request, service: &dyn Service, port: u16, body_time
         return;
     }
     if body.len() > limit {
-        // Only a chunked body can get here (a declared length was checked above).
-        send(rq, Reply::Full(too_large()), port);
+        // Only a chunked body can get here (a declared length was checked above). The rest of
+        // it is not read: it may never end.
+        log::info!(
+            "{} {url} -> 413 (chunked body over {limit} bytes)",
+            rq.method()
+        );
+        oversize::refuse_unread(rq, port, too_large());
         return;
     }
 
@@ -239,6 +253,16 @@ fn serve(mut rq: tiny_http::Request, service: &dyn Service, port: u16, body_time
         "{method} {url} -> {status} ({} ms)",
         started.elapsed().as_millis()
     );
+}
+
+/// The request line and header section as sent, give or take whitespace. tiny_http 0.12 reads
+/// a head of any size before handing the request over, so this cap is applied afterwards; the
+/// memory a huge head took is given back when the request is dropped.
+fn head_size(rq: &tiny_http::Request) -> usize {
+    let line = rq.method().as_str().len() + rq.url().len() + 12;
+    rq.headers().iter().fold(line, |n, h| {
+        n + h.field.as_str().as_str().len() + h.value.as_str().len() + 4
+    })
 }
 
 fn is_chunked(rq: &tiny_http::Request) -> bool {

@@ -5,6 +5,7 @@
 pub mod chunked;
 pub mod client;
 mod deadline;
+pub mod idle;
 pub mod listener;
 mod oversize;
 mod socket;

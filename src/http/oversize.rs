@@ -57,6 +57,20 @@ pub fn reject(rq: tiny_http::Request, declared: u64, local_port: u16, response: 
     }
 }
 
+/// Answers `response` to a request whose body (if any, within the limit) is not wanted: its
+/// read side is shut first, so tiny_http's drain of the body ends at once however the body
+/// is sent (an endless chunked one included), and the connection closes after the answer.
+pub fn refuse_unread(rq: tiny_http::Request, local_port: u16, response: Response) {
+    let socket = rq
+        .remote_addr()
+        .copied()
+        .and_then(|peer| find_socket(peer, local_port));
+    if let Some(fd) = socket {
+        with_socket(fd, |s| s.shutdown(Shutdown::Read).ok());
+    }
+    respond(rq, response);
+}
+
 fn respond(rq: tiny_http::Request, response: Response) {
     let _ = rq.respond(to_tiny(response));
 }

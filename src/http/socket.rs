@@ -17,16 +17,20 @@ pub fn with_socket<R>(fd: RawFd, f: impl FnOnce(&mut TcpStream) -> R) -> R {
     f(&mut stream)
 }
 
+/// This process's open descriptors, as listed when called (empty if `/proc` is unreadable).
+pub fn open_descriptors() -> Vec<RawFd> {
+    let Ok(entries) = fs::read_dir("/proc/self/fd") else {
+        return Vec::new();
+    };
+    entries
+        .flatten()
+        .filter_map(|e| e.file_name().to_str().and_then(|s| s.parse().ok()))
+        .collect()
+}
+
 /// The descriptor of our TCP socket connected to `peer` on `local_port`.
 pub fn find_socket(peer: SocketAddr, local_port: u16) -> Option<RawFd> {
-    for entry in fs::read_dir("/proc/self/fd").ok()?.flatten() {
-        let Some(fd) = entry
-            .file_name()
-            .to_str()
-            .and_then(|s| s.parse::<RawFd>().ok())
-        else {
-            continue;
-        };
+    for fd in open_descriptors() {
         // getpeername on a descriptor that is not a connected socket just fails.
         let matches = with_socket(fd, |s| {
             s.peer_addr().ok() == Some(peer)

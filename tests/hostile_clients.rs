@@ -1,0 +1,237 @@
+//! Clients that misbehave on purpose, over real sockets: connections that never finish their
+//! request, oversized header sections, and a handler that panics. Each test shows that the
+//! server keeps serving everyone else.
+
+mod common;
+
+use std::io::{ErrorKind, Read, Write};
+use std::net::TcpStream;
+use std::thread;
+use std::time::{Duration, Instant};
+
+use common::*;
+use hearth::http::client::ChunkStream;
+use serde_json::json;
+
+/// Reads until the server closes the connection; false if it is still open after `within`.
+fn closed_by_server(sock: &mut TcpStream, within: Duration) -> bool {
+    sock.set_read_timeout(Some(within)).unwrap();
+    let mut buf = [0u8; 512];
+    loop {
+        match sock.read(&mut buf) {
+            Ok(0) => return true,
+            Ok(_) => continue,
+            Err(e) if e.kind() == ErrorKind::ConnectionReset => return true,
+            Err(_) => return false,
+        }
+    }
+}
+
+#[test]
+fn half_requests_do_not_hold_up_others_and_are_closed_once_idle() {
+    let s = TestServer::start_with(|c| c.idle_timeout = Duration::from_secs(1));
+    let (_sim, _events, mut held) = booted_and_held(&s, SERIAL);
+    let mut events = ChunkStream::open(
+        &url(s.control(), "/api/events"),
+        "GET",
+        &[],
+        &[],
+        TIMEOUT,
+        false,
+    )
+    .unwrap();
+    assert_eq!(events.status, 200);
+
+    // 500 connections, half on each port, each stuck in the middle of its request line.
+    let mut idle: Vec<TcpStream> = (0..500)
+        .map(|i| {
+            let port = if i % 2 == 0 { s.device() } else { s.control() };
+            let mut sock = TcpStream::connect(port).unwrap();
+            sock.write_all(b"GET /stat").unwrap();
+            sock
+        })
+        .collect();
+
+    // Others are answered meanwhile (the bound is a liveness check, not a timing figure).
+    let status = get(s.control(), &format!("/status?serial={SERIAL}"));
+    assert_eq!(status.status, 200, "{}", status.text());
+    assert_eq!(get(s.device(), "/nest/ping").status, 200);
+
+    // Every stuck connection is closed once idle for the timeout (checks run every 0.5 s).
+    let started = Instant::now();
+    for (i, sock) in idle.iter_mut().enumerate() {
+        assert!(
+            closed_by_server(sock, Duration::from_secs(10)),
+            "connection {i} still open {:?} after the idle timeout",
+            started.elapsed()
+        );
+    }
+
+    // The held subscribe and the event stream waited through all that in silence, and were
+    // not taken for idle: a command reaches both.
+    let r = command(s.control(), SERIAL, "set_temperature", json!(21.5));
+    assert_eq!(r.status, 200, "{}", r.text());
+    let (_, doc) = next_push(&mut held);
+    let shared = doc["objects"]
+        .as_array()
+        .and_then(|objects| {
+            objects
+                .iter()
+                .find(|o| o["object_key"] == json!(format!("shared.{SERIAL}")))
+        })
+        .expect("the shared object is pushed");
+    assert_eq!(shared["value"]["target_temperature"], json!(21.5));
+    let chunk = loop {
+        let chunk = events
+            .next_chunk()
+            .unwrap()
+            .expect("the event stream is open");
+        if !chunk.starts_with(b":") {
+            break String::from_utf8(chunk).unwrap();
+        }
+    };
+    assert!(chunk.contains("target_temperature"), "{chunk}");
+    assert_eq!(get(s.control(), "/health").status, 200);
+}
+
+#[test]
+fn a_quiet_keep_alive_connection_is_closed_after_the_idle_timeout() {
+    let s = TestServer::start_with(|c| c.idle_timeout = Duration::from_secs(1));
+    let mut sock = TcpStream::connect(s.control()).unwrap();
+    sock.write_all(b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n")
+        .unwrap();
+    let mut buf = [0u8; 1024];
+    sock.set_read_timeout(Some(TIMEOUT)).unwrap();
+    let n = sock.read(&mut buf).unwrap();
+    assert!(buf[..n].starts_with(b"HTTP/1.1 200"));
+    // A client that keeps talking is not idle.
+    for _ in 0..4 {
+        thread::sleep(Duration::from_millis(400));
+        sock.write_all(b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n")
+            .unwrap();
+        let n = sock.read(&mut buf).unwrap();
+        assert!(buf[..n].starts_with(b"HTTP/1.1 200"), "closed while in use");
+    }
+    assert!(closed_by_server(&mut sock, Duration::from_secs(10)));
+}
+
+/// Sends `head` and then `filler` until the server stops taking it; returns the answer's
+/// first line and how many filler bytes went out.
+fn send_until_refused(addr: std::net::SocketAddr, head: &[u8], filler: &[u8]) -> (String, usize) {
+    let mut sock = TcpStream::connect(addr).unwrap();
+    sock.set_write_timeout(Some(Duration::from_secs(5)))
+        .unwrap();
+    sock.write_all(head).unwrap();
+    let reader = sock.try_clone().unwrap();
+    let answer = thread::spawn(move || {
+        let mut reader = reader;
+        reader.set_read_timeout(Some(TIMEOUT)).unwrap();
+        let mut text = Vec::new();
+        let _ = reader.read_to_end(&mut text);
+        String::from_utf8_lossy(&text)
+            .lines()
+            .next()
+            .unwrap_or("")
+            .to_string()
+    });
+    let mut sent = 0;
+    let started = Instant::now();
+    while started.elapsed() < TIMEOUT {
+        match sock.write(filler) {
+            Ok(n) => sent += n,
+            Err(_) => break,
+        }
+    }
+    (answer.join().unwrap(), sent)
+}
+
+#[test]
+fn a_header_section_over_16_kib_gets_431_on_both_ports() {
+    let s = TestServer::start();
+    let big = "a".repeat(20 * 1024);
+    for (addr, target) in [(s.device(), "/nest/ping"), (s.control(), "/status")] {
+        let head = format!("GET {target} HTTP/1.1\r\nHost: x\r\nX-Filler: {big}\r\n\r\n");
+        let text = raw(addr, head.as_bytes(), TIMEOUT);
+        assert!(text.starts_with("HTTP/1.1 431"), "{target}: {text}");
+        assert!(text.contains("Request header fields too large"), "{text}");
+        // Under the limit is fine.
+        let head = format!(
+            "GET /health HTTP/1.1\r\nHost: x\r\nX-Filler: {}\r\nConnection: close\r\n\r\n",
+            &big[..8 * 1024]
+        );
+        assert!(raw(addr, head.as_bytes(), TIMEOUT).starts_with("HTTP/1.1 200"));
+    }
+    // Many headers add up the same way.
+    let many: String = (0..400)
+        .map(|i| format!("X-H{i}: {}\r\n", "b".repeat(40)))
+        .collect();
+    let head = format!("GET /health HTTP/1.1\r\nHost: x\r\n{many}\r\n");
+    assert!(raw(s.control(), head.as_bytes(), TIMEOUT).starts_with("HTTP/1.1 431"));
+    assert_eq!(get(s.control(), "/health").status, 200);
+}
+
+#[test]
+fn an_endless_chunked_body_gets_413_and_is_not_read_to_its_end() {
+    let s = TestServer::start();
+    let before = store_bytes(s.dir.path());
+    let chunk = format!("4000\r\n{}\r\n", "x".repeat(0x4000));
+    for (addr, target) in [
+        (s.device(), "/nest/transport/v7/put"),
+        (s.control(), "/command"),
+    ] {
+        let head = format!(
+            "POST {target} HTTP/1.1\r\nHost: x\r\nAuthorization: {}\r\nTransfer-Encoding: chunked\r\n\r\n",
+            basic(SERIAL, "pw")
+        );
+        let (status, sent) = send_until_refused(addr, head.as_bytes(), chunk.as_bytes());
+        assert!(status.starts_with("HTTP/1.1 413"), "{target}: {status:?}");
+        // The server stopped reading soon after its 1 MiB limit (plus socket buffers).
+        assert!(sent < 64 * 1024 * 1024, "{target}: {sent} bytes were taken");
+    }
+    assert_eq!(store_bytes(s.dir.path()), before, "nothing was stored");
+    assert_eq!(get(s.device(), "/nest/ping").status, 200);
+    assert_eq!(get(s.control(), "/health").status, 200);
+}
+
+/// A service whose handler panics on `/panic` and answers everything else.
+struct Fragile;
+
+impl hearth::http::Service for Fragile {
+    fn handle(&self, request: hearth::http::Request) -> hearth::http::Reply {
+        if request.path == "/panic" {
+            panic!("injected by the test");
+        }
+        hearth::http::Reply::Full(hearth::http::Response::json(200, &json!({"ok": true})))
+    }
+}
+
+#[test]
+fn a_panicking_handler_answers_500_and_the_listener_keeps_serving() {
+    use hearth::http::listener::{Limits, Listener};
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    let fatal = Arc::new(AtomicUsize::new(0));
+    let on_fatal = {
+        let fatal = Arc::clone(&fatal);
+        Arc::new(move |_why: String| {
+            fatal.fetch_add(1, Ordering::SeqCst);
+        })
+    };
+    let socket = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let limits = Limits {
+        workers: 1,
+        body_timeout: Duration::from_secs(5),
+    };
+    let listener = Listener::start("fragile", socket, limits, Arc::new(Fragile), on_fatal).unwrap();
+    let addr = listener.addr();
+    // One worker: every request below is served by the thread that caught the panics.
+    for _ in 0..3 {
+        let r = get(addr, "/panic");
+        assert_eq!(r.status, 500);
+        let r = get(addr, "/fine");
+        assert_eq!(r.status, 200, "{}", r.text());
+    }
+    assert_eq!(fatal.load(Ordering::SeqCst), 0, "a panic is not fatal");
+    listener.stop();
+}
