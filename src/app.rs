@@ -76,11 +76,11 @@ pub struct PublicOrigin {
 impl PublicOrigin {
     /// From the configured origin, or (when none is set) this machine's LAN address and the
     /// device port actually bound.
-    pub fn resolve(configured: Option<&ApiOrigin>, device_port: u16) -> PublicOrigin {
+    pub fn resolve(configured: Option<&ApiOrigin>, device_port: u16, tls: bool) -> PublicOrigin {
         let origin = match configured {
             Some(o) => o.clone(),
             None => ApiOrigin {
-                scheme: "http".into(),
+                scheme: if tls { "https" } else { "http" }.into(),
                 host: lan_address().map_or_else(|| "127.0.0.1".to_string(), |ip| ip.to_string()),
                 port: Some(device_port),
             },
@@ -126,7 +126,7 @@ mod tests {
     #[test]
     fn configured_origin_gets_an_explicit_port() {
         let o = ApiOrigin::parse("http://192.168.1.10").unwrap();
-        let p = PublicOrigin::resolve(Some(&o), 8000);
+        let p = PublicOrigin::resolve(Some(&o), 8000, false);
         assert_eq!(p.with_port, "http://192.168.1.10:8000");
         assert_eq!(p.raw, "http://192.168.1.10");
         assert_eq!(p.cloud_register_url(), "http://192.168.1.10:8000/entry");
@@ -138,7 +138,7 @@ mod tests {
 
     #[test]
     fn detected_origin_uses_the_bound_port() {
-        let p = PublicOrigin::resolve(None, 18000);
+        let p = PublicOrigin::resolve(None, 18000, false);
         assert!(p.with_port.starts_with("http://"), "{}", p.with_port);
         assert!(p.with_port.ends_with(":18000"), "{}", p.with_port);
     }

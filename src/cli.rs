@@ -35,6 +35,7 @@ enum Command {
     Devices(DevicesArgs),
     Simulate(SimulateArgs),
     Bench(BenchArgs),
+    CrashTest(CrashTestArgs),
 }
 
 #[derive(FromArgs)]
@@ -218,7 +219,7 @@ struct ServeArgs {
     /// this machine's LAN address and the device port)
     #[argh(option)]
     api_origin: Option<String>,
-    /// TLS certificate directory (CERT_DIR; not supported yet)
+    /// directory with fullchain.pem and privkey.pem: HTTPS on both ports (CERT_DIR; default unset)
     #[argh(option)]
     cert_dir: Option<String>,
     /// true: new thermostats must be claimed with an entry key (REQUIRE_DEVICE_PAIRING; default false)
@@ -326,6 +327,16 @@ struct SimulateArgs {
 }
 
 #[derive(FromArgs)]
+#[argh(subcommand, name = "crash-test")]
+/// kill the server with SIGKILL during mixed writes, restart it, and check every acknowledged
+/// write survived (127.0.0.1 only)
+struct CrashTestArgs {
+    /// trials, each one kill and restart (default 100)
+    #[argh(option, default = "100")]
+    trials: usize,
+}
+
+#[derive(FromArgs)]
 #[argh(subcommand, name = "bench")]
 /// measure memory, command-to-push latency, throughput, start-up and idle CPU on 127.0.0.1
 struct BenchArgs {
@@ -361,7 +372,7 @@ pub fn main() -> ExitCode {
             return ExitCode::SUCCESS;
         }
         eprintln!(
-            "hearth: a command is required (serve, users, keys, claim, share, unshare, devices, simulate, bench); see hearth --help"
+            "hearth: a command is required (serve, users, keys, claim, share, unshare, devices, simulate, bench, crash-test); see hearth --help"
         );
         return ExitCode::from(2);
     };
@@ -410,6 +421,7 @@ pub fn main() -> ExitCode {
         Command::Devices(a) => admin(a.data_dir, AdminRequest::Devices),
         Command::Simulate(args) => simulate(args),
         Command::Bench(args) => bench(args),
+        Command::CrashTest(args) => crash_test(args),
     }
 }
 
@@ -434,6 +446,42 @@ fn admin(data_dir: Option<String>, request: AdminRequest) -> ExitCode {
         }
         Err(text) => {
             eprintln!("hearth: {text}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn crash_test(args: CrashTestArgs) -> ExitCode {
+    init_logging(false);
+    let exe = match std::env::current_exe() {
+        Ok(exe) => exe,
+        Err(e) => {
+            eprintln!("hearth crash-test: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    match crate::bench::crash::run(&exe, args.trials.max(1)) {
+        Ok(report) => {
+            for problem in &report.problems {
+                println!("{problem}");
+            }
+            println!(
+                "{} trials: lost {}/{} acknowledged writes ({} thermostat PUTs, {} commands, {} API keys)",
+                report.trials,
+                report.lost,
+                report.acknowledged,
+                report.puts,
+                report.commands,
+                report.keys
+            );
+            if report.lost == 0 && report.problems.is_empty() {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::FAILURE
+            }
+        }
+        Err(e) => {
+            eprintln!("hearth crash-test: {e}");
             ExitCode::FAILURE
         }
     }

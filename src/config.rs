@@ -42,6 +42,8 @@ pub struct Config {
     /// A connection with no data either way for this long is closed (held subscribes and
     /// event streams excepted).
     pub idle_timeout: Duration,
+    /// HTTPS on both ports with `fullchain.pem` and `privkey.pem` from this directory.
+    pub cert_dir: Option<PathBuf>,
     /// Seconds between self-probes of both listeners; 0 turns the watchdog off.
     pub watchdog_interval_secs: u64,
     /// A live event stream with nothing to send gets a comment line this often.
@@ -76,6 +78,7 @@ impl Default for Config {
             http_workers: 4,
             body_read_timeout: Duration::from_secs(30),
             idle_timeout: Duration::from_secs(60),
+            cert_dir: None,
             watchdog_interval_secs: 30,
             event_keep_alive: crate::events::KEEP_ALIVE,
             api_rate_limit_per_minute: 20,
@@ -120,15 +123,6 @@ impl Config {
             .get("DATA_DIR")
             .map(PathBuf::from)
             .unwrap_or(d.data_dir);
-        if let Some(dir) = sources.get("CERT_DIR") {
-            return Err(ConfigError::new(
-                "CERT_DIR",
-                &format!(
-                    "TLS is not available in this build yet; unset CERT_DIR (got {dir:?}) and \
-                     serve plain HTTP on the LAN"
-                ),
-            ));
-        }
         Ok(Config {
             device_bind,
             control_bind: sources
@@ -178,6 +172,7 @@ impl Config {
             idle_timeout: sources
                 .number("IDLE_TIMEOUT_SECONDS", 1, 3600)?
                 .map_or(d.idle_timeout, Duration::from_secs),
+            cert_dir: sources.get("CERT_DIR").map(PathBuf::from),
             watchdog_interval_secs: sources
                 .number("WATCHDOG_INTERVAL_SECONDS", 0, 3600)?
                 .unwrap_or(d.watchdog_interval_secs),

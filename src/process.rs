@@ -3,6 +3,7 @@
 
 use std::io::{BufRead, BufReader};
 use std::net::SocketAddr;
+use std::os::unix::process::CommandExt;
 use std::path::Path;
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::{Arc, Mutex};
@@ -32,7 +33,8 @@ impl ServerProcess {
         data_dir: &Path,
         extra: &[&str],
     ) -> Result<ServerProcess, String> {
-        let mut child = Command::new(exe)
+        let mut command = Command::new(exe);
+        command
             .args([
                 "serve",
                 "--bind",
@@ -48,7 +50,16 @@ impl ServerProcess {
             .arg(data_dir)
             .env("RUST_LOG", "info")
             .stdout(Stdio::null())
-            .stderr(Stdio::piped())
+            .stderr(Stdio::piped());
+        // SAFETY: prctl is async-signal-safe and touches no memory of ours. If whoever started
+        // the server dies (a benchmark or crash test interrupted), the server goes with it.
+        unsafe {
+            command.pre_exec(|| {
+                libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+                Ok(())
+            });
+        }
+        let mut child = command
             .spawn()
             .map_err(|e| format!("could not start {}: {e}", exe.display()))?;
         let stderr = child.stderr.take().ok_or("no stderr")?;
@@ -126,6 +137,14 @@ impl ServerProcess {
     pub fn kill(mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
+    }
+
+    /// Sends `signal` (the process is reaped when this is dropped).
+    pub fn signal(&self, signal: libc::c_int) {
+        if let Ok(pid) = libc::pid_t::try_from(self.child.id()) {
+            // SAFETY: signalling our own child process, which is not reaped before drop.
+            unsafe { libc::kill(pid, signal) };
+        }
     }
 
     /// SIGTERM, then wait for the exit.

@@ -18,6 +18,7 @@ use crate::device::DeviceApi;
 use crate::http::client::{self, Url};
 use crate::http::idle;
 use crate::http::listener::{FatalHook, Limits, Listener};
+use crate::http::tls::{self, Peers, TlsError, TlsFront};
 use crate::hub::Hub;
 use crate::service;
 use crate::state::State;
@@ -36,6 +37,10 @@ pub struct Server {
     events: JoinHandle<()>,
     maintenance: (Sender<()>, JoinHandle<()>),
     admin: Option<AdminSocket>,
+    /// With `CERT_DIR`: the TLS fronts owning the public ports (device, control).
+    fronts: Vec<TlsFront>,
+    device_public: SocketAddr,
+    control_public: SocketAddr,
 }
 
 #[derive(Debug)]
@@ -47,6 +52,8 @@ pub enum StartError {
         error: io::Error,
     },
     Thread(io::Error),
+    /// `CERT_DIR`'s certificate or key cannot be used.
+    Tls(TlsError),
 }
 
 impl fmt::Display for StartError {
@@ -57,6 +64,7 @@ impl fmt::Display for StartError {
                 write!(f, "could not listen on {addr} ({what}): {error}")
             }
             StartError::Thread(e) => write!(f, "could not start a thread: {e}"),
+            StartError::Tls(e) => write!(f, "CERT_DIR: {e}"),
         }
     }
 }
@@ -95,20 +103,56 @@ impl Server {
             let addr = SocketAddr::new(ip, port);
             TcpListener::bind(addr).map_err(|error| StartError::Bind { what, addr, error })
         };
+        let tls = match &config.cert_dir {
+            Some(dir) => Some(tls::load_config(dir).map_err(StartError::Tls)?),
+            None => None,
+        };
         let device_socket = bind("device port", config.device_bind, config.device_port)?;
         let control_socket = bind("control port", config.control_bind, config.control_port)?;
         let device_addr = device_socket.local_addr().map_err(StartError::Thread)?;
-        let origin = PublicOrigin::resolve(config.api_origin.as_ref(), device_addr.port());
+        let origin = PublicOrigin::resolve(
+            config.api_origin.as_ref(),
+            device_addr.port(),
+            tls.is_some(),
+        );
         if origin.ip.starts_with("127.") || origin.ip == "::1" {
             log::warn!(
                 "thermostats are told to use {}, which they cannot reach; set API_ORIGIN to this machine's LAN address",
                 origin.with_port
             );
         }
+        let peers = tls.as_ref().map(|_| Arc::new(Peers::default()));
         let limits = Limits {
             workers: config.http_workers,
             body_timeout: config.body_read_timeout,
+            peers: peers.clone(),
         };
+        let idle_timeout = config.idle_timeout;
+        // Behind TLS, tiny_http serves a private loopback port and a front owns the public one.
+        let mut fronts = Vec::new();
+        let mut behind = |name: &'static str,
+                          public: TcpListener|
+         -> Result<TcpListener, StartError> {
+            let (Some(config), Some(peers)) = (&tls, &peers) else {
+                return Ok(public);
+            };
+            let inner = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).map_err(StartError::Thread)?;
+            let inner_addr = inner.local_addr().map_err(StartError::Thread)?;
+            let front = TlsFront::start(
+                name,
+                public,
+                inner_addr,
+                Arc::clone(config),
+                Arc::clone(peers),
+                idle_timeout,
+            )
+            .map_err(StartError::Thread)?;
+            fronts.push(front);
+            Ok(inner)
+        };
+        let control_public = control_socket.local_addr().map_err(StartError::Thread)?;
+        let device_socket = behind("device", device_socket)?;
+        let control_socket = behind("control", control_socket)?;
         let app = Arc::new(App::new(config, state, origin));
 
         let notifier = spawn("notifier", {
@@ -129,7 +173,7 @@ impl Server {
         let device = Listener::start(
             "device",
             device_socket,
-            limits,
+            limits.clone(),
             Arc::new(DeviceApi::new(Arc::clone(&app))),
             Arc::clone(&on_fatal),
         )
@@ -162,15 +206,19 @@ impl Server {
             events,
             maintenance,
             admin,
+            fronts,
+            device_public: device_addr,
+            control_public,
         })
     }
 
+    /// The device port's public address (the TLS front's, with `CERT_DIR`).
     pub fn device_addr(&self) -> SocketAddr {
-        self.device.addr()
+        self.device_public
     }
 
     pub fn control_addr(&self) -> SocketAddr {
-        self.control.addr()
+        self.control_public
     }
 
     pub fn app(&self) -> &Arc<App> {
@@ -181,6 +229,9 @@ impl Server {
     pub fn shutdown(self) {
         if let Some(admin) = self.admin {
             admin.stop();
+        }
+        for front in self.fronts {
+            front.stop();
         }
         self.device.stop();
         self.control.stop();
@@ -265,17 +316,17 @@ fn start_maintenance(
         let mut failures = vec![0u32; addrs.len()];
         let mut next_probe = Instant::now() + interval;
         let mut trimmer = memory::Trimmer::default();
+        // A long journal left by a crash is folded into a snapshot at once, not at the first
+        // tick: a server that keeps being killed young (a crash loop, a flaky power supply)
+        // would otherwise replay an ever longer journal at every start.
+        snapshot_if_due(&app);
         while let Err(crossbeam_channel::RecvTimeoutError::Timeout) = stopped.recv_timeout(tick) {
             let closed = idle::close_idle(&ports, idle_timeout);
             if closed > 0 {
                 log::debug!("closed {closed} connections idle for {idle_timeout:?}");
             }
             trimmer.tick();
-            if app.state.snapshot_due() {
-                if let Err(e) = app.state.snapshot() {
-                    log::error!("snapshot failed (the journal still holds every change): {e}");
-                }
-            }
+            snapshot_if_due(&app);
             if feed_every.is_some() && failures.iter().all(|f| *f == 0) {
                 service::notify("WATCHDOG=1");
             }
@@ -297,6 +348,14 @@ fn start_maintenance(
         }
     })?;
     Ok((stop, handle))
+}
+
+fn snapshot_if_due(app: &App) {
+    if app.state.snapshot_due() {
+        if let Err(e) = app.state.snapshot() {
+            log::error!("snapshot failed (the journal still holds every change): {e}");
+        }
+    }
 }
 
 /// `GET /health` on our own listener.

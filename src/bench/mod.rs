@@ -20,6 +20,7 @@
 //!
 //! Everything it starts is stopped, and its temporary directories removed, before it returns.
 
+pub mod crash;
 mod fleet;
 mod load;
 mod report;

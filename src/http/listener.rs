@@ -17,6 +17,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
 
+use super::tls::Peers;
 use super::{ChunkedBody, Method, Reply, Request, Service, chunked, deadline, oversize, socket};
 
 /// Writes to a client that stopped reading give up after this long.
@@ -28,12 +29,14 @@ pub const HEAD_LIMIT: usize = 16 * 1024;
 pub type FatalHook = Arc<dyn Fn(String) + Send + Sync>;
 
 /// How the listener treats its clients.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Debug)]
 pub struct Limits {
     /// Workers (threads that run handlers).
     pub workers: usize,
     /// A request body still arriving after this long is abandoned and its connection closed.
     pub body_timeout: Duration,
+    /// Behind a TLS front: the real client of each relayed connection.
+    pub peers: Option<Arc<Peers>>,
 }
 
 pub struct Listener {
@@ -61,11 +64,12 @@ impl Listener {
         let stopping = Arc::new(AtomicBool::new(false));
         let mut handles = Vec::with_capacity(workers);
         for i in 0..workers.max(1) {
-            let (server, service, stopping, on_fatal) = (
+            let (server, service, stopping, on_fatal, limits) = (
                 Arc::clone(&server),
                 Arc::clone(&service),
                 Arc::clone(&stopping),
                 Arc::clone(&on_fatal),
+                limits.clone(),
             );
             let handle = thread::Builder::new()
                 .name(format!("{name}-{i}"))
@@ -76,7 +80,7 @@ impl Listener {
                         &*service,
                         &stopping,
                         addr.port(),
-                        limits.body_timeout,
+                        &limits,
                         &on_fatal,
                     )
                 })?;
@@ -150,7 +154,7 @@ fn worker(
     service: &dyn Service,
     stopping: &AtomicBool,
     port: u16,
-    body_timeout: Duration,
+    limits: &Limits,
     on_fatal: &FatalHook,
 ) {
     loop {
@@ -164,9 +168,8 @@ fn worker(
             }
         };
         // The request is moved in, so its drop (which can panic inside tiny_http) is covered too.
-        let outcome = panic::catch_unwind(AssertUnwindSafe(move || {
-            serve(rq, service, port, body_timeout)
-        }));
+        let outcome =
+            panic::catch_unwind(AssertUnwindSafe(move || serve(rq, service, port, limits)));
         if outcome.is_err() {
             log::error!(
                 "a request handler panicked; the client got a 500 and the server keeps serving"
@@ -175,7 +178,7 @@ fn worker(
     }
 }
 
-fn serve(mut rq: tiny_http::Request, service: &dyn Service, port: u16, body_timeout: Duration) {
+fn serve(mut rq: tiny_http::Request, service: &dyn Service, port: u16, limits: &Limits) {
     let started = Instant::now();
     if !rq.url().starts_with("/health") {
         crate::util::memory::count_request();
@@ -206,7 +209,7 @@ fn serve(mut rq: tiny_http::Request, service: &dyn Service, port: u16, body_time
     // under a deadline.
     let streamed = declared.map_or(is_chunked(&rq), |d| d > 1024);
     let watch = match (streamed, rq.remote_addr()) {
-        (true, Some(peer)) => deadline::watch(*peer, port, body_timeout),
+        (true, Some(peer)) => deadline::watch(*peer, port, limits.body_timeout),
         _ => None,
     };
     let mut body = Vec::new();
@@ -245,7 +248,14 @@ fn serve(mut rq: tiny_http::Request, service: &dyn Service, port: u16, body_time
             .collect(),
         body,
         http10: *rq.http_version() == tiny_http::HTTPVersion(1, 0),
-        remote: rq.remote_addr().copied(),
+        remote: rq.remote_addr().map(|relay| {
+            // Behind TLS the connection comes from our relay; the client is behind it.
+            limits
+                .peers
+                .as_ref()
+                .and_then(|peers| peers.client_of(*relay))
+                .unwrap_or(*relay)
+        }),
     };
     let method = rq.method().to_string();
     let status = send(rq, service.handle(request), port);

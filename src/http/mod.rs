@@ -9,6 +9,7 @@ pub mod idle;
 pub mod listener;
 mod oversize;
 mod socket;
+pub mod tls;
 
 use std::net::SocketAddr;
 use std::time::Instant;

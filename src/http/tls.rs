@@ -1,0 +1,294 @@
+//! HTTPS without tiny_http's `ssl-rustls` feature (which pins the end-of-life rustls 0.20).
+//!
+//! With `CERT_DIR` set, each port's public socket belongs to a [`TlsFront`]: it accepts
+//! connections, runs the TLS handshake with rustls 0.23 (ring), and relays the plaintext to
+//! tiny_http listening on a private loopback port, one relay per connection. Everything behind
+//! that (workers, parked responses, body limits, idle connections) works unchanged on the
+//! loopback connection; when either side closes, the relay closes the other. The client's real
+//! address is looked up in [`Peers`] by the loopback connection's port, so logs and rate limits
+//! see the client, not 127.0.0.1.
+//!
+//! A relay costs two threads (one per direction) besides tiny_http's. That is fine for the
+//! control API's few clients; thermostats speak plain HTTP to a LAN server and never use it.
+
+use std::collections::HashMap;
+use std::fmt;
+use std::io::{self, ErrorKind, Read, Write};
+use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::thread::{self, JoinHandle};
+use std::time::Duration;
+
+use parking_lot::Mutex;
+use rustls::ServerConnection;
+use rustls::pki_types::pem::PemObject;
+use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+
+pub const CERT_FILE: &str = "fullchain.pem";
+pub const KEY_FILE: &str = "privkey.pem";
+const RELAY_STACK: usize = 128 * 1024;
+const BUFFER: usize = 16 * 1024;
+
+/// A certificate or key that could not be used; names the file.
+#[derive(Debug)]
+pub struct TlsError {
+    pub path: PathBuf,
+    pub why: String,
+}
+
+impl fmt::Display for TlsError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.path.display(), self.why)
+    }
+}
+
+/// The server's TLS settings from `<dir>/fullchain.pem` and `<dir>/privkey.pem` (a PKCS#8,
+/// PKCS#1 RSA or SEC1 EC key).
+pub fn load_config(dir: &Path) -> Result<Arc<rustls::ServerConfig>, TlsError> {
+    let cert_path = dir.join(CERT_FILE);
+    let key_path = dir.join(KEY_FILE);
+    let err = |path: &Path, why: String| TlsError {
+        path: path.to_path_buf(),
+        why,
+    };
+    let certs: Vec<CertificateDer<'static>> = CertificateDer::pem_file_iter(&cert_path)
+        .map_err(|e| err(&cert_path, pem_problem(e)))?
+        .collect::<Result<_, _>>()
+        .map_err(|e| err(&cert_path, pem_problem(e)))?;
+    if certs.is_empty() {
+        return Err(err(&cert_path, "holds no certificate".into()));
+    }
+    let key =
+        PrivateKeyDer::from_pem_file(&key_path).map_err(|e| err(&key_path, pem_problem(e)))?;
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let mut config = rustls::ServerConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .map_err(|e| err(&cert_path, e.to_string()))?
+        .with_no_client_auth()
+        .with_single_cert(certs, key)
+        .map_err(|e| err(&key_path, format!("does not fit the certificate: {e}")))?;
+    config.alpn_protocols = vec![b"http/1.1".to_vec()];
+    Ok(Arc::new(config))
+}
+
+fn pem_problem(e: rustls::pki_types::pem::Error) -> String {
+    use rustls::pki_types::pem::Error;
+    match e {
+        Error::Io(io) => io.to_string(),
+        Error::NoItemsFound => "holds no PEM item of the expected kind".into(),
+        other => format!("is not valid PEM ({other:?})"),
+    }
+}
+
+/// Real client addresses of the relayed connections, by the loopback port the relay connected
+/// from.
+#[derive(Debug, Default)]
+pub struct Peers(Mutex<HashMap<u16, SocketAddr>>);
+
+impl Peers {
+    /// The client behind a loopback connection from `relay`, if it is one of ours.
+    pub fn client_of(&self, relay: SocketAddr) -> Option<SocketAddr> {
+        relay
+            .ip()
+            .is_loopback()
+            .then(|| self.0.lock().get(&relay.port()).copied())
+            .flatten()
+    }
+}
+
+pub struct TlsFront {
+    addr: SocketAddr,
+    stopping: Arc<AtomicBool>,
+    accept: JoinHandle<()>,
+}
+
+impl TlsFront {
+    /// Accepts TLS on `public` and relays each connection to `inner` (tiny_http). A client
+    /// that has not finished its handshake within `handshake_timeout` is dropped.
+    pub fn start(
+        name: &str,
+        public: TcpListener,
+        inner: SocketAddr,
+        config: Arc<rustls::ServerConfig>,
+        peers: Arc<Peers>,
+        handshake_timeout: Duration,
+    ) -> io::Result<TlsFront> {
+        let addr = public.local_addr()?;
+        let stopping = Arc::new(AtomicBool::new(false));
+        let accept = thread::Builder::new()
+            .name(format!("{name}-tls"))
+            .stack_size(RELAY_STACK)
+            .spawn({
+                let stopping = Arc::clone(&stopping);
+                move || {
+                    for conn in public.incoming() {
+                        if stopping.load(Ordering::SeqCst) {
+                            return;
+                        }
+                        let Ok(client) = conn else {
+                            // EMFILE and the like: back off rather than spin; the connection
+                            // stays in the backlog until descriptors free up.
+                            thread::sleep(Duration::from_millis(100));
+                            continue;
+                        };
+                        let (config, peers) = (Arc::clone(&config), Arc::clone(&peers));
+                        let spawned = thread::Builder::new()
+                            .name("tls-relay".into())
+                            .stack_size(RELAY_STACK)
+                            .spawn(move || {
+                                if let Err(e) =
+                                    relay(client, inner, config, &peers, handshake_timeout)
+                                {
+                                    log::debug!("TLS connection ended: {e}");
+                                }
+                            });
+                        if let Err(e) = spawned {
+                            log::warn!("could not start a TLS relay: {e}");
+                        }
+                    }
+                }
+            })?;
+        Ok(TlsFront {
+            addr,
+            stopping,
+            accept,
+        })
+    }
+
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// Stops accepting (relays already running end with their connections).
+    pub fn stop(self) {
+        self.stopping.store(true, Ordering::SeqCst);
+        // Wake the accept loop with a connection of our own.
+        let _ = TcpStream::connect_timeout(&wakeable(self.addr), Duration::from_secs(1));
+        let _ = self.accept.join();
+    }
+}
+
+fn wakeable(addr: SocketAddr) -> SocketAddr {
+    let mut addr = addr;
+    if addr.ip().is_unspecified() {
+        addr.set_ip(match addr {
+            SocketAddr::V4(_) => std::net::Ipv4Addr::LOCALHOST.into(),
+            SocketAddr::V6(_) => std::net::Ipv6Addr::LOCALHOST.into(),
+        });
+    }
+    addr
+}
+
+/// One client: handshake, then relay both ways until either side closes.
+fn relay(
+    client: TcpStream,
+    inner: SocketAddr,
+    config: Arc<rustls::ServerConfig>,
+    peers: &Peers,
+    handshake_timeout: Duration,
+) -> io::Result<()> {
+    let peer = client.peer_addr()?;
+    let mut tls = ServerConnection::new(config).map_err(io::Error::other)?;
+    let mut sock = client;
+    sock.set_read_timeout(Some(handshake_timeout))?;
+    sock.set_write_timeout(Some(handshake_timeout))?;
+    while tls.is_handshaking() {
+        tls.complete_io(&mut sock)?;
+    }
+    // From here idle connections are tiny_http's to time out (see `idle`); a held response
+    // may be silent for minutes.
+    sock.set_read_timeout(None)?;
+    let backend = TcpStream::connect(inner)?;
+    backend.set_nodelay(true)?;
+    let relay_port = backend.local_addr()?.port();
+    peers.0.lock().insert(relay_port, peer);
+    let tls = Arc::new(Mutex::new(tls));
+    let outbound = {
+        let (tls, sock, backend) = (Arc::clone(&tls), sock.try_clone()?, backend.try_clone()?);
+        thread::Builder::new()
+            .name("tls-relay-out".into())
+            .stack_size(RELAY_STACK)
+            .spawn(move || server_to_client(&tls, sock, backend))?
+    };
+    let result = client_to_server(&tls, &sock, &backend);
+    // Whatever ended this direction ends the other.
+    let _ = backend.shutdown(Shutdown::Both);
+    let _ = outbound.join();
+    let _ = sock.shutdown(Shutdown::Both);
+    peers.0.lock().remove(&relay_port);
+    result
+}
+
+/// Decrypts what the client sends and passes it on to tiny_http.
+fn client_to_server(
+    tls: &Mutex<ServerConnection>,
+    sock: &TcpStream,
+    mut backend: &TcpStream,
+) -> io::Result<()> {
+    let mut buf = vec![0u8; BUFFER];
+    let mut plain = Vec::new();
+    loop {
+        let n = match (&*sock).read(&mut buf) {
+            Ok(0) => return Ok(()),
+            Ok(n) => n,
+            Err(e) if e.kind() == ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        };
+        {
+            let mut tls = tls.lock();
+            let mut input = &buf[..n];
+            while !input.is_empty() {
+                tls.read_tls(&mut input)?;
+                let state = tls.process_new_packets();
+                // Alerts (and any handshake bytes) go out before an error is reported.
+                while tls.wants_write() {
+                    tls.write_tls(&mut &*sock)?;
+                }
+                let state = state.map_err(io::Error::other)?;
+                let ready = state.plaintext_bytes_to_read();
+                if ready > 0 {
+                    let start = plain.len();
+                    plain.resize(start + ready, 0);
+                    tls.reader().read_exact(&mut plain[start..])?;
+                }
+                if state.peer_has_closed() {
+                    backend.write_all(&plain)?;
+                    return Ok(());
+                }
+            }
+        }
+        backend.write_all(&plain)?;
+        plain.clear();
+    }
+}
+
+/// Encrypts tiny_http's answers for the client; sends close_notify when tiny_http closes.
+fn server_to_client(tls: &Mutex<ServerConnection>, sock: TcpStream, mut backend: TcpStream) {
+    let mut buf = vec![0u8; BUFFER];
+    loop {
+        let n = match backend.read(&mut buf) {
+            Ok(n) => n,
+            Err(e) if e.kind() == ErrorKind::Interrupted => continue,
+            Err(_) => 0,
+        };
+        let mut tls = tls.lock();
+        if n == 0 {
+            tls.send_close_notify();
+        } else if tls.writer().write_all(&buf[..n]).is_err() {
+            break;
+        }
+        let mut failed = false;
+        while tls.wants_write() {
+            if tls.write_tls(&mut &sock).is_err() {
+                failed = true;
+                break;
+            }
+        }
+        if n == 0 || failed {
+            break;
+        }
+    }
+    let _ = sock.shutdown(Shutdown::Both);
+}

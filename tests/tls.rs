@@ -1,0 +1,338 @@
+//! `CERT_DIR`: HTTPS on both ports with rustls 0.23, checked with a real TLS client (rustls's
+//! own) against certificates made in the test by the `openssl` command (a CA, and a server
+//! certificate for 127.0.0.1 with a PKCS#8, a PKCS#1 RSA or a SEC1 EC key).
+
+mod common;
+
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::path::Path;
+use std::process::Command;
+use std::sync::Arc;
+use std::time::Duration;
+
+use common::*;
+use hearth::{Config, Server};
+use rustls::pki_types::pem::PemObject;
+use rustls::pki_types::{CertificateDer, ServerName};
+use serde_json::{Value, json};
+
+#[derive(Clone, Copy, Debug)]
+enum KeyKind {
+    Pkcs8Rsa,
+    Pkcs1Rsa,
+    Sec1Ec,
+}
+
+fn openssl(dir: &Path, args: &[&str]) {
+    let out = Command::new("openssl")
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .expect("the openssl command runs");
+    assert!(
+        out.status.success(),
+        "openssl {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// `ca.pem`, and `fullchain.pem` + `privkey.pem` for 127.0.0.1 signed by it.
+fn make_certificates(dir: &Path, kind: KeyKind) {
+    let quiet = ["-subj"];
+    openssl(
+        dir,
+        &[
+            "req",
+            "-x509",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-keyout",
+            "ca.key",
+            "-out",
+            "ca.pem",
+            "-days",
+            "2",
+            quiet[0],
+            "/CN=hearth test CA",
+        ],
+    );
+    match kind {
+        KeyKind::Pkcs8Rsa => openssl(
+            dir,
+            &[
+                "genpkey",
+                "-algorithm",
+                "RSA",
+                "-pkeyopt",
+                "rsa_keygen_bits:2048",
+                "-out",
+                "privkey.pem",
+            ],
+        ),
+        KeyKind::Pkcs1Rsa => openssl(
+            dir,
+            &["genrsa", "-traditional", "-out", "privkey.pem", "2048"],
+        ),
+        KeyKind::Sec1Ec => openssl(
+            dir,
+            &[
+                "ecparam",
+                "-name",
+                "prime256v1",
+                "-genkey",
+                "-noout",
+                "-out",
+                "privkey.pem",
+            ],
+        ),
+    }
+    let header = std::fs::read_to_string(dir.join("privkey.pem")).unwrap();
+    let expected = match kind {
+        KeyKind::Pkcs8Rsa => "BEGIN PRIVATE KEY",
+        KeyKind::Pkcs1Rsa => "BEGIN RSA PRIVATE KEY",
+        KeyKind::Sec1Ec => "BEGIN EC PRIVATE KEY",
+    };
+    assert!(header.contains(expected), "{kind:?}: {header}");
+    std::fs::write(
+        dir.join("ext.cnf"),
+        "subjectAltName=IP:127.0.0.1,DNS:localhost\nbasicConstraints=CA:FALSE\nextendedKeyUsage=serverAuth\n",
+    )
+    .unwrap();
+    openssl(
+        dir,
+        &[
+            "req",
+            "-new",
+            "-key",
+            "privkey.pem",
+            "-out",
+            "server.csr",
+            "-subj",
+            "/CN=localhost",
+        ],
+    );
+    openssl(
+        dir,
+        &[
+            "x509",
+            "-req",
+            "-in",
+            "server.csr",
+            "-CA",
+            "ca.pem",
+            "-CAkey",
+            "ca.key",
+            "-CAcreateserial",
+            "-out",
+            "server.pem",
+            "-days",
+            "2",
+            "-extfile",
+            "ext.cnf",
+        ],
+    );
+    let chain = std::fs::read_to_string(dir.join("server.pem")).unwrap()
+        + &std::fs::read_to_string(dir.join("ca.pem")).unwrap();
+    std::fs::write(dir.join("fullchain.pem"), chain).unwrap();
+}
+
+fn tls_server(certs: &Path, adjust: impl FnOnce(&mut Config)) -> TestServer {
+    let certs = certs.to_path_buf();
+    TestServer::start_with(move |c| {
+        c.cert_dir = Some(certs);
+        adjust(c);
+    })
+}
+
+/// A TLS client that trusts only the test CA and checks the name 127.0.0.1.
+fn connect(
+    addr: SocketAddr,
+    ca: &Path,
+) -> rustls::StreamOwned<rustls::ClientConnection, TcpStream> {
+    let mut roots = rustls::RootCertStore::empty();
+    for cert in CertificateDer::pem_file_iter(ca).unwrap() {
+        roots.add(cert.unwrap()).unwrap();
+    }
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let config = rustls::ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    let name = ServerName::try_from("127.0.0.1").unwrap();
+    let conn = rustls::ClientConnection::new(Arc::new(config), name).unwrap();
+    let sock = TcpStream::connect(addr).unwrap();
+    sock.set_read_timeout(Some(TIMEOUT)).unwrap();
+    rustls::StreamOwned::new(conn, sock)
+}
+
+/// One HTTPS request with `Connection: close`: the status and the body.
+fn https(addr: SocketAddr, ca: &Path, method: &str, target: &str, body: &str) -> (u16, String) {
+    let mut tls = connect(addr, ca);
+    let request = format!(
+        "{method} {target} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    );
+    tls.write_all(request.as_bytes()).unwrap();
+    let mut answer = Vec::new();
+    tls.read_to_end(&mut answer)
+        .expect("a clean TLS close after the answer");
+    let text = String::from_utf8(answer).unwrap();
+    let status = text
+        .split_whitespace()
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0);
+    let body = text
+        .split_once("\r\n\r\n")
+        .map_or("", |(_, b)| b)
+        .to_string();
+    (status, body)
+}
+
+#[test]
+fn https_on_both_ports_with_each_kind_of_key() {
+    for kind in [KeyKind::Pkcs8Rsa, KeyKind::Pkcs1Rsa, KeyKind::Sec1Ec] {
+        let certs = TempDir::new("certs");
+        make_certificates(certs.path(), kind);
+        let s = tls_server(certs.path(), |_| {});
+        let ca = certs.path().join("ca.pem");
+        let (status, body) = https(s.device(), &ca, "GET", "/nest/ping", "");
+        assert_eq!(status, 200, "{kind:?} device port: {body}");
+        let (status, body) = https(s.control(), &ca, "GET", "/health", "");
+        assert_eq!(status, 200, "{kind:?} control port: {body}");
+        let (status, body) = https(
+            s.control(),
+            &ca,
+            "GET",
+            "/status?serial=02AA01AC0000NONE",
+            "",
+        );
+        assert_eq!(status, 404, "{kind:?}: {body}");
+        // Plain HTTP to a TLS port gets no HTTP answer.
+        let text = raw(
+            s.control(),
+            b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n",
+            TIMEOUT,
+        );
+        assert!(!text.starts_with("HTTP/1.1 200"), "{text}");
+    }
+}
+
+#[test]
+fn commands_and_live_events_over_https() {
+    let certs = TempDir::new("certs");
+    make_certificates(certs.path(), KeyKind::Sec1Ec);
+    let s = tls_server(certs.path(), |_| {});
+    let ca = certs.path().join("ca.pem");
+    // A thermostat known to the server (thermostats themselves speak plain HTTP, so it is
+    // stored directly).
+    s.server_change(
+        SERIAL,
+        &format!("device.{SERIAL}"),
+        json!({"current_temperature": 20.5}),
+    );
+    s.server_change(
+        SERIAL,
+        &format!("shared.{SERIAL}"),
+        json!({"target_temperature": 20.0}),
+    );
+
+    let mut events = connect(s.control(), &ca);
+    events
+        .write_all(
+            b"GET /api/events HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept: text/event-stream\r\n\r\n",
+        )
+        .unwrap();
+    let mut seen = String::new();
+    let mut buf = [0u8; 4096];
+    while !seen.contains("\r\n\r\n") {
+        let n = events.read(&mut buf).unwrap();
+        assert!(n > 0, "the stream ended: {seen}");
+        seen.push_str(&String::from_utf8_lossy(&buf[..n]));
+    }
+    assert!(seen.starts_with("HTTP/1.1 200"), "{seen}");
+
+    let body = json!({"serial": SERIAL, "command": "set_temperature", "value": 22.5}).to_string();
+    let (status, answer) = https(s.control(), &ca, "POST", "/command", &body);
+    assert_eq!(status, 200, "{answer}");
+    while !seen.contains("target_temperature") {
+        let n = events.read(&mut buf).unwrap();
+        assert!(n > 0, "the stream ended: {seen}");
+        seen.push_str(&String::from_utf8_lossy(&buf[..n]));
+    }
+    let (status, answer) = https(
+        s.control(),
+        &ca,
+        "GET",
+        &format!("/status?serial={SERIAL}"),
+        "",
+    );
+    assert_eq!(status, 200, "{answer}");
+    let v: Value = serde_json::from_str(&answer).unwrap();
+    assert_eq!(v["target_temperature"], json!(22.5), "{v}");
+}
+
+#[test]
+fn a_client_that_never_finishes_its_handshake_is_dropped() {
+    let certs = TempDir::new("certs");
+    make_certificates(certs.path(), KeyKind::Sec1Ec);
+    let s = tls_server(certs.path(), |c| c.idle_timeout = Duration::from_secs(1));
+    let ca = certs.path().join("ca.pem");
+    let mut stalled: Vec<TcpStream> = (0..20)
+        .map(|_| {
+            let mut sock = TcpStream::connect(s.control()).unwrap();
+            sock.write_all(&[0x16, 0x03, 0x01]).unwrap(); // the start of a ClientHello
+            sock
+        })
+        .collect();
+    assert_eq!(https(s.control(), &ca, "GET", "/health", "").0, 200);
+    for sock in &mut stalled {
+        sock.set_read_timeout(Some(Duration::from_secs(10)))
+            .unwrap();
+        let mut buf = [0u8; 64];
+        // End of input or a reset; a read timeout means it is still open.
+        let closed = match sock.read(&mut buf) {
+            Ok(0) => true,
+            Err(e) => e.kind() == std::io::ErrorKind::ConnectionReset,
+            Ok(_) => false,
+        };
+        assert!(closed, "a stalled handshake is still open");
+    }
+}
+
+#[test]
+fn a_missing_or_unusable_certificate_stops_startup_naming_the_file() {
+    let start = |dir: &Path| {
+        let data = TempDir::new("data");
+        let mut config = Config::local(data.path());
+        config.cert_dir = Some(dir.to_path_buf());
+        Server::start(config).map(|_| ()).map_err(|e| e.to_string())
+    };
+    let empty = TempDir::new("certs");
+    let err = start(empty.path()).unwrap_err();
+    assert!(err.contains("fullchain.pem"), "{err}");
+
+    let certs = TempDir::new("certs");
+    make_certificates(certs.path(), KeyKind::Pkcs8Rsa);
+    std::fs::write(certs.path().join("privkey.pem"), "not a key\n").unwrap();
+    let err = start(certs.path()).unwrap_err();
+    assert!(err.contains("privkey.pem"), "{err}");
+
+    // A key that is not the certificate's.
+    let other = TempDir::new("certs");
+    make_certificates(other.path(), KeyKind::Sec1Ec);
+    std::fs::copy(
+        other.path().join("privkey.pem"),
+        certs.path().join("privkey.pem"),
+    )
+    .unwrap();
+    let err = start(certs.path()).unwrap_err();
+    assert!(err.contains("privkey.pem"), "{err}");
+
+    std::fs::write(certs.path().join("fullchain.pem"), "garbage\n").unwrap();
+    let err = start(certs.path()).unwrap_err();
+    assert!(err.contains("fullchain.pem"), "{err}");
+}
