@@ -526,6 +526,10 @@ fn serve(args: ServeArgs) -> ExitCode {
     };
     init_logging(config.debug_logging);
     std::panic::set_hook(Box::new(|info| log::error!("panic: {info}")));
+    // A write past the file-size limit (RLIMIT_FSIZE) then fails with EFBIG, which the store
+    // answers with 503 like a full disk, instead of killing the process.
+    // SAFETY: setting a signal's disposition to "ignore" before any thread starts.
+    unsafe { libc::signal(libc::SIGXFSZ, libc::SIG_IGN) };
     // Block SIGTERM/SIGINT before any thread starts, so only `wait_for_signal` receives them.
     let signals = block_termination_signals();
     let on_fatal = Arc::new(|why: String| {

@@ -208,11 +208,58 @@ fn sigterm_ends_cleanly_with_a_snapshot_and_a_corrupt_snapshot_stops_startup() {
     assert_eq!(o["value"]["target_temperature"], json!(21.5));
     p.kill();
 
+    // Truncated, then replaced by garbage: each refused, naming the file, touching nothing.
     std::fs::write(&snapshot, b"{\"format\":1,\"last_seq\":3,\"data\":{\"devi").unwrap();
     let before = store_bytes(dir.path());
     let log = try_start(dir.path()).err().expect("startup must fail");
     assert!(log.contains("state.json"), "{log}");
     assert_eq!(store_bytes(dir.path()), before);
+    let garbage: Vec<u8> = (0..4096u32)
+        .map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8)
+        .collect();
+    std::fs::write(&snapshot, &garbage).unwrap();
+    let before = store_bytes(dir.path());
+    let log = try_start(dir.path()).err().expect("startup must fail");
+    assert!(log.contains("state.json"), "{log}");
+    assert_eq!(store_bytes(dir.path()), before);
+}
+
+#[test]
+fn sigterm_ends_held_subscribes_and_event_streams_and_exits_within_two_seconds() {
+    let dir = TempDir::new("term-held");
+    let p = start(dir.path());
+    let (mut sim, _events) = thermostat(&format!("http://{}", p.device), SERIAL);
+    sim.boot().unwrap();
+    let mut held = sim.open_subscribe().unwrap();
+    let mut stream = hearth::http::client::ChunkStream::open(
+        &url(p.control, "/api/events"),
+        "GET",
+        &[],
+        &[],
+        TIMEOUT,
+        false,
+    )
+    .unwrap();
+    assert_eq!(stream.status, 200);
+    // Both are parked in the server before it is told to stop.
+    thread::sleep(Duration::from_millis(300));
+    let started = Instant::now();
+    let status = p.terminate().unwrap();
+    let took = started.elapsed();
+    assert!(status.success(), "{status:?}");
+    assert!(took < Duration::from_secs(2), "exited after {took:?}");
+    // Each ended with the chunked terminator, not a cut connection.
+    assert!(
+        held.next_chunk().unwrap().is_none(),
+        "the subscribe ends cleanly"
+    );
+    loop {
+        match stream.next_chunk().unwrap() {
+            Some(chunk) if chunk.starts_with(b":") => continue,
+            Some(chunk) => panic!("unexpected event {}", String::from_utf8_lossy(&chunk)),
+            None => break,
+        }
+    }
 }
 
 #[test]
@@ -248,4 +295,134 @@ fn invalid_configuration_stops_startup_with_the_setting_and_its_range() {
         err.contains("SERVER_PORT (--device-port)") && err.contains("0 to 65535"),
         "{err}"
     );
+}
+
+/// Caps the size any file of process `pid` may grow to (RLIMIT_FSIZE), as a full disk would.
+fn limit_file_size(pid: u32, bytes: Option<u64>) {
+    let limit = libc::rlimit {
+        rlim_cur: bytes.unwrap_or(libc::RLIM_INFINITY),
+        rlim_max: libc::RLIM_INFINITY,
+    };
+    // SAFETY: prlimit on our own child with a valid rlimit and no old-limit output.
+    let rc = unsafe {
+        libc::prlimit(
+            pid as libc::pid_t,
+            libc::RLIMIT_FSIZE,
+            &limit,
+            std::ptr::null_mut(),
+        )
+    };
+    assert_eq!(rc, 0, "{}", std::io::Error::last_os_error());
+}
+
+#[test]
+fn a_write_the_disk_cannot_take_is_answered_503_and_never_acknowledged() {
+    let dir = TempDir::new("full");
+    let p = start(dir.path());
+    let key = format!("shared.{SERIAL}");
+    let put = |n: u64, filler: usize| {
+        post_json(
+            p.device,
+            "/nest/transport/v7/put",
+            SERIAL,
+            json!({"objects": [{"object_key": key, "value": {"n": n, "note": "x".repeat(filler)}}]}),
+        )
+    };
+    assert_eq!(put(1, 10).status, 200);
+    let journal = journal_segments(dir.path()).pop().unwrap();
+    let used = std::fs::metadata(&journal).unwrap().len();
+    // Room for a few bytes more, not for the next record.
+    limit_file_size(p.pid(), Some(used + 64));
+    let r = put(2, 500);
+    assert_eq!(r.status, 503, "{}", r.text());
+    assert_eq!(
+        r.json()["error"],
+        json!("Storage unavailable; the change was not saved")
+    );
+    let r = command(p.control, SERIAL, "set_temperature", json!(23.0));
+    assert_eq!(r.status, 503, "{}", r.text());
+    // Nothing of either is visible, and the half-written record was taken back.
+    let o = read_bucket(p.device, SERIAL, &key);
+    assert_eq!(o["value"]["n"], json!(1));
+    assert!(o["value"].get("target_temperature").is_none(), "{o}");
+    assert_eq!(std::fs::metadata(&journal).unwrap().len(), used);
+
+    // Space again: writes are accepted, and everything acknowledged survives a restart.
+    limit_file_size(p.pid(), None);
+    assert_eq!(put(3, 10).status, 200);
+    p.kill();
+    let p = start(dir.path());
+    let o = read_bucket(p.device, SERIAL, &key);
+    assert_eq!(o["value"]["n"], json!(3));
+    assert_eq!(o["value"]["note"], json!("x".repeat(10)));
+}
+
+#[test]
+fn with_descriptors_exhausted_the_server_recovers_or_exits_for_a_restart() {
+    let dir = TempDir::new("nofile");
+    let mut p = ServerProcess::start_with(
+        Path::new(env!("CARGO_BIN_EXE_hearth")),
+        dir.path(),
+        &["--watchdog-interval-seconds", "1"],
+    )
+    .unwrap();
+    let open_now = std::fs::read_dir(format!("/proc/{}/fd", p.pid()))
+        .unwrap()
+        .count() as u64;
+    let limit = libc::rlimit {
+        rlim_cur: open_now + 8,
+        rlim_max: open_now + 8,
+    };
+    // SAFETY: prlimit on our own child with a valid rlimit and no old-limit output.
+    let rc = unsafe {
+        libc::prlimit(
+            p.pid() as libc::pid_t,
+            libc::RLIMIT_NOFILE,
+            &limit,
+            std::ptr::null_mut(),
+        )
+    };
+    assert_eq!(rc, 0, "{}", std::io::Error::last_os_error());
+    // Far more connections than descriptors left, on both ports.
+    let hogs: Vec<std::net::TcpStream> = (0..40)
+        .filter_map(|i| {
+            let addr = if i % 2 == 0 { p.device } else { p.control };
+            std::net::TcpStream::connect(addr).ok()
+        })
+        .collect();
+    thread::sleep(Duration::from_secs(2));
+    drop(hogs);
+    // Either it serves both ports again, or it has exited non-zero for systemd to restart
+    // it; never alive with a dead listener.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let health = |addr: SocketAddr| {
+        hearth::http::client::request(
+            &url(addr, "/health"),
+            "GET",
+            &[],
+            &[],
+            Duration::from_secs(2),
+        )
+        .is_ok_and(|r| r.status == 200)
+    };
+    loop {
+        if let Some(status) = p.exited() {
+            assert!(!status.success(), "exited {status:?}");
+            assert!(p.log().contains("restarts hearth"), "{}", p.log());
+            return;
+        }
+        if health(p.device) && health(p.control) {
+            // Recovered: and it stays up and serving.
+            thread::sleep(Duration::from_secs(3));
+            assert!(p.exited().is_none(), "{}", p.log());
+            assert!(health(p.device) && health(p.control));
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "alive but not serving after descriptors freed up:\n{}",
+            p.log()
+        );
+        thread::sleep(Duration::from_millis(200));
+    }
 }
