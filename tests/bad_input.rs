@@ -292,7 +292,7 @@ fn a_request_behind_a_held_subscribe_never_pins_a_worker() {
         all[end..].contains("HTTP/1.1 200"),
         "then the ping was answered: {all}"
     );
-    assert_eq!(s.app().hub().subscriptions_of(SERIAL), 0);
+    s.wait_released(SERIAL);
 
     // Sent once the subscribe is held (after its `Connection: close`): the server has stopped
     // reading that connection, so normally the request is never taken and the subscribe holds

@@ -436,7 +436,7 @@ fn held_subscribe_receives_a_push_as_one_chunk_then_more_within_three_seconds_th
         quiet >= Duration::from_millis(2500) && quiet < Duration::from_secs(5),
         "ended {quiet:?} after the last push"
     );
-    assert_eq!(s.app().hub().subscriptions_of(SERIAL), 0);
+    s.wait_released(SERIAL);
 }
 
 #[test]

@@ -136,6 +136,19 @@ impl TestServer {
         }
     }
 
+    /// Waits until no subscribe of `serial` is held. The notifier forgets a subscribe just
+    /// after writing its end, so a client can read the end a moment before that.
+    pub fn wait_released(&self, serial: &str) {
+        let deadline = std::time::Instant::now() + TIMEOUT;
+        while self.app().hub().subscriptions_of(serial) > 0 {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "a subscribe is still held"
+            );
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+
     pub fn bucket(&self, serial: &str, key: &str) -> Option<hearth::state::Bucket> {
         self.app()
             .state
