@@ -121,38 +121,22 @@ impl Server {
                 origin.with_port
             );
         }
-        let peers = tls.as_ref().map(|_| Arc::new(Peers::default()));
-        let limits = Limits {
+        let control_public = control_socket.local_addr().map_err(StartError::Thread)?;
+        let (device_socket, device_front) =
+            behind_tls("device", device_socket, tls.as_ref(), config.idle_timeout)?;
+        let (control_socket, control_front) =
+            behind_tls("control", control_socket, tls.as_ref(), config.idle_timeout)?;
+        let limits = |front: &Option<Front>| Limits {
             workers: config.http_workers,
             body_timeout: config.body_read_timeout,
-            peers: peers.clone(),
+            peers: front.as_ref().map(|(_, peers)| Arc::clone(peers)),
         };
-        let idle_timeout = config.idle_timeout;
-        // Behind TLS, tiny_http serves a private loopback port and a front owns the public one.
-        let mut fronts = Vec::new();
-        let mut behind = |name: &'static str,
-                          public: TcpListener|
-         -> Result<TcpListener, StartError> {
-            let (Some(config), Some(peers)) = (&tls, &peers) else {
-                return Ok(public);
-            };
-            let inner = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).map_err(StartError::Thread)?;
-            let inner_addr = inner.local_addr().map_err(StartError::Thread)?;
-            let front = TlsFront::start(
-                name,
-                public,
-                inner_addr,
-                Arc::clone(config),
-                Arc::clone(peers),
-                idle_timeout,
-            )
-            .map_err(StartError::Thread)?;
-            fronts.push(front);
-            Ok(inner)
-        };
-        let control_public = control_socket.local_addr().map_err(StartError::Thread)?;
-        let device_socket = behind("device", device_socket)?;
-        let control_socket = behind("control", control_socket)?;
+        let (device_limits, control_limits) = (limits(&device_front), limits(&control_front));
+        let fronts: Vec<TlsFront> = [device_front, control_front]
+            .into_iter()
+            .flatten()
+            .map(|(front, _)| front)
+            .collect();
         let app = Arc::new(App::new(config, state, origin));
 
         let notifier = spawn("notifier", {
@@ -173,7 +157,7 @@ impl Server {
         let device = Listener::start(
             "device",
             device_socket,
-            limits.clone(),
+            device_limits,
             Arc::new(DeviceApi::new(Arc::clone(&app))),
             Arc::clone(&on_fatal),
         )
@@ -181,7 +165,7 @@ impl Server {
         let control = Listener::start(
             "control",
             control_socket,
-            limits,
+            control_limits,
             Arc::new(ControlApi::new(Arc::clone(&app))),
             Arc::clone(&on_fatal),
         )
@@ -193,9 +177,12 @@ impl Server {
         )?;
         let admin = start_admin(&app);
         log::info!(
-            "device port {}, control port {}; thermostats register at {}",
-            device.addr(),
-            control.addr(),
+            "device port {device_addr}, control port {control_public}; {}thermostats register at {}",
+            if fronts.is_empty() {
+                ""
+            } else {
+                "HTTPS on both; "
+            },
             app.origin.cloud_register_url()
         );
         Ok(Server {
@@ -281,6 +268,35 @@ fn start_admin(app: &Arc<App>) -> Option<AdminSocket> {
             None
         }
     }
+}
+
+/// A TLS front and the map of its relayed clients.
+type Front = (TlsFront, Arc<Peers>);
+
+/// Without TLS, `public` itself. With it, a private loopback listener for tiny_http, and the
+/// front that owns `public` and relays to it, with the map of its clients.
+fn behind_tls(
+    name: &'static str,
+    public: TcpListener,
+    tls: Option<&Arc<rustls::ServerConfig>>,
+    handshake_timeout: Duration,
+) -> Result<(TcpListener, Option<Front>), StartError> {
+    let Some(config) = tls else {
+        return Ok((public, None));
+    };
+    let inner = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).map_err(StartError::Thread)?;
+    let inner_addr = inner.local_addr().map_err(StartError::Thread)?;
+    let peers = Arc::new(Peers::default());
+    let front = TlsFront::start(
+        name,
+        public,
+        inner_addr,
+        Arc::clone(config),
+        Arc::clone(&peers),
+        handshake_timeout,
+    )
+    .map_err(StartError::Thread)?;
+    Ok((inner, Some((front, peers))))
 }
 
 fn spawn(name: &str, f: impl FnOnce() + Send + 'static) -> Result<JoinHandle<()>, StartError> {

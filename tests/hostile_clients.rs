@@ -236,3 +236,26 @@ fn a_panicking_handler_answers_500_and_the_listener_keeps_serving() {
     assert_eq!(fatal.load(Ordering::SeqCst), 0, "a panic is not fatal");
     listener.stop();
 }
+
+#[test]
+fn a_request_being_read_or_handled_is_not_idle_however_quiet() {
+    let s = TestServer::start_with(|c| c.idle_timeout = Duration::from_secs(1));
+    let mut sock = TcpStream::connect(s.control()).unwrap();
+    let body = json!({"serial": SERIAL, "command": "set_temperature", "value": 21.0, "pad": "x".repeat(2000)})
+        .to_string();
+    let head = format!(
+        "POST /command HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n",
+        body.len()
+    );
+    sock.write_all(head.as_bytes()).unwrap();
+    sock.write_all(&body.as_bytes()[..100]).unwrap();
+    // Quiet for well over the idle timeout while a worker waits for the rest of the body.
+    thread::sleep(Duration::from_millis(2500));
+    sock.write_all(&body.as_bytes()[100..]).unwrap();
+    sock.set_read_timeout(Some(TIMEOUT)).unwrap();
+    let mut answer = [0u8; 512];
+    let n = sock.read(&mut answer).unwrap();
+    let text = String::from_utf8_lossy(&answer[..n]);
+    // The thermostat is unknown: the handler's own answer, not a closed connection.
+    assert!(text.starts_with("HTTP/1.1 404"), "{text:?}");
+}

@@ -276,6 +276,29 @@ fn commands_and_live_events_over_https() {
 }
 
 #[test]
+fn a_client_that_closes_its_side_after_the_request_still_gets_the_answer() {
+    let certs = TempDir::new("certs");
+    make_certificates(certs.path(), KeyKind::Sec1Ec);
+    let s = tls_server(certs.path(), |_| {});
+    let ca = certs.path().join("ca.pem");
+    for addr in [s.device(), s.control()] {
+        let mut tls = connect(addr, &ca);
+        tls.write_all(b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+            .unwrap();
+        // close_notify, then the TCP write side: the client will send nothing more.
+        tls.conn.send_close_notify();
+        while tls.conn.wants_write() {
+            tls.conn.write_tls(&mut tls.sock).unwrap();
+        }
+        tls.sock.shutdown(std::net::Shutdown::Write).unwrap();
+        let mut answer = Vec::new();
+        let _ = tls.read_to_end(&mut answer);
+        let text = String::from_utf8_lossy(&answer);
+        assert!(text.starts_with("HTTP/1.1 200"), "{addr}: {text:?}");
+    }
+}
+
+#[test]
 fn a_client_that_never_finishes_its_handshake_is_dropped() {
     let certs = TempDir::new("certs");
     make_certificates(certs.path(), KeyKind::Sec1Ec);

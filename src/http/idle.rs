@@ -10,10 +10,12 @@
 //! Parked responses (held subscribes, event streams) have had their read half shut down
 //! ([`super::socket::stop_reading`]), so a peek reads end-of-input at once: they are never
 //! idle by this rule, however long they wait for a push. A connection with bytes waiting that
-//! tiny_http has not read yet (a request queued for a busy worker) is not idle either.
+//! tiny_http has not read yet is not idle either, and neither is one whose request a worker
+//! is reading or handling ([`Busy`]), however long that takes.
 
+use std::collections::HashMap;
 use std::io;
-use std::net::Shutdown;
+use std::net::{Shutdown, SocketAddr};
 use std::os::unix::io::{AsRawFd, RawFd};
 use std::time::Duration;
 
@@ -21,6 +23,44 @@ use super::socket::{open_descriptors, with_socket};
 
 /// `TCP_ESTABLISHED` in the kernel's `tcp_states.h` (the libc crate does not name it).
 const TCP_ESTABLISHED: u8 = 1;
+
+/// Connections (peer, our port) whose request a worker is reading or handling, with a count
+/// for the rare pipelined pair.
+static BUSY: parking_lot::Mutex<Option<HashMap<(SocketAddr, u16), usize>>> =
+    parking_lot::Mutex::new(None);
+
+/// Marks a connection busy until dropped.
+pub struct Busy((SocketAddr, u16));
+
+impl Busy {
+    pub fn mark(peer: SocketAddr, port: u16) -> Busy {
+        *BUSY
+            .lock()
+            .get_or_insert_with(HashMap::new)
+            .entry((peer, port))
+            .or_insert(0) += 1;
+        Busy((peer, port))
+    }
+}
+
+impl Drop for Busy {
+    fn drop(&mut self) {
+        if let Some(map) = BUSY.lock().as_mut() {
+            if let Some(n) = map.get_mut(&self.0) {
+                *n -= 1;
+                if *n == 0 {
+                    map.remove(&self.0);
+                }
+            }
+        }
+    }
+}
+
+fn is_busy(peer: SocketAddr, port: u16) -> bool {
+    BUSY.lock()
+        .as_ref()
+        .is_some_and(|map| map.contains_key(&(peer, port)))
+}
 
 /// Shuts down every idle connection on `ports`; returns how many.
 pub fn close_idle(ports: &[u16], idle: Duration) -> usize {
@@ -54,10 +94,13 @@ fn is_idle(fd: RawFd, ports: &[u16], idle_ms: u32) -> bool {
     {
         return false;
     }
-    let on_our_port = with_socket(fd, |s| s.local_addr())
-        .map(|a| ports.contains(&a.port()))
-        .unwrap_or(false);
-    on_our_port && reader_is_waiting(fd)
+    let Ok(port) = with_socket(fd, |s| s.local_addr()).map(|a| a.port()) else {
+        return false;
+    };
+    let Ok(peer) = with_socket(fd, |s| s.peer_addr()) else {
+        return false;
+    };
+    ports.contains(&port) && !is_busy(peer, port) && reader_is_waiting(fd)
 }
 
 fn tcp_info(fd: RawFd) -> Option<libc::tcp_info> {

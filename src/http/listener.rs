@@ -18,7 +18,9 @@ use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
 
 use super::tls::Peers;
-use super::{ChunkedBody, Method, Reply, Request, Service, chunked, deadline, oversize, socket};
+use super::{
+    ChunkedBody, Method, Reply, Request, Service, chunked, deadline, idle, oversize, socket,
+};
 
 /// Writes to a client that stopped reading give up after this long.
 const SEND_TIMEOUT: Duration = Duration::from_secs(10);
@@ -180,6 +182,8 @@ fn worker(
 
 fn serve(mut rq: tiny_http::Request, service: &dyn Service, port: u16, limits: &Limits) {
     let started = Instant::now();
+    // While this request is read and handled its connection is busy, however quiet it looks.
+    let _busy = rq.remote_addr().map(|peer| idle::Busy::mark(*peer, port));
     if !rq.url().starts_with("/health") {
         crate::util::memory::count_request();
     }
@@ -223,7 +227,7 @@ fn serve(mut rq: tiny_http::Request, service: &dyn Service, port: u16, limits: &
             rq.method()
         );
         let refusal = service.refusal(method, path, 400, "Could not read the request body");
-        send(rq, Reply::Full(refusal), port);
+        send(rq, Reply::Full(refusal), port, None);
         return;
     }
     if body.len() > limit {
@@ -248,17 +252,11 @@ fn serve(mut rq: tiny_http::Request, service: &dyn Service, port: u16, limits: &
             .collect(),
         body,
         http10: *rq.http_version() == tiny_http::HTTPVersion(1, 0),
-        remote: rq.remote_addr().map(|relay| {
-            // Behind TLS the connection comes from our relay; the client is behind it.
-            limits
-                .peers
-                .as_ref()
-                .and_then(|peers| peers.client_of(*relay))
-                .unwrap_or(*relay)
-        }),
+        remote: client_of(&rq, limits),
     };
     let method = rq.method().to_string();
-    let status = send(rq, service.handle(request), port);
+    let client = client_of(&rq, limits);
+    let status = send(rq, service.handle(request), port, client);
     log::debug!(
         "{method} {url} -> {status} ({} ms)",
         started.elapsed().as_millis()
@@ -315,9 +313,17 @@ pub(super) fn to_tiny(resp: super::Response) -> tiny_http::Response<std::io::Cur
     r
 }
 
+/// The client's address: the connection's, or behind TLS the client of our relay.
+fn client_of(rq: &tiny_http::Request, limits: &Limits) -> Option<SocketAddr> {
+    let connection = *rq.remote_addr()?;
+    let relayed = limits.peers.as_ref().and_then(|p| p.client_of(connection));
+    Some(relayed.unwrap_or(connection))
+}
+
 /// Sends a reply and returns its status. `port`: the listener's, to find a parked
-/// connection's socket.
-fn send(rq: tiny_http::Request, reply: Reply, port: u16) -> u16 {
+/// connection's socket; `client`: the address handlers saw, under which a held subscribe is
+/// parked (and released).
+fn send(rq: tiny_http::Request, reply: Reply, port: u16, client: Option<SocketAddr>) -> u16 {
     match reply {
         Reply::Full(resp) => {
             let status = resp.status;
@@ -347,7 +353,7 @@ fn send(rq: tiny_http::Request, reply: Reply, port: u16) -> u16 {
                     // If the head could not be written, dropping the reservation frees it.
                     if head.is_ok() {
                         let hub = Arc::clone(reservation.hub());
-                        if let Err(mut w) = hub.hold(reservation, w, deadline, peer) {
+                        if let Err(mut w) = hub.hold(reservation, w, deadline, client) {
                             let _ = chunked::write_end(&mut w);
                         }
                     }

@@ -15,11 +15,12 @@ use std::collections::HashMap;
 use std::fmt;
 use std::io::{self, ErrorKind, Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
+use std::os::unix::io::AsRawFd;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread::{self, JoinHandle};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
 use rustls::ServerConnection;
@@ -30,6 +31,8 @@ pub const CERT_FILE: &str = "fullchain.pem";
 pub const KEY_FILE: &str = "privkey.pem";
 const RELAY_STACK: usize = 128 * 1024;
 const BUFFER: usize = 16 * 1024;
+/// Writes to a client that stopped reading give up after this long (as without TLS).
+const WRITE_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// A certificate or key that could not be used; names the file.
 #[derive(Debug)]
@@ -82,8 +85,8 @@ fn pem_problem(e: rustls::pki_types::pem::Error) -> String {
     }
 }
 
-/// Real client addresses of the relayed connections, by the loopback port the relay connected
-/// from.
+/// Real client addresses of one front's relayed connections, by the loopback port each relay
+/// connected from (unique among connections to the one inner port the front relays to).
 #[derive(Debug, Default)]
 pub struct Peers(Mutex<HashMap<u16, SocketAddr>>);
 
@@ -96,10 +99,26 @@ impl Peers {
             .then(|| self.0.lock().get(&relay.port()).copied())
             .flatten()
     }
+
+    /// Records `client` behind `relay_port` until the returned entry is dropped.
+    fn enter(&self, relay_port: u16, client: SocketAddr) -> PeerEntry<'_> {
+        self.0.lock().insert(relay_port, client);
+        PeerEntry(self, relay_port)
+    }
+}
+
+struct PeerEntry<'a>(&'a Peers, u16);
+
+impl Drop for PeerEntry<'_> {
+    fn drop(&mut self) {
+        self.0.0.lock().remove(&self.1);
+    }
 }
 
 pub struct TlsFront {
     addr: SocketAddr,
+    /// The listening socket, kept to wake the accept loop when stopping.
+    listener: TcpListener,
     stopping: Arc<AtomicBool>,
     accept: JoinHandle<()>,
 }
@@ -116,6 +135,7 @@ impl TlsFront {
         handshake_timeout: Duration,
     ) -> io::Result<TlsFront> {
         let addr = public.local_addr()?;
+        let listener = public.try_clone()?;
         let stopping = Arc::new(AtomicBool::new(false));
         let accept = thread::Builder::new()
             .name(format!("{name}-tls"))
@@ -128,6 +148,9 @@ impl TlsFront {
                             return;
                         }
                         let Ok(client) = conn else {
+                            if stopping.load(Ordering::SeqCst) {
+                                return;
+                            }
                             // EMFILE and the like: back off rather than spin; the connection
                             // stays in the backlog until descriptors free up.
                             thread::sleep(Duration::from_millis(100));
@@ -152,6 +175,7 @@ impl TlsFront {
             })?;
         Ok(TlsFront {
             addr,
+            listener,
             stopping,
             accept,
         })
@@ -164,21 +188,11 @@ impl TlsFront {
     /// Stops accepting (relays already running end with their connections).
     pub fn stop(self) {
         self.stopping.store(true, Ordering::SeqCst);
-        // Wake the accept loop with a connection of our own.
-        let _ = TcpStream::connect_timeout(&wakeable(self.addr), Duration::from_secs(1));
+        // shutdown() on a listening socket makes a blocked accept() fail at once (Linux).
+        // SAFETY: shutting down a socket we own a descriptor of.
+        unsafe { libc::shutdown(self.listener.as_raw_fd(), libc::SHUT_RDWR) };
         let _ = self.accept.join();
     }
-}
-
-fn wakeable(addr: SocketAddr) -> SocketAddr {
-    let mut addr = addr;
-    if addr.ip().is_unspecified() {
-        addr.set_ip(match addr {
-            SocketAddr::V4(_) => std::net::Ipv4Addr::LOCALHOST.into(),
-            SocketAddr::V6(_) => std::net::Ipv6Addr::LOCALHOST.into(),
-        });
-    }
-    addr
 }
 
 /// One client: handshake, then relay both ways until either side closes.
@@ -191,19 +205,18 @@ fn relay(
 ) -> io::Result<()> {
     let peer = client.peer_addr()?;
     let mut tls = ServerConnection::new(config).map_err(io::Error::other)?;
-    let mut sock = client;
-    sock.set_read_timeout(Some(handshake_timeout))?;
-    sock.set_write_timeout(Some(handshake_timeout))?;
-    while tls.is_handshaking() {
-        tls.complete_io(&mut sock)?;
-    }
+    let sock = client;
+    handshake(&mut tls, &sock, handshake_timeout)?;
     // From here idle connections are tiny_http's to time out (see `idle`); a held response
-    // may be silent for minutes.
+    // may be silent for minutes. Writes to a client that stops reading still give up.
     sock.set_read_timeout(None)?;
-    let backend = TcpStream::connect(inner)?;
+    let mut backend = TcpStream::connect(inner)?;
     backend.set_nodelay(true)?;
-    let relay_port = backend.local_addr()?.port();
-    peers.0.lock().insert(relay_port, peer);
+    let _entry = peers.enter(backend.local_addr()?.port(), peer);
+    // A TLS 1.3 client may send its request right behind its Finished message: rustls has
+    // decrypted it already.
+    let early = plaintext(&mut tls)?;
+    backend.write_all(&early)?;
     let tls = Arc::new(Mutex::new(tls));
     let outbound = {
         let (tls, sock, backend) = (Arc::clone(&tls), sock.try_clone()?, backend.try_clone()?);
@@ -213,12 +226,43 @@ fn relay(
             .spawn(move || server_to_client(&tls, sock, backend))?
     };
     let result = client_to_server(&tls, &sock, &backend);
-    // Whatever ended this direction ends the other.
-    let _ = backend.shutdown(Shutdown::Both);
+    // The client is done sending (or gone): tiny_http still answers what it has, then closes,
+    // which ends the other direction. A broken connection ends both at once.
+    let _ = backend.shutdown(if result.is_ok() {
+        Shutdown::Write
+    } else {
+        Shutdown::Both
+    });
     let _ = outbound.join();
     let _ = sock.shutdown(Shutdown::Both);
-    peers.0.lock().remove(&relay_port);
     result
+}
+
+/// The handshake, which must be over within `timeout` in all (not per read).
+fn handshake(tls: &mut ServerConnection, sock: &TcpStream, timeout: Duration) -> io::Result<()> {
+    let deadline = Instant::now() + timeout;
+    let mut io = sock;
+    while tls.is_handshaking() {
+        let left = deadline
+            .checked_duration_since(Instant::now())
+            .filter(|d| !d.is_zero())
+            .ok_or_else(|| io::Error::new(ErrorKind::TimedOut, "TLS handshake too slow"))?;
+        sock.set_read_timeout(Some(left))?;
+        sock.set_write_timeout(Some(left))?;
+        tls.complete_io(&mut io)?;
+    }
+    sock.set_write_timeout(Some(WRITE_TIMEOUT))?;
+    Ok(())
+}
+
+/// Plaintext rustls has decrypted and not yet handed out.
+fn plaintext(tls: &mut ServerConnection) -> io::Result<Vec<u8>> {
+    let mut plain = Vec::new();
+    match tls.reader().read_to_end(&mut plain) {
+        Ok(_) => Ok(plain),
+        Err(e) if e.kind() == ErrorKind::WouldBlock => Ok(plain),
+        Err(e) => Err(e),
+    }
 }
 
 /// Decrypts what the client sends and passes it on to tiny_http.
@@ -247,12 +291,7 @@ fn client_to_server(
                     tls.write_tls(&mut &*sock)?;
                 }
                 let state = state.map_err(io::Error::other)?;
-                let ready = state.plaintext_bytes_to_read();
-                if ready > 0 {
-                    let start = plain.len();
-                    plain.resize(start + ready, 0);
-                    tls.reader().read_exact(&mut plain[start..])?;
-                }
+                plain.append(&mut plaintext(&mut tls)?);
                 if state.peer_has_closed() {
                     backend.write_all(&plain)?;
                     return Ok(());
