@@ -426,3 +426,25 @@ fn with_descriptors_exhausted_the_server_recovers_or_exits_for_a_restart() {
         thread::sleep(Duration::from_millis(200));
     }
 }
+
+#[test]
+fn the_data_directory_is_private() {
+    use std::os::unix::fs::PermissionsExt;
+    let parent = TempDir::new("private");
+    let dir = parent.path().join("data");
+    let p = start(&dir);
+    post_json(
+        p.device,
+        "/nest/transport/v7/put",
+        SERIAL,
+        json!({"objects": [{"object_key": format!("shared.{SERIAL}"), "value": {"n": 1}}]}),
+    );
+    let mode = |path: &Path| std::fs::metadata(path).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode(&dir), 0o700, "the directory");
+    assert_eq!(mode(&dir.join("admin.sock")), 0o600, "the admin socket");
+    assert!(p.terminate().unwrap().success());
+    for entry in std::fs::read_dir(&dir).unwrap().flatten() {
+        assert_eq!(mode(&entry.path()), 0o600, "{}", entry.path().display());
+    }
+    assert!(dir.join("state.json").exists() && !journal_segments(&dir).is_empty());
+}
