@@ -23,6 +23,8 @@ for target in $(cargo +nightly fuzz list --fuzz-dir "$dir"); do
     outcome="FOUND A CRASH (see $dir/artifacts/$target)"
     failed=1
   fi
+  # The targets keep their server's data in /dev/shm (or the temp dir) and cannot remove it.
+  rm -rf /dev/shm/hearth-fuzz-* "${TMPDIR:-/tmp}"/hearth-fuzz-*
   runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -n1)
   printf '%-18s %12s inputs in %ss  %s\n' "$target" "${runs:-?}" "$seconds" "$outcome"
   [ "$outcome" = ok ] || tail -n 30 "$log"
