@@ -115,12 +115,16 @@ fn prepare(server: &ServerProcess, dir: &Path) -> Result<(), String> {
 fn put(server: &ServerProcess, serial: &str, n: u64) -> Result<(), String> {
     let body =
         json!({"objects": [{"object_key": format!("shared.{serial}"), "value": {"crash_n": n}}]});
-    let auth = basic(serial);
-    let url = Url::parse(&format!("http://{}/nest/transport/v7/put", server.device))?;
+    let target = format!("http://{}/nest/transport/v7/put", server.device);
+    post_ok(&target, &[("Authorization", &basic(serial))], &body)
+}
+
+/// POSTs `body` and wants a 200 (that is, an acknowledged write).
+fn post_ok(target: &str, headers: &[(&str, &str)], body: &Value) -> Result<(), String> {
     let r = client::request(
-        &url,
+        &Url::parse(target)?,
         "POST",
-        &[("Authorization", &auth)],
+        headers,
         body.to_string().as_bytes(),
         TIMEOUT,
     )
@@ -128,7 +132,7 @@ fn put(server: &ServerProcess, serial: &str, n: u64) -> Result<(), String> {
     if r.status == 200 {
         Ok(())
     } else {
-        Err(format!("PUT answered {}: {}", r.status, r.text()))
+        Err(format!("{target} answered {}: {}", r.status, r.text()))
     }
 }
 
@@ -148,22 +152,10 @@ fn command_value(n: u64) -> f64 {
 }
 
 fn command(server: &ServerProcess, n: u64) -> Result<(), String> {
-    let url = Url::parse(&format!("http://{}/command", server.control))?;
     let body =
         json!({"serial": COMMAND_SERIAL, "command": "set_temperature", "value": command_value(n)});
-    let r = client::request(
-        &url,
-        "POST",
-        &[("Content-Type", "application/json")],
-        body.to_string().as_bytes(),
-        TIMEOUT,
-    )
-    .map_err(|e| e.to_string())?;
-    if r.status == 200 {
-        Ok(())
-    } else {
-        Err(format!("/command answered {}: {}", r.status, r.text()))
-    }
+    let target = format!("http://{}/command", server.control);
+    post_ok(&target, &[("Content-Type", "application/json")], &body)
 }
 
 fn create_key(dir: &Path, n: usize) -> Result<String, String> {

@@ -326,3 +326,18 @@ pub fn next_push(held: &mut hearth::simulator::Held) -> (Vec<u8>, Value) {
     assert_wire_order(&text);
     (chunk, serde_json::from_str(&text).unwrap())
 }
+
+/// `GET /api/events` opened on `addr` (the control port), its head checked.
+pub fn open_events(addr: SocketAddr) -> hearth::http::client::ChunkStream {
+    let stream = hearth::http::client::ChunkStream::open(
+        &url(addr, "/api/events"),
+        "GET",
+        &[],
+        &[],
+        TIMEOUT,
+        false,
+    )
+    .unwrap();
+    assert_eq!(stream.status, 200);
+    stream
+}
