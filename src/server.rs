@@ -103,10 +103,12 @@ impl Server {
             let addr = SocketAddr::new(ip, port);
             TcpListener::bind(addr).map_err(|error| StartError::Bind { what, addr, error })
         };
-        let tls = match &config.cert_dir {
-            Some(dir) => Some(tls::load_config(dir).map_err(StartError::Tls)?),
-            None => None,
-        };
+        let tls = config
+            .cert_dir
+            .as_deref()
+            .map(tls::load_config)
+            .transpose()
+            .map_err(StartError::Tls)?;
         let device_socket = bind("device port", config.device_bind, config.device_port)?;
         let control_socket = bind("control port", config.control_bind, config.control_port)?;
         let device_addr = device_socket.local_addr().map_err(StartError::Thread)?;

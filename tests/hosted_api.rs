@@ -1091,13 +1091,16 @@ fn in_open_mode_an_unlinked_thermostat_goes_back_to_the_default_user() {
     assert_eq!(api(&s, "GET", &status, &alice, Value::Null).status, 200);
     assert_eq!(api(&s, "GET", &status, &owner, Value::Null).status, 404);
 
-    let r = api(
-        &s,
-        "DELETE",
-        &format!("/thermostat/{SERIAL}"),
-        &alice,
-        Value::Null,
-    );
+    let unlink = |key: &str| {
+        api(
+            &s,
+            "DELETE",
+            &format!("/thermostat/{SERIAL}"),
+            key,
+            Value::Null,
+        )
+    };
+    let r = unlink(&alice);
     assert_eq!(
         (r.status, r.json()),
         (
@@ -1108,12 +1111,6 @@ fn in_open_mode_an_unlinked_thermostat_goes_back_to_the_default_user() {
     assert_eq!(api(&s, "GET", &status, &alice, Value::Null).status, 404);
     assert_eq!(api(&s, "GET", &status, &owner, Value::Null).status, 200);
     // Now it is the default user's by rule again, and cannot be unlinked from them.
-    let r = api(
-        &s,
-        "DELETE",
-        &format!("/thermostat/{SERIAL}"),
-        &owner,
-        Value::Null,
-    );
+    let r = unlink(&owner);
     assert_eq!(r.status, 409, "{}", r.text());
 }

@@ -30,7 +30,7 @@ fn closed_by_server(sock: &mut TcpStream, within: Duration) -> bool {
 fn half_requests_do_not_hold_up_others_and_are_closed_once_idle() {
     let s = TestServer::start_with(|c| c.idle_timeout = Duration::from_secs(1));
     let (_sim, _events, mut held) = booted_and_held(&s, SERIAL);
-    let mut events = open_events(s.control());
+    let mut events = open_events(s.control(), "/api/events");
 
     // 500 connections, half on each port, each stuck in the middle of its request line.
     let mut idle: Vec<TcpStream> = (0..500)

@@ -11,17 +11,7 @@ use hearth::http::client::ChunkStream;
 use serde_json::{Value, json};
 
 fn open(s: &TestServer, target: &str) -> ChunkStream {
-    let stream = ChunkStream::open(
-        &url(s.control(), target),
-        "GET",
-        &[("Accept", "text/event-stream")],
-        &[],
-        TIMEOUT,
-        false,
-    )
-    .unwrap();
-    assert_eq!(stream.status, 200);
-    stream
+    open_events(s.control(), target)
 }
 
 /// The next event's data, skipping comments (`: ...`), parsed the way the Matterbridge plugin

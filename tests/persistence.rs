@@ -231,7 +231,7 @@ fn sigterm_ends_held_subscribes_and_event_streams_and_exits_within_two_seconds()
     let (mut sim, _events) = thermostat(&format!("http://{}", p.device), SERIAL);
     sim.boot().unwrap();
     let mut held = sim.open_subscribe().unwrap();
-    let mut stream = open_events(p.control);
+    let mut stream = open_events(p.control, "/api/events");
     // Both are parked in the server before it is told to stop.
     thread::sleep(Duration::from_millis(300));
     let started = Instant::now();

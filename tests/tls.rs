@@ -146,6 +146,16 @@ fn tls_server(certs: &Path, adjust: impl FnOnce(&mut Config)) -> TestServer {
     })
 }
 
+/// Certificates with an EC key and a server using them: the directory (keep it alive), the
+/// server, and the CA file clients trust.
+fn ec_server(adjust: impl FnOnce(&mut Config)) -> (TempDir, TestServer, std::path::PathBuf) {
+    let certs = TempDir::new("certs");
+    make_certificates(certs.path(), KeyKind::Sec1Ec);
+    let s = tls_server(certs.path(), adjust);
+    let ca = certs.path().join("ca.pem");
+    (certs, s, ca)
+}
+
 /// A TLS client that trusts only the test CA and checks the name 127.0.0.1.
 fn connect(
     addr: SocketAddr,
@@ -223,10 +233,7 @@ fn https_on_both_ports_with_each_kind_of_key() {
 
 #[test]
 fn commands_and_live_events_over_https() {
-    let certs = TempDir::new("certs");
-    make_certificates(certs.path(), KeyKind::Sec1Ec);
-    let s = tls_server(certs.path(), |_| {});
-    let ca = certs.path().join("ca.pem");
+    let (_certs, s, ca) = ec_server(|_| {});
     // A thermostat known to the server (thermostats themselves speak plain HTTP, so it is
     // stored directly).
     s.server_change(
@@ -277,10 +284,7 @@ fn commands_and_live_events_over_https() {
 
 #[test]
 fn a_client_that_closes_its_side_after_the_request_still_gets_the_answer() {
-    let certs = TempDir::new("certs");
-    make_certificates(certs.path(), KeyKind::Sec1Ec);
-    let s = tls_server(certs.path(), |_| {});
-    let ca = certs.path().join("ca.pem");
+    let (_certs, s, ca) = ec_server(|_| {});
     for addr in [s.device(), s.control()] {
         let mut tls = connect(addr, &ca);
         tls.write_all(b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
@@ -300,10 +304,7 @@ fn a_client_that_closes_its_side_after_the_request_still_gets_the_answer() {
 
 #[test]
 fn a_client_that_never_finishes_its_handshake_is_dropped() {
-    let certs = TempDir::new("certs");
-    make_certificates(certs.path(), KeyKind::Sec1Ec);
-    let s = tls_server(certs.path(), |c| c.idle_timeout = Duration::from_secs(1));
-    let ca = certs.path().join("ca.pem");
+    let (_certs, s, ca) = ec_server(|c| c.idle_timeout = Duration::from_secs(1));
     let mut stalled: Vec<TcpStream> = (0..20)
         .map(|_| {
             let mut sock = TcpStream::connect(s.control()).unwrap();

@@ -98,7 +98,7 @@ pub fn run(exe: &Path, trials: usize) -> Result<CrashReport, String> {
 
 /// A user for the keys, and both thermostats known to the server.
 fn prepare(server: &ServerProcess, dir: &Path) -> Result<(), String> {
-    let socket = dir.join(crate::admin::socket::SOCKET_FILE);
+    let socket = dir.join(admin::SOCKET_FILE);
     let add = AdminRequest::UsersAdd {
         name: KEY_USER.into(),
     };
@@ -166,8 +166,7 @@ fn create_key(dir: &Path, n: usize) -> Result<String, String> {
         serials: Vec::new(),
         expires_days: None,
     };
-    let socket = dir.join(crate::admin::socket::SOCKET_FILE);
-    let reply = admin::send(&socket, &request).map_err(|e| e.to_string())?;
+    let reply = admin::send(&dir.join(admin::SOCKET_FILE), &request).map_err(|e| e.to_string())?;
     if !reply.ok {
         return Err(reply.text);
     }

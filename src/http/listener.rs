@@ -241,6 +241,7 @@ fn serve(mut rq: tiny_http::Request, service: &dyn Service, port: u16, limits: &
         return;
     }
 
+    let client = client_of(&rq, limits);
     let request = Request {
         method,
         path: path.to_string(),
@@ -252,10 +253,9 @@ fn serve(mut rq: tiny_http::Request, service: &dyn Service, port: u16, limits: &
             .collect(),
         body,
         http10: *rq.http_version() == tiny_http::HTTPVersion(1, 0),
-        remote: client_of(&rq, limits),
+        remote: client,
     };
     let method = rq.method().to_string();
-    let client = client_of(&rq, limits);
     let status = send(rq, service.handle(request), port, client);
     log::debug!(
         "{method} {url} -> {status} ({} ms)",

@@ -280,10 +280,13 @@ fn client_to_server(
             Err(e) if e.kind() == ErrorKind::Interrupted => continue,
             Err(e) => return Err(e),
         };
+        let mut closed = false;
         {
+            // TLS records go out under the lock, so the two directions cannot interleave
+            // them; the plaintext goes to tiny_http after it is released.
             let mut tls = tls.lock();
             let mut input = &buf[..n];
-            while !input.is_empty() {
+            while !input.is_empty() && !closed {
                 tls.read_tls(&mut input)?;
                 let state = tls.process_new_packets();
                 // Alerts (and any handshake bytes) go out before an error is reported.
@@ -292,14 +295,14 @@ fn client_to_server(
                 }
                 let state = state.map_err(io::Error::other)?;
                 plain.append(&mut plaintext(&mut tls)?);
-                if state.peer_has_closed() {
-                    backend.write_all(&plain)?;
-                    return Ok(());
-                }
+                closed = state.peer_has_closed();
             }
         }
         backend.write_all(&plain)?;
         plain.clear();
+        if closed {
+            return Ok(());
+        }
     }
 }
 

@@ -327,12 +327,13 @@ pub fn next_push(held: &mut hearth::simulator::Held) -> (Vec<u8>, Value) {
     (chunk, serde_json::from_str(&text).unwrap())
 }
 
-/// `GET /api/events` opened on `addr` (the control port), its head checked.
-pub fn open_events(addr: SocketAddr) -> hearth::http::client::ChunkStream {
+/// `GET target` (`/api/events...`) opened on `addr` (the control port) as an event stream,
+/// its head checked.
+pub fn open_events(addr: SocketAddr, target: &str) -> hearth::http::client::ChunkStream {
     let stream = hearth::http::client::ChunkStream::open(
-        &url(addr, "/api/events"),
+        &url(addr, target),
         "GET",
-        &[],
+        &[("Accept", "text/event-stream")],
         &[],
         TIMEOUT,
         false,
