@@ -8,10 +8,12 @@
 //! separate thread from the hub's notifier so a dashboard that reads slowly never delays a
 //! push to a thermostat.
 
-use std::io::Write;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
+
+use std::collections::HashMap;
+use std::thread;
 
 use crossbeam_channel::{Receiver, Sender, select, unbounded};
 use serde::Serialize;
@@ -23,6 +25,11 @@ use crate::hub::{ChangeEvent, Origin, Writer};
 pub const MAX_STREAMS: usize = 64;
 /// A comment line this often keeps idle streams alive.
 pub const KEEP_ALIVE: Duration = Duration::from_secs(15);
+/// Text waiting for one stream's writer, beyond which the stream is dropped as not reading.
+pub const BACKLOG_LIMIT: usize = 1024 * 1024;
+/// Threads writing to streams; a client that stopped reading occupies one until it is dropped.
+const WRITERS: usize = 2;
+const WRITER_STACK: usize = 128 * 1024;
 
 pub struct EventStreams {
     keep_alive: Duration,
@@ -54,7 +61,10 @@ impl Admission {
     pub fn park(self, writer: Writer, serial: Option<String>, key_id: Option<String>) {
         let control = self.control.clone();
         let stream = Stream {
-            writer,
+            writer: Some(writer),
+            pending: vec![b": connected\n\n".to_vec()],
+            pending_bytes: 0,
+            ending: false,
             serial,
             key_id,
             _admission: self,
@@ -65,7 +75,13 @@ impl Admission {
 }
 
 struct Stream {
-    writer: Writer,
+    /// `None` while a writer thread is writing to it.
+    writer: Option<Writer>,
+    /// Chunks waiting for the writer (one per event, as clients may expect), and their size.
+    pending: Vec<Vec<u8>>,
+    pending_bytes: usize,
+    /// End the stream once `pending` is written (stopping, or its key no longer works).
+    ending: bool,
     /// Only this thermostat's events (`?serial=`).
     serial: Option<String>,
     /// The API key the stream was opened with; once it is revoked or expired the stream ends.
@@ -73,9 +89,39 @@ struct Stream {
     _admission: Admission,
 }
 
-impl Stream {
-    fn send(&mut self, text: &[u8]) -> bool {
-        chunked::write_chunk(&mut self.writer, text).is_ok()
+/// One write, run on a writer thread: each of `chunks`, then the end of the body if `end`.
+struct Job {
+    id: u64,
+    writer: Writer,
+    chunks: Vec<Vec<u8>>,
+    end: bool,
+}
+
+/// A finished write: the writer back, if the stream goes on.
+struct Done {
+    id: u64,
+    writer: Option<Writer>,
+}
+
+impl Job {
+    fn run(mut self) -> Done {
+        let mut result = Ok(());
+        for chunk in &self.chunks {
+            result = chunked::write_chunk(&mut self.writer, chunk);
+            if result.is_err() {
+                break;
+            }
+        }
+        if result.is_ok() && self.end {
+            result = chunked::write_end(&mut self.writer);
+        }
+        if let Err(e) = &result {
+            log::debug!("an event stream could not be written: {e}");
+        }
+        Done {
+            id: self.id,
+            writer: (result.is_ok() && !self.end).then_some(self.writer),
+        }
     }
 }
 
@@ -156,17 +202,59 @@ impl EventStreams {
     /// The streams' thread: runs until [`EventStreams::stop`]. `key_valid` says whether an API
     /// key (by id) still works; a stream opened with one that no longer does is ended before
     /// anything more is written to it (at its next event or keep-alive).
+    ///
+    /// It hands the writes to [`WRITERS`] threads, so a dashboard that stopped reading holds up
+    /// only the writer it is on, until the connection's send timeout
+    /// ([`crate::http::socket::PARKED_SEND_TIMEOUT`]) drops it. A stream has at most one write
+    /// in flight; what arrives meanwhile waits in its backlog, and a stream whose backlog passes
+    /// [`BACKLOG_LIMIT`] is dropped.
     pub fn run(&self, changes: Receiver<Arc<ChangeEvent>>, key_valid: impl Fn(&str) -> bool) {
-        // Ends (with the chunked terminator) a stream whose key no longer works.
-        let allowed = |s: &mut Stream| {
-            let ok = s.key_id.as_deref().is_none_or(&key_valid);
-            if !ok {
-                let _ = chunked::write_end(&mut s.writer);
-                let _ = s.writer.flush();
+        let (jobs, queue) = unbounded::<Job>();
+        let (finished, done) = unbounded::<Done>();
+        thread::scope(|scope| {
+            let mut writers = 0;
+            for i in 0..WRITERS {
+                let (queue, finished) = (queue.clone(), finished.clone());
+                let spawned = thread::Builder::new()
+                    .name(format!("event-writer-{i}"))
+                    .stack_size(WRITER_STACK)
+                    .spawn_scoped(scope, move || {
+                        for job in queue {
+                            let _ = finished.send(job.run());
+                        }
+                    });
+                match spawned {
+                    Ok(_) => writers += 1,
+                    Err(e) => log::warn!("could not start an event writer: {e}"),
+                }
             }
-            ok
+            // With no writer thread this thread writes itself.
+            let send = |job: Job| {
+                let unsent = match writers {
+                    0 => Some(job),
+                    _ => jobs.send(job).err().map(|e| e.into_inner()),
+                };
+                if let Some(job) = unsent {
+                    let _ = finished.send(job.run());
+                }
+            };
+            self.serve(&changes, &done, &send, &key_valid);
+            drop(jobs);
+        });
+    }
+
+    fn serve(
+        &self,
+        changes: &Receiver<Arc<ChangeEvent>>,
+        finished: &Receiver<Done>,
+        send: &dyn Fn(Job),
+        key_valid: &dyn Fn(&str) -> bool,
+    ) {
+        let mut streams = Streams {
+            open: HashMap::new(),
+            next_id: 0,
+            send,
         };
-        let mut streams: Vec<Stream> = Vec::new();
         let mut next_keep_alive = Instant::now() + self.keep_alive;
         loop {
             let wait = next_keep_alive.saturating_duration_since(Instant::now());
@@ -174,34 +262,126 @@ impl EventStreams {
                 recv(changes) -> event => {
                     let Ok(event) = event else { break };
                     let text = format_event(&event);
-                    streams.retain_mut(|s| {
-                        allowed(s)
-                            && (s.serial.as_ref().is_some_and(|f| *f != event.serial)
-                                || s.send(&text))
+                    streams.each(key_valid, |s| {
+                        s.serial.as_ref().is_none_or(|f| *f == event.serial).then_some(&text)
                     });
                 }
                 recv(self.inbox) -> msg => match msg {
-                    Ok(Control::Open(mut stream)) => {
-                        // The first bytes tell the client (and any proxy) the stream is live.
-                        if stream.send(b": connected\n\n") {
-                            streams.push(stream);
-                        }
-                    }
+                    Ok(Control::Open(stream)) => streams.add(stream),
                     Ok(Control::Stop) | Err(_) => break,
                 },
+                recv(finished) -> done => {
+                    if let Ok(done) = done {
+                        streams.settle(done);
+                    }
+                }
                 default(wait) => {
-                    streams.retain_mut(|s| allowed(s) && s.send(b": keep-alive\n\n"));
+                    // A stream being written to needs no keep-alive.
+                    let keep_alive = b": keep-alive\n\n".to_vec();
+                    streams.each(key_valid, |s| {
+                        (s.writer.is_some() && s.pending.is_empty()).then_some(&keep_alive)
+                    });
                     next_keep_alive = Instant::now() + self.keep_alive;
                 }
             }
         }
-        for mut s in streams {
-            let _ = chunked::write_end(&mut s.writer);
-            let _ = s.writer.flush();
+        // End every stream after what it has queued, waiting for writes in flight (each
+        // finishes within the send timeout).
+        for s in streams.open.values_mut() {
+            s.ending = true;
+        }
+        let ids: Vec<u64> = streams.open.keys().copied().collect();
+        for id in ids {
+            streams.flush(id);
+        }
+        while !streams.open.is_empty() {
+            let Ok(done) = finished.recv() else { break };
+            streams.settle(done);
         }
         // Streams parked after the stop are dropped (closed) with the channel's contents.
         while let Ok(Control::Open(s)) = self.inbox.try_recv() {
             drop(s);
+        }
+    }
+}
+
+/// The open streams, as the streams' thread keeps them.
+struct Streams<'a> {
+    open: HashMap<u64, Stream>,
+    next_id: u64,
+    send: &'a dyn Fn(Job),
+}
+
+impl Streams<'_> {
+    fn add(&mut self, stream: Stream) {
+        self.next_id += 1;
+        let id = self.next_id;
+        self.open.insert(id, stream);
+        self.flush(id);
+    }
+
+    /// Queues `text(stream)` on every stream it gives text for, and ends the streams whose key
+    /// no longer works; drops a stream whose backlog is over the limit.
+    fn each<'t>(
+        &mut self,
+        key_valid: &dyn Fn(&str) -> bool,
+        text: impl Fn(&Stream) -> Option<&'t Vec<u8>>,
+    ) {
+        let ids: Vec<u64> = self.open.keys().copied().collect();
+        for id in ids {
+            let Some(s) = self.open.get_mut(&id) else {
+                continue;
+            };
+            if s.ending {
+                continue;
+            }
+            if !s.key_id.as_deref().is_none_or(key_valid) {
+                s.ending = true;
+            } else if let Some(text) = text(s) {
+                // However big one event is, a stream with no backlog takes it.
+                if s.pending_bytes > 0 && s.pending_bytes + text.len() > BACKLOG_LIMIT {
+                    log::info!("an event stream is not reading; dropping it");
+                    self.open.remove(&id);
+                    continue;
+                }
+                s.pending_bytes += text.len();
+                s.pending.push(text.clone());
+            }
+            self.flush(id);
+        }
+    }
+
+    /// Starts writing a stream's backlog (and its end, if it is ending) unless a write to it
+    /// is already in flight.
+    fn flush(&mut self, id: u64) {
+        let Some(s) = self.open.get_mut(&id) else {
+            return;
+        };
+        if s.pending.is_empty() && !s.ending {
+            return;
+        }
+        let Some(writer) = s.writer.take() else {
+            return;
+        };
+        s.pending_bytes = 0;
+        (self.send)(Job {
+            id,
+            writer,
+            chunks: std::mem::take(&mut s.pending),
+            end: s.ending,
+        });
+    }
+
+    /// A write finished: the stream goes on with its writer back, or is closed.
+    fn settle(&mut self, done: Done) {
+        match (done.writer, self.open.get_mut(&done.id)) {
+            (Some(writer), Some(s)) => {
+                s.writer = Some(writer);
+                self.flush(done.id);
+            }
+            _ => {
+                self.open.remove(&done.id);
+            }
         }
     }
 }

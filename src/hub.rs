@@ -18,6 +18,7 @@ use std::io::Write;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::thread;
 use std::time::{Duration, Instant};
 
 use crossbeam_channel::{Receiver, Sender, TrySendError};
@@ -33,6 +34,9 @@ const REPLAY_LIMIT: usize = 16;
 const REPLAY_MAX_AGE: Duration = Duration::from_secs(600);
 /// Events buffered per watcher before a slow watcher starts missing them.
 const WATCH_BUFFER: usize = 1024;
+/// Threads writing pushes; a thermostat that stopped reading occupies one until it is dropped.
+const WRITERS: usize = 3;
+const WRITER_STACK: usize = 128 * 1024;
 
 /// Who made a change. Only server-side changes are pushed to the thermostat: echoing a
 /// thermostat's own writes back races with its schedule and undoes it.
@@ -315,13 +319,51 @@ impl Hub {
         }
     }
 
-    /// The notifier loop; runs on its own thread until [`Hub::shutdown`].
+    /// The notifier loop; runs on its own thread until [`Hub::shutdown`]. It decides what is
+    /// due and hands each write to one of [`WRITERS`] threads, so a thermostat that stopped
+    /// reading holds up only the writer it is on, until the connection's send timeout
+    /// ([`crate::http::socket::PARKED_SEND_TIMEOUT`]) drops it, and not every other push. A
+    /// subscribe has at most one write in flight, so its pushes stay in order.
     pub fn run_notifier(&self) {
+        let (jobs, queue) = crossbeam_channel::unbounded::<Job>();
+        thread::scope(|scope| {
+            let mut writers = 0;
+            for i in 0..WRITERS {
+                let queue = queue.clone();
+                let spawned = thread::Builder::new()
+                    .name(format!("push-writer-{i}"))
+                    .stack_size(WRITER_STACK)
+                    .spawn_scoped(scope, move || {
+                        for job in queue {
+                            let done = job.run();
+                            self.settle(&mut self.inner.lock(), done, Instant::now());
+                            self.wake.notify_all();
+                        }
+                    });
+                match spawned {
+                    Ok(_) => writers += 1,
+                    Err(e) => log::warn!("could not start a push writer: {e}"),
+                }
+            }
+            // With no writer thread the notifier writes itself, one job after another.
+            self.dispatch(|job| match writers {
+                0 => Err(job),
+                _ => jobs.send(job).map_err(|e| e.into_inner()),
+            });
+            drop(jobs);
+        });
+        self.inner.lock().notifier_done = true;
+        self.wake.notify_all();
+    }
+
+    /// Takes every due subscribe's writer and passes the job to `send`, or runs it here if
+    /// `send` gives it back; returns once stopping and nothing is parked or being written.
+    fn dispatch(&self, send: impl Fn(Job) -> Result<(), Job>) {
         let mut inner = self.inner.lock();
         loop {
             let now = Instant::now();
             let stopping = inner.stopping;
-            let mut jobs = Vec::new();
+            let mut due = Vec::new();
             let mut next_wake: Option<Instant> = None;
             for (id, sub) in inner.subs.iter_mut() {
                 let Some(when) = sub.due_at(now, stopping) else {
@@ -330,7 +372,7 @@ impl Hub {
                 if when <= now {
                     let end = stopping || sub.release || sub.queue.is_empty();
                     if let Some(writer) = sub.writer.take() {
-                        jobs.push(Job {
+                        due.push(Job {
                             id: *id,
                             writer,
                             chunks: std::mem::take(&mut sub.queue),
@@ -341,14 +383,15 @@ impl Hub {
                     next_wake = Some(next_wake.map_or(when, |t| t.min(when)));
                 }
             }
-            if jobs.is_empty() {
+            if due.is_empty() {
+                // A subscribe being written is held or batching, so this waits for its writer.
                 if stopping
                     && inner
                         .subs
                         .values()
                         .all(|s| matches!(s.phase, Phase::Reserved))
                 {
-                    break;
+                    return;
                 }
                 match next_wake {
                     Some(t) => {
@@ -358,15 +401,13 @@ impl Hub {
                 }
                 continue;
             }
-            let results: Vec<_> =
-                MutexGuard::unlocked(&mut inner, || jobs.into_iter().map(Job::run).collect());
-            let written_at = Instant::now();
-            for done in results {
-                self.settle(&mut inner, done, written_at);
+            for job in due {
+                if let Err(job) = send(job) {
+                    let done = MutexGuard::unlocked(&mut inner, || job.run());
+                    self.settle(&mut inner, done, Instant::now());
+                }
             }
         }
-        inner.notifier_done = true;
-        self.wake.notify_all();
     }
 
     fn settle(&self, inner: &mut Inner, done: Done, written_at: Instant) {

@@ -249,3 +249,144 @@ fn a_request_being_read_or_handled_is_not_idle_however_quiet() {
     // The thermostat is unknown: the handler's own answer, not a closed connection.
     assert!(text.starts_with("HTTP/1.1 404"), "{text:?}");
 }
+
+/// Pads a thermostat's shared bucket to `bytes`, so every push to it (which carries the whole
+/// bucket) is that big and a few fill any socket's buffers.
+fn pad_shared_bucket(s: &TestServer, serial: &str, bytes: usize) {
+    let r = post_json(
+        s.device(),
+        "/nest/transport/put",
+        serial,
+        json!({"objects": [{"object_key": format!("shared.{serial}"), "value": {"padding": "x".repeat(bytes)}}]}),
+    );
+    assert_eq!(r.status, 200, "{}", r.text());
+}
+
+#[test]
+fn a_thermostat_that_stops_reading_does_not_hold_up_pushes_to_others_and_is_dropped() {
+    const STALLED: &str = "02AA01AC0000STL1";
+    let s = TestServer::start();
+    let (_other, _events, mut other_held) = booted_and_held(&s, SERIAL);
+    let (mut stalled, _stalled_events) = thermostat(&s.origin(), STALLED);
+    stalled.boot().unwrap();
+    pad_shared_bucket(&s, STALLED, 512 * 1024);
+    stalled.subscribe_once().unwrap(); // takes the padded bucket
+    // It holds a subscribe and never reads it again.
+    let mut stalled_held = stalled.open_subscribe().unwrap();
+    s.wait_held(STALLED, 1);
+    for i in 0..16 {
+        let r = command(
+            s.control(),
+            STALLED,
+            "set_temperature",
+            json!(16.0 + f64::from(i) * 0.5),
+        );
+        assert_eq!(r.status, 200, "{}", r.text());
+    }
+    // 8 MiB of pushes are queued for it: the notifier is stuck writing them by now.
+    thread::sleep(Duration::from_millis(300));
+
+    let sent = Instant::now();
+    assert_eq!(
+        command(s.control(), SERIAL, "set_temperature", json!(21.5)).status,
+        200
+    );
+    let (_, push) = next_push(&mut other_held);
+    let waited = sent.elapsed();
+    assert_eq!(
+        push["objects"][0]["value"]["target_temperature"],
+        json!(21.5)
+    );
+    // Normally milliseconds; blocked behind the stalled socket it would be its write timeout.
+    assert!(waited < Duration::from_secs(1), "the push took {waited:?}");
+
+    // The stalled connection is given up after its write timeout; reading what reached it then
+    // ends in a broken chunk (or a reset), not in the clean end of a finished response.
+    s.wait_released(STALLED);
+    stalled_held.set_read_timeout(Some(TIMEOUT)).unwrap();
+    let ending = loop {
+        match stalled_held.next_chunk() {
+            Ok(Some(_)) => continue,
+            other => break other,
+        }
+    };
+    assert!(
+        ending.is_err(),
+        "the stalled subscribe ended cleanly: {ending:?}"
+    );
+    // Everyone else is still served.
+    assert_eq!(
+        get(s.control(), &format!("/status?serial={SERIAL}")).status,
+        200
+    );
+}
+
+#[test]
+fn an_event_stream_that_stops_reading_does_not_hold_up_others_and_is_dropped() {
+    let s = TestServer::start();
+    let (mut sim, _events) = thermostat(&s.origin(), SERIAL);
+    sim.boot().unwrap();
+    let mut stalled = open_events(s.control(), "/api/events");
+    let mut reading = open_events(s.control(), "/api/events");
+    fn read_until(stream: &mut hearth::http::client::ChunkStream, needle: &str) {
+        loop {
+            let chunk = stream.next_chunk().unwrap().expect("the stream ended");
+            if String::from_utf8_lossy(&chunk).contains(needle) {
+                return;
+            }
+        }
+    }
+    // The reader reads all along, and notes when the command's event reaches it.
+    let reader = thread::spawn(move || {
+        read_until(&mut reading, "target_temperature");
+        (Instant::now(), reading)
+    });
+    // Twelve changes whose events each list 2,500 long field names (about 400 KB apiece): more
+    // than a connection's buffers hold for a client that reads nothing.
+    for round in 0..12 {
+        let fields: serde_json::Map<String, serde_json::Value> = (0..2500)
+            .map(|i| (format!("f{i:04}{}", "x".repeat(150)), json!(round)))
+            .collect();
+        let r = post_json(
+            s.device(),
+            "/nest/transport/put",
+            SERIAL,
+            json!({"objects": [{"object_key": format!("device.{SERIAL}"), "value": fields}]}),
+        );
+        assert_eq!(r.status, 200, "{}", r.text());
+    }
+    let sent = Instant::now();
+    assert_eq!(
+        command(s.control(), SERIAL, "set_temperature", json!(21.5)).status,
+        200
+    );
+    let (seen, mut reading) = reader.join().unwrap();
+    let waited = seen.duration_since(sent);
+    // Normally milliseconds; blocked behind the stalled stream it would be its write timeout.
+    assert!(waited < Duration::from_secs(1), "the event took {waited:?}");
+
+    // The stalled stream is given up, and its place is freed.
+    let deadline = Instant::now() + TIMEOUT;
+    while s.app().events.open_count() > 1 {
+        assert!(
+            Instant::now() < deadline,
+            "the stalled stream is still open"
+        );
+        thread::sleep(Duration::from_millis(10));
+    }
+    stalled.set_read_timeout(Some(TIMEOUT)).unwrap();
+    let ending = loop {
+        match stalled.next_chunk() {
+            Ok(Some(_)) => continue,
+            other => break other,
+        }
+    };
+    assert!(
+        ending.is_err(),
+        "the stalled stream ended cleanly: {ending:?}"
+    );
+    // The reader goes on getting events.
+    sim.turn_dial(19.0);
+    sim.put().unwrap();
+    read_until(&mut reading, "target_temperature");
+}

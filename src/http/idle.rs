@@ -8,7 +8,7 @@
 //! end of input and closes the connection.
 //!
 //! Parked responses (held subscribes, event streams) have had their read half shut down
-//! ([`super::socket::stop_reading`]), so a peek reads end-of-input at once: they are never
+//! ([`super::socket::park`]), so a peek reads end-of-input at once: they are never
 //! idle by this rule, however long they wait for a push. A connection with bytes waiting that
 //! tiny_http has not read yet is not idle either, and neither is one whose request a worker
 //! is reading or handling ([`Busy`]), however long that takes.

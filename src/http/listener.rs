@@ -337,7 +337,7 @@ fn send(rq: tiny_http::Request, reply: Reply, port: u16, client: Option<SocketAd
             let peer = rq.remote_addr().copied();
             let mut w = rq.into_writer();
             if let (ChunkedBody::Hold { .. }, Some(peer)) = (&reply.body, peer) {
-                socket::stop_reading(peer, port);
+                socket::park(peer, port);
             }
             let head = chunked::write_head(&mut w, &reply.headers);
             match reply.body {
@@ -365,7 +365,7 @@ fn send(rq: tiny_http::Request, reply: Reply, port: u16, client: Option<SocketAd
             let peer = rq.remote_addr().copied();
             let mut w = rq.into_writer();
             if let Some(peer) = peer {
-                socket::stop_reading(peer, port);
+                socket::park(peer, port);
             }
             // A stream whose head could not be written is dropped (closed) with its writer.
             if chunked::write_head(&mut w, &reply.headers).is_ok() {

@@ -8,6 +8,7 @@ use std::fs;
 use std::mem::ManuallyDrop;
 use std::net::{Shutdown, SocketAddr, TcpStream};
 use std::os::unix::io::{FromRawFd, RawFd};
+use std::time::Duration;
 
 /// Runs `f` on a borrowed view of the socket `fd` (the descriptor stays open afterwards).
 pub fn with_socket<R>(fd: RawFd, f: impl FnOnce(&mut TcpStream) -> R) -> R {
@@ -43,16 +44,25 @@ pub fn find_socket(peer: SocketAddr, local_port: u16) -> Option<RawFd> {
     None
 }
 
-/// Stops tiny_http reading the connection from `peer` on `local_port`, whose response is about
-/// to be parked (a held subscribe, an event stream; both are sent with `Connection: close`, so
-/// the client sends nothing more on it). tiny_http's thread for that connection, blocked
-/// reading for a next request, sees the end of input and goes back to its pool, so a held
-/// connection costs a socket and the parked writer rather than a thread (about 18 KB of stack
-/// and buffers each). Bytes already received (a request pipelined with the subscribe) are
-/// still read. Writing is unaffected. Call it while holding the response's writer, so the
-/// connection is alive; the descriptor found is duplicated and checked again before the
-/// shutdown, so a descriptor closed and reused meanwhile is never touched.
-pub fn stop_reading(peer: SocketAddr, local_port: u16) {
+/// How long a write to a parked connection (a held subscribe, an event stream) may block
+/// before the connection is given up. Pushes are small and the kernel buffers a few hundred
+/// KB, so a write blocks only when the client has stopped reading altogether.
+pub const PARKED_SEND_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// Readies the connection from `peer` on `local_port`, whose response is about to be parked
+/// (a held subscribe, an event stream; both are sent with `Connection: close`, so the client
+/// sends nothing more on it):
+/// - tiny_http stops reading it. Its thread for that connection, blocked reading for a next
+///   request, sees the end of input and goes back to its pool, so a held connection costs a
+///   socket and the parked writer rather than a thread (about 18 KB of stack and buffers
+///   each). Bytes already received (a request pipelined with the subscribe) are still read.
+/// - Writes give up after [`PARKED_SEND_TIMEOUT`] rather than the listener's 10 s, so a
+///   client that stops reading is dropped soon and holds up the thread writing to it briefly.
+///
+/// Call it while holding the response's writer, so the connection is alive; the descriptor
+/// found is duplicated and checked again before use, so a descriptor closed and reused
+/// meanwhile is never touched.
+pub fn park(peer: SocketAddr, local_port: u16) {
     let Some(fd) = find_socket(peer, local_port) else {
         return;
     };
@@ -61,9 +71,14 @@ pub fn stop_reading(peer: SocketAddr, local_port: u16) {
     };
     let same = own.peer_addr().ok() == Some(peer)
         && own.local_addr().map(|a| a.port()).ok() == Some(local_port);
-    if same {
-        if let Err(e) = own.shutdown(Shutdown::Read) {
-            log::debug!("could not stop reading the connection from {peer}: {e}");
-        }
+    if !same {
+        return;
+    }
+    if let Err(e) = own.shutdown(Shutdown::Read) {
+        log::debug!("could not stop reading the connection from {peer}: {e}");
+    }
+    // A socket option: it holds for every descriptor of the connection, tiny_http's included.
+    if let Err(e) = own.set_write_timeout(Some(PARKED_SEND_TIMEOUT)) {
+        log::debug!("could not shorten the send timeout to {peer}: {e}");
     }
 }
