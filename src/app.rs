@@ -23,6 +23,8 @@ pub struct App {
     pub events: EventStreams,
     /// Per-key request counts of the hosted API.
     pub rate_limits: RateLimiter,
+    /// Held while `/api/scan-network` runs: one scan at a time.
+    pub scanning: Mutex<()>,
     /// Serials that have subscribed since this process started (the structure bucket is
     /// re-sent once to each after a restart).
     subscribed_since_start: Mutex<HashSet<String>>,
@@ -39,6 +41,7 @@ impl App {
             presence: Presence::default(),
             weather: WeatherCache::default(),
             events: EventStreams::new(keep_alive),
+            scanning: Mutex::new(()),
             subscribed_since_start: Mutex::new(HashSet::new()),
         }
     }

@@ -33,6 +33,8 @@ enum Command {
     Share(ShareArgs),
     Unshare(UnshareArgs),
     Devices(DevicesArgs),
+    Scan(ScanArgs),
+    Point(PointArgs),
     Simulate(SimulateArgs),
     Bench(BenchArgs),
     CrashTest(CrashTestArgs),
@@ -270,6 +272,10 @@ struct ServeArgs {
     /// true: the control API wants an API key of the user `owner` (CONTROL_REQUIRE_KEY; default false)
     #[argh(option)]
     control_require_key: Option<String>,
+    /// port of the thermostats' local settings API, for /api/scan-network and
+    /// /api/configure-nest (THERMOSTAT_API_PORT; default 8080)
+    #[argh(option)]
+    thermostat_api_port: Option<String>,
 }
 
 impl ServeArgs {
@@ -301,8 +307,57 @@ impl ServeArgs {
         s.flag("WATCHDOG_INTERVAL_SECONDS", self.watchdog_interval_seconds);
         s.flag("API_RATE_LIMIT_PER_MINUTE", self.api_rate_limit_per_minute);
         s.flag("CONTROL_REQUIRE_KEY", self.control_require_key);
+        s.flag("THERMOSTAT_API_PORT", self.thermostat_api_port);
         s
     }
+}
+
+#[derive(FromArgs)]
+#[argh(subcommand, name = "scan")]
+/// find thermostats running No Longer Evil firmware on the local network (their settings API
+/// on port 8080) and say which already point at this server
+struct ScanArgs {
+    /// the subnet to probe, at most a /24 (default: the /24 of API_ORIGIN's address)
+    #[argh(option)]
+    subnet: Option<String>,
+    #[argh(option)]
+    /// this server's origin, as for serve (API_ORIGIN; default: this machine's LAN address)
+    api_origin: Option<String>,
+    /// this server's device port, when API_ORIGIN has none (SERVER_PORT; default 8000)
+    #[argh(option)]
+    device_port: Option<String>,
+    /// data directory, for the names of thermostats seen before (DATA_DIR; default ./data)
+    #[argh(option)]
+    data_dir: Option<String>,
+    /// port of the thermostats' settings API (THERMOSTAT_API_PORT; default 8080)
+    #[argh(option)]
+    thermostat_api_port: Option<String>,
+}
+
+#[derive(FromArgs)]
+#[argh(subcommand, name = "point")]
+/// point a thermostat at this server: set its cloud-register URL to API_ORIGIN's /entry, and
+/// read it back
+struct PointArgs {
+    /// the thermostat's IPv4 address
+    #[argh(positional)]
+    ip: String,
+    /// the thermostat's API key (default: the one it sent this server, if it ever connected;
+    /// none is needed in its first 30 minutes after power-on)
+    #[argh(option)]
+    api_key: Option<String>,
+    /// this server's origin, as for serve (API_ORIGIN; default: this machine's LAN address)
+    #[argh(option)]
+    api_origin: Option<String>,
+    /// this server's device port, when API_ORIGIN has none (SERVER_PORT; default 8000)
+    #[argh(option)]
+    device_port: Option<String>,
+    /// data directory, for the key the thermostat sent (DATA_DIR; default ./data)
+    #[argh(option)]
+    data_dir: Option<String>,
+    /// port of the thermostats' settings API (THERMOSTAT_API_PORT; default 8080)
+    #[argh(option)]
+    thermostat_api_port: Option<String>,
 }
 
 #[derive(FromArgs)]
@@ -372,7 +427,7 @@ pub fn main() -> ExitCode {
             return ExitCode::SUCCESS;
         }
         eprintln!(
-            "hearth: a command is required (serve, users, keys, claim, share, unshare, devices, simulate, bench, crash-test); see hearth --help"
+            "hearth: a command is required (serve, users, keys, claim, share, unshare, devices, scan, point, simulate, bench, crash-test); see hearth --help"
         );
         return ExitCode::from(2);
     };
@@ -419,6 +474,39 @@ pub fn main() -> ExitCode {
             },
         ),
         Command::Devices(a) => admin(a.data_dir, AdminRequest::Devices),
+        Command::Scan(a) => onboarding(
+            [
+                a.api_origin,
+                a.device_port,
+                a.data_dir,
+                a.thermostat_api_port,
+            ],
+            |origin, config| {
+                crate::onboarding::command::scan(
+                    origin,
+                    a.subnet.as_deref(),
+                    config.thermostat_api_port,
+                    &config.data_dir,
+                )
+            },
+        ),
+        Command::Point(a) => onboarding(
+            [
+                a.api_origin,
+                a.device_port,
+                a.data_dir,
+                a.thermostat_api_port,
+            ],
+            |origin, config| {
+                crate::onboarding::command::point(
+                    origin,
+                    &a.ip,
+                    a.api_key.as_deref(),
+                    config.thermostat_api_port,
+                    &config.data_dir,
+                )
+            },
+        ),
         Command::Simulate(args) => simulate(args),
         Command::Bench(args) => bench(args),
         Command::CrashTest(args) => crash_test(args),
@@ -440,6 +528,45 @@ fn admin(data_dir: Option<String>, request: AdminRequest) -> ExitCode {
         }
     };
     match crate::admin::execute(&config.data_dir, !config.require_device_pairing, &request) {
+        Ok(text) => {
+            println!("{text}");
+            ExitCode::SUCCESS
+        }
+        Err(text) => {
+            eprintln!("hearth: {text}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// Runs `hearth scan` or `hearth point` with the server's settings: `flags` are
+/// `--api-origin`, `--device-port`, `--data-dir` and `--thermostat-api-port`, over the
+/// environment.
+fn onboarding(
+    flags: [Option<String>; 4],
+    run: impl FnOnce(&crate::app::PublicOrigin, &Config) -> Result<String, String>,
+) -> ExitCode {
+    let env = |k: &str| std::env::var(k).ok();
+    let mut sources = Sources::new(&env);
+    let [api_origin, device_port, data_dir, thermostat_api_port] = flags;
+    sources.flag("API_ORIGIN", api_origin);
+    sources.flag("SERVER_PORT", device_port);
+    sources.flag("DATA_DIR", data_dir);
+    sources.flag("THERMOSTAT_API_PORT", thermostat_api_port);
+    let config = match Config::resolve(&sources) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("hearth: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    init_logging(false);
+    let origin = crate::app::PublicOrigin::resolve(
+        config.api_origin.as_ref(),
+        config.device_port,
+        config.cert_dir.is_some(),
+    );
+    match run(&origin, &config) {
         Ok(text) => {
             println!("{text}");
             ExitCode::SUCCESS

@@ -52,6 +52,9 @@ pub struct Config {
     pub api_rate_limit_per_minute: u32,
     /// The control API (port 8082) wants an API key too.
     pub control_require_key: bool,
+    /// The port of thermostats' local settings API (8080 on No Longer Evil firmware), for
+    /// scanning and pointing thermostats.
+    pub thermostat_api_port: u16,
 }
 
 impl Default for Config {
@@ -78,6 +81,7 @@ impl Default for Config {
             http_workers: 4,
             body_read_timeout: Duration::from_secs(30),
             idle_timeout: Duration::from_secs(60),
+            thermostat_api_port: crate::onboarding::thermostat_api::DEFAULT_PORT,
             cert_dir: None,
             watchdog_interval_secs: 30,
             event_keep_alive: crate::events::KEEP_ALIVE,
@@ -185,6 +189,9 @@ impl Config {
             control_require_key: sources
                 .parse("CONTROL_REQUIRE_KEY", parse_bool)?
                 .unwrap_or(d.control_require_key),
+            thermostat_api_port: sources
+                .number("THERMOSTAT_API_PORT", 1, 65535)?
+                .map_or(d.thermostat_api_port, to_u16),
             data_dir,
         })
     }

@@ -8,7 +8,7 @@
 //! [`run`] does the work, so a key created while the server runs works at once.
 
 pub mod socket;
-mod table;
+pub mod table;
 
 use std::path::Path;
 use std::sync::Arc;
@@ -61,6 +61,11 @@ pub enum AdminRequest {
         with: String,
     },
     Devices,
+    /// What the server knows of the thermostats at these addresses (for `hearth scan` and
+    /// `hearth point`), as JSON: address → [`crate::onboarding::Known`].
+    ThermostatsAt {
+        ips: Vec<std::net::Ipv4Addr>,
+    },
 }
 
 impl AdminRequest {
@@ -68,7 +73,10 @@ impl AdminRequest {
     fn reads_only(&self) -> bool {
         matches!(
             self,
-            AdminRequest::UsersList | AdminRequest::KeysList { .. } | AdminRequest::Devices
+            AdminRequest::UsersList
+                | AdminRequest::KeysList { .. }
+                | AdminRequest::Devices
+                | AdminRequest::ThermostatsAt { .. }
         )
     }
 }
@@ -155,6 +163,13 @@ pub fn run(ctx: &Context<'_>, request: &AdminRequest) -> Result<String, Accounts
             Ok(format!("{serial} is no longer shared with {}", with.trim()))
         }
         AdminRequest::Devices => Ok(devices(ctx)),
+        AdminRequest::ThermostatsAt { ips } => {
+            let known: std::collections::BTreeMap<String, crate::onboarding::Known> = ips
+                .iter()
+                .filter_map(|ip| Some((ip.to_string(), crate::onboarding::known_at(state, *ip)?)))
+                .collect();
+            Ok(serde_json::to_string(&known).unwrap_or_else(|_| "{}".into()))
+        }
     }
 }
 

@@ -60,6 +60,15 @@ pub enum ControlError {
     },
     /// The change could not be made durable; nothing was applied.
     Storage(StoreError),
+    /// Onboarding: a scan is already running.
+    ScanRunning,
+    /// Onboarding: the thermostat's settings API wants its key.
+    ThermostatKeyRequired,
+    /// Onboarding: the thermostat could not be reached or refused; `status` is passed on.
+    Thermostat {
+        status: u16,
+        message: String,
+    },
 }
 
 /// The body shape a route answers errors in.
@@ -69,6 +78,8 @@ pub enum Shape {
     Envelope,
     /// `{"error":...}`
     Error,
+    /// `{"success":false,"error":...}` (`/api/configure-nest`)
+    Outcome,
 }
 
 impl ControlError {
@@ -133,6 +144,9 @@ impl ControlError {
                 log::error!("refused a control write: {e}");
                 (503, m("Storage unavailable; the change was not saved"))
             }
+            ControlError::ScanRunning => (409, m("A network scan is already running")),
+            ControlError::ThermostatKeyRequired => (401, m(crate::onboarding::point::KEY_HELP)),
+            ControlError::Thermostat { status, message } => (*status, message.clone()),
         }
     }
 
@@ -143,6 +157,13 @@ impl ControlError {
                 Response::json(status, &json!({"success": false, "message": message}))
             }
             Shape::Error => Response::error(status, &message),
+            Shape::Outcome => {
+                let mut body = json!({"success": false, "error": message});
+                if matches!(self, ControlError::ThermostatKeyRequired) {
+                    body["auth_required"] = json!(true);
+                }
+                Response::json(status, &body)
+            }
         };
         if matches!(self, ControlError::Unauthorized) {
             response

@@ -17,6 +17,7 @@ mod devices;
 pub mod error;
 mod input;
 mod live;
+mod onboard;
 pub mod settings;
 pub mod status;
 
@@ -151,6 +152,8 @@ enum Route {
     DismissPairing(String),
     RegisteredDevices,
     Unregister(String),
+    ScanNetwork,
+    ConfigureNest,
 }
 
 impl Route {
@@ -173,6 +176,8 @@ impl Route {
             "/api/register" => (Route::Register, post),
             "/api/ensure-user" => (Route::EnsureUser, post),
             "/api/registered-devices" => (Route::RegisteredDevices, get),
+            "/api/scan-network" => (Route::ScanNetwork, post),
+            "/api/configure-nest" => (Route::ConfigureNest, post),
             p => match (
                 p.strip_prefix("/api/dismiss-pairing/"),
                 p.strip_prefix("/api/registered-devices/"),
@@ -197,6 +202,7 @@ impl Route {
             | Route::EnsureUser
             | Route::DismissPairing(_)
             | Route::Unregister(_) => Shape::Envelope,
+            Route::ConfigureNest => Shape::Outcome,
             _ => Shape::Error,
         }
     }
@@ -225,6 +231,8 @@ impl Route {
             Route::DismissPairing(serial) => claim::dismiss_pairing(app, serial)?,
             Route::RegisteredDevices => claim::registered(app, req)?,
             Route::Unregister(serial) => claim::unregister(app, serial, req)?,
+            Route::ScanNetwork => onboard::scan_network(app, &req.body)?,
+            Route::ConfigureNest => onboard::configure_nest(app, &req.body)?,
         };
         Ok(Reply::Full(response))
     }

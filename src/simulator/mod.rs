@@ -9,6 +9,7 @@
 
 pub mod fleet;
 mod initial;
+pub mod settings_api;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;

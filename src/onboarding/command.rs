@@ -1,0 +1,115 @@
+//! `hearth scan` and `hearth point`: the CLI's side of onboarding. What the server knows of a
+//! thermostat (its name, the key it sent) comes from the data directory, read directly or,
+//! while a server runs on it, through that server's admin socket.
+
+use std::collections::BTreeMap;
+use std::net::Ipv4Addr;
+use std::path::Path;
+
+use super::Known;
+use super::point::{self, PointError};
+use super::scan::{self, Subnet};
+use super::thermostat_api::ApiError;
+use crate::admin::{self, AdminRequest};
+use crate::app::PublicOrigin;
+
+/// What the server knows of the thermostats at `ips`; nothing if there is no data directory
+/// yet or it cannot be read (a scan still lists what it finds).
+fn known(data_dir: &Path, ips: Vec<Ipv4Addr>) -> BTreeMap<String, Known> {
+    if ips.is_empty() {
+        return BTreeMap::new();
+    }
+    match admin::execute(data_dir, true, &AdminRequest::ThermostatsAt { ips }) {
+        Ok(text) => serde_json::from_str(&text).unwrap_or_default(),
+        Err(why) => {
+            log::debug!("no thermostat names from {}: {why}", data_dir.display());
+            BTreeMap::new()
+        }
+    }
+}
+
+/// Scans `subnet` (default: the /24 of the origin's address) and renders what it found.
+pub fn scan(
+    origin: &PublicOrigin,
+    subnet: Option<&str>,
+    port: u16,
+    data_dir: &Path,
+) -> Result<String, String> {
+    let subnet = match subnet {
+        Some(s) => Subnet::parse(s)?,
+        None => Subnet::of(origin.ip.parse().map_err(|_| {
+            format!(
+                "API_ORIGIN ({}) is not an IPv4 address; give the subnet with --subnet 192.168.1.0/24",
+                origin.raw
+            )
+        })?),
+    };
+    let found = scan::scan(&subnet, port);
+    let known = known(data_dir, found.iter().map(|f| f.ip).collect());
+    let mut t = crate::admin::table::Table::new(&[
+        "IP",
+        "NAME",
+        "SERIAL",
+        "CLOUD REGISTER URL",
+        "POINTS HERE",
+    ]);
+    for f in &found {
+        let k = known.get(&f.ip.to_string());
+        t.row(vec![
+            f.ip.to_string(),
+            k.and_then(|k| k.name.clone()).unwrap_or_else(|| "-".into()),
+            k.map_or_else(|| "-".into(), |k| k.serial.clone()),
+            f.cloudregisterurl.clone(),
+            if point::points_here(&f.cloudregisterurl, origin) {
+                "yes"
+            } else {
+                "no"
+            }
+            .into(),
+        ]);
+    }
+    let summary = match found.len() {
+        0 => format!("no thermostats found in {subnet} (settings API on port {port})"),
+        1 => format!("1 thermostat found in {subnet}"),
+        n => format!("{n} thermostats found in {subnet}"),
+    };
+    Ok(if found.is_empty() {
+        summary
+    } else {
+        format!("{}\n{summary}", t.render())
+    })
+}
+
+/// Points the thermostat at `ip` at this server; with no key given, uses the key it sent
+/// this server, if it ever did.
+pub fn point(
+    origin: &PublicOrigin,
+    ip: &str,
+    api_key: Option<&str>,
+    port: u16,
+    data_dir: &Path,
+) -> Result<String, String> {
+    let ip: Ipv4Addr = ip
+        .trim()
+        .parse()
+        .map_err(|_| format!("{ip:?} is not an IPv4 address like 192.168.1.50"))?;
+    let stored = match api_key {
+        Some(_) => None,
+        None => known(data_dir, vec![ip])
+            .remove(&ip.to_string())
+            .and_then(|k| k.api_key),
+    };
+    let key = api_key.map(|k| k.trim().to_ascii_uppercase()).or(stored);
+    match point::point(ip, port, origin, key.as_deref()) {
+        Ok(name) => Ok(format!(
+            "{} at {ip} now registers at {}",
+            name.as_deref().unwrap_or("the thermostat"),
+            origin.cloud_register_url()
+        )),
+        Err(PointError::Api(ApiError::AuthRequired)) if key.is_some() => Err(format!(
+            "the thermostat at {ip} refused the API key.\n{}",
+            point::KEY_HELP
+        )),
+        Err(e) => Err(format!("could not point the thermostat at {ip}: {e}")),
+    }
+}
