@@ -35,6 +35,8 @@ enum Command {
     Devices(DevicesArgs),
     Scan(ScanArgs),
     Point(PointArgs),
+    ImportNle(ImportNleArgs),
+    Import(ImportArgs),
     Simulate(SimulateArgs),
     Bench(BenchArgs),
     CrashTest(CrashTestArgs),
@@ -361,6 +363,40 @@ struct PointArgs {
 }
 
 #[derive(FromArgs)]
+#[argh(subcommand, name = "import-nle")]
+/// import the NoLongerEvil Python server's database (thermostats, users, owners, API keys) into
+/// an empty data directory; reads SQLite with python3
+struct ImportNleArgs {
+    /// the Python server's database.sqlite
+    #[argh(positional)]
+    database: String,
+    /// data directory (DATA_DIR; default ./data)
+    #[argh(option)]
+    data_dir: Option<String>,
+    /// import into a data directory that is not empty, moving its contents aside first
+    #[argh(switch)]
+    force: bool,
+    /// the Python interpreter (default python3)
+    #[argh(option, default = "String::from(\"python3\")")]
+    python: String,
+}
+
+#[derive(FromArgs)]
+#[argh(subcommand, name = "import")]
+/// import a JSON export made by scripts/nle-export.py (for a machine without python3)
+struct ImportArgs {
+    /// the export (JSON)
+    #[argh(positional)]
+    file: String,
+    /// data directory (DATA_DIR; default ./data)
+    #[argh(option)]
+    data_dir: Option<String>,
+    /// import into a data directory that is not empty, moving its contents aside first
+    #[argh(switch)]
+    force: bool,
+}
+
+#[derive(FromArgs)]
 #[argh(subcommand, name = "simulate")]
 /// run simulated thermostats against a server, printing one line per event
 struct SimulateArgs {
@@ -427,7 +463,7 @@ pub fn main() -> ExitCode {
             return ExitCode::SUCCESS;
         }
         eprintln!(
-            "hearth: a command is required (serve, users, keys, claim, share, unshare, devices, scan, point, simulate, bench, crash-test); see hearth --help"
+            "hearth: a command is required (serve, users, keys, claim, share, unshare, devices, scan, point, import-nle, import, simulate, bench, crash-test); see hearth --help"
         );
         return ExitCode::from(2);
     };
@@ -507,6 +543,12 @@ pub fn main() -> ExitCode {
                 )
             },
         ),
+        Command::ImportNle(a) => import(a.data_dir, a.force, || {
+            crate::migrate::export_sqlite(&a.python, std::path::Path::new(&a.database))
+        }),
+        Command::Import(a) => import(a.data_dir, a.force, || {
+            std::fs::read(&a.file).map_err(|e| format!("cannot read {}: {e}", a.file))
+        }),
         Command::Simulate(args) => simulate(args),
         Command::Bench(args) => bench(args),
         Command::CrashTest(args) => crash_test(args),
@@ -567,6 +609,34 @@ fn onboarding(
         config.cert_dir.is_some(),
     );
     match run(&origin, &config) {
+        Ok(text) => {
+            println!("{text}");
+            ExitCode::SUCCESS
+        }
+        Err(text) => {
+            eprintln!("hearth: {text}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// Runs an import into the data directory (`--data-dir`, else `DATA_DIR`, else `./data`) from
+/// the export `read` gives.
+fn import(
+    data_dir: Option<String>,
+    force: bool,
+    read: impl FnOnce() -> Result<Vec<u8>, String>,
+) -> ExitCode {
+    let env = |k: &str| std::env::var(k).ok();
+    let mut sources = Sources::new(&env);
+    sources.flag("DATA_DIR", data_dir);
+    let result = Config::resolve(&sources)
+        .map_err(|e| e.to_string())
+        .and_then(|config| {
+            let export = read()?;
+            crate::migrate::import(&export, &config.data_dir, force)
+        });
+    match result {
         Ok(text) => {
             println!("{text}");
             ExitCode::SUCCESS

@@ -30,6 +30,7 @@ pub mod hosted;
 pub mod http;
 pub mod hub;
 pub mod info;
+pub mod migrate;
 pub mod onboarding;
 pub mod presence;
 pub mod process;
