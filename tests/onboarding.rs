@@ -373,3 +373,59 @@ fn hearth_point_uses_the_key_a_running_server_has_seen() {
         "{row}"
     );
 }
+
+/// The README's "Your first thermostat", end to end: scan, point, and the thermostat (the
+/// simulator, registering at whatever URL its settings API now holds) shows in `/status`.
+#[test]
+fn your_first_thermostat_from_scan_to_status() {
+    const NEW: &str = "02AA01AC0000NEW1";
+    let settings = fake(ip(8, 42), 0, NEW);
+    settings.set_key_required(false); // powered on a few minutes ago
+    let s = TestServer::start();
+    let origin = format!("http://{}", s.device());
+    let port = settings.addr().port().to_string();
+    let data = s.dir.path().to_str().unwrap();
+    let args = |verb: &[&str]| {
+        [
+            verb,
+            &[
+                "--api-origin",
+                &origin,
+                "--thermostat-api-port",
+                &port,
+                "--data-dir",
+                data,
+            ][..],
+        ]
+        .concat()
+        .iter()
+        .map(|s| s.to_string())
+        .collect::<Vec<String>>()
+    };
+    let run = |a: Vec<String>| hearth(&a.iter().map(String::as_str).collect::<Vec<_>>());
+
+    let (ok, out, err) = run(args(&["scan", "--subnet", "127.77.8.0/24"]));
+    assert!(ok, "{err}");
+    assert!(
+        out.contains("127.77.8.42") && out.contains(FACTORY_URL),
+        "{out}"
+    );
+    let (ok, _, err) = run(args(&["point", "127.77.8.42"]));
+    assert!(ok, "{err}");
+
+    let url = settings.settings().cloudregisterurl.unwrap();
+    let server = url.strip_suffix("/entry").unwrap();
+    let (mut thermostat, _events) = thermostat(server, NEW);
+    thermostat.boot().unwrap();
+    let status = get(s.control(), &format!("/status?serial={NEW}"));
+    assert_eq!(status.status, 200, "{}", status.text());
+    assert!(
+        status.json()["current_temperature"].is_number(),
+        "{}",
+        status.text()
+    );
+    let (ok, out, _) = run(args(&["scan", "--subnet", "127.77.8.0/24"]));
+    assert!(ok);
+    let row = out.lines().find(|l| l.starts_with("127.77.8.42")).unwrap();
+    assert!(row.trim_end().ends_with("yes"), "{row}");
+}
