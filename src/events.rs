@@ -2,18 +2,18 @@
 //!
 //! Streams are parked like held subscribes: the worker that accepted the request writes the
 //! response head and hands the raw writer to this module's own thread, then goes back to
-//! serving requests. The thread receives every change from the hub's watch channel and writes
-//! it to each stream whose filter matches, writes a comment every [`KEEP_ALIVE`] so proxies
-//! and clients see the connection is alive, and drops a stream whose write fails. It is a
+//! serving requests. The thread receives every change from the hub's watch channel and queues
+//! it for each stream whose filter matches, queues a comment every [`KEEP_ALIVE`] so proxies
+//! and clients see the connection is alive, and has its writer threads write what is queued,
+//! dropping a stream whose write fails or whose backlog grows too long. It is a
 //! separate thread from the hub's notifier so a dashboard that reads slowly never delays a
 //! push to a thermostat.
 
+use std::collections::HashMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::time::{Duration, Instant};
-
-use std::collections::HashMap;
 use std::thread;
+use std::time::{Duration, Instant};
 
 use crossbeam_channel::{Receiver, Sender, select, unbounded};
 use serde::Serialize;
@@ -30,6 +30,7 @@ pub const BACKLOG_LIMIT: usize = 1024 * 1024;
 /// Threads writing to streams; a client that stopped reading occupies one until it is dropped.
 const WRITERS: usize = 2;
 const WRITER_STACK: usize = 128 * 1024;
+const CONNECTED: &[u8] = b": connected\n\n";
 
 pub struct EventStreams {
     keep_alive: Duration,
@@ -62,8 +63,9 @@ impl Admission {
         let control = self.control.clone();
         let stream = Stream {
             writer: Some(writer),
-            pending: vec![b": connected\n\n".to_vec()],
-            pending_bytes: 0,
+            // The first bytes tell the client (and any proxy) the stream is live.
+            pending: vec![CONNECTED.to_vec()],
+            pending_bytes: CONNECTED.len(),
             ending: false,
             serial,
             key_id,

@@ -3,7 +3,8 @@
 //! - Held subscribes. A worker that decides a thermostat's subscribe must wait writes the
 //!   chunked response head, parks the raw writer here with its deadline, and goes back to
 //!   serving requests. One notifier thread, woken by a condition variable when a push arrives
-//!   or a deadline comes due, writes each push as one chunk `{"objects":[...]}`, keeps the
+//!   or a deadline comes due, has its writer threads write each push as one chunk
+//!   `{"objects":[...]}`, keeps the
 //!   response open for further pushes until 3 s pass without one, and ends it with the
 //!   zero-length chunk. A subscribe with no push is ended at its deadline. Every held subscribe
 //!   of a serial gets every push; a push that could not be written is replayed to that serial's
