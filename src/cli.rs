@@ -569,7 +569,16 @@ fn admin(data_dir: Option<String>, request: AdminRequest) -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    match crate::admin::execute(&config.data_dir, !config.require_device_pairing, &request) {
+    report(crate::admin::execute(
+        &config.data_dir,
+        !config.require_device_pairing,
+        &request,
+    ))
+}
+
+/// Prints a command's text (to stderr, prefixed, if it failed) and gives its exit code.
+fn report(outcome: Result<String, String>) -> ExitCode {
+    match outcome {
         Ok(text) => {
             println!("{text}");
             ExitCode::SUCCESS
@@ -608,16 +617,7 @@ fn onboarding(
         config.device_port,
         config.cert_dir.is_some(),
     );
-    match run(&origin, &config) {
-        Ok(text) => {
-            println!("{text}");
-            ExitCode::SUCCESS
-        }
-        Err(text) => {
-            eprintln!("hearth: {text}");
-            ExitCode::FAILURE
-        }
-    }
+    report(run(&origin, &config))
 }
 
 /// Runs an import into the data directory (`--data-dir`, else `DATA_DIR`, else `./data`) from
@@ -636,16 +636,7 @@ fn import(
             let export = read()?;
             crate::migrate::import(&export, &config.data_dir, force)
         });
-    match result {
-        Ok(text) => {
-            println!("{text}");
-            ExitCode::SUCCESS
-        }
-        Err(text) => {
-            eprintln!("hearth: {text}");
-            ExitCode::FAILURE
-        }
-    }
+    report(result)
 }
 
 fn crash_test(args: CrashTestArgs) -> ExitCode {

@@ -64,7 +64,7 @@ impl Admission {
         let stream = Stream {
             writer: Some(writer),
             // The first bytes tell the client (and any proxy) the stream is live.
-            pending: vec![CONNECTED.to_vec()],
+            pending: vec![Arc::from(CONNECTED)],
             pending_bytes: CONNECTED.len(),
             ending: false,
             serial,
@@ -80,7 +80,7 @@ struct Stream {
     /// `None` while a writer thread is writing to it.
     writer: Option<Writer>,
     /// Chunks waiting for the writer (one per event, as clients may expect), and their size.
-    pending: Vec<Vec<u8>>,
+    pending: Vec<Arc<[u8]>>,
     pending_bytes: usize,
     /// End the stream once `pending` is written (stopping, or its key no longer works).
     ending: bool,
@@ -95,7 +95,7 @@ struct Stream {
 struct Job {
     id: u64,
     writer: Writer,
-    chunks: Vec<Vec<u8>>,
+    chunks: Vec<Arc<[u8]>>,
     end: bool,
 }
 
@@ -263,7 +263,8 @@ impl EventStreams {
             select! {
                 recv(changes) -> event => {
                     let Ok(event) = event else { break };
-                    let text = format_event(&event);
+                    // One copy of the text, shared by every stream it is queued for.
+                    let text: Arc<[u8]> = format_event(&event).into();
                     streams.each(key_valid, |s| {
                         s.serial.as_ref().is_none_or(|f| *f == event.serial).then_some(&text)
                     });
@@ -279,7 +280,7 @@ impl EventStreams {
                 }
                 default(wait) => {
                     // A stream being written to needs no keep-alive.
-                    let keep_alive = b": keep-alive\n\n".to_vec();
+                    let keep_alive: Arc<[u8]> = Arc::from(&b": keep-alive\n\n"[..]);
                     streams.each(key_valid, |s| {
                         (s.writer.is_some() && s.pending.is_empty()).then_some(&keep_alive)
                     });
@@ -327,7 +328,7 @@ impl Streams<'_> {
     fn each<'t>(
         &mut self,
         key_valid: &dyn Fn(&str) -> bool,
-        text: impl Fn(&Stream) -> Option<&'t Vec<u8>>,
+        text: impl Fn(&Stream) -> Option<&'t Arc<[u8]>>,
     ) {
         let ids: Vec<u64> = self.open.keys().copied().collect();
         for id in ids {
@@ -347,7 +348,7 @@ impl Streams<'_> {
                     continue;
                 }
                 s.pending_bytes += text.len();
-                s.pending.push(text.clone());
+                s.pending.push(Arc::clone(text));
             }
             self.flush(id);
         }

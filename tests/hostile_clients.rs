@@ -250,6 +250,21 @@ fn a_request_being_read_or_handled_is_not_idle_however_quiet() {
     assert!(text.starts_with("HTTP/1.1 404"), "{text:?}");
 }
 
+/// Reads chunks until the response stops, which must be a broken chunk or a reset (the server
+/// gave the connection up), not the clean end of a finished response.
+fn assert_cut_off(mut next_chunk: impl FnMut() -> std::io::Result<Option<Vec<u8>>>, what: &str) {
+    let ending = loop {
+        match next_chunk() {
+            Ok(Some(_)) => continue,
+            other => break other,
+        }
+    };
+    assert!(
+        ending.is_err(),
+        "the stalled {what} ended cleanly: {ending:?}"
+    );
+}
+
 /// Pads a thermostat's shared bucket to `bytes`, so every push to it (which carries the whole
 /// bucket) is that big and a few fill any socket's buffers.
 fn pad_shared_bucket(s: &TestServer, serial: &str, bytes: usize) {
@@ -304,16 +319,7 @@ fn a_thermostat_that_stops_reading_does_not_hold_up_pushes_to_others_and_is_drop
     // ends in a broken chunk (or a reset), not in the clean end of a finished response.
     s.wait_released(STALLED);
     stalled_held.set_read_timeout(Some(TIMEOUT)).unwrap();
-    let ending = loop {
-        match stalled_held.next_chunk() {
-            Ok(Some(_)) => continue,
-            other => break other,
-        }
-    };
-    assert!(
-        ending.is_err(),
-        "the stalled subscribe ended cleanly: {ending:?}"
-    );
+    assert_cut_off(|| stalled_held.next_chunk(), "subscribe");
     // Everyone else is still served.
     assert_eq!(
         get(s.control(), &format!("/status?serial={SERIAL}")).status,
@@ -375,16 +381,7 @@ fn an_event_stream_that_stops_reading_does_not_hold_up_others_and_is_dropped() {
         thread::sleep(Duration::from_millis(10));
     }
     stalled.set_read_timeout(Some(TIMEOUT)).unwrap();
-    let ending = loop {
-        match stalled.next_chunk() {
-            Ok(Some(_)) => continue,
-            other => break other,
-        }
-    };
-    assert!(
-        ending.is_err(),
-        "the stalled stream ended cleanly: {ending:?}"
-    );
+    assert_cut_off(|| stalled.next_chunk(), "stream");
     // The reader goes on getting events.
     sim.turn_dial(19.0);
     sim.put().unwrap();

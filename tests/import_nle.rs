@@ -63,19 +63,6 @@ db.commit()
     db
 }
 
-fn hearth(args: &[&str]) -> (bool, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_hearth"))
-        .args(args)
-        .env_remove("DATA_DIR")
-        .output()
-        .unwrap();
-    (
-        out.status.success(),
-        String::from_utf8_lossy(&out.stdout).to_string(),
-        String::from_utf8_lossy(&out.stderr).to_string(),
-    )
-}
-
 /// Starts a server on an imported data directory.
 fn serve(data: &Path) -> TestServer {
     let mut config = Config::local(data);
@@ -92,7 +79,7 @@ fn import_nle_brings_thermostats_owners_and_keys_across() {
     let db = make_database(dir.path());
     let data = dir.path().join("data");
     let data_arg = data.to_str().unwrap();
-    let (ok, out, err) = hearth(&["import-nle", db.to_str().unwrap(), "--data-dir", data_arg]);
+    let (ok, out, err) = run_hearth(&["import-nle", db.to_str().unwrap(), "--data-dir", data_arg]);
     assert!(ok, "{err}");
     assert!(
         out.starts_with(
@@ -148,7 +135,7 @@ fn import_nle_brings_thermostats_owners_and_keys_across() {
     assert_eq!(r.status, 200, "{}", r.text());
 
     // A running server's data directory is never replaced.
-    let (ok, _, err) = hearth(&[
+    let (ok, _, err) = run_hearth(&[
         "import-nle",
         db.to_str().unwrap(),
         "--data-dir",
@@ -160,13 +147,13 @@ fn import_nle_brings_thermostats_owners_and_keys_across() {
 
     // Not over existing data without --force; with it, the old files are moved aside.
     let before = store_bytes(&data);
-    let (ok, _, err) = hearth(&["import-nle", db.to_str().unwrap(), "--data-dir", data_arg]);
+    let (ok, _, err) = run_hearth(&["import-nle", db.to_str().unwrap(), "--data-dir", data_arg]);
     assert!(
         !ok && err.contains("is not empty") && err.contains("--force"),
         "{err}"
     );
     assert_eq!(store_bytes(&data), before);
-    let (ok, out, err) = hearth(&[
+    let (ok, out, err) = run_hearth(&[
         "import-nle",
         db.to_str().unwrap(),
         "--data-dir",
@@ -202,14 +189,14 @@ fn import_takes_the_scripts_json_and_refuses_what_is_not_one() {
 
     let garbage = dir.path().join("garbage.json");
     std::fs::write(&garbage, b"{\"tables\": 5}").unwrap();
-    let (ok, _, err) = hearth(&["import", garbage.to_str().unwrap(), "--data-dir", data_arg]);
+    let (ok, _, err) = run_hearth(&["import", garbage.to_str().unwrap(), "--data-dir", data_arg]);
     assert!(
         !ok && err.contains("not an export of the Python server's database"),
         "{err}"
     );
     assert!(!data.exists(), "nothing was written");
 
-    let (ok, _, err) = hearth(&[
+    let (ok, _, err) = run_hearth(&[
         "import-nle",
         db.to_str().unwrap(),
         "--data-dir",
@@ -218,14 +205,14 @@ fn import_takes_the_scripts_json_and_refuses_what_is_not_one() {
         "/nonexistent/python3",
     ]);
     assert!(!ok && err.contains("hearth import nle.json"), "{err}");
-    let (ok, _, err) = hearth(&["import-nle", "/nonexistent.sqlite", "--data-dir", data_arg]);
+    let (ok, _, err) = run_hearth(&["import-nle", "/nonexistent.sqlite", "--data-dir", data_arg]);
     assert!(
         !ok && err.contains("no database at /nonexistent.sqlite"),
         "{err}"
     );
     assert!(!data.exists(), "nothing was written");
 
-    let (ok, out, err) = hearth(&["import", export.to_str().unwrap(), "--data-dir", data_arg]);
+    let (ok, out, err) = run_hearth(&["import", export.to_str().unwrap(), "--data-dir", data_arg]);
     assert!(ok, "{err}");
     assert!(
         out.starts_with("imported 2 thermostats (4 buckets)"),

@@ -5,9 +5,9 @@
 mod common;
 
 use std::net::{Ipv4Addr, SocketAddr};
-use std::process::Command;
 
 use common::*;
+use hearth::http::client::ClientResponse;
 use hearth::simulator::settings_api::{Settings, SettingsApi};
 use serde_json::json;
 
@@ -26,6 +26,11 @@ fn fake(ip: Ipv4Addr, port: u16, serial: &str) -> SettingsApi {
         },
     )
     .unwrap()
+}
+
+/// `POST target` on the control port with a JSON body.
+fn post_control(s: &TestServer, target: &str, body: serde_json::Value) -> ClientResponse {
+    call(s.control(), "POST", target, &body.to_string())
 }
 
 fn ip(subnet: u8, host: u8) -> Ipv4Addr {
@@ -57,21 +62,15 @@ fn scan_network_lists_thermostats_with_what_the_server_knows() {
     let s = TestServer::start_with(|c| c.thermostat_api_port = port);
     // b already points here, and the server knows it.
     let here = s.app().origin.cloud_register_url();
-    let r = call(
-        s.control(),
-        "POST",
+    let r = post_control(
+        &s,
         "/api/configure-nest",
-        &json!({"ip": "127.77.1.9", "api_key": KEY}).to_string(),
+        json!({"ip": "127.77.1.9", "api_key": KEY}),
     );
     assert_eq!(r.status, 200, "{}", r.text());
     known_thermostat(&s, "02AA01AC0000SCN2", ip(1, 9), "Hallway");
 
-    let r = call(
-        s.control(),
-        "POST",
-        "/api/scan-network",
-        &json!({"subnet": "127.77.1.0/24"}).to_string(),
-    );
+    let r = post_control(&s, "/api/scan-network", json!({"subnet": "127.77.1.0/24"}));
     assert_eq!(r.status, 200, "{}", r.text());
     assert_eq!(
         r.json(),
@@ -103,7 +102,7 @@ fn scan_network_refuses_bad_subnets() {
         ),
         (json!({"subnet": 24}), "subnet must be a string"),
     ] {
-        let r = call(s.control(), "POST", "/api/scan-network", &body.to_string());
+        let r = post_control(&s, "/api/scan-network", body);
         assert_eq!((r.status, r.json()), (400, json!({"error": message})));
     }
     let r = call(s.control(), "POST", "/api/scan-network", "{");
@@ -118,14 +117,7 @@ fn scan_network_refuses_bad_subnets() {
 fn configure_nest_points_a_thermostat_and_reads_it_back() {
     let t = fake(ip(2, 7), 0, "02AA01AC0000CFG1");
     let s = TestServer::start_with(|c| c.thermostat_api_port = t.addr().port());
-    let configure = |body: serde_json::Value| {
-        call(
-            s.control(),
-            "POST",
-            "/api/configure-nest",
-            &body.to_string(),
-        )
-    };
+    let configure = |body: serde_json::Value| post_control(&s, "/api/configure-nest", body);
 
     // No key and none known: the thermostat's 401 becomes auth_required, with what to do.
     let r = configure(json!({"ip": "127.77.2.7"}));
@@ -162,12 +154,7 @@ fn configure_nest_uses_the_key_the_thermostat_sent() {
     let t = fake(ip(3, 7), 0, "02AA01AC0000CFG2");
     let s = TestServer::start_with(|c| c.thermostat_api_port = t.addr().port());
     known_thermostat(&s, "02AA01AC0000CFG2", ip(3, 7), "Den");
-    let r = call(
-        s.control(),
-        "POST",
-        "/api/configure-nest",
-        &json!({"ip": "127.77.3.7"}).to_string(),
-    );
+    let r = post_control(&s, "/api/configure-nest", json!({"ip": "127.77.3.7"}));
     assert_eq!(r.status, 200, "{}", r.text());
     assert_eq!(
         t.settings().cloudregisterurl,
@@ -204,11 +191,10 @@ fn configure_nest_refusals() {
         );
     }
     // Nothing listens there.
-    let r = call(
-        s.control(),
-        "POST",
+    let r = post_control(
+        &s,
         "/api/configure-nest",
-        &json!({"ip": "127.77.4.8", "api_key": KEY}).to_string(),
+        json!({"ip": "127.77.4.8", "api_key": KEY}),
     );
     assert_eq!(r.status, 502);
     assert!(
@@ -230,11 +216,10 @@ fn an_https_origin_is_refused_before_the_thermostat_is_touched() {
         c.thermostat_api_port = t.addr().port();
         c.api_origin = Some(hearth::config::ApiOrigin::parse("https://127.0.0.1:8443").unwrap());
     });
-    let r = call(
-        s.control(),
-        "POST",
+    let r = post_control(
+        &s,
         "/api/configure-nest",
-        &json!({"ip": "127.77.5.7", "api_key": KEY}).to_string(),
+        json!({"ip": "127.77.5.7", "api_key": KEY}),
     );
     assert_eq!(
         (r.status, r.json()),
@@ -244,20 +229,6 @@ fn an_https_origin_is_refused_before_the_thermostat_is_touched() {
         )
     );
     assert_eq!(t.settings().cloudregisterurl.as_deref(), Some(FACTORY_URL));
-}
-
-fn hearth(args: &[&str]) -> (bool, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_hearth"))
-        .args(args)
-        .env_remove("API_ORIGIN")
-        .env_remove("DATA_DIR")
-        .output()
-        .unwrap();
-    (
-        out.status.success(),
-        String::from_utf8_lossy(&out.stdout).to_string(),
-        String::from_utf8_lossy(&out.stderr).to_string(),
-    )
 }
 
 #[test]
@@ -276,7 +247,7 @@ fn hearth_scan_and_point_from_the_command_line() {
         "--data-dir",
         data,
     ];
-    let run = |verb: &[&str]| hearth(&[verb, &common[..]].concat());
+    let run = |verb: &[&str]| run_hearth(&[verb, &common[..]].concat());
 
     let (ok, out, err) = run(&["scan", "--subnet", "127.77.6.0/24"]);
     assert!(ok, "{err}");
@@ -338,7 +309,7 @@ fn hearth_point_uses_the_key_a_running_server_has_seen() {
     let port = t.addr().port().to_string();
     let origin = format!("http://{}", s.device());
     let data = s.dir.path().to_str().unwrap();
-    let (ok, out, err) = hearth(&[
+    let (ok, out, err) = run_hearth(&[
         "point",
         "127.77.7.20",
         "--api-origin",
@@ -355,7 +326,7 @@ fn hearth_point_uses_the_key_a_running_server_has_seen() {
         Some(format!("{origin}/entry"))
     );
     // The scan names it, through the running server.
-    let (ok, out, err) = hearth(&[
+    let (ok, out, err) = run_hearth(&[
         "scan",
         "--subnet",
         "127.77.7.0/24",
@@ -402,7 +373,7 @@ fn your_first_thermostat_from_scan_to_status() {
         .map(|s| s.to_string())
         .collect::<Vec<String>>()
     };
-    let run = |a: Vec<String>| hearth(&a.iter().map(String::as_str).collect::<Vec<_>>());
+    let run = |a: Vec<String>| run_hearth(&a.iter().map(String::as_str).collect::<Vec<_>>());
 
     let (ok, out, err) = run(args(&["scan", "--subnet", "127.77.8.0/24"]));
     assert!(ok, "{err}");

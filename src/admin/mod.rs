@@ -164,10 +164,7 @@ pub fn run(ctx: &Context<'_>, request: &AdminRequest) -> Result<String, Accounts
         }
         AdminRequest::Devices => Ok(devices(ctx)),
         AdminRequest::ThermostatsAt { ips } => {
-            let known: std::collections::BTreeMap<String, crate::onboarding::Known> = ips
-                .iter()
-                .filter_map(|ip| Some((ip.to_string(), crate::onboarding::known_at(state, *ip)?)))
-                .collect();
+            let known = crate::onboarding::known_at(state, ips);
             Ok(serde_json::to_string(&known).unwrap_or_else(|_| "{}".into()))
         }
     }

@@ -26,10 +26,13 @@ pub fn scan_network(app: &App, body: &[u8]) -> Result<Response, ControlError> {
         Some(_) => return Err(ControlError::Invalid("subnet must be a string".into())),
     };
     let _one_at_a_time = app.scanning.try_lock().ok_or(ControlError::ScanRunning)?;
-    let devices: Vec<Value> = scan::scan(&subnet, app.config.thermostat_api_port)
+    let found = scan::scan(&subnet, app.config.thermostat_api_port);
+    let ips: Vec<Ipv4Addr> = found.iter().map(|f| f.ip).collect();
+    let mut known_here = onboarding::known_at(&app.state, &ips);
+    let devices: Vec<Value> = found
         .into_iter()
         .map(|found| {
-            let known = onboarding::known_at(&app.state, found.ip);
+            let known = known_here.remove(&found.ip);
             json!({
                 "ip": found.ip.to_string(),
                 "device_name": known.as_ref().map(|k| k.name.clone().unwrap_or_else(|| k.serial.clone())),
@@ -47,13 +50,12 @@ pub fn scan_network(app: &App, body: &[u8]) -> Result<Response, ControlError> {
 
 /// The /24 of `API_ORIGIN`'s address.
 fn default_subnet(app: &App) -> Result<Subnet, ControlError> {
-    let ip: Ipv4Addr = app.origin.ip.parse().map_err(|_| {
+    Subnet::around(&app.origin).ok_or_else(|| {
         ControlError::Invalid(format!(
             "API_ORIGIN ({}) is not an IPv4 address; send {{\"subnet\": \"192.168.1.0/24\"}}",
             app.origin.raw
         ))
-    })?;
-    Ok(Subnet::of(ip))
+    })
 }
 
 pub fn configure_nest(app: &App, body: &[u8]) -> Result<Response, ControlError> {
@@ -67,12 +69,14 @@ pub fn configure_nest(app: &App, body: &[u8]) -> Result<Response, ControlError> 
     };
     let given = match body.get("api_key") {
         None | Some(Value::Null) => None,
-        Some(Value::String(s)) if s.trim().is_empty() => None,
-        // As the Python server sends it: trimmed and upper-cased.
-        Some(Value::String(s)) => Some(s.trim().to_ascii_uppercase()),
+        Some(Value::String(s)) => point::typed_key(s),
         Some(_) => return Err(ControlError::Invalid("api_key must be a string".into())),
     };
-    let api_key = given.or_else(|| onboarding::known_at(&app.state, ip).and_then(|k| k.api_key));
+    let api_key = given.or_else(|| {
+        onboarding::known_at(&app.state, &[ip])
+            .remove(&ip)
+            .and_then(|k| k.api_key)
+    });
     let port = app.config.thermostat_api_port;
     let name = point::point(ip, port, &app.origin, api_key.as_deref()).map_err(to_control)?;
     Ok(Response::json(

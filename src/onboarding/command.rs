@@ -15,7 +15,7 @@ use crate::app::PublicOrigin;
 
 /// What the server knows of the thermostats at `ips`; nothing if there is no data directory
 /// yet or it cannot be read (a scan still lists what it finds).
-fn known(data_dir: &Path, ips: Vec<Ipv4Addr>) -> BTreeMap<String, Known> {
+fn known(data_dir: &Path, ips: Vec<Ipv4Addr>) -> BTreeMap<Ipv4Addr, Known> {
     if ips.is_empty() {
         return BTreeMap::new();
     }
@@ -37,12 +37,12 @@ pub fn scan(
 ) -> Result<String, String> {
     let subnet = match subnet {
         Some(s) => Subnet::parse(s)?,
-        None => Subnet::of(origin.ip.parse().map_err(|_| {
+        None => Subnet::around(origin).ok_or_else(|| {
             format!(
                 "API_ORIGIN ({}) is not an IPv4 address; give the subnet with --subnet 192.168.1.0/24",
                 origin.raw
             )
-        })?),
+        })?,
     };
     let found = scan::scan(&subnet, port);
     let known = known(data_dir, found.iter().map(|f| f.ip).collect());
@@ -54,7 +54,7 @@ pub fn scan(
         "POINTS HERE",
     ]);
     for f in &found {
-        let k = known.get(&f.ip.to_string());
+        let k = known.get(&f.ip);
         t.row(vec![
             f.ip.to_string(),
             k.and_then(|k| k.name.clone()).unwrap_or_else(|| "-".into()),
@@ -93,13 +93,12 @@ pub fn point(
         .trim()
         .parse()
         .map_err(|_| format!("{ip:?} is not an IPv4 address like 192.168.1.50"))?;
-    let stored = match api_key {
-        Some(_) => None,
+    let key = match api_key.and_then(point::typed_key) {
+        Some(typed) => Some(typed),
         None => known(data_dir, vec![ip])
-            .remove(&ip.to_string())
+            .remove(&ip)
             .and_then(|k| k.api_key),
     };
-    let key = api_key.map(|k| k.trim().to_ascii_uppercase()).or(stored);
     match point::point(ip, port, origin, key.as_deref()) {
         Ok(name) => Ok(format!(
             "{} at {ip} now registers at {}",

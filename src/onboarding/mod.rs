@@ -8,6 +8,7 @@ pub mod point;
 pub mod scan;
 pub mod thermostat_api;
 
+use std::collections::BTreeMap;
 use std::net::Ipv4Addr;
 
 use crate::state::State;
@@ -24,36 +25,41 @@ pub struct Known {
     pub api_key: Option<String>,
 }
 
-/// The thermostat this server has seen at `ip`, if any (the most recently updated one if
-/// several reported that address).
-pub fn known_at(state: &State, ip: Ipv4Addr) -> Option<Known> {
-    let ip = ip.to_string();
-    state
-        .serials()
-        .into_iter()
-        .filter_map(|serial| {
-            state
-                .read_device(&serial, |d| {
-                    let value = |k: String| d.buckets.get(&k);
-                    let device_bucket = value(format!("device.{serial}"))?;
-                    let device = device_bucket.value.to_map();
-                    if device.get("local_ip").and_then(|v| v.as_str()) != Some(ip.as_str()) {
-                        return None;
-                    }
-                    let shared = value(format!("shared.{serial}")).map(|b| b.value.to_map());
-                    let view = View {
-                        shared: shared.as_ref(),
-                        device: Some(&device),
-                    };
-                    let known = Known {
-                        serial: serial.clone(),
-                        name: names::name(&view),
-                        api_key: d.meta.as_ref().and_then(|m| m.api_key.clone()),
-                    };
-                    Some((device_bucket.updated_at, known))
-                })
-                .flatten()
-        })
-        .max_by_key(|(updated, _)| *updated)
-        .map(|(_, known)| known)
+/// The thermostats this server has seen at any of `ips`, in one pass over its thermostats
+/// (where several reported one address, the most recently updated).
+pub fn known_at(state: &State, ips: &[Ipv4Addr]) -> BTreeMap<Ipv4Addr, Known> {
+    let mut found: BTreeMap<Ipv4Addr, (i64, Known)> = BTreeMap::new();
+    if ips.is_empty() {
+        return BTreeMap::new();
+    }
+    for serial in state.serials() {
+        let seen = state.read_device(&serial, |d| {
+            let device_bucket = d.buckets.get(&format!("device.{serial}"))?;
+            let device = device_bucket.value.to_map();
+            let ip: Ipv4Addr = device.get("local_ip")?.as_str()?.parse().ok()?;
+            if !ips.contains(&ip) {
+                return None;
+            }
+            let shared = d
+                .buckets
+                .get(&format!("shared.{serial}"))
+                .map(|b| b.value.to_map());
+            let view = View {
+                shared: shared.as_ref(),
+                device: Some(&device),
+            };
+            let known = Known {
+                serial: serial.clone(),
+                name: names::name(&view),
+                api_key: d.meta.as_ref().and_then(|m| m.api_key.clone()),
+            };
+            Some((ip, device_bucket.updated_at, known))
+        });
+        if let Some(Some((ip, updated, known))) = seen {
+            if found.get(&ip).is_none_or(|(newest, _)| *newest < updated) {
+                found.insert(ip, (updated, known));
+            }
+        }
+    }
+    found.into_iter().map(|(ip, (_, k))| (ip, k)).collect()
 }

@@ -45,6 +45,13 @@ impl fmt::Display for PointError {
     }
 }
 
+/// A key as a person typed it, as the Python server sends it: trimmed and upper-cased; `None`
+/// if blank. (A key taken from what the thermostat sent is used as it is.)
+pub fn typed_key(raw: &str) -> Option<String> {
+    let key = raw.trim();
+    (!key.is_empty()).then(|| key.to_ascii_uppercase())
+}
+
 /// The `endpoint` the firmware at `thermostat` is given: `http://IPv4:port` (it adds `/entry`
 /// itself and accepts nothing but an IPv4 address and a port). A loopback origin is refused
 /// unless the thermostat is on this machine too (a simulated one).

@@ -1,7 +1,9 @@
 //! Finding thermostats: every address of a subnet (at most a /24) is asked for its settings
 //! API's `cloudregisterurl`, [`PARALLEL`] at a time, each with the client's short timeouts. A
 //! host counts if it answers 200 with a JSON object holding that URL. A /24 with nothing on it
-//! takes about 254 / 32 × 1 s ≈ 8 s at worst (connection attempts to absent hosts time out).
+//! takes about 254 / 32 × 1 s ≈ 8 s (connection attempts to absent hosts time out after 1 s);
+//! hosts that accept a connection and never answer are each given up to 4 s, so a /24 full of
+//! them could take about 32 s.
 
 use std::fmt;
 use std::net::Ipv4Addr;
@@ -11,6 +13,7 @@ use std::thread;
 use parking_lot::Mutex;
 
 use super::thermostat_api;
+use crate::app::PublicOrigin;
 
 /// Addresses probed at once.
 pub const PARALLEL: usize = 32;
@@ -42,6 +45,11 @@ impl Subnet {
         Subnet::new(ip, 24)
     }
 
+    /// The /24 of this server's address, if it is an IPv4 address (the default for a scan).
+    pub fn around(origin: &PublicOrigin) -> Option<Subnet> {
+        origin.ip.parse().ok().map(Subnet::of)
+    }
+
     fn new(ip: Ipv4Addr, prefix: u8) -> Subnet {
         let mask = u32::MAX.checked_shl(32 - u32::from(prefix)).unwrap_or(0);
         Subnet {
@@ -53,13 +61,14 @@ impl Subnet {
     /// The addresses a host can have: without the network and broadcast addresses, except in
     /// a /31 or /32, which have none.
     pub fn hosts(&self) -> Vec<Ipv4Addr> {
-        let first = u32::from(self.network);
-        let size = 1u32 << (32 - u32::from(self.prefix));
-        let all = (first..first + size).map(Ipv4Addr::from);
+        // In u64: the last /24 (255.255.255.0) ends past u32::MAX.
+        let first = u64::from(u32::from(self.network));
+        let size = 1u64 << (32 - u32::from(self.prefix));
+        let all = (first..first + size).filter_map(|n| u32::try_from(n).ok().map(Ipv4Addr::from));
         if size <= 2 {
             all.collect()
         } else {
-            all.skip(1).take(size as usize - 2).collect()
+            all.skip(1).take((size - 2) as usize).collect()
         }
     }
 }
@@ -126,6 +135,8 @@ mod tests {
         assert_eq!(hosts[0], Ipv4Addr::new(192, 168, 1, 1));
         assert_eq!(hosts[253], Ipv4Addr::new(192, 168, 1, 254));
         assert_eq!(Subnet::parse("10.0.0.5/32").unwrap().hosts().len(), 1);
+        let last = Subnet::parse("255.255.255.0/24").unwrap().hosts();
+        assert_eq!(last.last(), Some(&Ipv4Addr::new(255, 255, 255, 254)));
         assert_eq!(Subnet::parse("10.0.0.4/30").unwrap().hosts().len(), 2);
         assert_eq!(
             Subnet::of(Ipv4Addr::new(10, 1, 2, 3)).to_string(),

@@ -342,3 +342,19 @@ pub fn open_events(addr: SocketAddr, target: &str) -> hearth::http::client::Chun
     assert_eq!(stream.status, 200);
     stream
 }
+
+/// Runs the `hearth` binary without the environment's `API_ORIGIN` and `DATA_DIR`; gives
+/// whether it succeeded, its standard output and its standard error.
+pub fn run_hearth(args: &[&str]) -> (bool, String, String) {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_hearth"))
+        .args(args)
+        .env_remove("API_ORIGIN")
+        .env_remove("DATA_DIR")
+        .output()
+        .unwrap();
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stdout).to_string(),
+        String::from_utf8_lossy(&out.stderr).to_string(),
+    )
+}
