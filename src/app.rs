@@ -34,11 +34,11 @@ impl App {
     pub fn new(config: Config, state: State, origin: PublicOrigin) -> App {
         let keep_alive = config.event_keep_alive;
         App {
+            presence: Presence::new(config.availability_timeout),
             rate_limits: RateLimiter::new(config.api_rate_limit_per_minute),
             config,
             state,
             origin,
-            presence: Presence::default(),
             weather: WeatherCache::default(),
             events: EventStreams::new(keep_alive),
             scanning: Mutex::new(()),

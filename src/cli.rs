@@ -278,6 +278,31 @@ struct ServeArgs {
     /// /api/configure-nest (THERMOSTAT_API_PORT; default 8080)
     #[argh(option)]
     thermostat_api_port: Option<String>,
+    /// seconds without a request or held subscribe before a thermostat counts as offline
+    /// (AVAILABILITY_TIMEOUT_SECONDS; default 300)
+    #[argh(option)]
+    availability_timeout_seconds: Option<String>,
+    /// MQTT broker host; unset turns MQTT off (MQTT_HOST)
+    #[argh(option)]
+    mqtt_host: Option<String>,
+    /// MQTT broker port (MQTT_PORT; default 1883)
+    #[argh(option)]
+    mqtt_port: Option<String>,
+    /// MQTT user name (MQTT_USER)
+    #[argh(option)]
+    mqtt_user: Option<String>,
+    /// MQTT password; prefer the variable, a flag shows in `ps` (MQTT_PASSWORD)
+    #[argh(option)]
+    mqtt_password: Option<String>,
+    /// first topic level(s) of state and command topics (MQTT_TOPIC_PREFIX; default nolongerevil)
+    #[argh(option)]
+    mqtt_topic_prefix: Option<String>,
+    /// discovery prefix Home Assistant reads (MQTT_DISCOVERY_PREFIX; default homeassistant)
+    #[argh(option)]
+    mqtt_discovery_prefix: Option<String>,
+    /// MQTT client id (MQTT_CLIENT_ID; default hearth-<8 random hex digits>)
+    #[argh(option)]
+    mqtt_client_id: Option<String>,
 }
 
 impl ServeArgs {
@@ -310,6 +335,17 @@ impl ServeArgs {
         s.flag("API_RATE_LIMIT_PER_MINUTE", self.api_rate_limit_per_minute);
         s.flag("CONTROL_REQUIRE_KEY", self.control_require_key);
         s.flag("THERMOSTAT_API_PORT", self.thermostat_api_port);
+        s.flag(
+            "AVAILABILITY_TIMEOUT_SECONDS",
+            self.availability_timeout_seconds,
+        );
+        s.flag("MQTT_HOST", self.mqtt_host);
+        s.flag("MQTT_PORT", self.mqtt_port);
+        s.flag("MQTT_USER", self.mqtt_user);
+        s.flag("MQTT_PASSWORD", self.mqtt_password);
+        s.flag("MQTT_TOPIC_PREFIX", self.mqtt_topic_prefix);
+        s.flag("MQTT_DISCOVERY_PREFIX", self.mqtt_discovery_prefix);
+        s.flag("MQTT_CLIENT_ID", self.mqtt_client_id);
         s
     }
 }

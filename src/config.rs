@@ -55,6 +55,50 @@ pub struct Config {
     /// The port of thermostats' local settings API (8080 on No Longer Evil firmware), for
     /// scanning and pointing thermostats.
     pub thermostat_api_port: u16,
+    /// A thermostat with no request and no held subscribe for this long counts as offline
+    /// (`/status`'s `is_available`, MQTT availability).
+    pub availability_timeout: Duration,
+    /// MQTT publishing and Home Assistant discovery; `None` (no `MQTT_HOST`) turns it off.
+    pub mqtt: Option<MqttConfig>,
+}
+
+/// Where and how to publish over MQTT (see [`crate::mqtt`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MqttConfig {
+    pub host: String,
+    pub port: u16,
+    pub user: Option<String>,
+    pub password: Option<String>,
+    /// `{P}` in every state and command topic.
+    pub topic_prefix: String,
+    /// Where Home Assistant looks for discovery messages.
+    pub discovery_prefix: String,
+    pub client_id: String,
+}
+
+impl MqttConfig {
+    /// A broker on `host:port` with every other setting at its default.
+    pub fn new(host: impl Into<String>, port: u16) -> MqttConfig {
+        MqttConfig {
+            host: host.into(),
+            port,
+            user: None,
+            password: None,
+            topic_prefix: "nolongerevil".into(),
+            discovery_prefix: "homeassistant".into(),
+            client_id: default_client_id(),
+        }
+    }
+}
+
+/// `hearth-` and 8 random hex digits: two servers on one broker must not share an id (the
+/// broker would disconnect one whenever the other connects).
+fn default_client_id() -> String {
+    let mut bytes = [0u8; 4];
+    // Without randomness the id is still valid; only two hearths on one broker would clash.
+    let _ = crate::util::random::fill(&mut bytes);
+    let hex: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+    format!("hearth-{hex}")
 }
 
 impl Default for Config {
@@ -87,6 +131,8 @@ impl Default for Config {
             event_keep_alive: crate::events::KEEP_ALIVE,
             api_rate_limit_per_minute: 20,
             control_require_key: false,
+            availability_timeout: Duration::from_millis(crate::presence::AVAILABLE_FOR_MS as u64),
+            mqtt: None,
         }
     }
 }
@@ -192,9 +238,63 @@ impl Config {
             thermostat_api_port: sources
                 .number("THERMOSTAT_API_PORT", 1, 65535)?
                 .map_or(d.thermostat_api_port, to_u16),
+            availability_timeout: sources
+                .number("AVAILABILITY_TIMEOUT_SECONDS", 1, 86_400)?
+                .map_or(d.availability_timeout, Duration::from_secs),
+            mqtt: mqtt(sources)?,
             data_dir,
         })
     }
+}
+
+/// The MQTT settings, if `MQTT_HOST` is set. The other `MQTT_*` settings are still checked
+/// when it is not, so a typo is reported rather than ignored.
+fn mqtt(sources: &Sources<'_>) -> Result<Option<MqttConfig>, ConfigError> {
+    let port = sources.number("MQTT_PORT", 1, 65535)?.map_or(1883, to_u16);
+    let topic_prefix = sources.parse("MQTT_TOPIC_PREFIX", parse_topic_prefix)?;
+    let discovery_prefix = sources.parse("MQTT_DISCOVERY_PREFIX", parse_topic_prefix)?;
+    let client_id = sources.parse("MQTT_CLIENT_ID", parse_client_id)?;
+    let Some(host) = sources.parse("MQTT_HOST", parse_host)? else {
+        return Ok(None);
+    };
+    let d = MqttConfig::new(host, port);
+    Ok(Some(MqttConfig {
+        user: sources.get("MQTT_USER"),
+        password: sources.get("MQTT_PASSWORD"),
+        topic_prefix: topic_prefix.unwrap_or(d.topic_prefix),
+        discovery_prefix: discovery_prefix.unwrap_or(d.discovery_prefix),
+        client_id: client_id.unwrap_or(d.client_id),
+        ..d
+    }))
+}
+
+fn parse_host(raw: &str) -> Result<String, String> {
+    if raw.contains("://") || raw.contains('/') || raw.chars().any(char::is_whitespace) {
+        return Err("must be a host name or IP address, without a scheme or port".into());
+    }
+    Ok(raw.to_string())
+}
+
+/// One or more topic levels with no wildcards and no empty level.
+fn parse_topic_prefix(raw: &str) -> Result<String, String> {
+    if raw.contains(['+', '#', '\0']) || raw.split('/').any(str::is_empty) {
+        return Err(
+            "must be topic levels such as nolongerevil or home/nest: no +, # or empty levels"
+                .into(),
+        );
+    }
+    Ok(raw.to_string())
+}
+
+fn parse_client_id(raw: &str) -> Result<String, String> {
+    if raw.len() > 64
+        || !raw
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c))
+    {
+        return Err("must be up to 64 letters, digits, '-', '_' or '.'".into());
+    }
+    Ok(raw.to_string())
 }
 
 fn to_u16(n: u64) -> u16 {
@@ -319,6 +419,18 @@ pub const FLAGS: &[(&str, &str)] = &[
     ("WATCHDOG_INTERVAL_SECONDS", "--watchdog-interval-seconds"),
     ("API_RATE_LIMIT_PER_MINUTE", "--api-rate-limit-per-minute"),
     ("CONTROL_REQUIRE_KEY", "--control-require-key"),
+    ("THERMOSTAT_API_PORT", "--thermostat-api-port"),
+    (
+        "AVAILABILITY_TIMEOUT_SECONDS",
+        "--availability-timeout-seconds",
+    ),
+    ("MQTT_HOST", "--mqtt-host"),
+    ("MQTT_PORT", "--mqtt-port"),
+    ("MQTT_USER", "--mqtt-user"),
+    ("MQTT_PASSWORD", "--mqtt-password"),
+    ("MQTT_TOPIC_PREFIX", "--mqtt-topic-prefix"),
+    ("MQTT_DISCOVERY_PREFIX", "--mqtt-discovery-prefix"),
+    ("MQTT_CLIENT_ID", "--mqtt-client-id"),
 ];
 
 fn flag_for(variable: &str) -> Option<&'static str> {

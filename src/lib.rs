@@ -15,6 +15,7 @@
 //! - [`accounts`]: users, ownership, shares and API keys; [`admin`]: the CLI's account commands
 //!   and the running server's admin socket; [`hosted`]: the hosted service's `/api/v1`.
 //! - [`thermostat`]: what a thermostat accepts (modes, fan, schedules, bounds), for both APIs.
+//! - [`mqtt`]: state, Home Assistant discovery and command topics on an MQTT broker.
 //! - [`config`], [`cli`]: settings and the command line; [`service`]: systemd notifications.
 
 pub mod accounts;
@@ -31,6 +32,7 @@ pub mod http;
 pub mod hub;
 pub mod info;
 pub mod migrate;
+pub mod mqtt;
 pub mod onboarding;
 pub mod presence;
 pub mod process;

@@ -7,12 +7,13 @@ use parking_lot::Mutex;
 
 use crate::util::clock;
 
-/// A thermostat counts as available this long after its last request.
+/// A thermostat counts as available this long after its last request, by default
+/// (`AVAILABILITY_TIMEOUT_SECONDS`).
 pub const AVAILABLE_FOR_MS: i64 = 300_000;
 
-#[derive(Default)]
 pub struct Presence {
     seen: Mutex<HashMap<String, i64>>,
+    available_for_ms: i64,
 }
 
 /// Whether a thermostat is reachable, and when it was last heard from (ms).
@@ -23,6 +24,14 @@ pub struct Availability {
 }
 
 impl Presence {
+    /// Thermostats count as available for `available_for` after their last request.
+    pub fn new(available_for: std::time::Duration) -> Presence {
+        Presence {
+            seen: Mutex::new(HashMap::new()),
+            available_for_ms: i64::try_from(available_for.as_millis()).unwrap_or(i64::MAX),
+        }
+    }
+
     pub fn seen(&self, serial: &str) {
         let now = clock::now_ms();
         let mut seen = self.seen.lock();
@@ -38,10 +47,10 @@ impl Presence {
         self.seen.lock().get(serial).copied()
     }
 
-    /// Available within [`AVAILABLE_FOR_MS`] of the last request, or while a subscribe is held.
+    /// Available within the timeout of the last request, or while a subscribe is held.
     pub fn availability(&self, serial: &str, holding_subscribe: bool) -> Availability {
         let last_seen_ms = self.last_seen(serial);
-        let recent = last_seen_ms.is_some_and(|t| clock::now_ms() - t <= AVAILABLE_FOR_MS);
+        let recent = last_seen_ms.is_some_and(|t| clock::now_ms() - t <= self.available_for_ms);
         Availability {
             available: recent || holding_subscribe,
             last_seen_ms,

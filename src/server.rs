@@ -20,6 +20,7 @@ use crate::http::idle;
 use crate::http::listener::{FatalHook, Limits, Listener};
 use crate::http::tls::{self, Peers, TlsError, TlsFront};
 use crate::hub::Hub;
+use crate::mqtt::Mqtt;
 use crate::service;
 use crate::state::State;
 use crate::store::StoreError;
@@ -37,6 +38,7 @@ pub struct Server {
     events: JoinHandle<()>,
     maintenance: (Sender<()>, JoinHandle<()>),
     admin: Option<AdminSocket>,
+    mqtt: Option<Mqtt>,
     /// With `CERT_DIR`: the TLS fronts owning the public ports (device, control).
     fronts: Vec<TlsFront>,
     device_public: SocketAddr,
@@ -178,6 +180,7 @@ impl Server {
             on_fatal,
         )?;
         let admin = start_admin(&app);
+        let mqtt = Mqtt::start(&app).map_err(StartError::Thread)?;
         log::info!(
             "device port {device_addr}, control port {control_public}; {}thermostats register at {}",
             if fronts.is_empty() {
@@ -195,6 +198,7 @@ impl Server {
             events,
             maintenance,
             admin,
+            mqtt,
             fronts,
             device_public: device_addr,
             control_public,
@@ -224,6 +228,11 @@ impl Server {
         }
         self.device.stop();
         self.control.stop();
+        // After the listeners, so no thermostat changes what it last published; before the
+        // hub, so a command it ran in the meantime still reaches the thermostat.
+        if let Some(mqtt) = self.mqtt {
+            mqtt.stop();
+        }
         self.app.hub().shutdown(Duration::from_secs(2));
         let _ = self.notifier.join();
         self.app.events.stop();

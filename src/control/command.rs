@@ -87,16 +87,38 @@ pub fn run(app: &App, body: &[u8]) -> Result<Response, ControlError> {
     };
     let command = Command::of(name).ok_or_else(|| ControlError::UnknownCommand(name.clone()))?;
     let value = body.get("value").unwrap_or(&Value::Null);
+    let write = execute(app, &serial, command, value)?;
+    log::info!("{serial}: {name} wrote {}", write.key);
+    Ok(Response::json(
+        200,
+        &Success {
+            success: true,
+            data: Data {
+                object_key: &write.key,
+                values: &write.values,
+            },
+        },
+    ))
+}
+
+/// Runs `command` with `value` on the thermostat `serial`: every check, then one write through
+/// the mutation path as a server-side change. Shared by `/command` and MQTT command topics.
+pub fn execute(
+    app: &App,
+    serial: &str,
+    command: Command,
+    value: &Value,
+) -> Result<Write, ControlError> {
     let owner = app
         .state
-        .accounts(|a| a.owner_of(&serial).map(|o| o.user.clone()));
+        .accounts(|a| a.owner_of(serial).map(|o| o.user.clone()));
     // In pairing mode an unclaimed thermostat stores nothing it sends, so nothing is sent to it
     // either: a command would leave a partial bucket that reaches it once claimed.
-    if app.config.require_device_pairing && owner.is_none() && app.state.device_exists(&serial) {
-        return Err(ControlError::NotClaimed(serial));
+    if app.config.require_device_pairing && owner.is_none() && app.state.device_exists(serial) {
+        return Err(ControlError::NotClaimed(serial.to_string()));
     }
     let structure = structure_key(owner.as_deref());
-    let write = app.state.update_device(&serial, Origin::Server, |txn| {
+    app.state.update_device(serial, Origin::Server, |txn| {
         // Checked inside the transaction, so a thermostat deleted meanwhile is not recreated.
         if !txn.exists() {
             return Err(ControlError::DeviceNotFound);
@@ -108,7 +130,7 @@ pub fn run(app: &App, body: &[u8]) -> Result<Response, ControlError> {
             };
             let (shared, device) = (bucket("shared"), bucket("device"));
             let target = Target {
-                serial: &serial,
+                serial,
                 view: View {
                     shared: shared.as_ref(),
                     device: device.as_ref(),
@@ -124,18 +146,7 @@ pub fn run(app: &App, body: &[u8]) -> Result<Response, ControlError> {
             txn.merge(&write.key, &write.values, Stamp::Always);
         }
         Ok(write)
-    })?;
-    log::info!("{serial}: {name} wrote {}", write.key);
-    Ok(Response::json(
-        200,
-        &Success {
-            success: true,
-            data: Data {
-                object_key: &write.key,
-                values: &write.values,
-            },
-        },
-    ))
+    })
 }
 
 /// What `command` with `value` writes on `target`; pure, so every rule is testable alone.

@@ -12,7 +12,7 @@
 //! [`crate::hosted`].
 
 mod claim;
-mod command;
+pub mod command;
 mod devices;
 pub mod error;
 mod input;

@@ -1,0 +1,430 @@
+//! MQTT: thermostat state published to a broker, Home Assistant discovery, and command topics
+//! (on when `MQTT_HOST` is set). The README's "MQTT and Home Assistant" section lists the topics.
+//!
+//! One thread, the bridge, owns the connection. It learns of changes from the hub's watch
+//! channel (which never blocks a committer: a bridge that falls behind misses events, and its
+//! periodic resync catches up), recomputes the thermostat's topics and publishes only those whose
+//! payload changed. Commands arriving from the broker run through
+//! [`crate::control::command::execute`], the `/command` path. A broker that is down or slow
+//! therefore only delays MQTT: the device protocol and the control API never wait for it.
+//!
+//! - Everything published is retained. On each (re)connect the bridge forgets what it sent and
+//!   republishes it all, so a broker restarted without persistence is repopulated.
+//! - hearth's own availability, `{P}/availability`, is `online` while connected; the last will
+//!   (and a clean stop) set it to `offline`. Each thermostat's `{P}/{S}/availability` follows
+//!   [`crate::app::App::availability`]; on a clean stop all are set to `offline`.
+//! - Discovery is sent when the bridge connects and when a thermostat's [`Fingerprint`]
+//!   (name, capabilities, mode) changes; a thermostat that is deleted or, with pairing,
+//!   unclaimed has its retained topics and discovery cleared.
+//! - One subscription, `{P}/+/+/+/set`, covers both the Home Assistant and the raw command
+//!   topics, so no broker can deliver one command twice through overlapping subscriptions (the
+//!   Python server subscribed twice). Retained command messages are ignored: they are replays
+//!   of an old command, not a new one.
+
+pub mod commands;
+pub mod discovery;
+mod link;
+pub mod state_topics;
+
+use std::collections::{HashMap, HashSet};
+use std::hash::{DefaultHasher, Hash, Hasher};
+use std::io;
+use std::sync::Arc;
+use std::thread::{self, JoinHandle};
+use std::time::{Duration, Instant};
+
+use crossbeam_channel::{Receiver, Sender, bounded, select};
+use serde_json::{Value, json};
+
+use crate::app::App;
+use crate::config::MqttConfig;
+use crate::control::command::{Command, execute};
+use crate::control::error::ControlError;
+use crate::control::status;
+use crate::hub::ChangeEvent;
+use crate::state::structure_key;
+use crate::util::clock;
+use commands::Request;
+use discovery::{Fingerprint, Prefixes};
+use link::{Inbound, Link};
+use state_topics::Snapshot;
+
+const MIN_BACKOFF: Duration = Duration::from_secs(1);
+const MAX_BACKOFF: Duration = Duration::from_secs(60);
+/// Every thermostat is recomputed this often, for the topics that change with time alone
+/// (minutes to target, fan timer left) and for any change event the bridge missed.
+const RESYNC: Duration = Duration::from_secs(60);
+/// Commands waiting to run; more are dropped (with a warning) rather than held without bound.
+const INBOX: usize = 256;
+const STACK: usize = 256 * 1024;
+
+/// The running bridge; [`Mqtt::stop`] ends it.
+pub struct Mqtt {
+    stop: Sender<()>,
+    thread: JoinHandle<()>,
+}
+
+impl Mqtt {
+    /// Starts the bridge if MQTT is configured.
+    pub fn start(app: &Arc<App>) -> io::Result<Option<Mqtt>> {
+        let Some(config) = app.config.mqtt.clone() else {
+            return Ok(None);
+        };
+        let changes = app.hub().watch();
+        let (stop, stopped) = bounded(1);
+        let bridge = Bridge::new(Arc::clone(app), config);
+        let thread = thread::Builder::new()
+            .name("mqtt".into())
+            .stack_size(STACK)
+            .spawn(move || bridge.run(&changes, &stopped))?;
+        Ok(Some(Mqtt { stop, thread }))
+    }
+
+    /// Publishes `offline` for hearth and every thermostat, disconnects, and waits for the
+    /// thread (at most a few seconds: every broker operation has a timeout).
+    pub fn stop(self) {
+        let _ = self.stop.send(());
+        let _ = self.thread.join();
+    }
+}
+
+/// What was last published for one thermostat.
+#[derive(Default)]
+struct Published {
+    /// State topics and a hash of each payload.
+    topics: HashMap<String, u64>,
+    /// The discovery sent, and its topics (cleared if the thermostat goes away).
+    discovery: Option<(Fingerprint, Vec<String>)>,
+    available: Option<bool>,
+}
+
+enum Ended {
+    Stop,
+    Lost(String),
+}
+
+struct Bridge {
+    app: Arc<App>,
+    config: MqttConfig,
+    published: HashMap<String, Published>,
+    /// Counts connections, so a report from an old one is ignored.
+    link_id: u64,
+}
+
+impl Bridge {
+    fn new(app: Arc<App>, config: MqttConfig) -> Bridge {
+        Bridge {
+            app,
+            config,
+            published: HashMap::new(),
+            link_id: 0,
+        }
+    }
+
+    fn bridge_topic(&self) -> String {
+        format!("{}/availability", self.config.topic_prefix)
+    }
+
+    fn run(mut self, changes: &Receiver<Arc<ChangeEvent>>, stopped: &Receiver<()>) {
+        let (inbox_tx, inbox) = bounded(INBOX);
+        let filter = format!("{}/+/+/+/set", self.config.topic_prefix);
+        let mut backoff = MIN_BACKOFF;
+        loop {
+            self.link_id += 1;
+            let opened = Link::open(
+                &self.config,
+                self.link_id,
+                &self.bridge_topic(),
+                &[&filter],
+                inbox_tx.clone(),
+            );
+            match opened {
+                Err(why) => log::warn!("MQTT: {why}; trying again in {backoff:?}"),
+                Ok(link) => {
+                    log::info!(
+                        "MQTT: connected to {}:{} as {}",
+                        self.config.host,
+                        self.config.port,
+                        self.config.client_id
+                    );
+                    backoff = MIN_BACKOFF;
+                    match self.serve(&link, changes, &inbox, stopped) {
+                        Ended::Stop => {
+                            self.goodbye(&link);
+                            link.close();
+                            return;
+                        }
+                        Ended::Lost(why) => {
+                            log::warn!("MQTT: {why}; reconnecting in {backoff:?}");
+                        }
+                    }
+                }
+            }
+            select! {
+                recv(stopped) -> _ => return,
+                default(backoff) => {}
+            }
+            backoff = (backoff * 2).min(MAX_BACKOFF);
+            // Everything is republished on the next connection.
+            while changes.try_recv().is_ok() {}
+        }
+    }
+
+    /// Runs one connection until it is lost or the server stops.
+    fn serve(
+        &mut self,
+        link: &Link,
+        changes: &Receiver<Arc<ChangeEvent>>,
+        inbox: &Receiver<Inbound>,
+        stopped: &Receiver<()>,
+    ) -> Ended {
+        // The broker may have lost what was retained: send it all again.
+        self.published.clear();
+        if let Err(why) = link.publish(&self.bridge_topic(), "online") {
+            return Ended::Lost(why);
+        }
+        let mut dirty: HashSet<String> = self.known_serials();
+        let tick = (self.app.config.availability_timeout / 2)
+            .clamp(Duration::from_millis(250), Duration::from_secs(5));
+        let mut next_tick = Instant::now() + tick;
+        let mut next_resync = Instant::now() + RESYNC;
+        loop {
+            for serial in std::mem::take(&mut dirty) {
+                if let Err(why) = self.publish_thermostat(link, &serial) {
+                    return Ended::Lost(why);
+                }
+            }
+            let now = Instant::now();
+            if now >= next_tick {
+                next_tick = now + tick;
+                dirty.extend(self.availability_changes());
+                if now >= next_resync {
+                    next_resync = now + RESYNC;
+                    dirty.extend(self.known_serials());
+                }
+                continue;
+            }
+            select! {
+                recv(stopped) -> _ => return Ended::Stop,
+                recv(changes) -> event => match event {
+                    Ok(event) => {
+                        dirty.insert(event.serial.clone());
+                        dirty.extend(changes.try_iter().map(|e| e.serial.clone()));
+                    }
+                    Err(_) => return Ended::Stop,
+                },
+                recv(inbox) -> message => match message {
+                    Ok(Inbound::Message { link: id, topic, payload, retain }) if id == self.link_id => {
+                        self.command(&topic, &payload, retain);
+                    }
+                    Ok(Inbound::Lost { link: id }) if id == self.link_id => {
+                        return Ended::Lost("the connection to the broker was lost".into());
+                    }
+                    _ => {}
+                },
+                default(next_tick.saturating_duration_since(now)) => {}
+            }
+            if !link.is_connected() {
+                return Ended::Lost("the connection to the broker was lost".into());
+            }
+        }
+    }
+
+    /// Every thermostat in the store, and every one published before (which may be gone).
+    fn known_serials(&self) -> HashSet<String> {
+        let mut serials: HashSet<String> = self.app.state.serials().into_iter().collect();
+        serials.extend(self.published.keys().cloned());
+        serials
+    }
+
+    /// Thermostats whose availability differs from what was last published.
+    fn availability_changes(&self) -> Vec<String> {
+        self.published
+            .iter()
+            .filter(|(serial, p)| {
+                p.available
+                    .is_some_and(|was| was != self.app.availability(serial).available)
+            })
+            .map(|(serial, _)| serial.clone())
+            .chain(
+                self.app
+                    .state
+                    .serials()
+                    .into_iter()
+                    .filter(|s| !self.published.contains_key(s)),
+            )
+            .collect()
+    }
+
+    /// The thermostat as MQTT shows it; `None` if it is gone or (with pairing) unclaimed.
+    fn snapshot(&self, serial: &str) -> Option<Snapshot> {
+        let owner = self
+            .app
+            .state
+            .accounts(|a| a.owner_of(serial).map(|o| o.user.clone()));
+        if self.app.config.require_device_pairing && owner.is_none() {
+            return None;
+        }
+        let available = self.app.availability(serial).available;
+        let structure = structure_key(owner.as_deref());
+        self.app.state.read_device(serial, |data| {
+            let bucket = |kind: &str| {
+                data.buckets
+                    .get(&format!("{kind}.{serial}"))
+                    .map(|b| b.value.to_map())
+            };
+            Snapshot {
+                serial: serial.to_string(),
+                device: bucket("device"),
+                shared: bucket("shared"),
+                record: status::derive(serial, data, &structure, clock::now_ms()),
+                available,
+            }
+        })
+    }
+
+    /// Publishes what changed for one thermostat: discovery first (Home Assistant then
+    /// subscribes to the state topics, whose retained values follow), then its state.
+    fn publish_thermostat(&mut self, link: &Link, serial: &str) -> Result<(), String> {
+        let snapshot = self.snapshot(serial);
+        let prefixes = Prefixes {
+            topic: &self.config.topic_prefix,
+            discovery: &self.config.discovery_prefix,
+        };
+        let base = format!("{}/{serial}", self.config.topic_prefix);
+        let published = self.published.entry(serial.to_string()).or_default();
+        let Some(s) = snapshot else {
+            // Gone: clear every retained topic, so Home Assistant drops its entities.
+            let discovery = published
+                .discovery
+                .take()
+                .map(|(_, t)| t)
+                .unwrap_or_default();
+            for topic in published.topics.keys().chain(discovery.iter()) {
+                link.publish(topic, "")?;
+            }
+            self.published.remove(serial);
+            return Ok(());
+        };
+
+        let ha = state_topics::home_assistant(&s, clock::now_ms() / 1000);
+        // Discovery waits until both buckets exist, as the Home Assistant state does.
+        if !ha.is_empty() {
+            let fingerprint = Fingerprint::of(&s);
+            if published.discovery.as_ref().map(|(f, _)| f) != Some(&fingerprint) {
+                let messages = discovery::messages(&prefixes, serial, &fingerprint);
+                let (_, old) = published
+                    .discovery
+                    .take()
+                    .unwrap_or((fingerprint.clone(), Vec::new()));
+                for gone in old
+                    .iter()
+                    .filter(|t| !messages.iter().any(|(m, _)| m == *t))
+                {
+                    link.publish(gone, "")?;
+                }
+                for (topic, payload) in &messages {
+                    link.publish(topic, payload)?;
+                }
+                let topics = messages.into_iter().map(|(t, _)| t).collect();
+                published.discovery = Some((fingerprint, topics));
+            }
+        }
+
+        let mut wanted: Vec<(String, String)> = state_topics::raw(&s)
+            .into_iter()
+            .map(|(suffix, payload)| (format!("{base}/{suffix}"), payload))
+            .collect();
+        wanted.extend(
+            ha.into_iter()
+                .map(|(suffix, payload)| (format!("{base}/ha/{suffix}"), payload)),
+        );
+        let online = if s.available { "online" } else { "offline" };
+        wanted.push((format!("{base}/availability"), online.to_string()));
+        published.available = Some(s.available);
+
+        let mut stale: HashSet<String> = published.topics.keys().cloned().collect();
+        for (topic, payload) in wanted {
+            stale.remove(&topic);
+            let hash = hash_of(&payload);
+            if published.topics.get(&topic) != Some(&hash) {
+                link.publish(&topic, &payload)?;
+                published.topics.insert(topic, hash);
+            }
+        }
+        for topic in stale {
+            link.publish(&topic, "")?;
+            published.topics.remove(&topic);
+        }
+        Ok(())
+    }
+
+    /// On a clean stop: every thermostat and hearth itself `offline`. Stops at the first
+    /// failure, so a broken broker cannot hold up the shutdown.
+    fn goodbye(&self, link: &Link) {
+        let base = &self.config.topic_prefix;
+        let topics = self
+            .published
+            .keys()
+            .map(|serial| format!("{base}/{serial}/availability"))
+            .chain([self.bridge_topic()]);
+        for topic in topics {
+            if let Err(why) = link.publish(&topic, "offline") {
+                log::warn!("MQTT: {why}");
+                return;
+            }
+        }
+    }
+
+    /// Runs one command message; a bad one is logged and changes nothing.
+    fn command(&self, topic: &str, payload: &[u8], retain: bool) {
+        if retain {
+            log::info!(
+                "MQTT: ignored a retained message on {topic}: an old command, not a new one"
+            );
+            return;
+        }
+        let (serial, request) = match commands::parse(&self.config.topic_prefix, topic, payload) {
+            Ok(parsed) => parsed,
+            Err(why) => {
+                log::warn!("MQTT: ignored {why}");
+                return;
+            }
+        };
+        let result = match &request {
+            Request::Run(command, value) => {
+                execute(&self.app, &serial, *command, value).map(|_| ())
+            }
+            Request::FanDuration(minutes) => self.fan_duration(&serial, *minutes),
+        };
+        match result {
+            Ok(()) => log::info!("MQTT: {topic} ran"),
+            Err(e) => log::warn!("MQTT: {topic} refused: {}", e.status_and_message().1),
+        }
+    }
+
+    /// Stores the fan run time; a fan running now is restarted for the new length. Two writes,
+    /// each from the state as it then is (the Python server's second write undid the first).
+    fn fan_duration(&self, serial: &str, minutes: i64) -> Result<(), ControlError> {
+        let seconds = minutes * 60;
+        execute(
+            &self.app,
+            serial,
+            Command::SetDeviceSetting,
+            &json!({"fan_timer_duration": seconds}),
+        )?;
+        let running = status::record(&self.app, serial)
+            .and_then(|r| r.get("fan_timer_active").and_then(Value::as_bool))
+            .unwrap_or(false);
+        if running {
+            execute(&self.app, serial, Command::SetFan, &Value::from(seconds))?;
+        }
+        Ok(())
+    }
+}
+
+fn hash_of(payload: &str) -> u64 {
+    let mut h = DefaultHasher::new();
+    payload.hash(&mut h);
+    h.finish()
+}

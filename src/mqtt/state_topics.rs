@@ -1,0 +1,399 @@
+//! What hearth publishes (retained) about one thermostat: the raw `device` and `shared` buckets,
+//! one topic per field, and the Home Assistant state topics. Pure functions of a [`Snapshot`], so
+//! every rule is testable without a broker.
+//!
+//! Payloads: strings as they are, booleans `true`/`false`, numbers as JSON numbers, objects and
+//! lists as JSON, and null as an empty payload (which also deletes a retained message).
+
+use serde_json::Value;
+
+use crate::thermostat::json_number;
+use crate::util::JsonMap;
+
+/// A thermostat as MQTT sees it, read once per publication.
+#[derive(Clone, Debug, Default)]
+pub struct Snapshot {
+    pub serial: String,
+    pub device: Option<JsonMap>,
+    pub shared: Option<JsonMap>,
+    /// The `/status` record (see [`crate::control::status::derive`]): name, mode, away, hvac
+    /// flags and capabilities, derived the same way for every API.
+    pub record: Value,
+    pub available: bool,
+}
+
+impl Snapshot {
+    fn device_field(&self, name: &str) -> Option<&Value> {
+        self.device
+            .as_ref()
+            .and_then(|d| d.get(name))
+            .filter(|v| !v.is_null())
+    }
+
+    fn shared_field(&self, name: &str) -> Option<&Value> {
+        self.shared
+            .as_ref()
+            .and_then(|d| d.get(name))
+            .filter(|v| !v.is_null())
+    }
+
+    fn flag(&self, name: &str) -> bool {
+        self.record
+            .get(name)
+            .and_then(Value::as_bool)
+            .unwrap_or(false)
+    }
+
+    /// Home Assistant's mode: `off`, `heat`, `cool` or `heat_cool`.
+    pub fn ha_mode(&self) -> &'static str {
+        match self.record.get("mode").and_then(Value::as_str) {
+            Some("heat" | "emergency") => "heat",
+            Some("cool") => "cool",
+            Some("range" | "heat-cool") => "heat_cool",
+            _ => "off",
+        }
+    }
+}
+
+/// The text of a value on the wire (see the module comment).
+pub fn payload(v: &Value) -> String {
+    match v {
+        Value::Null => String::new(),
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }
+}
+
+/// `(topic suffix after {P}/{S}/, payload)` for the raw buckets: `device` and `shared` whole, and
+/// each of their fields.
+pub fn raw(s: &Snapshot) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    for (kind, bucket) in [("device", &s.device), ("shared", &s.shared)] {
+        let Some(bucket) = bucket else { continue };
+        out.push((kind.to_string(), Value::Object(bucket.clone()).to_string()));
+        // A field name that is not one topic level (a `/` or a wildcard in it) is left out.
+        for (field, value) in bucket
+            .iter()
+            .filter(|(f, _)| !f.is_empty() && !f.contains(['/', '+', '#', '\0']))
+        {
+            out.push((format!("{kind}/{field}"), payload(value)));
+        }
+    }
+    out
+}
+
+/// The temperature topics one mode uses; the others are published empty (cleared).
+const TARGETS: [&str; 3] = [
+    "target_temperature",
+    "target_temperature_low",
+    "target_temperature_high",
+];
+
+/// `(topic suffix after {P}/{S}/ha/, payload)` for Home Assistant. Published once both the
+/// `device` and `shared` buckets exist; a topic whose source field is missing is left out.
+pub fn home_assistant(s: &Snapshot, now_s: i64) -> Vec<(&'static str, String)> {
+    if s.device.is_none() || s.shared.is_none() {
+        return Vec::new();
+    }
+    let mut out: Vec<(&'static str, String)> = Vec::new();
+    let mut put = |suffix: &'static str, v: Option<Value>| {
+        if let Some(v) = v.filter(|v| !v.is_null()) {
+            out.push((suffix, payload(&v)));
+        }
+    };
+    let r = |f: &str| s.record.get(f).cloned();
+    let d = |f: &str| s.device_field(f).cloned();
+    let truthy = |v: Option<&Value>| match v {
+        Some(Value::Bool(b)) => *b,
+        Some(Value::Number(n)) => n.as_f64().is_some_and(|x| x != 0.0),
+        Some(Value::String(t)) => !t.is_empty(),
+        _ => false,
+    };
+    let text = |v: Option<Value>| v.map(|v| Value::String(payload(&v).to_ascii_lowercase()));
+
+    let mode = s.ha_mode();
+    put("mode", Some(Value::from(mode)));
+    put("current_temperature", r("current_temperature"));
+    put("current_humidity", d("current_humidity"));
+    let used: &[&str] = match mode {
+        "heat" | "cool" => &TARGETS[..1],
+        "heat_cool" => &TARGETS[1..],
+        _ => &[],
+    };
+    for field in TARGETS {
+        let v = used
+            .contains(&field)
+            .then(|| r(field))
+            .flatten()
+            .filter(|v| !v.is_null());
+        // Unused (or unknown) targets are published empty so a stale retained value is cleared.
+        put(field, Some(v.unwrap_or_else(|| Value::from(""))));
+    }
+
+    let hvac = |f: &str| {
+        s.record
+            .get("hvac")
+            .and_then(|h| h.get(f))
+            .and_then(Value::as_bool)
+            .unwrap_or(false)
+    };
+    let fan_on = s.flag("fan_timer_active") || truthy(s.device_field("fan_control_state"));
+    let action = if mode == "off" {
+        "off"
+    } else if [
+        "heater",
+        "heat_x2",
+        "heat_x3",
+        "aux_heat",
+        "alt_heat",
+        "emer_heat",
+    ]
+    .iter()
+    .any(|f| hvac(f))
+    {
+        "heating"
+    } else if ["ac", "cool_x2", "cool_x3"].iter().any(|f| hvac(f)) {
+        "cooling"
+    } else if fan_on || hvac("fan") {
+        "fan"
+    } else {
+        "idle"
+    };
+    put("action", Some(Value::from(action)));
+    if s.flag("has_fan") {
+        put(
+            "fan_mode",
+            Some(Value::from(if fan_on { "on" } else { "auto" })),
+        );
+    }
+    let preset = if s.flag("away") {
+        "away"
+    } else if s.record.get("eco_mode").and_then(Value::as_str) == Some("manual-eco") {
+        "eco"
+    } else {
+        "home"
+    };
+    put("preset", Some(Value::from(preset)));
+    put(
+        "outdoor_temperature",
+        d("outdoor_temperature")
+            .or_else(|| s.shared_field("outside_temperature").cloned())
+            .or_else(|| d("outside_temperature")),
+    );
+    let away_sensed = s
+        .device_field("auto_away")
+        .and_then(Value::as_f64)
+        .is_some_and(|a| a > 0.0)
+        || truthy(s.device_field("away"));
+    put(
+        "occupancy",
+        Some(Value::from(if away_sensed { "away" } else { "home" })),
+    );
+    put("fan_running", Some(Value::Bool(hvac("fan"))));
+    let leaf = s
+        .device_field("eco")
+        .and_then(|e| e.get("leaf"))
+        .or_else(|| s.device_field("leaf"));
+    put("eco", Some(Value::Bool(truthy(leaf))));
+    put(
+        "battery",
+        d("battery_level")
+            .and_then(|v| v.as_f64())
+            .map(|volts| Value::from(battery_percent(volts))),
+    );
+    put(
+        "rssi",
+        d("rssi")
+            .and_then(|v| number(&v))
+            .map(|x| json_number(-x.abs())),
+    );
+    put(
+        "filter_replacement_needed",
+        text(d("filter_replacement_needed")),
+    );
+    put(
+        "filter_runtime_days",
+        d("filter_runtime_sec")
+            .and_then(|v| v.as_f64())
+            .map(|secs| json_number((secs / 8640.0).round() / 10.0)),
+    );
+    put(
+        "time_to_target",
+        d("time_to_target")
+            .and_then(|v| v.as_i64())
+            .filter(|t| *t != 0)
+            .map(|t| Value::from(minutes_until(t, now_s))),
+    );
+    put(
+        "sunlight_correction_active",
+        text(d("sunlight_correction_active")),
+    );
+    put("learning_mode", text(d("learning_mode")));
+    put("heat_pump_ready", text(d("heatpump_ready")));
+    put(
+        "compressor_lockout_timeout",
+        d("compressor_lockout_timeout"),
+    );
+    put("local_ip", d("local_ip"));
+    if s.flag("has_fan") {
+        let until = d("fan_timer_timeout").and_then(|v| v.as_i64()).unwrap_or(0);
+        put(
+            "fan_timer_remaining",
+            Some(Value::from(minutes_until(until, now_s))),
+        );
+        put("fan_duration", Some(Value::from(fan_duration_minutes(s))));
+    }
+    out
+}
+
+/// A number, or a numeric string (some firmware sends `rssi` as text).
+fn number(v: &Value) -> Option<f64> {
+    match v {
+        Value::Number(n) => n.as_f64(),
+        Value::String(s) => s.trim().parse().ok().filter(|x: &f64| x.is_finite()),
+        _ => None,
+    }
+}
+
+/// Whole minutes from `now_s` until the Unix time `until_s`; 0 once it has passed.
+fn minutes_until(until_s: i64, now_s: i64) -> i64 {
+    until_s.saturating_sub(now_s).max(0) / 60
+}
+
+/// The battery's charge from its voltage: 3.5 V and below is empty, 4.0 V and above full.
+pub fn battery_percent(volts: f64) -> i64 {
+    (((volts - 3.5) / 0.5).clamp(0.0, 1.0) * 100.0).round() as i64
+}
+
+/// How long "fan on" runs, in minutes: the thermostat's `fan_timer_duration` (seconds), else
+/// the Python server's `fan_timer_duration_minutes`, else 60.
+pub fn fan_duration_minutes(s: &Snapshot) -> i64 {
+    s.device_field("fan_timer_duration")
+        .and_then(Value::as_i64)
+        .filter(|secs| *secs > 0)
+        .map(|secs| secs / 60)
+        .or_else(|| {
+            s.device_field("fan_timer_duration_minutes")
+                .and_then(Value::as_i64)
+                .filter(|m| *m > 0)
+        })
+        .unwrap_or(60)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn snapshot(device: Value, shared: Value, record: Value) -> Snapshot {
+        Snapshot {
+            serial: "S".into(),
+            device: device.as_object().cloned(),
+            shared: shared.as_object().cloned(),
+            record,
+            available: true,
+        }
+    }
+
+    fn find<'a>(out: &'a [(&'static str, String)], suffix: &str) -> Option<&'a str> {
+        out.iter()
+            .find(|(s, _)| *s == suffix)
+            .map(|(_, p)| p.as_str())
+    }
+
+    #[test]
+    fn payloads_are_plain_text_json_numbers_and_empty_for_null() {
+        assert_eq!(payload(&json!(true)), "true");
+        assert_eq!(payload(&json!(false)), "false");
+        assert_eq!(payload(&json!(null)), "");
+        assert_eq!(payload(&json!(21.5)), "21.5");
+        assert_eq!(payload(&json!(20)), "20");
+        assert_eq!(payload(&json!("heat")), "heat");
+        assert_eq!(payload(&json!({"mode": "x"})), r#"{"mode":"x"}"#);
+    }
+
+    #[test]
+    fn raw_topics_cover_both_buckets_and_each_field() {
+        let s = snapshot(
+            json!({"away": false, "rssi": null, "a/b": 1, "c#": 2}),
+            json!({"target_temperature": 21.5}),
+            json!({}),
+        );
+        let out = raw(&s);
+        let get = |t: &str| out.iter().find(|(k, _)| k == t).map(|(_, v)| v.as_str());
+        assert_eq!(
+            get("device"),
+            Some(r#"{"away":false,"rssi":null,"a/b":1,"c#":2}"#)
+        );
+        assert_eq!(get("device/away"), Some("false"));
+        assert_eq!(get("device/rssi"), Some(""));
+        assert_eq!(get("shared/target_temperature"), Some("21.5"));
+        assert_eq!(out.len(), 5);
+    }
+
+    #[test]
+    fn home_assistant_state_follows_the_mode() {
+        let record = json!({"mode": "range", "current_temperature": 20.5,
+            "target_temperature": 21.0, "target_temperature_low": 19.0, "target_temperature_high": 24.0,
+            "hvac": {"heater": true, "fan": true}, "has_fan": true, "fan_timer_active": false, "away": false,
+            "eco_mode": "manual-eco"});
+        let s = snapshot(
+            json!({"current_humidity": 41, "battery_level": 3.9, "rssi": 45, "fan_timer_duration": 900,
+                   "learning_mode": true, "filter_runtime_sec": 90000, "time_to_target": 0}),
+            json!({}),
+            record,
+        );
+        let out = home_assistant(&s, 1000);
+        assert_eq!(find(&out, "mode"), Some("heat_cool"));
+        assert_eq!(find(&out, "target_temperature"), Some(""));
+        assert_eq!(find(&out, "target_temperature_low"), Some("19.0"));
+        assert_eq!(find(&out, "target_temperature_high"), Some("24.0"));
+        assert_eq!(find(&out, "action"), Some("heating"));
+        assert_eq!(find(&out, "fan_mode"), Some("auto"));
+        assert_eq!(find(&out, "preset"), Some("eco"));
+        assert_eq!(find(&out, "current_humidity"), Some("41"));
+        assert_eq!(find(&out, "battery"), Some("80"));
+        assert_eq!(find(&out, "rssi"), Some("-45.0"));
+        assert_eq!(find(&out, "learning_mode"), Some("true"));
+        assert_eq!(find(&out, "filter_runtime_days"), Some("1.0"));
+        assert_eq!(find(&out, "fan_duration"), Some("15"));
+        assert_eq!(find(&out, "fan_running"), Some("true"));
+        assert_eq!(find(&out, "time_to_target"), None);
+        assert_eq!(find(&out, "outdoor_temperature"), None);
+    }
+
+    #[test]
+    fn off_clears_every_target_and_no_shared_bucket_publishes_nothing() {
+        let s = snapshot(
+            json!({}),
+            json!({}),
+            json!({"mode": "off", "target_temperature": 20.0, "hvac": {"heater": true}}),
+        );
+        let out = home_assistant(&s, 0);
+        assert_eq!(find(&out, "action"), Some("off"));
+        for t in TARGETS {
+            assert_eq!(find(&out, t), Some(""));
+        }
+        let heat = snapshot(
+            json!({}),
+            json!({}),
+            json!({"mode": "heat", "target_temperature": 20.0}),
+        );
+        assert_eq!(
+            find(&home_assistant(&heat, 0), "target_temperature"),
+            Some("20.0")
+        );
+        assert_eq!(find(&home_assistant(&heat, 0), "action"), Some("idle"));
+        let no_shared = snapshot(json!({}), json!(null), json!({"mode": "heat"}));
+        assert!(home_assistant(&no_shared, 0).is_empty());
+    }
+
+    #[test]
+    fn battery_and_minutes() {
+        assert_eq!(battery_percent(3.4), 0);
+        assert_eq!(battery_percent(3.75), 50);
+        assert_eq!(battery_percent(4.2), 100);
+        assert_eq!(minutes_until(1_000 + 600, 1_000), 10);
+        assert_eq!(minutes_until(10, 1_000), 0);
+    }
+}

@@ -1,0 +1,447 @@
+//! MQTT against a real broker: Debian's `mosquitto` on 127.0.0.1 and a free port (`.ci/run`
+//! installs it), a simulated thermostat, and a test client that records every message.
+
+mod common;
+
+use std::collections::HashMap;
+use std::net::{TcpListener, TcpStream};
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use common::*;
+use hearth::config::MqttConfig;
+use hearth::process::ServerProcess;
+use serde_json::Value;
+use symqtt::v3::{Client, ConnectOptions, InboundHandler, Publish, PublishMessage, QoS, Session};
+use symqtt_transport::tcp::TcpTransport;
+
+const PREFIX: &str = "nle";
+
+/// A mosquitto broker, killed when dropped. No persistence: a restart forgets everything
+/// retained, as a broker restarted without a database does.
+struct Broker {
+    child: Child,
+    port: u16,
+    _dir: TempDir,
+}
+
+impl Broker {
+    fn start() -> Broker {
+        let port = TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        Broker::on(port)
+    }
+
+    fn on(port: u16) -> Broker {
+        let dir = TempDir::new("mosquitto");
+        let conf = dir.path().join("mosquitto.conf");
+        std::fs::write(
+            &conf,
+            format!("listener {port} 127.0.0.1\nallow_anonymous true\npersistence false\n"),
+        )
+        .unwrap();
+        let exe = ["/usr/sbin/mosquitto", "/usr/bin/mosquitto"]
+            .into_iter()
+            .map(PathBuf::from)
+            .find(|p| p.exists())
+            .expect("mosquitto is not installed (apt-get install mosquitto; .ci/run does)");
+        let child = Command::new(exe)
+            .arg("-c")
+            .arg(&conf)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let deadline = Instant::now() + TIMEOUT;
+        while TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(
+                Instant::now() < deadline,
+                "mosquitto did not listen on {port}"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        Broker {
+            child,
+            port,
+            _dir: dir,
+        }
+    }
+}
+
+impl Drop for Broker {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn mqtt_config(port: u16) -> MqttConfig {
+    MqttConfig {
+        topic_prefix: PREFIX.into(),
+        ..MqttConfig::new("127.0.0.1", port)
+    }
+}
+
+type Log = Arc<Mutex<Vec<(String, String)>>>;
+
+struct Recorder(Log);
+
+impl InboundHandler for Recorder {
+    fn on_publish(&self, msg: &Publish) {
+        let payload = String::from_utf8_lossy(&msg.payload).to_string();
+        self.0.lock().unwrap().push((msg.topic.clone(), payload));
+    }
+}
+
+/// A test client subscribed to everything, keeping every message in order.
+struct Watcher {
+    client: Client<Recorder, TcpTransport>,
+    log: Log,
+}
+
+impl Watcher {
+    fn connect(port: u16) -> Watcher {
+        let log: Log = Arc::default();
+        let deadline = Instant::now() + TIMEOUT;
+        let client = loop {
+            let attempt = TcpTransport::builder(("127.0.0.1", port))
+                .connect()
+                .map_err(|e| e.to_string())
+                .and_then(|t| {
+                    let options = ConnectOptions {
+                        client_id: format!("watcher-{}", std::process::id()),
+                        clean_session: true,
+                        keep_alive: Duration::from_secs(30),
+                        will: None,
+                        username: None,
+                        password: None,
+                        connect_timeout: Some(TIMEOUT),
+                        ping_timeout: None,
+                    };
+                    Client::connect(options, Recorder(Arc::clone(&log)), Session::new(), t)
+                        .map_err(|e| e.to_string())
+                });
+            match attempt {
+                Ok(c) => break c,
+                Err(e) if Instant::now() > deadline => panic!("cannot connect a watcher: {e}"),
+                Err(_) => std::thread::sleep(Duration::from_millis(50)),
+            }
+        };
+        client
+            .subscribe(&[("#", QoS::AtLeastOnce)], Some(TIMEOUT))
+            .unwrap()
+            .wait_timeout(TIMEOUT)
+            .unwrap();
+        Watcher { client, log }
+    }
+
+    /// The latest payload of each topic.
+    fn latest(&self) -> HashMap<String, String> {
+        self.log.lock().unwrap().iter().cloned().collect()
+    }
+
+    fn count(&self, topic: &str) -> usize {
+        self.log
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|(t, _)| t == topic)
+            .count()
+    }
+
+    /// Waits until the latest payloads satisfy `pred`.
+    fn wait(
+        &self,
+        what: &str,
+        pred: impl Fn(&HashMap<String, String>) -> bool,
+    ) -> HashMap<String, String> {
+        let deadline = Instant::now() + TIMEOUT;
+        loop {
+            let latest = self.latest();
+            if pred(&latest) {
+                return latest;
+            }
+            assert!(Instant::now() < deadline, "waited {TIMEOUT:?} for {what}");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    fn wait_for(&self, topic: &str, payload: &str) {
+        self.wait(&format!("{topic} = {payload:?}"), |m| {
+            m.get(topic).map(String::as_str) == Some(payload)
+        });
+    }
+
+    fn publish(&self, topic: &str, payload: &str) {
+        let message =
+            PublishMessage::new(topic, Bytes::from(payload.to_string())).qos(QoS::AtLeastOnce);
+        self.client
+            .publish(&message)
+            .unwrap()
+            .unwrap()
+            .wait_timeout(TIMEOUT)
+            .unwrap();
+    }
+}
+
+fn topic(suffix: &str) -> String {
+    format!("{PREFIX}/{SERIAL}/{suffix}")
+}
+
+fn climate_topic() -> String {
+    format!("homeassistant/climate/nest_{SERIAL}/thermostat/config")
+}
+
+fn json(text: &str) -> Value {
+    serde_json::from_str(text).unwrap()
+}
+
+#[test]
+fn discovery_state_topics_and_commands() {
+    let broker = Broker::start();
+    let s = TestServer::start_with(|c| c.mqtt = Some(mqtt_config(broker.port)));
+    let watch = Watcher::connect(broker.port);
+    let (mut sim, _events, mut held) = booted_and_held(&s, SERIAL);
+
+    // Discovery: the climate entity and the sensors, on the thermostat's capabilities.
+    let seen = watch.wait("discovery and state", |m| {
+        m.contains_key(&climate_topic())
+            && m.get(&topic("availability")).map(String::as_str) == Some("online")
+            && m.contains_key(&topic("ha/mode"))
+    });
+    let climate = json(&seen[&climate_topic()]);
+    assert_eq!(climate["unique_id"], format!("nolongerevil_{SERIAL}"));
+    assert_eq!(
+        climate["modes"],
+        serde_json::json!(["off", "heat", "cool", "heat_cool"])
+    );
+    assert_eq!(climate["mode_command_topic"], topic("ha/mode/set"));
+    assert_eq!(climate["fan_modes"], serde_json::json!(["auto", "on"]));
+    assert_eq!(
+        climate["temperature_command_topic"],
+        topic("ha/target_temperature/set")
+    );
+    assert_eq!(climate["availability"][0]["topic"], "nle/availability");
+    let battery = json(&seen[&format!("homeassistant/sensor/nest_{SERIAL}/battery/config")]);
+    assert_eq!(battery["state_topic"], topic("ha/battery"));
+    assert!(seen.contains_key(&format!(
+        "homeassistant/number/nest_{SERIAL}/fan_duration/config"
+    )));
+    assert_eq!(seen["nle/availability"], "online");
+
+    // Raw and Home Assistant state match the thermostat's buckets.
+    let shared = s
+        .bucket(SERIAL, &format!("shared.{SERIAL}"))
+        .unwrap()
+        .value
+        .to_map();
+    let target = shared["target_temperature"].to_string();
+    assert_eq!(seen[&topic("shared/target_temperature")], target);
+    assert_eq!(seen[&topic("ha/target_temperature")], target);
+    assert_eq!(seen[&topic("ha/mode")], "heat");
+    assert_eq!(json(&seen[&topic("shared")]), Value::Object(shared));
+    for (field, value) in s
+        .bucket(SERIAL, &format!("device.{SERIAL}"))
+        .unwrap()
+        .value
+        .to_map()
+    {
+        let expected = match value {
+            Value::String(text) => text,
+            Value::Null => String::new(),
+            other => other.to_string(),
+        };
+        assert_eq!(
+            seen[&topic(&format!("device/{field}"))],
+            expected,
+            "device/{field}"
+        );
+    }
+
+    // A thermostat's PUT reaches the state topics; discovery is not sent again.
+    sim.drift();
+    sim.put().unwrap();
+    let now = s
+        .bucket(SERIAL, &format!("shared.{SERIAL}"))
+        .unwrap()
+        .value
+        .to_map()["current_temperature"]
+        .to_string();
+    watch.wait_for(&topic("shared/current_temperature"), &now);
+    watch.wait_for(&topic("ha/current_temperature"), &now);
+    assert_eq!(watch.count(&climate_topic()), 1);
+
+    // Home Assistant's heat_cool reaches the held subscribe, once.
+    let shared_key = format!("shared.{SERIAL}");
+    let revision = s.bucket(SERIAL, &shared_key).unwrap().revision;
+    watch.publish(&topic("ha/mode/set"), "heat_cool");
+    let (_, push) = next_push(&mut held);
+    let pushed = &push["objects"][0];
+    assert_eq!(pushed["object_key"], shared_key.as_str());
+    assert_eq!(pushed["value"]["target_temperature_type"], "range");
+    watch.wait_for(&topic("ha/mode"), "heat_cool");
+    watch.wait_for(&topic("shared/target_temperature_type"), "range");
+    assert_eq!(
+        s.bucket(SERIAL, &shared_key).unwrap().revision,
+        revision + 1
+    );
+    // The mode changed the climate entity's setpoints: discovery is sent again, once.
+    let seen = watch.wait("discovery for heat_cool", |m| {
+        json(&m[&climate_topic()])
+            .get("temperature_low_command_topic")
+            .is_some()
+    });
+    assert!(
+        json(&seen[&climate_topic()])
+            .get("temperature_command_topic")
+            .is_none()
+    );
+    assert_eq!(watch.count(&climate_topic()), 2);
+    assert_eq!(seen[&topic("ha/target_temperature")], "");
+
+    // Bad commands are ignored and change nothing; a good one after them shows they were read.
+    let before = store_bytes(s.dir.path());
+    for (suffix, payload) in [
+        ("ha/target_temperature_low/set", "warm"),
+        ("ha/preset/set", "party"),
+        ("device/current_temperature/set", "30"),
+        ("shared/target_temperature_type/set", "turbo"),
+        ("ha/fan_mode/set", "sideways"),
+    ] {
+        watch.publish(&topic(suffix), payload);
+    }
+    watch.publish(&format!("{PREFIX}/0000NOSUCHSERIAL/ha/mode/set"), "off");
+    // A raw write as the MQTT-only clients send it, clamped like /command.
+    watch.publish(&topic("shared/target_temperature_high/set"), "40");
+    watch.wait_for(&topic("shared/target_temperature_high"), "35.0");
+    assert_eq!(
+        s.bucket(SERIAL, &shared_key).unwrap().revision,
+        revision + 2
+    );
+    // The store is append-only: the only addition is the one good write's journal record.
+    let after = store_bytes(s.dir.path());
+    let added: usize = before
+        .iter()
+        .map(|(name, old)| {
+            let (_, new) = after.iter().find(|(n, _)| n == name).unwrap();
+            assert!(new.starts_with(old), "{name} was rewritten");
+            new[old.len()..].iter().filter(|b| **b == b'\n').count()
+        })
+        .sum();
+    assert_eq!(added, 1);
+    assert!(
+        s.app()
+            .state
+            .read_device("0000NOSUCHSERIAL", |_| ())
+            .is_none()
+    );
+
+    // The Homebridge client's fan switch: a boolean on device/fan_timer_active.
+    watch.publish(&topic("device/fan_timer_active/set"), "true");
+    watch.wait_for(&topic("ha/fan_mode"), "on");
+    watch.publish(&topic("ha/preset/set"), "away");
+    watch.wait_for(&topic("ha/preset"), "away");
+}
+
+#[test]
+fn availability_follows_the_thermostat_and_the_server() {
+    let broker = Broker::start();
+    let s = TestServer::start_with(|c| {
+        c.mqtt = Some(mqtt_config(broker.port));
+        c.availability_timeout = Duration::from_secs(1);
+        // Holds end after a second, so a silent thermostat is soon holding nothing.
+        c.suspend_time_max_secs = 11;
+    });
+    let watch = Watcher::connect(broker.port);
+    let (sim, _events, held) = booted_and_held(&s, SERIAL);
+    watch.wait_for(&topic("availability"), "online");
+    watch.wait_for("nle/availability", "online");
+
+    // The thermostat goes silent.
+    drop(held);
+    drop(sim);
+    watch.wait_for(&topic("availability"), "offline");
+    assert_eq!(watch.latest()["nle/availability"], "online");
+
+    // It comes back.
+    let (_sim, _events, _held) = booted_and_held(&s, SERIAL);
+    watch.wait_for(&topic("availability"), "online");
+
+    // A clean stop says offline for the thermostat and for hearth.
+    drop(s);
+    watch.wait_for("nle/availability", "offline");
+    watch.wait_for(&topic("availability"), "offline");
+}
+
+#[test]
+fn last_will_says_offline_when_the_server_dies() {
+    let broker = Broker::start();
+    let watch = Watcher::connect(broker.port);
+    let dir = TempDir::new("mqtt-will");
+    let port = broker.port.to_string();
+    let server = ServerProcess::start_with(
+        std::path::Path::new(env!("CARGO_BIN_EXE_hearth")),
+        dir.path(),
+        &[
+            "--watchdog-interval-seconds",
+            "0",
+            "--mqtt-host",
+            "127.0.0.1",
+            "--mqtt-port",
+            &port,
+            "--mqtt-topic-prefix",
+            PREFIX,
+        ],
+    )
+    .unwrap();
+    watch.wait_for("nle/availability", "online");
+    server.kill();
+    watch.wait_for("nle/availability", "offline");
+}
+
+#[test]
+fn a_broker_restart_is_survived_and_an_outage_blocks_nothing() {
+    let broker = Broker::start();
+    let port = broker.port;
+    let s = TestServer::start_with(|c| c.mqtt = Some(mqtt_config(port)));
+    let (_sim, _events, mut held) = booted_and_held(&s, SERIAL);
+    let watch = Watcher::connect(port);
+    watch.wait_for(&topic("availability"), "online");
+    drop(watch);
+
+    // The broker goes away; the control API and pushes carry on.
+    drop(broker);
+    let started = Instant::now();
+    let r = command(
+        s.control(),
+        SERIAL,
+        "set_temperature",
+        serde_json::json!(22.5),
+    );
+    assert_eq!(r.status, 200, "{}", r.text());
+    let (_, push) = next_push(&mut held);
+    assert_eq!(push["objects"][0]["value"]["target_temperature"], 22.5);
+    assert!(
+        started.elapsed() < Duration::from_secs(2),
+        "{:?}",
+        started.elapsed()
+    );
+
+    // A fresh broker (nothing retained) is repopulated, including the change made meanwhile.
+    let _broker = Broker::on(port);
+    let watch = Watcher::connect(port);
+    watch.wait("everything republished", |m| {
+        m.contains_key(&climate_topic())
+            && m.get("nle/availability").map(String::as_str) == Some("online")
+            && m.get(&topic("availability")).map(String::as_str) == Some("online")
+            && m.get(&topic("shared/target_temperature"))
+                .map(String::as_str)
+                == Some("22.5")
+    });
+}
