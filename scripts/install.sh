@@ -78,7 +78,8 @@ place "$unit_src" "$unit_dst" 0644
 if [ -e "$default_dst" ]; then
   echo "kept       $default_dst (your settings)"
 else
-  place "$default_src" "$default_dst" 0644
+  # 0600: it may hold MQTT_PASSWORD. systemd reads it as root before starting the service.
+  place "$default_src" "$default_dst" 0600
 fi
 
 if [ -n "$root" ]; then

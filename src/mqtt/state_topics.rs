@@ -113,7 +113,10 @@ pub fn home_assistant(s: &Snapshot, now_s: i64) -> Vec<(&'static str, String)> {
 
     let mode = s.ha_mode();
     put("mode", Some(Value::from(mode)));
-    put("current_temperature", r("current_temperature"));
+    put(
+        "current_temperature",
+        r("current_temperature").map(one_decimal),
+    );
     put("current_humidity", d("current_humidity"));
     let used: &[&str] = match mode {
         "heat" | "cool" => &TARGETS[..1],
@@ -178,7 +181,8 @@ pub fn home_assistant(s: &Snapshot, now_s: i64) -> Vec<(&'static str, String)> {
         "outdoor_temperature",
         d("outdoor_temperature")
             .or_else(|| s.shared_field("outside_temperature").cloned())
-            .or_else(|| d("outside_temperature")),
+            .or_else(|| d("outside_temperature"))
+            .map(one_decimal),
     );
     let away_sensed = s
         .device_field("auto_away")
@@ -244,6 +248,15 @@ pub fn home_assistant(s: &Snapshot, now_s: i64) -> Vec<(&'static str, String)> {
         put("fan_duration", Some(Value::from(fan_duration_minutes(s))));
     }
     out
+}
+
+/// A sensor reading to one decimal (20.934 °C shows as 20.9), as the Python server sends it.
+/// Anything that is not a number is passed on unchanged.
+fn one_decimal(v: Value) -> Value {
+    match v.as_f64() {
+        Some(x) => json_number((x * 10.0).round() / 10.0),
+        None => v,
+    }
 }
 
 /// A number, or a numeric string (some firmware sends `rssi` as text).
@@ -333,7 +346,7 @@ mod tests {
 
     #[test]
     fn home_assistant_state_follows_the_mode() {
-        let record = json!({"mode": "range", "current_temperature": 20.5,
+        let record = json!({"mode": "range", "current_temperature": 20.55,
             "target_temperature": 21.0, "target_temperature_low": 19.0, "target_temperature_high": 24.0,
             "hvac": {"heater": true, "fan": true}, "has_fan": true, "fan_timer_active": false, "away": false,
             "eco_mode": "manual-eco"});
@@ -345,6 +358,7 @@ mod tests {
         );
         let out = home_assistant(&s, 1000);
         assert_eq!(find(&out, "mode"), Some("heat_cool"));
+        assert_eq!(find(&out, "current_temperature"), Some("20.6"));
         assert_eq!(find(&out, "target_temperature"), Some(""));
         assert_eq!(find(&out, "target_temperature_low"), Some("19.0"));
         assert_eq!(find(&out, "target_temperature_high"), Some("24.0"));
