@@ -257,10 +257,18 @@ fn mqtt(sources: &Sources<'_>) -> Result<Option<MqttConfig>, ConfigError> {
     let Some(host) = sources.parse("MQTT_HOST", parse_host)? else {
         return Ok(None);
     };
+    let (user, password) = (sources.get("MQTT_USER"), sources.get("MQTT_PASSWORD"));
+    if password.is_some() && user.is_none() {
+        // MQTT 3.1.1 sends a password only with a user name; the broker would never accept us.
+        return Err(ConfigError::new(
+            "MQTT_PASSWORD",
+            "needs MQTT_USER as well (MQTT 3.1.1 has no password without a user name)",
+        ));
+    }
     let d = MqttConfig::new(host, port);
     Ok(Some(MqttConfig {
-        user: sources.get("MQTT_USER"),
-        password: sources.get("MQTT_PASSWORD"),
+        user,
+        password,
         topic_prefix: topic_prefix.unwrap_or(d.topic_prefix),
         discovery_prefix: discovery_prefix.unwrap_or(d.discovery_prefix),
         client_id: client_id.unwrap_or(d.client_id),
@@ -605,6 +613,57 @@ mod tests {
             Config::resolve(&Sources::new(&env)).unwrap().device_port,
             8000
         );
+    }
+
+    #[test]
+    fn mqtt_settings() {
+        let env = env_of(&[]);
+        assert_eq!(Config::resolve(&Sources::new(&env)).unwrap().mqtt, None);
+        let env = env_of(&[
+            ("MQTT_HOST", "broker.lan"),
+            ("MQTT_USER", "hearth"),
+            ("MQTT_PASSWORD", "pw"),
+            ("MQTT_TOPIC_PREFIX", "home/nest"),
+        ]);
+        let m = Config::resolve(&Sources::new(&env)).unwrap().mqtt.unwrap();
+        assert_eq!((m.host.as_str(), m.port), ("broker.lan", 1883));
+        assert_eq!(
+            (m.user.as_deref(), m.password.as_deref()),
+            (Some("hearth"), Some("pw"))
+        );
+        assert_eq!(m.topic_prefix, "home/nest");
+        assert_eq!(m.discovery_prefix, "homeassistant");
+        assert!(m.client_id.starts_with("hearth-") && m.client_id.len() == 15);
+        for (bad, variable) in [
+            (&[("MQTT_HOST", "mqtt://broker")][..], "MQTT_HOST"),
+            (&[("MQTT_HOST", "b"), ("MQTT_PORT", "0")][..], "MQTT_PORT"),
+            (
+                &[("MQTT_HOST", "b"), ("MQTT_TOPIC_PREFIX", "a/#")][..],
+                "MQTT_TOPIC_PREFIX",
+            ),
+            (
+                &[("MQTT_HOST", "b"), ("MQTT_DISCOVERY_PREFIX", "a//b")][..],
+                "MQTT_DISCOVERY_PREFIX",
+            ),
+            (
+                &[("MQTT_HOST", "b"), ("MQTT_CLIENT_ID", "a b")][..],
+                "MQTT_CLIENT_ID",
+            ),
+            (
+                &[("MQTT_HOST", "b"), ("MQTT_PASSWORD", "pw")][..],
+                "MQTT_PASSWORD",
+            ),
+            // Checked even with MQTT off, so a typo is not silently ignored.
+            (&[("MQTT_PORT", "x")][..], "MQTT_PORT"),
+        ] {
+            let env = move |k: &str| {
+                bad.iter()
+                    .find(|(n, _)| *n == k)
+                    .map(|(_, v)| v.to_string())
+            };
+            let err = Config::resolve(&Sources::new(&env)).unwrap_err();
+            assert_eq!(err.variable, variable, "{bad:?}");
+        }
     }
 
     #[test]

@@ -9,8 +9,8 @@
 //!   zero-length chunk. A subscribe with no push is ended at its deadline. Every held subscribe
 //!   of a serial gets every push; a push that could not be written is replayed to that serial's
 //!   next held subscribe.
-//! - Change watchers (the control API's live stream): every committed bucket change, from any
-//!   origin, as a [`ChangeEvent`].
+//! - Change watchers (the control API's live stream, the MQTT bridge): every committed bucket
+//!   change, from any origin, as a [`ChangeEvent`].
 //!
 //! Writes happen outside the hub's lock, so a slow socket never blocks a publisher.
 

@@ -25,7 +25,7 @@ const PREFIX: &str = "nle";
 struct Broker {
     child: Child,
     port: u16,
-    _dir: TempDir,
+    dir: Option<TempDir>,
 }
 
 impl Broker {
@@ -39,11 +39,25 @@ impl Broker {
     }
 
     fn on(port: u16) -> Broker {
-        let dir = TempDir::new("mosquitto");
+        Broker::with(port, TempDir::new("mosquitto"), false)
+    }
+
+    /// A broker that keeps what is retained in `dir` across a [`Broker::terminate`].
+    fn with(port: u16, dir: TempDir, persistent: bool) -> Broker {
         let conf = dir.path().join("mosquitto.conf");
+        let persistence = if persistent {
+            // Run as root (as in CI), mosquitto would otherwise become the `mosquitto` user,
+            // which cannot write to the test's directory; as anyone else `user` is ignored.
+            format!(
+                "persistence true\npersistence_location {}/\nuser root\n",
+                dir.path().display()
+            )
+        } else {
+            "persistence false\n".to_string()
+        };
         std::fs::write(
             &conf,
-            format!("listener {port} 127.0.0.1\nallow_anonymous true\npersistence false\n"),
+            format!("listener {port} 127.0.0.1\nallow_anonymous true\n{persistence}"),
         )
         .unwrap();
         let exe = ["/usr/sbin/mosquitto", "/usr/bin/mosquitto"]
@@ -69,8 +83,17 @@ impl Broker {
         Broker {
             child,
             port,
-            _dir: dir,
+            dir: Some(dir),
         }
+    }
+
+    /// Stops the broker the way a service manager does (SIGTERM: it saves what it retains)
+    /// and gives back its directory.
+    fn terminate(mut self) -> TempDir {
+        // SAFETY: kill(2) on our own child's pid; no memory is shared.
+        unsafe { libc::kill(self.child.id() as libc::pid_t, libc::SIGTERM) };
+        let _ = self.child.wait();
+        self.dir.take().unwrap()
     }
 }
 
@@ -347,6 +370,13 @@ fn discovery_state_topics_and_commands() {
     watch.wait_for(&topic("ha/fan_mode"), "on");
     watch.publish(&topic("ha/preset/set"), "away");
     watch.wait_for(&topic("ha/preset"), "away");
+
+    // A clean stop says offline for hearth and (long before its availability timeout) for the
+    // thermostat, whose subscribe was still held.
+    drop(held);
+    drop(s);
+    watch.wait_for("nle/availability", "offline");
+    watch.wait_for(&topic("availability"), "offline");
 }
 
 #[test]
@@ -372,11 +402,6 @@ fn availability_follows_the_thermostat_and_the_server() {
     // It comes back.
     let (_sim, _events, _held) = booted_and_held(&s, SERIAL);
     watch.wait_for(&topic("availability"), "online");
-
-    // A clean stop says offline for the thermostat and for hearth.
-    drop(s);
-    watch.wait_for("nle/availability", "offline");
-    watch.wait_for(&topic("availability"), "offline");
 }
 
 #[test]
@@ -444,4 +469,112 @@ fn a_broker_restart_is_survived_and_an_outage_blocks_nothing() {
                 .map(String::as_str)
                 == Some("22.5")
     });
+}
+
+#[test]
+fn a_broker_that_never_answers_delays_nothing() {
+    // Accepts connections and never reads or answers: every broker operation hits its timeout.
+    let silent = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = silent.local_addr().unwrap().port();
+    let s = TestServer::start_with(|c| c.mqtt = Some(mqtt_config(port)));
+    let (_sim, _events, mut held) = booted_and_held(&s, SERIAL);
+    let started = Instant::now();
+    for target in [21.0, 21.5, 22.0] {
+        let r = command(
+            s.control(),
+            SERIAL,
+            "set_temperature",
+            serde_json::json!(target),
+        );
+        assert_eq!(r.status, 200, "{}", r.text());
+        let (_, push) = next_push(&mut held);
+        assert_eq!(push["objects"][0]["value"]["target_temperature"], target);
+    }
+    // Each broker operation may wait 5 s; three commands and pushes took far less.
+    assert!(
+        started.elapsed() < Duration::from_secs(4),
+        "{:?}",
+        started.elapsed()
+    );
+    let stopping = Instant::now();
+    drop(s);
+    assert!(
+        stopping.elapsed() < Duration::from_secs(10),
+        "{:?}",
+        stopping.elapsed()
+    );
+    drop(silent);
+}
+
+#[test]
+fn bad_field_names_are_skipped_without_losing_the_connection() {
+    let broker = Broker::start();
+    let s = TestServer::start_with(|c| c.mqtt = Some(mqtt_config(broker.port)));
+    let watch = Watcher::connect(broker.port);
+    let (_sim, _events, _held) = booted_and_held(&s, SERIAL);
+    watch.wait_for(&topic("availability"), "online");
+    let long = "k".repeat(70_000);
+    let body = serde_json::json!({"objects": [{
+        "object_key": format!("device.{SERIAL}"),
+        "value": {"bad\u{1}name": 1, "wild+card": 2, (long.as_str()): 3, "marker_field": 4},
+    }]});
+    let r = post_json(s.device(), "/nest/transport/put", SERIAL, body);
+    assert_eq!(r.status, 200, "{}", r.text());
+    watch.wait_for(&topic("device/marker_field"), "4");
+    let device = json(&watch.latest()[&topic("device")]);
+    assert_eq!(device["bad\u{1}name"], 1);
+    // Still the first connection: hearth said online once and never went offline.
+    std::thread::sleep(Duration::from_millis(1500));
+    assert_eq!(watch.count("nle/availability"), 1);
+    assert_eq!(watch.latest()["nle/availability"], "online");
+    assert!(
+        watch
+            .latest()
+            .keys()
+            .all(|t| !t.contains("bad") && !t.contains("wild"))
+    );
+}
+
+#[test]
+fn a_thermostat_deleted_while_the_broker_was_away_is_cleared() {
+    let dir = TempDir::new("mosquitto-kept");
+    let port = Broker::start().port;
+    let broker = Broker::with(port, dir, true);
+    let s = TestServer::start_with(|c| c.mqtt = Some(mqtt_config(port)));
+    let watch = Watcher::connect(port);
+    let (sim, _events, held) = booted_and_held(&s, SERIAL);
+    watch.wait("discovery", |m| m.contains_key(&climate_topic()));
+    drop(watch);
+    drop(held);
+    drop(sim);
+
+    // The broker stops (keeping what is retained); meanwhile the thermostat is deleted and
+    // another one arrives.
+    let dir = broker.terminate();
+    let r = call(
+        s.control(),
+        "DELETE",
+        "/api/device",
+        &serde_json::json!({"serial": SERIAL}).to_string(),
+    );
+    assert_eq!(r.status, 200, "{}", r.text());
+    let other = "02AA01AC0000SIM2";
+    let (_sim2, _events2, _held2) = booted_and_held(&s, other);
+
+    let _broker = Broker::with(port, dir, true);
+    let watch = Watcher::connect(port);
+    let other_online = format!("{PREFIX}/{other}/availability");
+    let seen = watch.wait(
+        "the new thermostat published and the deleted one cleared",
+        |m| {
+            let gone = |t: &str| m.get(t).is_none_or(String::is_empty);
+            m.get(&other_online).map(String::as_str) == Some("online")
+                && gone(&climate_topic())
+                && gone(&topic("availability"))
+                && gone(&topic("shared/target_temperature"))
+        },
+    );
+    assert!(seen.contains_key(&format!(
+        "homeassistant/climate/nest_{other}/thermostat/config"
+    )));
 }

@@ -57,10 +57,36 @@ impl InboundHandler for Handler {
 
     fn on_disconnect(&self, reason: &symqtt::v3::Error) {
         log::debug!("MQTT connection {} ended: {reason}", self.link);
-        // Blocking is fine: the bridge drains this channel, and it is a one-time report.
-        let _ = self.inbox.send(Inbound::Lost { link: self.link });
+        // Never blocks this (the client's) thread; if the inbox is full, the bridge still
+        // notices within a tick through `Link::is_connected`.
+        let _ = self.inbox.try_send(Inbound::Lost { link: self.link });
     }
 }
+
+/// A topic name a broker accepts: not empty, at most [`MAX_TOPIC`] bytes, no wildcards and no
+/// control characters (MQTT 3.1.1 §4.7.3; mosquitto disconnects a client that sends them).
+pub fn valid_topic(topic: &str) -> bool {
+    !topic.is_empty()
+        && topic.len() <= MAX_TOPIC
+        && !topic.contains(['+', '#'])
+        && !topic.chars().any(char::is_control)
+}
+
+/// Longest topic hearth publishes (the protocol allows 65,535 bytes).
+pub const MAX_TOPIC: usize = 1024;
+
+/// A topic shortened for a log line.
+fn clip(topic: &str) -> String {
+    topic.chars().take(120).collect()
+}
+
+/// A session with a small window of packet ids. Only the subscription takes one (publishes are
+/// QoS 0); `Session::new`'s 65,535-slot window costs about 5.7 MB of memory (measured).
+fn session() -> Session {
+    Session::with_max_inflight(INFLIGHT)
+}
+
+const INFLIGHT: u16 = 8;
 
 pub struct Link {
     client: Client<Handler, TcpTransport>,
@@ -98,13 +124,13 @@ impl Link {
             connect_timeout: Some(IO_TIMEOUT),
             ping_timeout: Some(PING_TIMEOUT),
         };
-        let client = Client::connect(options, Handler { link, inbox }, Session::new(), transport)
+        let client = Client::connect(options, Handler { link, inbox }, session(), transport)
             .map_err(|e| {
-            format!(
-                "{}:{} refused the connection: {e}",
-                config.host, config.port
-            )
-        })?;
+                format!(
+                    "{}:{} refused the connection: {e}",
+                    config.host, config.port
+                )
+            })?;
         let link = Link { client };
         let filters: Vec<(&str, QoS)> = filters.iter().map(|f| (*f, QoS::AtLeastOnce)).collect();
         let granted = link
@@ -122,15 +148,28 @@ impl Link {
     }
 
     /// Publishes a retained message (QoS 0: a lost connection is followed by a full
-    /// republication, so nothing needs acknowledging).
+    /// republication, so nothing needs acknowledging). `Err` means the connection is gone. A
+    /// topic no broker would take is skipped with a warning rather than sent: a broker
+    /// disconnects a client that sends one, which would end in a reconnection loop.
     pub fn publish(&self, topic: &str, payload: &str) -> Result<(), String> {
+        if !valid_topic(topic) {
+            log::warn!(
+                "MQTT: not publishing to an invalid topic name {:?}",
+                clip(topic)
+            );
+            return Ok(());
+        }
         let message = PublishMessage::new(topic, Bytes::from(payload.to_string()))
             .retain(true)
             .timeout(IO_TIMEOUT);
-        self.client
-            .publish(&message)
-            .map(|_| ())
-            .map_err(|e| format!("publishing {topic} failed: {e}"))
+        match self.client.publish(&message) {
+            Ok(_) => Ok(()),
+            Err(symqtt::v3::Error::Encode(e)) => {
+                log::warn!("MQTT: cannot send {:?}: {e}", clip(topic));
+                Ok(())
+            }
+            Err(e) => Err(format!("publishing {} failed: {e}", clip(topic))),
+        }
     }
 
     pub fn is_connected(&self) -> bool {

@@ -8,8 +8,9 @@
 //! [`crate::control::command::execute`], the `/command` path. A broker that is down or slow
 //! therefore only delays MQTT: the device protocol and the control API never wait for it.
 //!
-//! - Everything published is retained. On each (re)connect the bridge forgets what it sent and
-//!   republishes it all, so a broker restarted without persistence is repopulated.
+//! - Everything published is retained. On each (re)connect the bridge republishes it all, so a
+//!   broker restarted without persistence is repopulated, and clears what vanished meanwhile
+//!   (what vanished while hearth itself was stopped is not known to it).
 //! - hearth's own availability, `{P}/availability`, is `online` while connected; the last will
 //!   (and a clean stop) set it to `offline`. Each thermostat's `{P}/{S}/availability` follows
 //!   [`crate::app::App::availability`]; on a clean stop all are set to `offline`.
@@ -54,6 +55,8 @@ const MAX_BACKOFF: Duration = Duration::from_secs(60);
 /// Every thermostat is recomputed this often, for the topics that change with time alone
 /// (minutes to target, fan timer left) and for any change event the bridge missed.
 const RESYNC: Duration = Duration::from_secs(60);
+/// A connection that lasted this long resets the reconnection backoff.
+const STABLE: Duration = Duration::from_secs(30);
 /// Commands waiting to run; more are dropped (with a warning) rather than held without bound.
 const INBOX: usize = 256;
 const STACK: usize = 256 * 1024;
@@ -61,8 +64,14 @@ const STACK: usize = 256 * 1024;
 /// The running bridge; [`Mqtt::stop`] ends it.
 pub struct Mqtt {
     stop: Sender<()>,
+    /// Disconnected when the thread ends.
+    done: Receiver<()>,
     thread: JoinHandle<()>,
 }
+
+/// Longest wait for the bridge at shutdown: a stop that arrives while it is connecting waits
+/// for that attempt's timeouts.
+const STOP_WAIT: Duration = Duration::from_secs(8);
 
 impl Mqtt {
     /// Starts the bridge if MQTT is configured.
@@ -72,30 +81,53 @@ impl Mqtt {
         };
         let changes = app.hub().watch();
         let (stop, stopped) = bounded(1);
+        let (finished, done) = bounded::<()>(0);
         let bridge = Bridge::new(Arc::clone(app), config);
         let thread = thread::Builder::new()
             .name("mqtt".into())
             .stack_size(STACK)
-            .spawn(move || bridge.run(&changes, &stopped))?;
-        Ok(Some(Mqtt { stop, thread }))
+            .spawn(move || {
+                let _finished = finished;
+                bridge.run(&changes, &stopped);
+            })?;
+        Ok(Some(Mqtt { stop, done, thread }))
     }
 
-    /// Publishes `offline` for hearth and every thermostat, disconnects, and waits for the
-    /// thread (at most a few seconds: every broker operation has a timeout).
+    /// Publishes `offline` for hearth and every thermostat and disconnects. Waits at most
+    /// [`STOP_WAIT`]; a bridge still busy with the broker after that is left to the process exit.
     pub fn stop(self) {
         let _ = self.stop.send(());
-        let _ = self.thread.join();
+        match self.done.recv_timeout(STOP_WAIT) {
+            Err(crossbeam_channel::RecvTimeoutError::Timeout) => {
+                log::warn!("MQTT: the broker did not answer in {STOP_WAIT:?}; stopping without it");
+            }
+            _ => {
+                let _ = self.thread.join();
+            }
+        }
     }
 }
 
-/// What was last published for one thermostat.
+/// What was last published for one thermostat. Kept across reconnections (with the payloads
+/// forgotten, so all is sent again) so that what vanished meanwhile is still cleared.
 #[derive(Default)]
 struct Published {
-    /// State topics and a hash of each payload.
-    topics: HashMap<String, u64>,
-    /// The discovery sent, and its topics (cleared if the thermostat goes away).
-    discovery: Option<(Fingerprint, Vec<String>)>,
+    /// State topics and a hash of each payload (`None`: not sent on this connection).
+    topics: HashMap<String, Option<u64>>,
+    /// The discovery sent on this connection, if any.
+    fingerprint: Option<Fingerprint>,
+    /// Its topics (cleared if the thermostat goes away or loses an entity).
+    discovery: Vec<String>,
     available: Option<bool>,
+}
+
+impl Published {
+    /// After a reconnection: every topic must be sent again, the list of them is kept.
+    fn forget_payloads(&mut self) {
+        self.topics.values_mut().for_each(|h| *h = None);
+        self.fingerprint = None;
+        self.available = None;
+    }
 }
 
 enum Ended {
@@ -130,6 +162,7 @@ impl Bridge {
         let filter = format!("{}/+/+/+/set", self.config.topic_prefix);
         let mut backoff = MIN_BACKOFF;
         loop {
+            let started = Instant::now();
             self.link_id += 1;
             let opened = Link::open(
                 &self.config,
@@ -147,8 +180,12 @@ impl Bridge {
                         self.config.port,
                         self.config.client_id
                     );
-                    backoff = MIN_BACKOFF;
-                    match self.serve(&link, changes, &inbox, stopped) {
+                    let ended = self.serve(&link, changes, &inbox, stopped);
+                    // A connection that keeps dropping soon after it opens backs off too.
+                    if started.elapsed() >= STABLE {
+                        backoff = MIN_BACKOFF;
+                    }
+                    match ended {
                         Ended::Stop => {
                             self.goodbye(&link);
                             link.close();
@@ -179,7 +216,9 @@ impl Bridge {
         stopped: &Receiver<()>,
     ) -> Ended {
         // The broker may have lost what was retained: send it all again.
-        self.published.clear();
+        self.published
+            .values_mut()
+            .for_each(Published::forget_payloads);
         if let Err(why) = link.publish(&self.bridge_topic(), "online") {
             return Ended::Lost(why);
         }
@@ -295,12 +334,7 @@ impl Bridge {
         let published = self.published.entry(serial.to_string()).or_default();
         let Some(s) = snapshot else {
             // Gone: clear every retained topic, so Home Assistant drops its entities.
-            let discovery = published
-                .discovery
-                .take()
-                .map(|(_, t)| t)
-                .unwrap_or_default();
-            for topic in published.topics.keys().chain(discovery.iter()) {
+            for topic in published.topics.keys().chain(published.discovery.iter()) {
                 link.publish(topic, "")?;
             }
             self.published.remove(serial);
@@ -311,12 +345,9 @@ impl Bridge {
         // Discovery waits until both buckets exist, as the Home Assistant state does.
         if !ha.is_empty() {
             let fingerprint = Fingerprint::of(&s);
-            if published.discovery.as_ref().map(|(f, _)| f) != Some(&fingerprint) {
+            if published.fingerprint.as_ref() != Some(&fingerprint) {
                 let messages = discovery::messages(&prefixes, serial, &fingerprint);
-                let (_, old) = published
-                    .discovery
-                    .take()
-                    .unwrap_or((fingerprint.clone(), Vec::new()));
+                let old = std::mem::take(&mut published.discovery);
                 for gone in old
                     .iter()
                     .filter(|t| !messages.iter().any(|(m, _)| m == *t))
@@ -326,8 +357,8 @@ impl Bridge {
                 for (topic, payload) in &messages {
                     link.publish(topic, payload)?;
                 }
-                let topics = messages.into_iter().map(|(t, _)| t).collect();
-                published.discovery = Some((fingerprint, topics));
+                published.discovery = messages.into_iter().map(|(t, _)| t).collect();
+                published.fingerprint = Some(fingerprint);
             }
         }
 
@@ -346,7 +377,7 @@ impl Bridge {
         let mut stale: HashSet<String> = published.topics.keys().cloned().collect();
         for (topic, payload) in wanted {
             stale.remove(&topic);
-            let hash = hash_of(&payload);
+            let hash = Some(hash_of(&payload));
             if published.topics.get(&topic) != Some(&hash) {
                 link.publish(&topic, &payload)?;
                 published.topics.insert(topic, hash);

@@ -71,15 +71,21 @@ pub fn raw(s: &Snapshot) -> Vec<(String, String)> {
     for (kind, bucket) in [("device", &s.device), ("shared", &s.shared)] {
         let Some(bucket) = bucket else { continue };
         out.push((kind.to_string(), Value::Object(bucket.clone()).to_string()));
-        // A field name that is not one topic level (a `/` or a wildcard in it) is left out.
-        for (field, value) in bucket
-            .iter()
-            .filter(|(f, _)| !f.is_empty() && !f.contains(['/', '+', '#', '\0']))
-        {
+        // A field name that cannot be one topic level (empty, long, a `/`, a wildcard or a
+        // control character in it) is left out; the whole bucket above still carries it.
+        for (field, value) in bucket.iter().filter(|(f, _)| topic_level(f)) {
             out.push((format!("{kind}/{field}"), payload(value)));
         }
     }
     out
+}
+
+/// Whether `name` can be one topic level of a per-field topic.
+fn topic_level(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= 128
+        && !name.contains(['/', '+', '#'])
+        && !name.chars().any(char::is_control)
 }
 
 /// The temperature topics one mode uses; the others are published empty (cleared).
@@ -328,7 +334,7 @@ mod tests {
     #[test]
     fn raw_topics_cover_both_buckets_and_each_field() {
         let s = snapshot(
-            json!({"away": false, "rssi": null, "a/b": 1, "c#": 2}),
+            json!({"away": false, "rssi": null, "a/b": 1, "c#": 2, "d\u{1}": 3, "": 4}),
             json!({"target_temperature": 21.5}),
             json!({}),
         );
@@ -336,7 +342,7 @@ mod tests {
         let get = |t: &str| out.iter().find(|(k, _)| k == t).map(|(_, v)| v.as_str());
         assert_eq!(
             get("device"),
-            Some(r#"{"away":false,"rssi":null,"a/b":1,"c#":2}"#)
+            Some(r#"{"away":false,"rssi":null,"a/b":1,"c#":2,"d\u0001":3,"":4}"#)
         );
         assert_eq!(get("device/away"), Some("false"));
         assert_eq!(get("device/rssi"), Some(""));
