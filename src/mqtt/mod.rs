@@ -108,24 +108,28 @@ impl Mqtt {
     }
 }
 
-/// What was last published for one thermostat. Kept across reconnections (with the payloads
-/// forgotten, so all is sent again) so that what vanished meanwhile is still cleared.
+/// What was last published for one thermostat, kept small (about 4 kB for 80 topics) because
+/// a server may have many. Kept across reconnections, with the payloads forgotten so all is
+/// sent again, so that what vanished meanwhile is still cleared.
 #[derive(Default)]
 struct Published {
-    /// State topics and a hash of each payload (`None`: not sent on this connection).
-    topics: HashMap<String, Option<u64>>,
-    /// The discovery sent on this connection, if any.
+    /// For each state topic (by a hash of its name after `{P}/{S}/`), a hash of its payload
+    /// (`None`: not sent on this connection).
+    payloads: HashMap<u64, Option<u64>>,
+    /// Those topic names, one per line: needed only to clear a topic that vanishes.
+    names: String,
+    /// The discovery last sent (its topics follow from it), and whether it was sent on this
+    /// connection.
     fingerprint: Option<Fingerprint>,
-    /// Its topics (cleared if the thermostat goes away or loses an entity).
-    discovery: Vec<String>,
+    discovery_sent: bool,
     available: Option<bool>,
 }
 
 impl Published {
-    /// After a reconnection: every topic must be sent again, the list of them is kept.
+    /// After a reconnection: every topic must be sent again; what they are is kept.
     fn forget_payloads(&mut self) {
-        self.topics.values_mut().for_each(|h| *h = None);
-        self.fingerprint = None;
+        self.payloads.values_mut().for_each(|h| *h = None);
+        self.discovery_sent = false;
         self.available = None;
     }
 }
@@ -193,6 +197,11 @@ impl Bridge {
                         }
                         Ended::Lost(why) => {
                             log::warn!("MQTT: {why}; reconnecting in {backoff:?}");
+                            // Dropping a link that is still open says a clean goodbye, after
+                            // which the broker keeps the last will to itself: say it instead.
+                            if link.is_connected() {
+                                let _ = link.publish(&self.bridge_topic(), "offline");
+                            }
                         }
                     }
                 }
@@ -332,10 +341,21 @@ impl Bridge {
         };
         let base = format!("{}/{serial}", self.config.topic_prefix);
         let published = self.published.entry(serial.to_string()).or_default();
+        let discovery_topics = |f: &Option<Fingerprint>| -> Vec<String> {
+            f.as_ref()
+                .map(|f| discovery::messages(&prefixes, serial, f))
+                .unwrap_or_default()
+                .into_iter()
+                .map(|(topic, _)| topic)
+                .collect()
+        };
         let Some(s) = snapshot else {
             // Gone: clear every retained topic, so Home Assistant drops its entities.
-            for topic in published.topics.keys().chain(published.discovery.iter()) {
-                link.publish(topic, "")?;
+            for suffix in published.names.lines() {
+                link.publish(&format!("{base}/{suffix}"), "")?;
+            }
+            for topic in discovery_topics(&published.fingerprint) {
+                link.publish(&topic, "")?;
             }
             self.published.remove(serial);
             return Ok(());
@@ -345,9 +365,9 @@ impl Bridge {
         // Discovery waits until both buckets exist, as the Home Assistant state does.
         if !ha.is_empty() {
             let fingerprint = Fingerprint::of(&s);
-            if published.fingerprint.as_ref() != Some(&fingerprint) {
+            if !published.discovery_sent || published.fingerprint.as_ref() != Some(&fingerprint) {
                 let messages = discovery::messages(&prefixes, serial, &fingerprint);
-                let old = std::mem::take(&mut published.discovery);
+                let old = discovery_topics(&published.fingerprint);
                 for gone in old
                     .iter()
                     .filter(|t| !messages.iter().any(|(m, _)| m == *t))
@@ -357,35 +377,48 @@ impl Bridge {
                 for (topic, payload) in &messages {
                     link.publish(topic, payload)?;
                 }
-                published.discovery = messages.into_iter().map(|(t, _)| t).collect();
                 published.fingerprint = Some(fingerprint);
+                published.discovery_sent = true;
             }
         }
 
-        let mut wanted: Vec<(String, String)> = state_topics::raw(&s)
-            .into_iter()
-            .map(|(suffix, payload)| (format!("{base}/{suffix}"), payload))
-            .collect();
+        let mut wanted: Vec<(String, String)> = state_topics::raw(&s);
         wanted.extend(
             ha.into_iter()
-                .map(|(suffix, payload)| (format!("{base}/ha/{suffix}"), payload)),
+                .map(|(suffix, payload)| (format!("ha/{suffix}"), payload)),
         );
         let online = if s.available { "online" } else { "offline" };
-        wanted.push((format!("{base}/availability"), online.to_string()));
+        wanted.push(("availability".to_string(), online.to_string()));
         published.available = Some(s.available);
 
-        let mut stale: HashSet<String> = published.topics.keys().cloned().collect();
-        for (topic, payload) in wanted {
-            stale.remove(&topic);
-            let hash = Some(hash_of(&payload));
-            if published.topics.get(&topic) != Some(&hash) {
-                link.publish(&topic, &payload)?;
-                published.topics.insert(topic, hash);
+        let mut renamed = false;
+        let mut wanted_keys = HashSet::with_capacity(wanted.len());
+        for (suffix, payload) in &wanted {
+            let key = hash_of(suffix);
+            wanted_keys.insert(key);
+            let hash = Some(hash_of(payload));
+            match published.payloads.insert(key, hash) {
+                Some(before) if before == hash => {}
+                before => {
+                    renamed |= before.is_none();
+                    link.publish(&format!("{base}/{suffix}"), payload)?;
+                }
             }
         }
-        for topic in stale {
-            link.publish(&topic, "")?;
-            published.topics.remove(&topic);
+        if published.payloads.len() > wanted_keys.len() {
+            for suffix in published.names.lines() {
+                if !wanted_keys.contains(&hash_of(suffix)) {
+                    link.publish(&format!("{base}/{suffix}"), "")?;
+                }
+            }
+            published
+                .payloads
+                .retain(|key, _| wanted_keys.contains(key));
+            renamed = true;
+        }
+        if renamed {
+            let names: Vec<&str> = wanted.iter().map(|(suffix, _)| suffix.as_str()).collect();
+            published.names = names.join("\n");
         }
         Ok(())
     }
