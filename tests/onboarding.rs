@@ -309,16 +309,18 @@ fn hearth_point_uses_the_key_a_running_server_has_seen() {
     let port = t.addr().port().to_string();
     let origin = format!("http://{}", s.device());
     let data = s.dir.path().to_str().unwrap();
-    let (ok, out, err) = run_hearth(&[
-        "point",
-        "127.77.7.20",
-        "--api-origin",
-        &origin,
-        "--thermostat-api-port",
-        &port,
-        "--data-dir",
-        data,
-    ]);
+    let hearth = |verb: &[&str]| {
+        let common = [
+            "--api-origin",
+            &origin,
+            "--thermostat-api-port",
+            &port,
+            "--data-dir",
+            data,
+        ];
+        run_hearth(&[verb, &common[..]].concat())
+    };
+    let (ok, out, err) = hearth(&["point", "127.77.7.20"]);
     assert!(ok, "{err}");
     assert!(out.contains("now registers at"), "{out}");
     assert_eq!(
@@ -326,17 +328,7 @@ fn hearth_point_uses_the_key_a_running_server_has_seen() {
         Some(format!("{origin}/entry"))
     );
     // The scan names it, through the running server.
-    let (ok, out, err) = run_hearth(&[
-        "scan",
-        "--subnet",
-        "127.77.7.0/24",
-        "--api-origin",
-        &origin,
-        "--thermostat-api-port",
-        &port,
-        "--data-dir",
-        data,
-    ]);
+    let (ok, out, err) = hearth(&["scan", "--subnet", "127.77.7.0/24"]);
     assert!(ok, "{err}");
     let row = out.lines().find(|l| l.starts_with("127.77.7.20")).unwrap();
     assert!(

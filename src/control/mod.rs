@@ -15,7 +15,7 @@ mod claim;
 pub mod command;
 mod devices;
 pub mod error;
-mod input;
+pub(crate) mod input;
 mod live;
 mod onboard;
 pub mod settings;

@@ -11,7 +11,7 @@ use crate::app::App;
 use crate::http::{Request, Response};
 use crate::state::{DeviceData, structure_key};
 use crate::thermostat::names;
-use crate::thermostat::rules::View;
+use crate::thermostat::rules::{View, truthy};
 use crate::util::clock;
 
 pub fn status(app: &App, req: &Request) -> Result<Response, ControlError> {
@@ -119,12 +119,6 @@ pub fn derive(serial: &str, data: &DeviceData, structure_key: &str, now_ms: i64)
     let d = |f: &str| view.device_field(f);
     let either = |f: &str| view.field(f).cloned().unwrap_or(Value::Null);
     let dev = |f: &str| d(f).cloned().unwrap_or(Value::Null);
-    let truthy = |v: Option<&Value>| match v {
-        Some(Value::Bool(b)) => *b,
-        Some(Value::Number(n)) => n.as_f64().is_some_and(|x| x != 0.0),
-        Some(Value::String(s)) => !s.is_empty(),
-        _ => false,
-    };
     let hvac_shared = |f: &str| Value::Bool(truthy(sh(f)));
     let hvac_device = |f: &str| Value::Bool(truthy(d(f)));
     let fan_timer_timeout = d("fan_timer_timeout").cloned().unwrap_or(Value::from(0));

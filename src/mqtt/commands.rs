@@ -1,5 +1,5 @@
 //! Command topics: what a message on `{P}/{S}/ha/{cmd}/set` or `{P}/{S}/{bucket}/{field}/set`
-//! asks for, as `/command` commands. Parsing is pure; [`super::Bridge`] runs the result through
+//! asks for, as `/command` commands. Parsing is pure; the bridge runs the result through
 //! [`crate::control::command::execute`], so MQTT gets exactly `/command`'s checks, clamping and
 //! mutation path. Raw field writes are limited to the fields a command can set: the Python server
 //! wrote any field unchecked, which let a typo reach the thermostat.
@@ -7,6 +7,7 @@
 use serde_json::{Value, json};
 
 use crate::control::command::Command;
+use crate::control::input::number;
 use crate::control::settings;
 
 /// Longest "fan on" run the fan-duration number allows, in minutes (the fan timer's 12 h limit).
@@ -48,12 +49,7 @@ pub fn parse(prefix: &str, topic: &str, payload: &[u8]) -> Result<(String, Reque
 }
 
 fn home_assistant(command: &str, text: &str) -> Result<Request, String> {
-    let number = || {
-        text.parse::<f64>()
-            .ok()
-            .filter(|x| x.is_finite())
-            .ok_or_else(|| format!("{text:?} is not a number"))
-    };
+    let number = || number(&Value::from(text)).ok_or_else(|| format!("{text:?} is not a number"));
     Ok(match command {
         "mode" => Request::Run(Command::SetMode, Value::from(text)),
         "target_temperature" => Request::Run(Command::SetTemperature, json!(number()?)),

@@ -237,9 +237,12 @@ impl Bridge {
         let mut next_tick = Instant::now() + tick;
         let mut next_resync = Instant::now() + RESYNC;
         loop {
-            for serial in std::mem::take(&mut dirty) {
-                if let Err(why) = self.publish_thermostat(link, &serial) {
-                    return Ended::Lost(why);
+            if !dirty.is_empty() {
+                let held = self.app.hub().subscription_counts();
+                for serial in std::mem::take(&mut dirty) {
+                    if let Err(why) = self.publish_thermostat(link, &serial, &held) {
+                        return Ended::Lost(why);
+                    }
                 }
             }
             let now = Instant::now();
@@ -285,13 +288,23 @@ impl Bridge {
         serials
     }
 
+    /// Whether a thermostat is available, given the subscribes held per serial (counted once
+    /// for many thermostats: [`App::availability`] counts them, under the hub's lock, each time).
+    fn available(&self, serial: &str, held: &HashMap<String, usize>) -> bool {
+        self.app
+            .presence
+            .availability(serial, held.contains_key(serial))
+            .available
+    }
+
     /// Thermostats whose availability differs from what was last published.
     fn availability_changes(&self) -> Vec<String> {
+        let held = self.app.hub().subscription_counts();
         self.published
             .iter()
             .filter(|(serial, p)| {
                 p.available
-                    .is_some_and(|was| was != self.app.availability(serial).available)
+                    .is_some_and(|was| was != self.available(serial, &held))
             })
             .map(|(serial, _)| serial.clone())
             .chain(
@@ -305,7 +318,7 @@ impl Bridge {
     }
 
     /// The thermostat as MQTT shows it; `None` if it is gone or (with pairing) unclaimed.
-    fn snapshot(&self, serial: &str) -> Option<Snapshot> {
+    fn snapshot(&self, serial: &str, held: &HashMap<String, usize>) -> Option<Snapshot> {
         let owner = self
             .app
             .state
@@ -313,7 +326,7 @@ impl Bridge {
         if self.app.config.require_device_pairing && owner.is_none() {
             return None;
         }
-        let available = self.app.availability(serial).available;
+        let available = self.available(serial, held);
         let structure = structure_key(owner.as_deref());
         self.app.state.read_device(serial, |data| {
             let bucket = |kind: &str| {
@@ -333,8 +346,13 @@ impl Bridge {
 
     /// Publishes what changed for one thermostat: discovery first (Home Assistant then
     /// subscribes to the state topics, whose retained values follow), then its state.
-    fn publish_thermostat(&mut self, link: &Link, serial: &str) -> Result<(), String> {
-        let snapshot = self.snapshot(serial);
+    fn publish_thermostat(
+        &mut self,
+        link: &Link,
+        serial: &str,
+        held: &HashMap<String, usize>,
+    ) -> Result<(), String> {
+        let snapshot = self.snapshot(serial, held);
         let prefixes = Prefixes {
             topic: &self.config.topic_prefix,
             discovery: &self.config.discovery_prefix,

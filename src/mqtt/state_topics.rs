@@ -7,7 +7,9 @@
 
 use serde_json::Value;
 
-use crate::thermostat::json_number;
+use crate::control::input::number;
+use crate::thermostat::rules::{View, truthy};
+use crate::thermostat::{fan_run_seconds, json_number};
 use crate::util::JsonMap;
 
 /// A thermostat as MQTT sees it, read once per publication.
@@ -23,18 +25,12 @@ pub struct Snapshot {
 }
 
 impl Snapshot {
-    fn device_field(&self, name: &str) -> Option<&Value> {
-        self.device
-            .as_ref()
-            .and_then(|d| d.get(name))
-            .filter(|v| !v.is_null())
-    }
-
-    fn shared_field(&self, name: &str) -> Option<&Value> {
-        self.shared
-            .as_ref()
-            .and_then(|d| d.get(name))
-            .filter(|v| !v.is_null())
+    /// The buckets as the thermostat rules read them.
+    pub fn view(&self) -> View<'_> {
+        View {
+            shared: self.shared.as_ref(),
+            device: self.device.as_ref(),
+        }
     }
 
     fn flag(&self, name: &str) -> bool {
@@ -107,14 +103,9 @@ pub fn home_assistant(s: &Snapshot, now_s: i64) -> Vec<(&'static str, String)> {
             out.push((suffix, payload(&v)));
         }
     };
+    let view = s.view();
     let r = |f: &str| s.record.get(f).cloned();
-    let d = |f: &str| s.device_field(f).cloned();
-    let truthy = |v: Option<&Value>| match v {
-        Some(Value::Bool(b)) => *b,
-        Some(Value::Number(n)) => n.as_f64().is_some_and(|x| x != 0.0),
-        Some(Value::String(t)) => !t.is_empty(),
-        _ => false,
-    };
+    let d = |f: &str| view.device_field(f).cloned();
     let text = |v: Option<Value>| v.map(|v| Value::String(payload(&v).to_ascii_lowercase()));
 
     let mode = s.ha_mode();
@@ -146,7 +137,7 @@ pub fn home_assistant(s: &Snapshot, now_s: i64) -> Vec<(&'static str, String)> {
             .and_then(Value::as_bool)
             .unwrap_or(false)
     };
-    let fan_on = s.flag("fan_timer_active") || truthy(s.device_field("fan_control_state"));
+    let fan_on = s.flag("fan_timer_active") || truthy(view.device_field("fan_control_state"));
     let action = if mode == "off" {
         "off"
     } else if [
@@ -186,24 +177,24 @@ pub fn home_assistant(s: &Snapshot, now_s: i64) -> Vec<(&'static str, String)> {
     put(
         "outdoor_temperature",
         d("outdoor_temperature")
-            .or_else(|| s.shared_field("outside_temperature").cloned())
+            .or_else(|| view.shared_field("outside_temperature").cloned())
             .or_else(|| d("outside_temperature"))
             .map(one_decimal),
     );
-    let away_sensed = s
+    let away_sensed = view
         .device_field("auto_away")
         .and_then(Value::as_f64)
         .is_some_and(|a| a > 0.0)
-        || truthy(s.device_field("away"));
+        || truthy(view.device_field("away"));
     put(
         "occupancy",
         Some(Value::from(if away_sensed { "away" } else { "home" })),
     );
     put("fan_running", Some(Value::Bool(hvac("fan"))));
-    let leaf = s
+    let leaf = view
         .device_field("eco")
         .and_then(|e| e.get("leaf"))
-        .or_else(|| s.device_field("leaf"));
+        .or_else(|| view.device_field("leaf"));
     put("eco", Some(Value::Bool(truthy(leaf))));
     put(
         "battery",
@@ -251,7 +242,10 @@ pub fn home_assistant(s: &Snapshot, now_s: i64) -> Vec<(&'static str, String)> {
             "fan_timer_remaining",
             Some(Value::from(minutes_until(until, now_s))),
         );
-        put("fan_duration", Some(Value::from(fan_duration_minutes(s))));
+        put(
+            "fan_duration",
+            Some(Value::from(fan_run_seconds(&view) / 60)),
+        );
     }
     out
 }
@@ -265,15 +259,6 @@ fn one_decimal(v: Value) -> Value {
     }
 }
 
-/// A number, or a numeric string (some firmware sends `rssi` as text).
-fn number(v: &Value) -> Option<f64> {
-    match v {
-        Value::Number(n) => n.as_f64(),
-        Value::String(s) => s.trim().parse().ok().filter(|x: &f64| x.is_finite()),
-        _ => None,
-    }
-}
-
 /// Whole minutes from `now_s` until the Unix time `until_s`; 0 once it has passed.
 fn minutes_until(until_s: i64, now_s: i64) -> i64 {
     until_s.saturating_sub(now_s).max(0) / 60
@@ -282,21 +267,6 @@ fn minutes_until(until_s: i64, now_s: i64) -> i64 {
 /// The battery's charge from its voltage: 3.5 V and below is empty, 4.0 V and above full.
 pub fn battery_percent(volts: f64) -> i64 {
     (((volts - 3.5) / 0.5).clamp(0.0, 1.0) * 100.0).round() as i64
-}
-
-/// How long "fan on" runs, in minutes: the thermostat's `fan_timer_duration` (seconds), else
-/// the Python server's `fan_timer_duration_minutes`, else 60.
-pub fn fan_duration_minutes(s: &Snapshot) -> i64 {
-    s.device_field("fan_timer_duration")
-        .and_then(Value::as_i64)
-        .filter(|secs| *secs > 0)
-        .map(|secs| secs / 60)
-        .or_else(|| {
-            s.device_field("fan_timer_duration_minutes")
-                .and_then(Value::as_i64)
-                .filter(|m| *m > 0)
-        })
-        .unwrap_or(60)
 }
 
 #[cfg(test)]

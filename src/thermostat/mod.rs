@@ -82,8 +82,7 @@ pub enum Fan {
 }
 
 /// `device.fan_timer_timeout` (Unix seconds; 0 stops the timer) for a fan request. The
-/// thermostat must have a fan. `On` runs for its `fan_timer_duration` (seconds), else the
-/// Python server's `fan_timer_duration_minutes`, else one hour.
+/// thermostat must have a fan. `On` runs for [`fan_run_seconds`].
 pub fn fan_timer_timeout(fan: Fan, view: &View<'_>, now_ms: i64) -> Result<i64, Refusal> {
     if !view.flag("has_fan", false) {
         return Err(Refusal::new("Device does not have a fan (has_fan=false)"));
@@ -91,20 +90,25 @@ pub fn fan_timer_timeout(fan: Fan, view: &View<'_>, now_ms: i64) -> Result<i64, 
     let seconds = match fan {
         Fan::Auto => return Ok(0),
         Fan::For(s) => s.clamp(1, MAX_FAN_SECONDS),
-        Fan::On => view
-            .device_field("fan_timer_duration")
-            .and_then(Value::as_i64)
-            .filter(|s| *s > 0)
-            .or_else(|| {
-                view.device_field("fan_timer_duration_minutes")
-                    .and_then(Value::as_i64)
-                    .filter(|m| *m > 0)
-                    .map(|m| m.saturating_mul(60))
-            })
-            .unwrap_or(3600)
-            .min(MAX_FAN_SECONDS),
+        Fan::On => fan_run_seconds(view),
     };
     Ok(now_ms / 1000 + seconds)
+}
+
+/// How long "fan on" runs, in seconds: the thermostat's `fan_timer_duration`, else the Python
+/// server's `fan_timer_duration_minutes`, else one hour; at most [`MAX_FAN_SECONDS`].
+pub fn fan_run_seconds(view: &View<'_>) -> i64 {
+    view.device_field("fan_timer_duration")
+        .and_then(Value::as_i64)
+        .filter(|s| *s > 0)
+        .or_else(|| {
+            view.device_field("fan_timer_duration_minutes")
+                .and_then(Value::as_i64)
+                .filter(|m| *m > 0)
+                .map(|m| m.saturating_mul(60))
+        })
+        .unwrap_or(3600)
+        .min(MAX_FAN_SECONDS)
 }
 
 /// The structure-bucket fields that turn away (manual eco) on or off. The firmware honours

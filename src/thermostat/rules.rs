@@ -10,6 +10,17 @@ use crate::util::JsonMap;
 pub const DEFAULT_MIN_C: f64 = 7.222;
 pub const DEFAULT_MAX_C: f64 = 35.0;
 
+/// Whether a firmware flag is on: `true`, a non-zero number or a non-empty string (the
+/// firmware is not consistent about which it sends).
+pub fn truthy(v: Option<&Value>) -> bool {
+    match v {
+        Some(Value::Bool(b)) => *b,
+        Some(Value::Number(n)) => n.as_f64().is_some_and(|x| x != 0.0),
+        Some(Value::String(s)) => !s.is_empty(),
+        _ => false,
+    }
+}
+
 /// A thermostat's `shared.S` and `device.S` values, as a command sees them.
 #[derive(Clone, Copy, Default)]
 pub struct View<'a> {
@@ -28,6 +39,12 @@ impl View<'_> {
 
     pub fn device_field(&self, name: &str) -> Option<&Value> {
         self.device
+            .and_then(|d| d.get(name))
+            .filter(|v| !v.is_null())
+    }
+
+    pub fn shared_field(&self, name: &str) -> Option<&Value> {
+        self.shared
             .and_then(|d| d.get(name))
             .filter(|v| !v.is_null())
     }
