@@ -38,6 +38,7 @@ enum Command {
     ImportNle(ImportNleArgs),
     Import(ImportArgs),
     Simulate(SimulateArgs),
+    Demo(DemoArgs),
     Bench(BenchArgs),
     CrashTest(CrashTestArgs),
 }
@@ -282,6 +283,9 @@ struct ServeArgs {
     /// (AVAILABILITY_TIMEOUT_SECONDS; default 300)
     #[argh(option)]
     availability_timeout_seconds: Option<String>,
+    /// seconds between history samples of each thermostat (HISTORY_INTERVAL_SECONDS; default 300)
+    #[argh(option)]
+    history_interval_seconds: Option<String>,
     /// MQTT broker host; unset turns MQTT off (MQTT_HOST)
     #[argh(option)]
     mqtt_host: Option<String>,
@@ -339,6 +343,7 @@ impl ServeArgs {
             "AVAILABILITY_TIMEOUT_SECONDS",
             self.availability_timeout_seconds,
         );
+        s.flag("HISTORY_INTERVAL_SECONDS", self.history_interval_seconds);
         s.flag("MQTT_HOST", self.mqtt_host);
         s.flag("MQTT_PORT", self.mqtt_port);
         s.flag("MQTT_USER", self.mqtt_user);
@@ -430,6 +435,22 @@ struct ImportArgs {
     /// import into a data directory that is not empty, moving its contents aside first
     #[argh(switch)]
     force: bool,
+}
+
+#[derive(FromArgs)]
+#[argh(subcommand, name = "demo")]
+/// try the dashboard with no thermostat: the server on a temporary data directory with three
+/// simulated thermostats; Ctrl-C stops it and removes the directory
+struct DemoArgs {
+    /// device port (SERVER_PORT; default 8000)
+    #[argh(option)]
+    device_port: Option<String>,
+    /// control port, where the dashboard is (CONTROL_PORT; default 8082)
+    #[argh(option)]
+    control_port: Option<String>,
+    /// address the control port listens on (CONTROL_HOST; default 0.0.0.0)
+    #[argh(option)]
+    control_bind: Option<String>,
 }
 
 #[derive(FromArgs)]
@@ -586,6 +607,7 @@ pub fn main() -> ExitCode {
             std::fs::read(&a.file).map_err(|e| format!("cannot read {}: {e}", a.file))
         }),
         Command::Simulate(args) => simulate(args),
+        Command::Demo(args) => demo(args),
         Command::Bench(args) => bench(args),
         Command::CrashTest(args) => crash_test(args),
     }
@@ -776,6 +798,55 @@ fn serve(args: ServeArgs) -> ExitCode {
     crate::service::notify("STOPPING=1");
     server.shutdown();
     ExitCode::SUCCESS
+}
+
+fn demo(args: DemoArgs) -> ExitCode {
+    let env = |k: &str| std::env::var(k).ok();
+    let mut sources = Sources::new(&env);
+    sources.flag("SERVER_PORT", args.device_port);
+    sources.flag("CONTROL_PORT", args.control_port);
+    sources.flag("CONTROL_HOST", args.control_bind);
+    let mut config = match Config::resolve(&sources) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("hearth demo: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    init_logging(config.debug_logging);
+    let signals = block_termination_signals();
+    let mut suffix = [0u8; 4];
+    if let Err(e) = crate::util::random::fill(&mut suffix) {
+        eprintln!("hearth demo: no randomness for the data directory's name: {e}");
+        return ExitCode::from(1);
+    }
+    let suffix: String = suffix.iter().map(|b| format!("{b:02x}")).collect();
+    config.data_dir = std::env::temp_dir().join(format!("hearth-demo-{suffix}"));
+    // Simulated thermostats must not reach a real broker (and Home Assistant) from MQTT_* settings.
+    config.mqtt = None;
+    let data_dir = config.data_dir.clone();
+    let code = match crate::demo::Demo::start(config) {
+        Ok(demo) => {
+            let port = demo.server().control_addr().port();
+            println!(
+                "hearth demo: three simulated thermostats; data in {}",
+                data_dir.display()
+            );
+            println!("Open the dashboard at http://127.0.0.1:{port}/ (Ctrl-C stops the demo)");
+            let signal = wait_for_signal(&signals);
+            log::info!("signal {signal}: stopping the demo");
+            demo.stop();
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("hearth demo: {e}");
+            ExitCode::from(1)
+        }
+    };
+    if let Err(e) = std::fs::remove_dir_all(&data_dir) {
+        eprintln!("hearth demo: could not remove {}: {e}", data_dir.display());
+    }
+    code
 }
 
 fn simulate(args: SimulateArgs) -> ExitCode {

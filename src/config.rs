@@ -58,6 +58,8 @@ pub struct Config {
     /// A thermostat with no request and no held subscribe for this long counts as offline
     /// (`/status`'s `is_available`, MQTT availability).
     pub availability_timeout: Duration,
+    /// Seconds between history samples of each thermostat (see [`crate::history`]).
+    pub history_interval: Duration,
     /// MQTT publishing and Home Assistant discovery; `None` (no `MQTT_HOST`) turns it off.
     pub mqtt: Option<MqttConfig>,
 }
@@ -132,6 +134,7 @@ impl Default for Config {
             api_rate_limit_per_minute: 20,
             control_require_key: false,
             availability_timeout: Duration::from_millis(crate::presence::AVAILABLE_FOR_MS as u64),
+            history_interval: Duration::from_secs(300),
             mqtt: None,
         }
     }
@@ -241,6 +244,9 @@ impl Config {
             availability_timeout: sources
                 .number("AVAILABILITY_TIMEOUT_SECONDS", 1, 86_400)?
                 .map_or(d.availability_timeout, Duration::from_secs),
+            history_interval: sources
+                .number("HISTORY_INTERVAL_SECONDS", 1, 3600)?
+                .map_or(d.history_interval, Duration::from_secs),
             mqtt: mqtt(sources)?,
             data_dir,
         })
@@ -432,6 +438,7 @@ pub const FLAGS: &[(&str, &str)] = &[
         "AVAILABILITY_TIMEOUT_SECONDS",
         "--availability-timeout-seconds",
     ),
+    ("HISTORY_INTERVAL_SECONDS", "--history-interval-seconds"),
     ("MQTT_HOST", "--mqtt-host"),
     ("MQTT_PORT", "--mqtt-port"),
     ("MQTT_USER", "--mqtt-user"),

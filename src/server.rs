@@ -15,6 +15,7 @@ use crate::app::{App, PublicOrigin};
 use crate::config::Config;
 use crate::control::ControlApi;
 use crate::device::DeviceApi;
+use crate::history::Recorder;
 use crate::http::client::{self, Url};
 use crate::http::idle;
 use crate::http::listener::{FatalHook, Limits, Listener};
@@ -39,6 +40,7 @@ pub struct Server {
     maintenance: (Sender<()>, JoinHandle<()>),
     admin: Option<AdminSocket>,
     mqtt: Option<Mqtt>,
+    history: Option<Recorder>,
     /// With `CERT_DIR`: the TLS fronts owning the public ports (device, control).
     fronts: Vec<TlsFront>,
     device_public: SocketAddr,
@@ -181,6 +183,10 @@ impl Server {
         )?;
         let admin = start_admin(&app);
         let mqtt = Mqtt::start(&app).map_err(StartError::Thread)?;
+        // History is a convenience: a data directory it cannot write to is logged, not fatal.
+        let history = Recorder::start(&app)
+            .map_err(|e| log::error!("temperature history is off: {e}"))
+            .ok();
         log::info!(
             "device port {device_addr}, control port {control_public}; {}thermostats register at {}",
             if fronts.is_empty() {
@@ -199,6 +205,7 @@ impl Server {
             maintenance,
             admin,
             mqtt,
+            history,
             fronts,
             device_public: device_addr,
             control_public,
@@ -232,6 +239,9 @@ impl Server {
         // hub, so a command it ran in the meantime still reaches the thermostat.
         if let Some(mqtt) = self.mqtt {
             mqtt.stop();
+        }
+        if let Some(history) = self.history {
+            history.stop();
         }
         self.app.hub().shutdown(Duration::from_secs(2));
         let _ = self.notifier.join();

@@ -5,8 +5,9 @@
 //! answered 200 before routing. Bodies are JSON whatever their Content-Type, and may arrive
 //! chunked. By default there is no authentication on this API (an `Authorization` header is
 //! ignored); keep port 8082 on the home network. With `CONTROL_REQUIRE_KEY=true` every route
-//! but `/health` wants an API key of the default user `owner` with no serial limit (this API
-//! has no per-user view), with the `read` scope for GET and `write` for the rest.
+//! but `/health` and the dashboard page `/` wants an API key of the default user `owner` with
+//! no serial limit (this API has no per-user view), with the `read` scope for GET and `write`
+//! for the rest.
 //!
 //! The hosted service's REST API (`/api/v1/...`, always keyed) shares this port: see
 //! [`crate::hosted`].
@@ -15,6 +16,7 @@ mod claim;
 pub mod command;
 mod devices;
 pub mod error;
+mod history;
 pub(crate) mod input;
 mod live;
 mod onboard;
@@ -28,6 +30,7 @@ pub use error::{ControlError, Shape};
 
 use crate::accounts::keys;
 use crate::app::App;
+use crate::dashboard;
 use crate::hosted;
 use crate::http::{Method, Reply, Request, Response, Service};
 use crate::info;
@@ -113,7 +116,8 @@ impl ControlApi {
     /// With `CONTROL_REQUIRE_KEY`: a valid key of the default user with no serial limit, and
     /// the scope the method needs. `/health` stays open for probes. Gives the key's id.
     fn check_key(&self, req: &Request) -> Result<Option<String>, ControlError> {
-        if !self.app.config.control_require_key || req.path == "/health" {
+        // The dashboard page holds no data; it asks for a key when its requests are refused.
+        if !self.app.config.control_require_key || req.path == "/health" || req.path == "/" {
             return Ok(None);
         }
         let key = keys::authenticate(&self.app.state, req, clock::now_ms())
@@ -136,6 +140,7 @@ impl ControlApi {
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 enum Route {
+    Dashboard,
     Health,
     Info,
     Command,
@@ -144,6 +149,7 @@ enum Route {
     Stats,
     Config,
     Schedule,
+    History,
     Events,
     NotifyDevice,
     DeleteDevice,
@@ -162,6 +168,7 @@ impl Route {
         let post = method == Method::Post;
         let delete = method == Method::Delete;
         let (route, allowed) = match path {
+            "/" => (Route::Dashboard, get),
             "/health" => (Route::Health, get),
             "/info" => (Route::Info, get),
             "/command" => (Route::Command, post),
@@ -170,6 +177,7 @@ impl Route {
             "/api/stats" => (Route::Stats, get),
             "/api/config" => (Route::Config, get),
             "/api/schedule" => (Route::Schedule, get),
+            "/api/history" => (Route::History, get),
             "/api/events" => (Route::Events, get),
             "/notify-device" => (Route::NotifyDevice, post),
             "/api/device" => (Route::DeleteDevice, delete),
@@ -215,6 +223,7 @@ impl Route {
         key_id: Option<String>,
     ) -> Result<Reply, ControlError> {
         let response = match self {
+            Route::Dashboard => dashboard::page(req),
             Route::Health => info::health(),
             Route::Info => info::info(app),
             Route::Command => command::run(app, &req.body)?,
@@ -223,6 +232,7 @@ impl Route {
             Route::Stats => status::stats(app),
             Route::Config => devices::config(app),
             Route::Schedule => devices::schedule(app, req)?,
+            Route::History => history::history(app, req)?,
             Route::Events => return live::events(app, req, cors, key_id),
             Route::NotifyDevice => devices::notify(app, &req.body)?,
             Route::DeleteDevice => devices::delete(app, &req.body)?,

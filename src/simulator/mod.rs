@@ -308,6 +308,11 @@ impl Thermostat {
         self.local.get(key)
     }
 
+    /// Every bucket the thermostat holds, by key.
+    pub fn buckets(&self) -> impl Iterator<Item = (&String, &JsonMap)> {
+        self.local.iter()
+    }
+
     /// Revision and timestamp the thermostat holds for a bucket.
     pub fn version(&self, key: &str) -> Option<(i64, i64)> {
         self.versions.get(key).map(|v| (v.revision, v.timestamp))
@@ -619,6 +624,26 @@ impl Thermostat {
     pub fn turn_dial(&mut self, target: f64) {
         let key = self.key("shared");
         self.set_local(&key, "target_temperature", json!(target), true);
+    }
+
+    /// The thermostat itself changes a field of one of its buckets (`kind` is `shared`,
+    /// `device` or `schedule`): a sensor reading, the HVAC relays, or its initial setup before
+    /// [`Thermostat::boot`]. Uploaded by the next [`Thermostat::put`].
+    pub fn report(&mut self, kind: &str, field: &str, value: Value) {
+        let key = self.key(kind);
+        if self.local.get(&key).and_then(|b| b.get(field)) != Some(&value) {
+            self.set_local(&key, field, value, false);
+        }
+    }
+
+    /// Whether [`Thermostat::boot`] has succeeded (and no error has reset it since).
+    pub fn is_registered(&self) -> bool {
+        self.urls.is_some()
+    }
+
+    /// Forgets the server's URLs after an error, so the next step boots afresh.
+    pub fn reset(&mut self) {
+        self.urls = None;
     }
 
     /// A sensor reading changes a little.

@@ -1,0 +1,368 @@
+//! `hearth demo`: the server on a temporary data directory with three simulated thermostats
+//! (heat only; heating and cooling; a fan and a humidity sensor, in °F), so the dashboard can
+//! be tried with no thermostat at all. The thermostats speak the real device protocol through
+//! [`crate::simulator`]; [`climate`] decides how their rooms warm and cool and when their HVAC
+//! runs, and they obey commands as a real one does (a pushed setpoint changes what the HVAC
+//! does on the next tick).
+//!
+//! So that the history chart has something to show at once, the demo first replays the last
+//! 24 hours of the same model into the history directory; those samples are simulated, like
+//! everything else in the demo.
+
+pub mod climate;
+
+use std::io;
+use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::thread::{self, JoinHandle};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+use crate::config::Config;
+use crate::history::{self, Sample};
+use crate::server::{Server, StartError};
+use crate::simulator::{Event, Options, Thermostat};
+use crate::util::clock;
+use climate::{Hvac, Setting, Weather};
+
+/// How often each demo room is stepped and its readings reported.
+const TICK: Duration = Duration::from_secs(5);
+/// A held subscribe is read this long at a time, so a tick or a stop is never late.
+const READ_SLICE: Duration = Duration::from_millis(500);
+/// Step of the 24-hour replay.
+const REPLAY_STEP: i64 = 60;
+
+/// One demo thermostat: who it is and the climate it lives in.
+#[derive(Clone, Debug)]
+pub struct Profile {
+    pub serial: &'static str,
+    pub name: &'static str,
+    pub can_cool: bool,
+    pub has_fan: bool,
+    pub scale: &'static str,
+    pub weather: Weather,
+    pub setting: Setting,
+    /// The room's temperature 24 hours ago, where the replay starts.
+    pub start_temp: f64,
+}
+
+pub fn profiles() -> Vec<Profile> {
+    let setting = |mode: &str, target: f64, low: f64, high: f64| Setting {
+        mode: mode.into(),
+        target,
+        low,
+        high,
+    };
+    vec![
+        Profile {
+            serial: "02AA01AC5100DE01",
+            name: "Hallway",
+            can_cool: false,
+            has_fan: false,
+            scale: "C",
+            weather: Weather {
+                mean: 6.0,
+                swing: 5.0,
+                humidity: None,
+            },
+            setting: setting("heat", 20.5, 19.0, 24.0),
+            start_temp: 19.0,
+        },
+        Profile {
+            serial: "02AA01AC5100DE02",
+            name: "Living Room",
+            can_cool: true,
+            has_fan: false,
+            scale: "C",
+            weather: Weather {
+                mean: 23.0,
+                swing: 7.0,
+                humidity: None,
+            },
+            setting: setting("range", 21.0, 20.0, 24.0),
+            start_temp: 22.0,
+        },
+        Profile {
+            serial: "02AA01AC5100DE03",
+            name: "Bedroom",
+            can_cool: true,
+            has_fan: true,
+            scale: "F",
+            weather: Weather {
+                mean: 27.0,
+                swing: 5.0,
+                humidity: Some(50.0),
+            },
+            setting: setting("cool", 23.5, 20.0, 25.0),
+            start_temp: 24.5,
+        },
+    ]
+}
+
+pub struct Demo {
+    server: Server,
+    stop: Arc<AtomicBool>,
+    thermostats: Vec<JoinHandle<()>>,
+}
+
+impl Demo {
+    /// Replays the last day into `config.data_dir` (which should be new and empty), starts
+    /// the server on it and the three thermostats against it.
+    pub fn start(config: Config) -> Result<Demo, StartError> {
+        let history_dir = config.data_dir.join(history::DIR);
+        std::fs::create_dir_all(&history_dir).map_err(StartError::Thread)?;
+        let interval = config.history_interval.as_secs().max(1) as i64;
+        let now = clock::now_ms().div_euclid(1000);
+        let mut rooms = Vec::new();
+        for profile in profiles() {
+            let room = replay(&history_dir, &profile, now, interval).map_err(StartError::Thread)?;
+            rooms.push((profile, room));
+        }
+        let server = Server::start(config)?;
+        let url = format!("http://127.0.0.1:{}", server.device_addr().port());
+        let stop = Arc::new(AtomicBool::new(false));
+        let mut thermostats = Vec::new();
+        for (profile, (temp, hvac)) in rooms {
+            let (url, stop) = (url.clone(), Arc::clone(&stop));
+            let handle = thread::Builder::new()
+                .name(format!("demo-{}", profile.name))
+                .stack_size(256 * 1024)
+                .spawn(move || DemoThermostat::new(profile, &url, temp, hvac).run(&stop))
+                .map_err(StartError::Thread)?;
+            thermostats.push(handle);
+        }
+        Ok(Demo {
+            server,
+            stop,
+            thermostats,
+        })
+    }
+
+    pub fn server(&self) -> &Server {
+        &self.server
+    }
+
+    /// Stops the thermostats and the server.
+    pub fn stop(self) {
+        self.stop.store(true, Ordering::SeqCst);
+        // The server first: its shutdown ends every held subscribe, so no thermostat waits.
+        self.server.shutdown();
+        for t in self.thermostats {
+            let _ = t.join();
+        }
+    }
+}
+
+/// Writes 24 hours of simulated samples ending at `now`: one every `interval` seconds and one
+/// at every change of HVAC state. Returns the room as it ends (temperature, HVAC).
+fn replay(dir: &Path, profile: &Profile, now: i64, interval: i64) -> io::Result<(f64, Hvac)> {
+    let (mut temp, mut hvac) = (profile.start_temp, Hvac::default());
+    let mut segment = history::file::inspect(dir, profile.serial)?;
+    let mut t = now - 24 * 3600;
+    while t < now {
+        let next = climate::decide(temp, &profile.setting, hvac);
+        let on_the_interval = t % interval < REPLAY_STEP;
+        if next != hvac || on_the_interval {
+            hvac = next;
+            let sample = sample(profile, t, climate::reading(temp), hvac);
+            segment = history::file::append(dir, profile.serial, segment, &sample)?;
+        }
+        temp = climate::advance(temp, profile.weather.outside(t), hvac, REPLAY_STEP as f64);
+        t += REPLAY_STEP;
+    }
+    Ok((temp, hvac))
+}
+
+fn sample(profile: &Profile, t: i64, temp: f64, hvac: Hvac) -> Sample {
+    let s = &profile.setting;
+    Sample {
+        t,
+        temp: Some(temp),
+        target: Some(s.target),
+        low: Some(s.low),
+        high: Some(s.high),
+        humidity: profile.weather.humidity(t),
+        mode: Some(s.mode.clone()),
+        heating: hvac.heating,
+        cooling: hvac.cooling,
+        fan: profile.has_fan && (hvac.heating || hvac.cooling),
+    }
+}
+
+/// A simulated thermostat in a simulated room.
+struct DemoThermostat {
+    profile: Profile,
+    device: Thermostat,
+    temp: f64,
+    hvac: Hvac,
+}
+
+impl DemoThermostat {
+    fn new(profile: Profile, server: &str, temp: f64, hvac: Hvac) -> DemoThermostat {
+        let quiet = Arc::new(|serial: &str, event: &Event| {
+            if let Event::Problem(why) = event {
+                log::debug!("demo thermostat {serial}: {why}");
+            }
+        });
+        let mut device = Thermostat::new(Options::new(server, profile.serial), quiet);
+        let s = &profile.setting;
+        for (field, value) in [
+            ("name", json!(profile.name)),
+            ("can_cool", json!(profile.can_cool)),
+            ("target_temperature_type", json!(s.mode)),
+            ("target_temperature", json!(s.target)),
+            ("target_temperature_low", json!(s.low)),
+            ("target_temperature_high", json!(s.high)),
+        ] {
+            device.report("shared", field, value);
+        }
+        device.report("device", "has_fan", json!(profile.has_fan));
+        device.report("device", "temperature_scale", json!(profile.scale));
+        if profile.weather.humidity.is_none() {
+            device.report("device", "current_humidity", Value::Null);
+        }
+        let mut demo = DemoThermostat {
+            profile,
+            device,
+            temp,
+            hvac,
+        };
+        demo.report(clock::now_ms().div_euclid(1000));
+        demo
+    }
+
+    fn run(mut self, stop: &AtomicBool) {
+        let mut last_tick = Instant::now();
+        while !stop.load(Ordering::SeqCst) {
+            if let Err(e) = self.hold(stop, &mut last_tick) {
+                log::debug!("demo thermostat {}: {e}", self.profile.serial);
+                self.device.reset();
+                pause(stop, Duration::from_secs(2));
+            }
+        }
+    }
+
+    /// Boots if need be, then holds one subscribe, applying what is pushed and stepping the
+    /// room every [`TICK`], until the server ends it or stop is asked.
+    fn hold(&mut self, stop: &AtomicBool, last_tick: &mut Instant) -> Result<(), String> {
+        if !self.device.is_registered() {
+            self.device.boot().map_err(|e| e.to_string())?;
+        }
+        let mut held = self.device.open_subscribe().map_err(|e| e.to_string())?;
+        held.set_read_timeout(Some(READ_SLICE))
+            .map_err(|e| e.to_string())?;
+        while !stop.load(Ordering::SeqCst) {
+            match held.next_chunk() {
+                Ok(Some(chunk)) => {
+                    self.device.apply_chunk(&chunk).map_err(|e| e.to_string())?;
+                }
+                Ok(None) => return Ok(()),
+                Err(e)
+                    if matches!(
+                        e.kind(),
+                        io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
+                    ) => {}
+                Err(e) => return Err(e.to_string()),
+            }
+            if last_tick.elapsed() >= TICK {
+                let dt = last_tick.elapsed().as_secs_f64();
+                *last_tick = Instant::now();
+                self.step(dt);
+                self.device.put().map_err(|e| e.to_string())?;
+            }
+        }
+        Ok(())
+    }
+
+    /// The room `dt` seconds on, under the setting the thermostat holds now.
+    fn step(&mut self, dt: f64) {
+        let now = clock::now_ms().div_euclid(1000);
+        let setting = self.setting();
+        self.hvac = climate::decide(self.temp, &setting, self.hvac);
+        if !self.profile.can_cool {
+            self.hvac.cooling = false;
+        }
+        self.temp = climate::advance(self.temp, self.profile.weather.outside(now), self.hvac, dt);
+        self.report(now);
+    }
+
+    fn report(&mut self, now: i64) {
+        let fan_timer = self
+            .field("device", "fan_timer_timeout")
+            .and_then(Value::as_i64)
+            .is_some_and(|t| t > now);
+        let fan = self.profile.has_fan && (self.hvac.heating || self.hvac.cooling || fan_timer);
+        let d = &mut self.device;
+        d.report(
+            "shared",
+            "current_temperature",
+            json!(climate::reading(self.temp)),
+        );
+        d.report("shared", "hvac_heater_state", json!(self.hvac.heating));
+        d.report("shared", "hvac_ac_state", json!(self.hvac.cooling));
+        d.report("shared", "hvac_fan_state", json!(fan));
+        if let Some(h) = self.profile.weather.humidity(now) {
+            d.report("device", "current_humidity", json!(h));
+        }
+    }
+
+    fn field(&self, kind: &str, field: &str) -> Option<&Value> {
+        self.device
+            .bucket(&format!("{kind}.{}", self.profile.serial))
+            .and_then(|b| b.get(field))
+    }
+
+    /// What the thermostat is set to now: its mode and setpoints, or its eco temperatures
+    /// while its structure is away.
+    fn setting(&self) -> Setting {
+        let number = |kind, f, default: f64| {
+            self.field(kind, f)
+                .and_then(Value::as_f64)
+                .unwrap_or(default)
+        };
+        let d = &self.profile.setting;
+        let away = self
+            .device
+            .buckets()
+            .filter(|(key, _)| key.starts_with("structure."))
+            .any(|(_, b)| {
+                ["away", "manual_eco_all"]
+                    .iter()
+                    .any(|f| b.get(*f).and_then(Value::as_bool) == Some(true))
+            });
+        let mode = self
+            .field("shared", "target_temperature_type")
+            .and_then(Value::as_str)
+            .unwrap_or(&d.mode)
+            .to_string();
+        if away && mode != "off" {
+            return Setting {
+                mode: if self.profile.can_cool {
+                    "range"
+                } else {
+                    "heat"
+                }
+                .into(),
+                target: number("device", "away_temperature_low", 12.5),
+                low: number("device", "away_temperature_low", 12.5),
+                high: number("device", "away_temperature_high", 26.0),
+            };
+        }
+        Setting {
+            mode,
+            target: number("shared", "target_temperature", d.target),
+            low: number("shared", "target_temperature_low", d.low),
+            high: number("shared", "target_temperature_high", d.high),
+        }
+    }
+}
+
+/// Sleeps up to `total`, waking early once stop is asked.
+fn pause(stop: &AtomicBool, total: Duration) {
+    let until = Instant::now() + total;
+    while !stop.load(Ordering::SeqCst) && Instant::now() < until {
+        thread::sleep(Duration::from_millis(100));
+    }
+}

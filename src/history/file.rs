@@ -1,0 +1,206 @@
+//! One thermostat's history on disk: JSON lines in two segments, `SERIAL.jsonl` (being
+//! appended to) and `SERIAL.old.jsonl` (the one before). When the current segment's first
+//! sample is older than [`RETAIN_SECS`], or it reaches [`SEGMENT_MAX_BYTES`], it becomes the
+//! old segment (replacing the previous old one) and a new one starts. So at least 7 days are
+//! kept (unless a thermostat changes HVAC state more than about 35 times an hour), at most two
+//! segments per thermostat are on disk, and nothing is held in memory but each segment's
+//! first time and size.
+//!
+//! Samples are history, not acknowledged writes: they are appended without an fsync, so a
+//! power cut may lose the last few. A torn last line is skipped when reading, and a newline
+//! is added before the next sample is appended after one.
+
+use std::fs::{self, File, OpenOptions};
+use std::io::{self, BufRead, BufReader, Read, Seek, SeekFrom, Write};
+use std::path::{Path, PathBuf};
+
+use super::Sample;
+
+/// A segment whose first sample is older than this is retired (becomes the old segment).
+pub const RETAIN_SECS: i64 = 7 * 24 * 3600;
+/// A segment this large is retired whatever its age: the bound on disk use.
+pub const SEGMENT_MAX_BYTES: u64 = 1024 * 1024;
+
+/// What is known about a thermostat's current segment without reading it again.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Segment {
+    /// Time of its first sample; `None` when it is empty or missing.
+    pub first_t: Option<i64>,
+    pub bytes: u64,
+}
+
+pub fn current_path(dir: &Path, serial: &str) -> PathBuf {
+    dir.join(format!("{serial}.jsonl"))
+}
+
+pub fn old_path(dir: &Path, serial: &str) -> PathBuf {
+    dir.join(format!("{serial}.old.jsonl"))
+}
+
+/// Looks at the current segment once (at the first sample after start-up): its first
+/// sample's time and its size, ending a torn last line so the next append starts clean.
+pub fn inspect(dir: &Path, serial: &str) -> io::Result<Segment> {
+    let path = current_path(dir, serial);
+    let mut file = match OpenOptions::new().read(true).append(true).open(&path) {
+        Ok(f) => f,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Segment::default()),
+        Err(e) => return Err(e),
+    };
+    let mut bytes = file.metadata()?.len();
+    if bytes > 0 {
+        let mut last = [0u8; 1];
+        file.seek(SeekFrom::End(-1))?;
+        file.read_exact(&mut last)?;
+        if last[0] != b'\n' {
+            file.write_all(b"\n")?;
+            bytes += 1;
+        }
+        file.seek(SeekFrom::Start(0))?;
+    }
+    let first_t = BufReader::new(file)
+        .lines()
+        .map_while(Result::ok)
+        .find_map(|line| serde_json::from_str::<Sample>(&line).ok())
+        .map(|s| s.t);
+    Ok(Segment { first_t, bytes })
+}
+
+/// Appends one sample, first retiring the current segment if it is due. Returns the
+/// segment's new state.
+pub fn append(dir: &Path, serial: &str, segment: Segment, sample: &Sample) -> io::Result<Segment> {
+    let mut segment = segment;
+    let too_old = segment
+        .first_t
+        .is_some_and(|first| sample.t - first > RETAIN_SECS);
+    if too_old || segment.bytes >= SEGMENT_MAX_BYTES {
+        fs::rename(current_path(dir, serial), old_path(dir, serial))?;
+        segment = Segment::default();
+    }
+    let mut line = serde_json::to_vec(sample).map_err(io::Error::other)?;
+    line.push(b'\n');
+    let mut file = OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(current_path(dir, serial))?;
+    // One write, so a concurrent reader sees whole lines (or a torn last one, which it skips).
+    file.write_all(&line)?;
+    Ok(Segment {
+        first_t: segment.first_t.or(Some(sample.t)),
+        bytes: segment.bytes + line.len() as u64,
+    })
+}
+
+/// Every readable sample at or after `since` (Unix seconds), oldest first.
+pub fn read_since(dir: &Path, serial: &str, since: i64) -> io::Result<Vec<Sample>> {
+    let mut out = Vec::new();
+    for path in [old_path(dir, serial), current_path(dir, serial)] {
+        let file = match File::open(&path) {
+            Ok(f) => f,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
+            Err(e) => return Err(e),
+        };
+        for line in BufReader::new(file).lines() {
+            if let Ok(sample) = serde_json::from_str::<Sample>(&line?) {
+                if sample.t >= since {
+                    out.push(sample);
+                }
+            }
+        }
+    }
+    // Samples are appended in time order; a clock stepped back is put right here.
+    out.sort_by_key(|s| s.t);
+    Ok(out)
+}
+
+/// Removes both segments (the thermostat was deleted).
+pub fn remove(dir: &Path, serial: &str) -> io::Result<()> {
+    for path in [current_path(dir, serial), old_path(dir, serial)] {
+        match fs::remove_file(&path) {
+            Err(e) if e.kind() != io::ErrorKind::NotFound => return Err(e),
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample(t: i64) -> Sample {
+        Sample {
+            t,
+            temp: Some(20.5),
+            ..Sample::default()
+        }
+    }
+
+    fn temp_dir(name: &str) -> PathBuf {
+        let dir =
+            std::env::temp_dir().join(format!("hearth-history-{name}-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&dir);
+        fs::create_dir_all(&dir).unwrap();
+        dir
+    }
+
+    #[test]
+    fn a_week_old_segment_is_retired_and_both_are_read() {
+        let dir = temp_dir("retire");
+        let mut seg = inspect(&dir, "S").unwrap();
+        assert_eq!(seg, Segment::default());
+        seg = append(&dir, "S", seg, &sample(1_000)).unwrap();
+        seg = append(&dir, "S", seg, &sample(1_000 + RETAIN_SECS)).unwrap();
+        assert!(!old_path(&dir, "S").exists());
+        seg = append(&dir, "S", seg, &sample(1_001 + RETAIN_SECS)).unwrap();
+        assert!(old_path(&dir, "S").exists());
+        assert_eq!(seg.first_t, Some(1_001 + RETAIN_SECS));
+        let all: Vec<i64> = read_since(&dir, "S", 0)
+            .unwrap()
+            .iter()
+            .map(|s| s.t)
+            .collect();
+        assert_eq!(all, vec![1_000, 1_000 + RETAIN_SECS, 1_001 + RETAIN_SECS]);
+        let recent = read_since(&dir, "S", 1_001 + RETAIN_SECS).unwrap();
+        assert_eq!(recent.len(), 1);
+        // A third retirement drops the oldest segment.
+        let later = 2_002 + 2 * RETAIN_SECS;
+        append(&dir, "S", seg, &sample(later)).unwrap();
+        let all: Vec<i64> = read_since(&dir, "S", 0)
+            .unwrap()
+            .iter()
+            .map(|s| s.t)
+            .collect();
+        assert_eq!(all, vec![1_001 + RETAIN_SECS, later]);
+        remove(&dir, "S").unwrap();
+        assert!(read_since(&dir, "S", 0).unwrap().is_empty());
+    }
+
+    #[test]
+    fn a_full_segment_is_retired_whatever_its_age() {
+        let dir = temp_dir("full");
+        let seg = Segment {
+            first_t: Some(5),
+            bytes: SEGMENT_MAX_BYTES,
+        };
+        fs::write(current_path(&dir, "S"), b"").unwrap();
+        let seg = append(&dir, "S", seg, &sample(6)).unwrap();
+        assert!(old_path(&dir, "S").exists());
+        assert_eq!(seg.first_t, Some(6));
+    }
+
+    #[test]
+    fn a_torn_line_is_skipped_and_ended() {
+        let dir = temp_dir("torn");
+        let line = serde_json::to_string(&sample(7)).unwrap();
+        fs::write(current_path(&dir, "S"), format!("{line}\n{{\"t\":8,\"te")).unwrap();
+        let seg = inspect(&dir, "S").unwrap();
+        assert_eq!(seg.first_t, Some(7));
+        append(&dir, "S", seg, &sample(9)).unwrap();
+        let all: Vec<i64> = read_since(&dir, "S", 0)
+            .unwrap()
+            .iter()
+            .map(|s| s.t)
+            .collect();
+        assert_eq!(all, vec![7, 9]);
+    }
+}

@@ -1,0 +1,293 @@
+//! Temperature history: per thermostat, a sample every `HISTORY_INTERVAL_SECONDS` (300 by
+//! default, on the clock's multiples of it) and one whenever its HVAC state (heating, cooling,
+//! fan) changes. Samples live on disk in `DATA_DIR/history/` (see [`file`] for the bounds),
+//! not in memory, so a thousand thermostats cost the recorder a few bytes each.
+//!
+//! Periodic samples are taken only of thermostats that are available (seen within
+//! `AVAILABILITY_TIMEOUT_SECONDS`): a silent thermostat's last reading is not news, and the
+//! chart shows the gap. A deleted thermostat's history is removed with it.
+
+pub mod file;
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::thread::{self, JoinHandle};
+use std::time::Duration;
+
+use crossbeam_channel::{Receiver, Sender, bounded, select};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::app::App;
+use crate::control::status;
+use crate::hub::ChangeEvent;
+use crate::state::structure_key;
+use crate::util::clock;
+
+pub use file::Segment;
+
+/// The directory under `DATA_DIR`.
+pub const DIR: &str = "history";
+/// `GET /api/history`'s longest period, in hours.
+pub const MAX_HOURS: i64 = 168;
+
+/// One moment of a thermostat, in Celsius. `t` is Unix seconds.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Sample {
+    pub t: i64,
+    pub temp: Option<f64>,
+    pub target: Option<f64>,
+    pub low: Option<f64>,
+    pub high: Option<f64>,
+    pub humidity: Option<f64>,
+    pub mode: Option<String>,
+    pub heating: bool,
+    pub cooling: bool,
+    pub fan: bool,
+}
+
+impl Sample {
+    /// From a `/status` record (so history reads a thermostat as every API does).
+    pub fn from_record(record: &Value, t: i64) -> Sample {
+        let number = |f: &str| record.get(f).and_then(Value::as_f64);
+        let hvac = |flags: &[&str]| {
+            flags
+                .iter()
+                .any(|f| record["hvac"].get(*f).and_then(Value::as_bool) == Some(true))
+        };
+        Sample {
+            t,
+            temp: number("current_temperature"),
+            target: number("target_temperature"),
+            low: number("target_temperature_low"),
+            high: number("target_temperature_high"),
+            humidity: number("humidity"),
+            mode: record["mode"].as_str().map(str::to_string),
+            heating: hvac(&[
+                "heater",
+                "heat_x2",
+                "heat_x3",
+                "aux_heat",
+                "emer_heat",
+                "alt_heat",
+            ]),
+            cooling: hvac(&["ac", "cool_x2", "cool_x3"]),
+            fan: hvac(&["fan"]),
+        }
+    }
+
+    fn hvac(&self) -> (bool, bool, bool) {
+        (self.heating, self.cooling, self.fan)
+    }
+}
+
+/// A thermostat's sample now, if it is known and reports a temperature.
+pub fn sample_now(app: &App, serial: &str) -> Option<Sample> {
+    let now_ms = clock::now_ms();
+    app.state
+        .read_device(serial, |data| {
+            let record = status::derive(serial, data, &structure_key(None), now_ms);
+            Sample::from_record(&record, now_ms.div_euclid(1000))
+        })
+        .filter(|s| s.temp.is_some())
+}
+
+/// Seconds of heating and of cooling in `samples` (oldest first): each sample's state is
+/// counted until the next one, but never for more than two intervals (a longer gap means
+/// nothing was known), and the last one until `now`, for at most one interval.
+pub fn run_totals(samples: &[Sample], interval_secs: i64, now: i64) -> (i64, i64) {
+    let (mut heating, mut cooling) = (0, 0);
+    for (i, s) in samples.iter().enumerate() {
+        let span = match samples.get(i + 1) {
+            Some(next) => (next.t - s.t).clamp(0, 2 * interval_secs),
+            None => (now - s.t).clamp(0, interval_secs),
+        };
+        heating += if s.heating { span } else { 0 };
+        cooling += if s.cooling { span } else { 0 };
+    }
+    (heating, cooling)
+}
+
+pub fn dir(app: &App) -> PathBuf {
+    app.config.data_dir.join(DIR)
+}
+
+/// The recorder's thread.
+pub struct Recorder {
+    stop: Sender<()>,
+    handle: JoinHandle<()>,
+}
+
+impl Recorder {
+    pub fn start(app: &Arc<App>) -> std::io::Result<Recorder> {
+        let dir = dir(app);
+        std::fs::create_dir_all(&dir)?;
+        let (stop, stopped) = bounded(1);
+        let run = Run {
+            app: Arc::clone(app),
+            dir,
+            known: HashMap::new(),
+        };
+        let changes = app.hub().watch();
+        let handle = thread::Builder::new()
+            .name("history".into())
+            .stack_size(256 * 1024)
+            .spawn(move || run.run(changes, stopped))?;
+        Ok(Recorder { stop, handle })
+    }
+
+    pub fn stop(self) {
+        let _ = self.stop.send(());
+        let _ = self.handle.join();
+    }
+}
+
+/// What the recorder remembers of a thermostat: its current segment (once looked at) and
+/// the HVAC state it last recorded.
+#[derive(Default)]
+struct Known {
+    segment: Option<Segment>,
+    hvac: Option<(bool, bool, bool)>,
+}
+
+struct Run {
+    app: Arc<App>,
+    dir: PathBuf,
+    known: HashMap<String, Known>,
+}
+
+impl Run {
+    fn run(mut self, changes: Receiver<Arc<ChangeEvent>>, stopped: Receiver<()>) {
+        let interval = self.app.config.history_interval.as_secs().max(1) as i64;
+        loop {
+            let now_ms = clock::now_ms();
+            let next_ms = (now_ms.div_euclid(interval * 1000) + 1) * interval * 1000;
+            let wait = Duration::from_millis((next_ms - now_ms).max(0) as u64);
+            select! {
+                recv(stopped) -> _ => return,
+                recv(changes) -> event => match event {
+                    Ok(event) => self.on_change(&event),
+                    Err(_) => return,
+                },
+                default(wait) => self.sample_all(),
+            }
+        }
+    }
+
+    fn on_change(&mut self, event: &ChangeEvent) {
+        let serial = &event.serial;
+        let key = &event.change.key;
+        if *key != format!("shared.{serial}") && *key != format!("device.{serial}") {
+            return;
+        }
+        if event.change.deleted {
+            self.known.remove(serial);
+            if let Err(e) = file::remove(&self.dir, serial) {
+                log::warn!("could not remove the history of {serial}: {e}");
+            }
+            return;
+        }
+        if let Some(sample) = sample_now(&self.app, serial) {
+            let last = self.known.get(serial).and_then(|k| k.hvac);
+            if last != Some(sample.hvac()) {
+                self.record(serial, &sample);
+            }
+        }
+    }
+
+    fn sample_all(&mut self) {
+        let counts = self.app.hub().subscription_counts();
+        for serial in self.app.state.serials() {
+            let holding = counts.get(&serial).is_some_and(|n| *n > 0);
+            if !self.app.presence.availability(&serial, holding).available {
+                continue;
+            }
+            if let Some(sample) = sample_now(&self.app, &serial) {
+                self.record(&serial, &sample);
+            }
+        }
+    }
+
+    fn record(&mut self, serial: &str, sample: &Sample) {
+        let known = self.known.entry(serial.to_string()).or_default();
+        let segment = match known.segment {
+            Some(s) => s,
+            None => match file::inspect(&self.dir, serial) {
+                Ok(s) => s,
+                Err(e) => {
+                    log::warn!("history of {serial}: {e}");
+                    return;
+                }
+            },
+        };
+        match file::append(&self.dir, serial, segment, sample) {
+            Ok(segment) => {
+                known.segment = Some(segment);
+                known.hvac = Some(sample.hvac());
+            }
+            Err(e) => {
+                // Looked at afresh next time, in case the file was changed under us.
+                known.segment = None;
+                log::warn!("could not record the history of {serial}: {e}");
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn at(t: i64, heating: bool, cooling: bool) -> Sample {
+        Sample {
+            t,
+            heating,
+            cooling,
+            ..Sample::default()
+        }
+    }
+
+    #[test]
+    fn run_totals_count_until_the_next_sample_and_cap_gaps() {
+        let samples = [
+            at(0, true, false),
+            at(300, false, false),
+            at(600, false, true),
+            // A gap of an hour: only two intervals of cooling count.
+            at(4200, true, false),
+        ];
+        assert_eq!(run_totals(&samples, 300, 4300), (300 + 100, 600));
+        // The last sample counts for at most one interval.
+        assert_eq!(run_totals(&samples, 300, 100_000), (300 + 300, 600));
+        assert_eq!(run_totals(&[], 300, 10), (0, 0));
+    }
+
+    #[test]
+    fn a_sample_reads_the_status_record() {
+        let record = json!({
+            "current_temperature": 19.5, "target_temperature": 21.0,
+            "target_temperature_low": null, "target_temperature_high": 24.0,
+            "humidity": 41, "mode": "heat",
+            "hvac": {"heater": false, "aux_heat": true, "ac": false, "fan": true},
+        });
+        let s = Sample::from_record(&record, 42);
+        assert_eq!(
+            s,
+            Sample {
+                t: 42,
+                temp: Some(19.5),
+                target: Some(21.0),
+                low: None,
+                high: Some(24.0),
+                humidity: Some(41.0),
+                mode: Some("heat".into()),
+                heating: true,
+                cooling: false,
+                fan: true,
+            }
+        );
+    }
+}
