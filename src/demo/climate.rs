@@ -6,9 +6,9 @@
 use std::f64::consts::PI;
 
 /// Degrees per second while heating or cooling runs.
-const HVAC_RATE: f64 = 0.006;
+const HVAC_RATE: f64 = 0.0008;
 /// How fast a room follows the weather: per second, per degree of difference.
-const LEAK: f64 = 0.0002;
+const LEAK: f64 = 0.00004;
 /// The HVAC starts this far past the setpoint and stops this far beyond it.
 const START_BELOW: f64 = 0.4;
 const STOP_BEYOND: f64 = 0.2;
@@ -153,8 +153,8 @@ mod tests {
             heating: true,
             cooling: false,
         };
-        assert!(advance(20.0, 5.0, on, 60.0) > 20.0);
-        let idle = advance(20.0, 5.0, Hvac::default(), 60.0);
+        assert!(advance(20.0, 5.0, on, 600.0) > 20.0);
+        let idle = advance(20.0, 5.0, Hvac::default(), 600.0);
         assert!(idle < 20.0 && idle > 19.0);
         let w = Weather {
             mean: 8.0,
