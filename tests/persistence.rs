@@ -428,14 +428,31 @@ fn the_data_directory_is_private() {
         p.device,
         "/nest/transport/v7/put",
         SERIAL,
-        json!({"objects": [{"object_key": format!("shared.{SERIAL}"), "value": {"n": 1}}]}),
+        json!({"objects": [{"object_key": format!("shared.{SERIAL}"), "value": {"n": 1, "current_temperature": 20.0}}]}),
     );
+    // The first reading starts the thermostat's history.
+    let history = dir.join("history").join(format!("{SERIAL}.jsonl"));
+    let deadline = std::time::Instant::now() + TIMEOUT;
+    while !history.exists() {
+        assert!(std::time::Instant::now() < deadline, "no history file");
+        std::thread::sleep(Duration::from_millis(20));
+    }
     let mode = |path: &Path| std::fs::metadata(path).unwrap().permissions().mode() & 0o777;
     assert_eq!(mode(&dir), 0o700, "the directory");
     assert_eq!(mode(&dir.join("admin.sock")), 0o600, "the admin socket");
     assert!(p.terminate().unwrap().success());
-    for entry in std::fs::read_dir(&dir).unwrap().flatten() {
-        assert_eq!(mode(&entry.path()), 0o600, "{}", entry.path().display());
+    // Files 0600, directories (the history's) 0700, all the way down.
+    let mut pending = vec![dir.clone()];
+    while let Some(d) = pending.pop() {
+        for entry in std::fs::read_dir(&d).unwrap().flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                assert_eq!(mode(&path), 0o700, "{}", path.display());
+                pending.push(path);
+            } else {
+                assert_eq!(mode(&path), 0o600, "{}", path.display());
+            }
+        }
     }
     assert!(dir.join("state.json").exists() && !journal_segments(&dir).is_empty());
 }

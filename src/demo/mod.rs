@@ -112,7 +112,7 @@ impl Demo {
     /// the server on it and the three thermostats against it.
     pub fn start(config: Config) -> Result<Demo, StartError> {
         let history_dir = config.data_dir.join(history::DIR);
-        std::fs::create_dir_all(&history_dir).map_err(StartError::Thread)?;
+        crate::store::files::create_private_dir(&history_dir).map_err(StartError::Thread)?;
         let interval = config.history_interval.as_secs().max(1) as i64;
         let now = clock::now_ms().div_euclid(1000);
         let mut rooms = Vec::new();

@@ -15,6 +15,7 @@ use std::io::{self, BufRead, BufReader, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 
 use super::Sample;
+use crate::store::files;
 
 /// A segment whose first sample is older than this is retired (becomes the old segment).
 pub const RETAIN_SECS: i64 = 7 * 24 * 3600;
@@ -78,10 +79,7 @@ pub fn append(dir: &Path, serial: &str, segment: Segment, sample: &Sample) -> io
     }
     let mut line = serde_json::to_vec(sample).map_err(io::Error::other)?;
     line.push(b'\n');
-    let mut file = OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(current_path(dir, serial))?;
+    let mut file = files::open_append(&current_path(dir, serial))?;
     // One write, so a concurrent reader sees whole lines (or a torn last one, which it skips).
     file.write_all(&line)?;
     Ok(Segment {

@@ -1,7 +1,9 @@
 //! Temperature history: per thermostat, a sample every `HISTORY_INTERVAL_SECONDS` (300 by
 //! default, on the clock's multiples of it) and one whenever its HVAC state (heating, cooling,
 //! fan) changes. Samples live on disk in `DATA_DIR/history/` (see [`file`] for the bounds),
-//! not in memory, so a thousand thermostats cost the recorder a few bytes each.
+//! not in memory, so a thousand thermostats cost the recorder a few bytes each. Like the rest
+//! of the data directory, the files are readable only by hearth's user (they show when a home
+//! is occupied).
 //!
 //! Periodic samples are taken only of thermostats that are available (seen within
 //! `AVAILABILITY_TIMEOUT_SECONDS`): a silent thermostat's last reading is not news, and the
@@ -123,7 +125,7 @@ pub struct Recorder {
 impl Recorder {
     pub fn start(app: &Arc<App>) -> std::io::Result<Recorder> {
         let dir = dir(app);
-        std::fs::create_dir_all(&dir)?;
+        crate::store::files::create_private_dir(&dir)?;
         let (stop, stopped) = bounded(1);
         let run = Run {
             app: Arc::clone(app),
@@ -160,18 +162,25 @@ struct Run {
 
 impl Run {
     fn run(mut self, changes: Receiver<Arc<ChangeEvent>>, stopped: Receiver<()>) {
-        let interval = self.app.config.history_interval.as_secs().max(1) as i64;
+        let interval_ms = self.app.config.history_interval.as_millis().max(1000) as i64;
+        // The next multiple of the interval on the clock. Kept, not recomputed on each event,
+        // so a steady stream of changes can never push the periodic sample past its time.
+        let next_due = |now: i64| (now.div_euclid(interval_ms) + 1) * interval_ms;
+        let mut due = next_due(clock::now_ms());
         loop {
-            let now_ms = clock::now_ms();
-            let next_ms = (now_ms.div_euclid(interval * 1000) + 1) * interval * 1000;
-            let wait = Duration::from_millis((next_ms - now_ms).max(0) as u64);
+            let now = clock::now_ms();
+            if now >= due {
+                self.sample_all();
+                due = next_due(clock::now_ms());
+                continue;
+            }
             select! {
                 recv(stopped) -> _ => return,
                 recv(changes) -> event => match event {
                     Ok(event) => self.on_change(&event),
                     Err(_) => return,
                 },
-                default(wait) => self.sample_all(),
+                default(Duration::from_millis((due - now) as u64)) => {}
             }
         }
     }
@@ -198,7 +207,9 @@ impl Run {
     }
 
     fn sample_all(&mut self) {
+        let started = std::time::Instant::now();
         let counts = self.app.hub().subscription_counts();
+        let mut sampled = 0;
         for serial in self.app.state.serials() {
             let holding = counts.get(&serial).is_some_and(|n| *n > 0);
             if !self.app.presence.availability(&serial, holding).available {
@@ -206,8 +217,13 @@ impl Run {
             }
             if let Some(sample) = sample_now(&self.app, &serial) {
                 self.record(&serial, &sample);
+                sampled += 1;
             }
         }
+        log::debug!(
+            "history: sampled {sampled} thermostats in {} ms",
+            started.elapsed().as_millis()
+        );
     }
 
     fn record(&mut self, serial: &str, sample: &Sample) {
