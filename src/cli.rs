@@ -440,15 +440,17 @@ struct ImportArgs {
 #[derive(FromArgs)]
 #[argh(subcommand, name = "demo")]
 /// try the dashboard with no thermostat: the server on a temporary data directory with three
-/// simulated thermostats; Ctrl-C stops it and removes the directory
+/// simulated thermostats, on 127.0.0.1 and ignoring the environment's settings; Ctrl-C stops
+/// it and removes the directory
 struct DemoArgs {
-    /// device port (SERVER_PORT; default 8000)
+    /// device port, on 127.0.0.1 (default 8000)
     #[argh(option)]
     device_port: Option<String>,
-    /// control port, where the dashboard is (CONTROL_PORT; default 8082)
+    /// control port, where the dashboard is (default 8082)
     #[argh(option)]
     control_port: Option<String>,
-    /// address the control port listens on (CONTROL_HOST; default 0.0.0.0)
+    /// address the control port listens on (default 127.0.0.1; 0.0.0.0 lets a phone on the
+    /// network see the demo)
     #[argh(option)]
     control_bind: Option<String>,
 }
@@ -801,11 +803,16 @@ fn serve(args: ServeArgs) -> ExitCode {
 }
 
 fn demo(args: DemoArgs) -> ExitCode {
-    let env = |k: &str| std::env::var(k).ok();
-    let mut sources = Sources::new(&env);
+    // Only the options count: the environment may hold a real server's settings.
+    let no_environment = |_: &str| None;
+    let mut sources = Sources::new(&no_environment);
     sources.flag("SERVER_PORT", args.device_port);
     sources.flag("CONTROL_PORT", args.control_port);
-    sources.flag("CONTROL_HOST", args.control_bind);
+    sources.flag("SERVER_HOST", Some("127.0.0.1".to_string()));
+    sources.flag(
+        "CONTROL_HOST",
+        Some(args.control_bind.unwrap_or_else(|| "127.0.0.1".to_string())),
+    );
     let mut config = match Config::resolve(&sources) {
         Ok(c) => c,
         Err(e) => {
@@ -813,7 +820,7 @@ fn demo(args: DemoArgs) -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    init_logging(config.debug_logging);
+    init_logging(false);
     let signals = block_termination_signals();
     let mut suffix = [0u8; 4];
     if let Err(e) = crate::util::random::fill(&mut suffix) {
@@ -822,8 +829,6 @@ fn demo(args: DemoArgs) -> ExitCode {
     }
     let suffix: String = suffix.iter().map(|b| format!("{b:02x}")).collect();
     config.data_dir = std::env::temp_dir().join(format!("hearth-demo-{suffix}"));
-    // Simulated thermostats must not reach a real broker (and Home Assistant) from MQTT_* settings.
-    config.mqtt = None;
     let data_dir = config.data_dir.clone();
     let code = match crate::demo::Demo::start(config) {
         Ok(demo) => {

@@ -255,19 +255,19 @@ impl TestThermostat {
                 let Ok(mut held) = sim.open_subscribe() else {
                     return;
                 };
-                held.set_read_timeout(Some(Duration::from_millis(200)))
-                    .unwrap();
                 loop {
                     if running.load(Ordering::SeqCst) {
                         return;
                     }
-                    match held.next_chunk() {
-                        Ok(Some(chunk)) => {
-                            sim.apply_chunk(&chunk).unwrap();
-                        }
-                        Ok(None) => break,
-                        Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
-                        Err(e) if e.kind() == std::io::ErrorKind::TimedOut => {}
+                    match held.wait(Duration::from_millis(200)) {
+                        Ok(false) => {}
+                        Ok(true) => match held.next_chunk() {
+                            Ok(Some(chunk)) => {
+                                sim.apply_chunk(&chunk).unwrap();
+                            }
+                            Ok(None) => break,
+                            Err(_) => return,
+                        },
                         Err(_) => return,
                     }
                     let mut changed = false;
@@ -417,8 +417,9 @@ fn the_dashboard_in_a_real_browser() {
     );
     let names = b.js("return [...document.querySelectorAll('.card h2')].map((h) => h.textContent)");
     assert_eq!(names, json!(["Hallway", "Living Room", "Bedroom"]));
-    let temps =
-        b.js("return [...document.querySelectorAll('.card .temp')].map((t) => t.textContent)");
+    let temps = b.js(
+        "return [...document.querySelectorAll('.card .temp .value')].map((t) => t.textContent)",
+    );
     for (i, t) in temps.as_array().unwrap().iter().enumerate() {
         let t = t.as_str().unwrap();
         let unit = if i == 2 { "°F" } else { "°C" };
@@ -502,6 +503,29 @@ fn the_dashboard_in_a_real_browser() {
         &format!("return document.getElementById('away-{TEST_SERIAL}').getAttribute('aria-pressed') === 'true'"),
     );
 
+    // Mode buttons; in heat·cool, a click on each side changes that side only, in order.
+    b.click(&format!("#mode-{TEST_SERIAL} button[data-mode='range']"));
+    sim.expect_push("target_temperature_type");
+    b.wait_for(
+        "the heat-to and cool-to controls",
+        &format!("return !document.getElementById('high-{TEST_SERIAL}').parentElement.hidden"),
+    );
+    b.click("button[aria-label='Raise cool-to temperature of Test Room']");
+    b.click("button[aria-label='Raise heat-to temperature of Test Room']");
+    let deadline = Instant::now() + WAIT;
+    loop {
+        let r = hearth::control::status::record(&app, TEST_SERIAL).unwrap();
+        let pair = (
+            r["target_temperature_low"].clone(),
+            r["target_temperature_high"].clone(),
+        );
+        if pair == (json!(19.5), json!(24.5)) {
+            break;
+        }
+        assert!(Instant::now() < deadline, "the range is {pair:?}");
+        thread::sleep(Duration::from_millis(50));
+    }
+
     // A reading from the thermostat updates its card through the event stream.
     sim.readings
         .send(("current_temperature".into(), json!(18.3)))
@@ -509,15 +533,21 @@ fn the_dashboard_in_a_real_browser() {
     b.wait_for(
         "the reported temperature",
         &format!(
-            "return document.querySelector('#card-{TEST_SERIAL} .temp').textContent === '18.3°C'"
+            "return document.querySelector('#card-{TEST_SERIAL} .temp .value').textContent === '18.3°C'"
         ),
     );
     assert_eq!(b.js("return window.__sameLoad === true"), json!(true));
 
     // A refused command is explained next to its control: a heat-only thermostat cannot cool.
-    b.js("const s = document.getElementById('mode-02AA01AC5100DE01');
-          s.append(new Option('Cool', 'cool')); s.value = 'cool';
-          s.dispatchEvent(new Event('change')); return true");
+    // The page offers Hallway no "Cool" button, so the test adds one that works like the rest.
+    let modes = b.js("return [...document.querySelectorAll('#mode-02AA01AC5100DE01 button')].map((m) => m.dataset.mode)");
+    assert_eq!(modes, json!(["off", "heat"]));
+    b.js("const c = cards.get('02AA01AC5100DE01');
+          const cool = document.createElement('button');
+          cool.id = 'forced-cool'; cool.textContent = 'Cool';
+          cool.onclick = () => queue(c, 'set_mode', 'cool', c.controlError);
+          c.modes.append(cool); return true");
+    b.click("#forced-cool");
     let error = b.wait_for(
         "the refusal",
         "return document.getElementById('control-error-02AA01AC5100DE01').textContent",

@@ -43,8 +43,8 @@ pub fn notify(app: &App, body: &[u8]) -> Result<Response, ControlError> {
     ))
 }
 
-/// `DELETE /api/device {"serial"}`: forgets the thermostat's buckets and metadata. Its owner
-/// and entry keys are kept; if it connects again it starts afresh.
+/// `DELETE /api/device {"serial"}`: forgets the thermostat's buckets, metadata and history.
+/// Its owner and entry keys are kept; if it connects again it starts afresh.
 pub fn delete(app: &App, body: &[u8]) -> Result<Response, ControlError> {
     let serial = input::body_serial(&input::json_object(body)?)?;
     let deleted = app.state.update_device(&serial, Origin::Server, |txn| {
@@ -54,6 +54,11 @@ pub fn delete(app: &App, body: &[u8]) -> Result<Response, ControlError> {
         Ok(txn.delete_all())
     })?;
     log::info!("{serial} deleted ({deleted} buckets)");
+    // The history recorder also removes it on the change event; this does not depend on the
+    // event reaching it.
+    if let Err(e) = crate::history::file::remove(&crate::history::dir(app), &serial) {
+        log::warn!("could not remove the history of {serial}: {e}");
+    }
     Ok(Response::json(
         200,
         &json!({"success": true, "serial": serial, "objects_deleted": deleted}),

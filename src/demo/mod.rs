@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use crate::config::Config;
+use crate::config::{ApiOrigin, Config};
 use crate::history::{self, Sample};
 use crate::server::{Server, StartError};
 use crate::simulator::{Event, Options, Thermostat};
@@ -29,7 +29,7 @@ use climate::{Hvac, Setting, Weather};
 
 /// How often each demo room is stepped and its readings reported.
 const TICK: Duration = Duration::from_secs(5);
-/// A held subscribe is read this long at a time, so a tick or a stop is never late.
+/// A held subscribe is waited on this long at a time, so a tick or a stop is never late.
 const READ_SLICE: Duration = Duration::from_millis(500);
 /// Step of the 24-hour replay.
 const REPLAY_STEP: i64 = 60;
@@ -109,8 +109,20 @@ pub struct Demo {
 
 impl Demo {
     /// Replays the last day into `config.data_dir` (which should be new and empty), starts
-    /// the server on it and the three thermostats against it.
-    pub fn start(config: Config) -> Result<Demo, StartError> {
+    /// the server on it and the three thermostats against it. Whatever `config` says, the
+    /// thermostats are told to use this machine's loopback address (never a real server's
+    /// `API_ORIGIN`), and MQTT, HTTPS, pairing and control keys are off: simulated thermostats
+    /// must not reach a real broker, and the demo must work as it is.
+    pub fn start(mut config: Config) -> Result<Demo, StartError> {
+        config.api_origin = Some(ApiOrigin {
+            scheme: "http".into(),
+            host: "127.0.0.1".into(),
+            port: None,
+        });
+        config.mqtt = None;
+        config.cert_dir = None;
+        config.require_device_pairing = false;
+        config.control_require_key = false;
         let history_dir = config.data_dir.join(history::DIR);
         crate::store::files::create_private_dir(&history_dir).map_err(StartError::Thread)?;
         let interval = config.history_interval.as_secs().max(1) as i64;

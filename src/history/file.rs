@@ -58,11 +58,11 @@ pub fn inspect(dir: &Path, serial: &str) -> io::Result<Segment> {
         }
         file.seek(SeekFrom::Start(0))?;
     }
-    let first_t = BufReader::new(file)
-        .lines()
-        .map_while(Result::ok)
-        .find_map(|line| serde_json::from_str::<Sample>(&line).ok())
-        .map(|s| s.t);
+    let mut first_t = None;
+    each_sample(file, |s| {
+        first_t = Some(s.t);
+        false
+    })?;
     Ok(Segment { first_t, bytes })
 }
 
@@ -74,12 +74,23 @@ pub fn append(dir: &Path, serial: &str, segment: Segment, sample: &Sample) -> io
         .first_t
         .is_some_and(|first| sample.t - first > RETAIN_SECS);
     if too_old || segment.bytes >= SEGMENT_MAX_BYTES {
-        fs::rename(current_path(dir, serial), old_path(dir, serial))?;
-        segment = Segment::default();
+        match fs::rename(current_path(dir, serial), old_path(dir, serial)) {
+            // Gone already (someone cleared the history): a new segment starts anyway.
+            Err(e) if e.kind() != io::ErrorKind::NotFound => return Err(e),
+            _ => segment = Segment::default(),
+        }
     }
     let mut line = serde_json::to_vec(sample).map_err(io::Error::other)?;
     line.push(b'\n');
-    let mut file = files::open_append(&current_path(dir, serial))?;
+    let path = current_path(dir, serial);
+    let mut file = match files::open_append(&path) {
+        // The directory was deleted while hearth ran (the README says it may be).
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {
+            files::create_private_dir(dir)?;
+            files::open_append(&path)?
+        }
+        other => other?,
+    };
     // One write, so a concurrent reader sees whole lines (or a torn last one, which it skips).
     file.write_all(&line)?;
     Ok(Segment {
@@ -90,24 +101,45 @@ pub fn append(dir: &Path, serial: &str, segment: Segment, sample: &Sample) -> io
 
 /// Every readable sample at or after `since` (Unix seconds), oldest first.
 pub fn read_since(dir: &Path, serial: &str, since: i64) -> io::Result<Vec<Sample>> {
-    let mut out = Vec::new();
+    // Both opened before either is read, so a retirement in between cannot hide a segment.
+    let mut opened = Vec::new();
     for path in [old_path(dir, serial), current_path(dir, serial)] {
-        let file = match File::open(&path) {
-            Ok(f) => f,
-            Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
+        match File::open(&path) {
+            Ok(f) => opened.push(f),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {}
             Err(e) => return Err(e),
-        };
-        for line in BufReader::new(file).lines() {
-            if let Ok(sample) = serde_json::from_str::<Sample>(&line?) {
-                if sample.t >= since {
-                    out.push(sample);
-                }
-            }
         }
+    }
+    let mut out = Vec::new();
+    for file in opened {
+        each_sample(file, |sample| {
+            if sample.t >= since {
+                out.push(sample);
+            }
+            true
+        })?;
     }
     // Samples are appended in time order; a clock stepped back is put right here.
     out.sort_by_key(|s| s.t);
     Ok(out)
+}
+
+/// Hands each readable sample of `file` to `f` until it returns false. A line that is not a
+/// sample (torn, or damaged on disk, even as bytes that are not UTF-8) is skipped.
+fn each_sample(file: File, mut f: impl FnMut(Sample) -> bool) -> io::Result<()> {
+    let mut reader = BufReader::new(file);
+    let mut line = Vec::new();
+    loop {
+        line.clear();
+        if reader.read_until(b'\n', &mut line)? == 0 {
+            return Ok(());
+        }
+        if let Ok(sample) = serde_json::from_slice::<Sample>(&line) {
+            if !f(sample) {
+                return Ok(());
+            }
+        }
+    }
 }
 
 /// Removes both segments (the thermostat was deleted).
@@ -187,10 +219,30 @@ mod tests {
     }
 
     #[test]
-    fn a_torn_line_is_skipped_and_ended() {
+    fn a_deleted_directory_is_made_again() {
+        let dir = temp_dir("gone");
+        let seg = append(&dir, "S", Segment::default(), &sample(1)).unwrap();
+        fs::remove_dir_all(&dir).unwrap();
+        let full = Segment {
+            bytes: SEGMENT_MAX_BYTES,
+            ..seg
+        };
+        append(&dir, "S", full, &sample(2)).unwrap();
+        let all: Vec<i64> = read_since(&dir, "S", 0)
+            .unwrap()
+            .iter()
+            .map(|s| s.t)
+            .collect();
+        assert_eq!(all, vec![2]);
+    }
+
+    #[test]
+    fn a_torn_or_damaged_line_is_skipped_and_ended() {
         let dir = temp_dir("torn");
         let line = serde_json::to_string(&sample(7)).unwrap();
-        fs::write(current_path(&dir, "S"), format!("{line}\n{{\"t\":8,\"te")).unwrap();
+        let mut bytes = b"\xff\xfe not a sample\n".to_vec();
+        bytes.extend_from_slice(format!("{line}\n{{\"t\":8,\"te").as_bytes());
+        fs::write(current_path(&dir, "S"), bytes).unwrap();
         let seg = inspect(&dir, "S").unwrap();
         assert_eq!(seg.first_t, Some(7));
         append(&dir, "S", seg, &sample(9)).unwrap();

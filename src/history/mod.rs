@@ -25,6 +25,7 @@ use crate::app::App;
 use crate::control::status;
 use crate::hub::ChangeEvent;
 use crate::state::structure_key;
+use crate::thermostat::{COOLING_FLAGS, HEATING_FLAGS};
 use crate::util::clock;
 
 pub use file::Segment;
@@ -67,15 +68,8 @@ impl Sample {
             high: number("target_temperature_high"),
             humidity: number("humidity"),
             mode: record["mode"].as_str().map(str::to_string),
-            heating: hvac(&[
-                "heater",
-                "heat_x2",
-                "heat_x3",
-                "aux_heat",
-                "emer_heat",
-                "alt_heat",
-            ]),
-            cooling: hvac(&["ac", "cool_x2", "cool_x3"]),
+            heating: hvac(&HEATING_FLAGS),
+            cooling: hvac(&COOLING_FLAGS),
             fan: hvac(&["fan"]),
         }
     }
@@ -169,6 +163,10 @@ impl Run {
         let mut due = next_due(clock::now_ms());
         loop {
             let now = clock::now_ms();
+            // The clock stepped back: the due time is reckoned again from the new time.
+            if due - now > interval_ms {
+                due = next_due(now);
+            }
             if now >= due {
                 self.sample_all();
                 due = next_due(clock::now_ms());

@@ -296,6 +296,33 @@ impl ChunkStream {
         self.reader.get_ref().set_read_timeout(timeout)
     }
 
+    /// Waits up to `timeout` (more than zero) for more of the response to arrive: true once
+    /// some has (or the connection ended), so that [`ChunkStream::next_chunk`] then reads a
+    /// whole chunk. Polling this way, rather than reading with a short timeout, never gives up
+    /// halfway through a chunk and loses it.
+    pub fn wait_readable(&mut self, timeout: Duration) -> io::Result<bool> {
+        if !self.reader.buffer().is_empty() || matches!(self.framing, Framing::Done) {
+            return Ok(true);
+        }
+        let stream = self.reader.get_ref();
+        let previous = stream.read_timeout()?;
+        stream.set_read_timeout(Some(timeout))?;
+        let peeked = stream.peek(&mut [0u8; 1]);
+        stream.set_read_timeout(previous)?;
+        match peeked {
+            Ok(_) => Ok(true),
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
+                ) =>
+            {
+                Ok(false)
+            }
+            Err(e) => Err(e),
+        }
+    }
+
     /// The next piece of the body: one chunk of a chunked body, or the whole body otherwise.
     /// `None` at the end (for a chunked body: the zero-length chunk).
     pub fn next_chunk(&mut self) -> io::Result<Option<Vec<u8>>> {

@@ -9,7 +9,7 @@ use serde_json::Value;
 
 use crate::control::input::number;
 use crate::thermostat::rules::{View, truthy};
-use crate::thermostat::{fan_run_seconds, json_number};
+use crate::thermostat::{COOLING_FLAGS, HEATING_FLAGS, fan_run_seconds, json_number};
 use crate::util::JsonMap;
 
 /// A thermostat as MQTT sees it, read once per publication.
@@ -140,19 +140,9 @@ pub fn home_assistant(s: &Snapshot, now_s: i64) -> Vec<(&'static str, String)> {
     let fan_on = s.flag("fan_timer_active") || truthy(view.device_field("fan_control_state"));
     let action = if mode == "off" {
         "off"
-    } else if [
-        "heater",
-        "heat_x2",
-        "heat_x3",
-        "aux_heat",
-        "alt_heat",
-        "emer_heat",
-    ]
-    .iter()
-    .any(|f| hvac(f))
-    {
+    } else if HEATING_FLAGS.iter().any(|f| hvac(f)) {
         "heating"
-    } else if ["ac", "cool_x2", "cool_x3"].iter().any(|f| hvac(f)) {
+    } else if COOLING_FLAGS.iter().any(|f| hvac(f)) {
         "cooling"
     } else if fan_on || hvac("fan") {
         "fan"

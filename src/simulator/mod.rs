@@ -256,6 +256,13 @@ impl Held {
         self.stream.header(name)
     }
 
+    /// Waits up to `timeout` for a push: true once one is arriving (or the server ended the
+    /// subscribe), so [`Held::next_chunk`] will not wait. For a thermostat that does other
+    /// things while it holds a subscribe.
+    pub fn wait(&mut self, timeout: Duration) -> io::Result<bool> {
+        self.stream.wait_readable(timeout)
+    }
+
     /// How long [`Held::next_chunk`] waits before failing with a timeout.
     pub fn set_read_timeout(&self, timeout: Option<Duration>) -> io::Result<()> {
         self.stream.set_read_timeout(timeout)
