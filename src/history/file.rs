@@ -2,7 +2,7 @@
 //! appended to) and `SERIAL.old.jsonl` (the one before). When the current segment's first
 //! sample is older than [`RETAIN_SECS`], or it reaches [`SEGMENT_MAX_BYTES`], it becomes the
 //! old segment (replacing the previous old one) and a new one starts. So at least 7 days are
-//! kept (unless a thermostat changes HVAC state more than about 35 times an hour), at most two
+//! kept (unless a thermostat changes HVAC state more than about 30 times an hour), at most two
 //! segments per thermostat are on disk, and nothing is held in memory but each segment's
 //! first time and size.
 //!
