@@ -822,12 +822,13 @@ fn demo(args: DemoArgs) -> ExitCode {
     };
     init_logging(false);
     let signals = block_termination_signals();
-    let mut suffix = [0u8; 4];
-    if let Err(e) = crate::util::random::fill(&mut suffix) {
-        eprintln!("hearth demo: no randomness for the data directory's name: {e}");
-        return ExitCode::from(1);
-    }
-    let suffix: String = suffix.iter().map(|b| format!("{b:02x}")).collect();
+    let suffix = match crate::util::random::hex(4) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("hearth demo: no randomness for the data directory's name: {e}");
+            return ExitCode::from(1);
+        }
+    };
     config.data_dir = std::env::temp_dir().join(format!("hearth-demo-{suffix}"));
     let data_dir = config.data_dir.clone();
     let code = match crate::demo::Demo::start(config) {

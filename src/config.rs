@@ -96,10 +96,8 @@ impl MqttConfig {
 /// `hearth-` and 8 random hex digits: two servers on one broker must not share an id (the
 /// broker would disconnect one whenever the other connects).
 fn default_client_id() -> String {
-    let mut bytes = [0u8; 4];
     // Without randomness the id is still valid; only two hearths on one broker would clash.
-    let _ = crate::util::random::fill(&mut bytes);
-    let hex: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+    let hex = crate::util::random::hex(4).unwrap_or_else(|_| "00000000".into());
     format!("hearth-{hex}")
 }
 

@@ -306,20 +306,8 @@ fn hearth_point_uses_the_key_a_running_server_has_seen() {
     let t = fake(ip(7, 20), 0, "02AA01AC0000CLI2");
     let s = TestServer::start();
     known_thermostat(&s, "02AA01AC0000CLI2", ip(7, 20), "Office");
-    let port = t.addr().port().to_string();
     let origin = format!("http://{}", s.device());
-    let data = s.dir.path().to_str().unwrap();
-    let hearth = |verb: &[&str]| {
-        let common = [
-            "--api-origin",
-            &origin,
-            "--thermostat-api-port",
-            &port,
-            "--data-dir",
-            data,
-        ];
-        run_hearth(&[verb, &common[..]].concat())
-    };
+    let hearth = |verb: &[&str]| hearth_on(&s, t.addr().port(), verb);
     let (ok, out, err) = hearth(&["point", "127.77.7.20"]);
     assert!(ok, "{err}");
     assert!(out.contains("now registers at"), "{out}");
@@ -337,6 +325,23 @@ fn hearth_point_uses_the_key_a_running_server_has_seen() {
     );
 }
 
+/// Runs `hearth VERB...` on a test server's data directory, with its origin and the fake
+/// thermostats' settings-API port.
+fn hearth_on(s: &TestServer, thermostat_api_port: u16, verb: &[&str]) -> (bool, String, String) {
+    let origin = format!("http://{}", s.device());
+    let port = thermostat_api_port.to_string();
+    let data = s.dir.path().to_str().unwrap();
+    let common = [
+        "--api-origin",
+        &origin,
+        "--thermostat-api-port",
+        &port,
+        "--data-dir",
+        data,
+    ];
+    run_hearth(&[verb, &common[..]].concat())
+}
+
 /// The README's "Your first thermostat", end to end: scan, point, and the thermostat (the
 /// simulator, registering at whatever URL its settings API now holds) shows in `/status`.
 #[test]
@@ -345,35 +350,15 @@ fn your_first_thermostat_from_scan_to_status() {
     let settings = fake(ip(8, 42), 0, NEW);
     settings.set_key_required(false); // powered on a few minutes ago
     let s = TestServer::start();
-    let origin = format!("http://{}", s.device());
-    let port = settings.addr().port().to_string();
-    let data = s.dir.path().to_str().unwrap();
-    let args = |verb: &[&str]| {
-        [
-            verb,
-            &[
-                "--api-origin",
-                &origin,
-                "--thermostat-api-port",
-                &port,
-                "--data-dir",
-                data,
-            ][..],
-        ]
-        .concat()
-        .iter()
-        .map(|s| s.to_string())
-        .collect::<Vec<String>>()
-    };
-    let run = |a: Vec<String>| run_hearth(&a.iter().map(String::as_str).collect::<Vec<_>>());
+    let run = |verb: &[&str]| hearth_on(&s, settings.addr().port(), verb);
 
-    let (ok, out, err) = run(args(&["scan", "--subnet", "127.77.8.0/24"]));
+    let (ok, out, err) = run(&["scan", "--subnet", "127.77.8.0/24"]);
     assert!(ok, "{err}");
     assert!(
         out.contains("127.77.8.42") && out.contains(FACTORY_URL),
         "{out}"
     );
-    let (ok, _, err) = run(args(&["point", "127.77.8.42"]));
+    let (ok, _, err) = run(&["point", "127.77.8.42"]);
     assert!(ok, "{err}");
 
     let url = settings.settings().cloudregisterurl.unwrap();
@@ -387,7 +372,7 @@ fn your_first_thermostat_from_scan_to_status() {
         "{}",
         status.text()
     );
-    let (ok, out, _) = run(args(&["scan", "--subnet", "127.77.8.0/24"]));
+    let (ok, out, _) = run(&["scan", "--subnet", "127.77.8.0/24"]);
     assert!(ok);
     let row = out.lines().find(|l| l.starts_with("127.77.8.42")).unwrap();
     assert!(row.trim_end().ends_with("yes"), "{row}");

@@ -58,6 +58,8 @@ pub enum ControlError {
         status: u16,
         message: String,
     },
+    /// A thermostat's history files could not be read.
+    HistoryUnreadable,
     /// The change could not be made durable; nothing was applied.
     Storage(StoreError),
     /// Onboarding: a scan is already running.
@@ -140,6 +142,7 @@ impl ControlError {
             ControlError::NotFound => (404, m("Not found")),
             ControlError::MethodNotAllowed => (405, m("Method not allowed")),
             ControlError::Refused { status, message } => (*status, message.clone()),
+            ControlError::HistoryUnreadable => (500, m("Could not read the history")),
             ControlError::Storage(e) => {
                 log::error!("refused a control write: {e}");
                 (503, m("Storage unavailable; the change was not saved"))

@@ -21,10 +21,7 @@ pub fn history(app: &App, req: &Request) -> Result<Response, ControlError> {
     let samples = history::file::read_since(&history::dir(app), &serial, now - hours * 3600)
         .map_err(|e| {
             log::warn!("could not read the history of {serial}: {e}");
-            ControlError::Refused {
-                status: 500,
-                message: "Could not read the history".into(),
-            }
+            ControlError::HistoryUnreadable
         })?;
     let interval = app.config.history_interval.as_secs() as i64;
     let (heating, cooling) = history::run_totals(&samples, interval, now);

@@ -263,20 +263,16 @@ impl DemoThermostat {
             self.device.boot().map_err(|e| e.to_string())?;
         }
         let mut held = self.device.open_subscribe().map_err(|e| e.to_string())?;
-        held.set_read_timeout(Some(READ_SLICE))
-            .map_err(|e| e.to_string())?;
         while !stop.load(Ordering::SeqCst) {
-            match held.next_chunk() {
-                Ok(Some(chunk)) => {
-                    self.device.apply_chunk(&chunk).map_err(|e| e.to_string())?;
+            // Waiting for the push to start, then reading it whole, never gives up halfway
+            // through a chunk (which a short read timeout would).
+            if held.wait(READ_SLICE).map_err(|e| e.to_string())? {
+                match held.next_chunk().map_err(|e| e.to_string())? {
+                    Some(chunk) => {
+                        self.device.apply_chunk(&chunk).map_err(|e| e.to_string())?;
+                    }
+                    None => return Ok(()),
                 }
-                Ok(None) => return Ok(()),
-                Err(e)
-                    if matches!(
-                        e.kind(),
-                        io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
-                    ) => {}
-                Err(e) => return Err(e.to_string()),
             }
             if last_tick.elapsed() >= TICK {
                 let dt = last_tick.elapsed().as_secs_f64();

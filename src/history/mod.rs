@@ -28,7 +28,7 @@ use crate::state::structure_key;
 use crate::thermostat::{COOLING_FLAGS, HEATING_FLAGS};
 use crate::util::clock;
 
-pub use file::Segment;
+use file::Segment;
 
 /// The directory under `DATA_DIR`.
 pub const DIR: &str = "history";
@@ -196,8 +196,15 @@ impl Run {
             }
             return;
         }
+        let last = self.known.get(serial).and_then(|k| k.hvac);
+        // The HVAC flags are the `hvac_*` fields: a change without one (a reading, a setpoint)
+        // cannot change them, so the state is not read again for it.
+        let hvac_may_differ =
+            last.is_none() || event.change.changed.iter().any(|f| f.starts_with("hvac_"));
+        if !hvac_may_differ {
+            return;
+        }
         if let Some(sample) = sample_now(&self.app, serial) {
-            let last = self.known.get(serial).and_then(|k| k.hvac);
             if last != Some(sample.hvac()) {
                 self.record(serial, &sample);
             }

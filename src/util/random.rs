@@ -25,6 +25,13 @@ pub fn below(bound: u32) -> io::Result<u32> {
     }
 }
 
+/// `bytes` random bytes as lower-case hex digits (two per byte).
+pub fn hex(bytes: usize) -> io::Result<String> {
+    let mut b = vec![0u8; bytes];
+    fill(&mut b)?;
+    Ok(b.iter().map(|x| format!("{x:02x}")).collect())
+}
+
 /// A random (version 4) UUID in its lower-case hyphenated form.
 pub fn uuid_v4() -> io::Result<String> {
     let mut b = [0u8; 16];
@@ -45,6 +52,16 @@ pub fn uuid_v4() -> io::Result<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn hex_is_two_digits_a_byte() {
+        let h = hex(4).unwrap();
+        assert_eq!(h.len(), 8);
+        assert!(
+            h.bytes()
+                .all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase())
+        );
+    }
 
     #[test]
     fn uuid_shape() {
