@@ -36,6 +36,9 @@ pub type Handler = Arc<dyn Fn(&AdminRequest) -> AdminReply + Send + Sync>;
 
 pub struct AdminSocket {
     path: PathBuf,
+    /// The listening socket, shared with the accept thread: shutting it down wakes the accept
+    /// even when the socket's file is gone (the data directory removed under the server).
+    waker: UnixListener,
     stopping: Arc<AtomicBool>,
     thread: JoinHandle<()>,
 }
@@ -47,6 +50,7 @@ impl AdminSocket {
         let _ = std::fs::remove_file(&path);
         let listener = UnixListener::bind(&path)?;
         std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600))?;
+        let waker = listener.try_clone()?;
         let stopping = Arc::new(AtomicBool::new(false));
         let thread = thread::Builder::new()
             .name("admin".into())
@@ -57,6 +61,7 @@ impl AdminSocket {
             })?;
         Ok(AdminSocket {
             path,
+            waker,
             stopping,
             thread,
         })
@@ -64,8 +69,10 @@ impl AdminSocket {
 
     pub fn stop(self) {
         self.stopping.store(true, Ordering::SeqCst);
-        // Wakes the blocking accept.
-        let _ = UnixStream::connect(&self.path);
+        // Wakes the blocking accept, which then fails. A connection would wake it too, but not
+        // once the socket's file is deleted: shutting down stopped hanging for ever.
+        // SAFETY: shutdown(2) on a descriptor this struct owns.
+        unsafe { libc::shutdown(self.waker.as_raw_fd(), libc::SHUT_RDWR) };
         let _ = self.thread.join();
         let _ = std::fs::remove_file(&self.path);
     }
@@ -161,4 +168,29 @@ pub fn send(path: &Path, request: &AdminRequest) -> io::Result<AdminReply> {
             format!("the server's reply was not understood: {e}"),
         )
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stops_when_its_socket_file_was_deleted() {
+        let dir = std::env::temp_dir().join(format!("hearth-admin-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let handler: Handler = Arc::new(|_| AdminReply {
+            ok: true,
+            text: String::new(),
+        });
+        let socket = AdminSocket::start(dir.join(SOCKET_FILE), handler).unwrap();
+        std::fs::remove_dir_all(&dir).unwrap();
+        // Before the fix, stop() waited for ever on an accept nothing could wake.
+        let (done, stopped) = crossbeam_channel::bounded(1);
+        thread::spawn(move || {
+            socket.stop();
+            let _ = done.send(());
+        });
+        assert!(stopped.recv_timeout(Duration::from_secs(20)).is_ok());
+    }
 }
