@@ -3,13 +3,15 @@
 # idle RSS; RSS with N held subscribes (default 1,000); POST /command -> push p50/p99/max over
 # 1,000 commands spread across them; start-up with their state stored; durable commands/s and
 # GET /status/s (with p99) from 8 keep-alive clients for 10 s; CPU time over 60 idle seconds
-# with 100 held subscribes. Builds the release binary first; prints one table; stops every
+# with 100 held subscribes. Builds the shipped binary first; prints one table; stops every
 # process it started and removes its temporary data directories.
 # Arguments go to `hearth bench` (see `hearth bench --help`), e.g.
 #   scripts/bench.sh --json bench.json
 #   scripts/bench.sh --thermostats 200 --commands 200 --load-seconds 3 --idle-seconds 10
+# The server measured is the binary as it ships (scripts/build-static.sh: static, code in
+# link order); `--server target/release/hearth` measures a plain `cargo build --release`.
 # Set RUST_MIN_STACK=262144 MALLOC_ARENA_MAX=2 to measure with the systemd unit's settings.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-cargo build --release --quiet
-exec target/release/hearth bench "$@"
+binary=$(scripts/build-static.sh)
+exec "$binary" bench "$@"
