@@ -68,7 +68,8 @@ pub fn run(opts: &BenchOptions) -> Result<Report, String> {
     thread::sleep(Duration::from_secs(12));
     let held_rss_kb = server.status_field("VmRSS:").ok_or("no VmRSS")?;
     let held_threads = server.status_field("Threads:").unwrap_or(0);
-    let mut push_us = load::timed_commands(&server, &fleet, opts.commands)?;
+    let mut push_us = load::timed_commands(&server, &fleet, opts.commands)
+        .map_err(|e| failed("command -> push", &e, &server))?;
     let serials = fleet.serials.clone();
     drop(fleet);
     server
@@ -76,9 +77,11 @@ pub fn run(opts: &BenchOptions) -> Result<Report, String> {
         .map_err(|e| format!("stopping the server: {e}"))?;
 
     let (server, startup) = load::start_and_time(&exe, &dir.0)?;
-    let (commands_per_sec, _) = load::command_load(&server, &serials, CLIENTS, opts.load_seconds)?;
+    let (commands_per_sec, _) = load::command_load(&server, &serials, CLIENTS, opts.load_seconds)
+        .map_err(|e| failed("durable commands", &e, &server))?;
     let (status_per_sec, mut status_us) =
-        load::status_load(&server, &serials, CLIENTS, opts.load_seconds)?;
+        load::status_load(&server, &serials, CLIENTS, opts.load_seconds)
+            .map_err(|e| failed("GET /status", &e, &server))?;
     drop(server);
 
     let idle_dir = TempDir::new("idle")?;
@@ -112,6 +115,17 @@ pub fn run(opts: &BenchOptions) -> Result<Report, String> {
         idle_seconds: opts.idle_seconds,
         idle_cpu_ms: idle_cpu.as_secs_f64() * 1000.0,
     })
+}
+
+/// A failed measurement's error, naming it, with the end of the server's log.
+fn failed(what: &str, error: &str, server: &ServerProcess) -> String {
+    let log = server.log();
+    let tail: Vec<&str> = log.lines().rev().take(20).collect();
+    let tail: Vec<&str> = tail.into_iter().rev().collect();
+    format!(
+        "{what}: {error}\nthe server's log ends:\n{}",
+        tail.join("\n")
+    )
 }
 
 /// The value at quantile `q` of sorted `values` (0 when empty).
