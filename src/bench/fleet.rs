@@ -6,7 +6,7 @@
 use std::collections::HashSet;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
-use std::thread;
+use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
 
 use crossbeam_channel::{Receiver, Sender, unbounded};
@@ -17,6 +17,7 @@ pub struct HeldFleet {
     pub serials: Vec<String>,
     stop: Arc<AtomicBool>,
     held: Arc<Mutex<HashSet<String>>>,
+    threads: Vec<JoinHandle<()>>,
     /// `object_key`s of pushed objects, as the thermostats read them.
     pub pushes: Receiver<(String, Instant)>,
 }
@@ -31,20 +32,23 @@ impl HeldFleet {
         let (tx, pushes) = unbounded();
         let observer = observer(&stop, &held, &uploaded, tx);
         let mut serials = Vec::with_capacity(count);
+        let mut threads = Vec::with_capacity(count);
         for i in 1..=count {
             let serial = fleet::serial(prefix, i);
             let mut sim = Thermostat::new(Options::new(origin, &serial), Arc::clone(&observer));
             let stop = Arc::clone(&stop);
-            thread::Builder::new()
+            let thread = thread::Builder::new()
                 .stack_size(256 * 1024)
                 .spawn(move || sim.run(&|| !stop.load(Ordering::SeqCst), None))
                 .map_err(|e| e.to_string())?;
+            threads.push(thread);
             serials.push(serial);
         }
         let fleet = HeldFleet {
             serials,
             stop,
             held,
+            threads,
             pushes,
         };
         let deadline = Instant::now() + Duration::from_secs(300);
@@ -60,6 +64,22 @@ impl HeldFleet {
         Ok(fleet)
     }
 
+    /// Tells the thermostats to stop; each ends when its held subscribe does.
+    pub fn stop(&self) {
+        self.stop.store(true, Ordering::SeqCst);
+    }
+
+    /// Stops the thermostats and waits, up to `within`, until their threads have ended (call
+    /// once the server is stopped under them), so that what is measured next does not share
+    /// the CPU with a thousand threads winding down.
+    pub fn finish(self, within: Duration) {
+        self.stop();
+        let until = Instant::now() + within;
+        while self.threads.iter().any(|t| !t.is_finished()) && Instant::now() < until {
+            thread::sleep(Duration::from_millis(10));
+        }
+    }
+
     fn held_count(&self) -> usize {
         self.held.lock().map(|h| h.len()).unwrap_or(0)
     }
@@ -69,7 +89,7 @@ impl Drop for HeldFleet {
     /// Tells the thermostats to stop; each ends when its held subscribe does (the server is
     /// stopped under them).
     fn drop(&mut self) {
-        self.stop.store(true, Ordering::SeqCst);
+        self.stop();
     }
 }
 

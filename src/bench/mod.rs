@@ -12,7 +12,7 @@
 //!    subscribe (journal fsync included): p50, p99, max.
 //! 4. Start-up: the server is stopped (SIGTERM, which writes a snapshot) and started again on
 //!    the same data directory, now holding N thermostats' state, and timed from spawn to the
-//!    first 200 from `/health`.
+//!    first 200 from `/health`, once the simulated thermostats' threads have ended.
 //! 5. Acknowledged (durable) `POST /command` per second from 8 keep-alive clients, against
 //!    that restarted server.
 //! 6. `GET /status` per second from 8 keep-alive clients, with its p99 latency.
@@ -71,10 +71,12 @@ pub fn run(opts: &BenchOptions) -> Result<Report, String> {
     let mut push_us = load::timed_commands(&server, &fleet, opts.commands)
         .map_err(|e| failed("command -> push", &e, &server))?;
     let serials = fleet.serials.clone();
-    drop(fleet);
+    fleet.stop();
     server
         .terminate()
         .map_err(|e| format!("stopping the server: {e}"))?;
+    // The start-up measured next is the server's alone.
+    fleet.finish(Duration::from_secs(30));
 
     let (server, startup) = load::start_and_time(&exe, &dir.0)?;
     let (commands_per_sec, _) = load::command_load(&server, &serials, CLIENTS, opts.load_seconds)
