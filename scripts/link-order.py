@@ -126,7 +126,7 @@ def serving(binary):
     sim.wait(timeout=60)
 
 
-def archive_members(binary):
+def archive_members():
     """C symbol -> `archive:member` for the static C library, math library and unwinder."""
     libs = subprocess.run(
         ["cc", "-print-file-name=libc.a"], capture_output=True, text=True
@@ -164,7 +164,7 @@ def main():
         idle = profile(binary, work, None)
         busy = profile(binary, work, serving)
     ordered = idle + [n for n in busy if n not in set(idle)]
-    members = archive_members(binary)
+    members = archive_members()
     lines, seen = [], set()
     for name in ordered:
         if name.startswith("_ZN") or name.startswith("_R"):

@@ -320,8 +320,9 @@ const ONE_WRITE_LIMIT: usize = 64 * 1024;
 /// buffer and then the body past it, straight to the socket: two TCP segments, and two
 /// wake-ups of the client, for every answer over about 700 bytes (a `/status` is 1.3 KB).
 /// Here tiny_http formats exactly the same bytes (`raw_print`: status line, `Server`, `Date`,
-/// `Content-Length`, `Connection: close` where the request asked for it or is HTTP/1.0, no body
-/// for HEAD) into memory, and they leave in one write. Larger bodies go the usual way, so
+/// `Content-Length` or chunking as it chooses, no body for HEAD) into memory, and they leave
+/// in one write. Whether the connection stays open is still tiny_http's decision, taken from
+/// the request as before. Larger bodies go the usual way, so
 /// memory is not doubled for them. Errors from clients that went away are ignored, as
 /// tiny_http does.
 fn respond(rq: tiny_http::Request, resp: super::Response) -> io::Result<()> {
