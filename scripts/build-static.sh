@@ -2,7 +2,7 @@
 # Builds hearth as it ships, for this machine: the release profile, statically linked (no
 # shared libraries to load or map), with the code it runs at start-up, while idle and while
 # serving thermostats placed first in the binary (cross/link-order.ld, made by
-# scripts/link-order.py), so that an idle server maps 1 MB less of it. The ARM binaries
+# scripts/link-order.py), so that an idle server maps 1.5 MB less of it. The ARM binaries
 # (cross/build.sh) are built the same way. Prints the binary's path:
 #   scripts/build-static.sh      ->  target/<this machine's triple>/release/hearth
 # It sets the compiler flags itself: RUSTFLAGS from the environment is not used.
