@@ -8,7 +8,7 @@ use super::{AccountsError, serial, user_name};
 use crate::http::Request;
 use crate::state::{Accounts, ApiKey, Op, Scope, State};
 use crate::store::StoreError;
-use crate::util::random;
+use crate::util::{hex, random};
 
 pub const KEY_PREFIX: &str = "nle_";
 const SECRET_BYTES: usize = 32;
@@ -209,10 +209,6 @@ fn unused_id(accounts: &Accounts) -> Result<String, AccountsError> {
             return Ok(id);
         }
     }
-}
-
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {

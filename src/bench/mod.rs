@@ -122,8 +122,8 @@ pub fn run(opts: &BenchOptions) -> Result<Report, String> {
 /// A failed measurement's error, naming it, with the end of the server's log.
 fn failed(what: &str, error: &str, server: &ServerProcess) -> String {
     let log = server.log();
-    let tail: Vec<&str> = log.lines().rev().take(20).collect();
-    let tail: Vec<&str> = tail.into_iter().rev().collect();
+    let lines: Vec<&str> = log.lines().collect();
+    let tail = &lines[lines.len().saturating_sub(20)..];
     format!(
         "{what}: {error}\nthe server's log ends:\n{}",
         tail.join("\n")

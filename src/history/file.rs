@@ -165,6 +165,15 @@ mod tests {
         }
     }
 
+    /// The times of every sample read back for thermostat `S`.
+    fn times(dir: &Path) -> Vec<i64> {
+        read_since(dir, "S", 0)
+            .unwrap()
+            .iter()
+            .map(|s| s.t)
+            .collect()
+    }
+
     fn temp_dir(name: &str) -> PathBuf {
         let dir =
             std::env::temp_dir().join(format!("hearth-history-{name}-{}", std::process::id()));
@@ -184,22 +193,14 @@ mod tests {
         seg = append(&dir, "S", seg, &sample(1_001 + RETAIN_SECS)).unwrap();
         assert!(old_path(&dir, "S").exists());
         assert_eq!(seg.first_t, Some(1_001 + RETAIN_SECS));
-        let all: Vec<i64> = read_since(&dir, "S", 0)
-            .unwrap()
-            .iter()
-            .map(|s| s.t)
-            .collect();
+        let all = times(&dir);
         assert_eq!(all, vec![1_000, 1_000 + RETAIN_SECS, 1_001 + RETAIN_SECS]);
         let recent = read_since(&dir, "S", 1_001 + RETAIN_SECS).unwrap();
         assert_eq!(recent.len(), 1);
         // A third retirement drops the oldest segment.
         let later = 2_002 + 2 * RETAIN_SECS;
         append(&dir, "S", seg, &sample(later)).unwrap();
-        let all: Vec<i64> = read_since(&dir, "S", 0)
-            .unwrap()
-            .iter()
-            .map(|s| s.t)
-            .collect();
+        let all = times(&dir);
         assert_eq!(all, vec![1_001 + RETAIN_SECS, later]);
         remove(&dir, "S").unwrap();
         assert!(read_since(&dir, "S", 0).unwrap().is_empty());
@@ -228,11 +229,7 @@ mod tests {
             ..seg
         };
         append(&dir, "S", full, &sample(2)).unwrap();
-        let all: Vec<i64> = read_since(&dir, "S", 0)
-            .unwrap()
-            .iter()
-            .map(|s| s.t)
-            .collect();
+        let all = times(&dir);
         assert_eq!(all, vec![2]);
     }
 
@@ -246,11 +243,7 @@ mod tests {
         let seg = inspect(&dir, "S").unwrap();
         assert_eq!(seg.first_t, Some(7));
         append(&dir, "S", seg, &sample(9)).unwrap();
-        let all: Vec<i64> = read_since(&dir, "S", 0)
-            .unwrap()
-            .iter()
-            .map(|s| s.t)
-            .collect();
+        let all = times(&dir);
         assert_eq!(all, vec![7, 9]);
     }
 }

@@ -15,7 +15,7 @@ pub struct Identity {
 
 pub fn identity(serial: &str) -> Identity {
     let digest = Sha1::digest(serial.as_bytes());
-    let hex: String = digest.iter().map(|b| format!("{b:02x}")).collect();
+    let hex = crate::util::hex(&digest);
     Identity {
         mac: format!("18b430{}", &hex[..6]),
         password: hex[6..38].to_string(),

@@ -22,7 +22,6 @@ impl Refusal {
     }
 }
 
-/// The modes a client may ask for, as listed in error messages.
 /// The `/status` record's `hvac` flags that mean the thermostat is heating, and cooling.
 pub const HEATING_FLAGS: [&str; 6] = [
     "heater",
@@ -34,6 +33,7 @@ pub const HEATING_FLAGS: [&str; 6] = [
 ];
 pub const COOLING_FLAGS: [&str; 3] = ["ac", "cool_x2", "cool_x3"];
 
+/// The modes a client may ask for, as listed in error messages.
 pub const MODES: &str = "off, heat, cool, heat-cool, heat_cool, range, auto, emergency";
 
 /// The Nest `target_temperature_type` for a requested mode (any case), if the thermostat can

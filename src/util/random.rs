@@ -29,7 +29,7 @@ pub fn below(bound: u32) -> io::Result<u32> {
 pub fn hex(bytes: usize) -> io::Result<String> {
     let mut b = vec![0u8; bytes];
     fill(&mut b)?;
-    Ok(b.iter().map(|x| format!("{x:02x}")).collect())
+    Ok(super::hex(&b))
 }
 
 /// A random (version 4) UUID in its lower-case hyphenated form.
