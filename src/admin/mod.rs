@@ -22,8 +22,7 @@ use crate::accounts::{self, AccountsError};
 use crate::hub::Hub;
 use crate::state::{ShareAccess, State};
 use crate::store::{StoreError, files};
-use crate::thermostat::names;
-use crate::thermostat::rules::View;
+use crate::thermostat::{self, names};
 use table::{Table, when};
 
 /// One command, as the CLI sends it to a running server.
@@ -250,20 +249,10 @@ fn key_list(ctx: &Context<'_>, user: Option<&str>) -> String {
 fn devices(ctx: &Context<'_>) -> String {
     let mut t = Table::new(&["SERIAL", "ID", "NAME", "OWNER", "SHARES", "LAST SEEN"]);
     for serial in ctx.state.serials() {
-        let Some((id, name)) = ctx.state.read_device(&serial, |d| {
-            let value = |k: String| d.buckets.get(&k).map(|b| b.value.to_map());
-            let (shared, device) = (
-                value(format!("shared.{serial}")),
-                value(format!("device.{serial}")),
-            );
-            let view = View {
-                shared: shared.as_ref(),
-                device: device.as_ref(),
-            };
-            (d.meta.as_ref().map(|m| m.id.clone()), names::name(&view))
-        }) else {
+        let Some(view) = thermostat::view(ctx.state, &serial) else {
             continue;
         };
+        let (id, name) = (view.id.clone(), names::name(&view));
         let (owner, shares) = ctx.state.accounts(|a| {
             let owner = match (
                 a.owner_of(&serial),

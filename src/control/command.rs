@@ -1,23 +1,23 @@
-//! `POST /command {"serial","command","value"}`: every command a client can send, checked
-//! against the thermostat's own capabilities and bounds, then written through the one mutation
-//! path as a server-side change (so it is pushed at once to every held subscribe).
+//! `POST /command {"serial","command","value"}`: the control API's command names and value
+//! shapes, parsed into the thermostat core's intents and committed through it (so a command is
+//! durable, then pushed at once to every held subscribe).
 //!
 //! Order of checks: the body, `serial`, `command`, the command's name, the thermostat's
-//! existence (404), then the value. Nothing is written unless every check passes.
+//! existence (404) and, with pairing, its claim (409), then the value. Nothing is written
+//! unless every check passes.
 
 use serde::Serialize;
 use serde_json::Value;
 
 use super::ControlError;
-use super::input::{self, number};
-use super::settings;
+use super::input;
 use crate::app::App;
 use crate::http::Response;
-use crate::hub::Origin;
-use crate::state::{Stamp, structure_key};
-use crate::thermostat::rules::View;
-use crate::thermostat::{self, Fan, MAX_FAN_SECONDS, MODES, json_number, schedule};
-use crate::util::JsonMap;
+use crate::thermostat::{
+    self, Fan, Intent, MAX_FAN_SECONDS, MODES, Mode, ScheduleMode, SetpointMode, Step, schedule,
+    settings,
+};
+use crate::util::{JsonMap, number};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Command {
@@ -47,23 +47,6 @@ impl Command {
     }
 }
 
-/// What a command writes: one bucket, merged into (or, for a schedule, replacing) its value.
-#[derive(Clone, Debug, PartialEq)]
-pub struct Write {
-    pub key: String,
-    pub values: JsonMap,
-    pub replace: bool,
-}
-
-/// Where a command runs: the thermostat's serial and state, its structure bucket and the time.
-pub struct Target<'a> {
-    pub serial: &'a str,
-    pub view: View<'a>,
-    /// `structure.<owner's id>` or `structure.default`.
-    pub structure_key: &'a str,
-    pub now_ms: i64,
-}
-
 #[derive(Serialize)]
 struct Success<'a> {
     success: bool,
@@ -87,7 +70,15 @@ pub fn run(app: &App, body: &[u8]) -> Result<Response, ControlError> {
     };
     let command = Command::of(name).ok_or_else(|| ControlError::UnknownCommand(name.clone()))?;
     let value = body.get("value").unwrap_or(&Value::Null);
-    let write = execute(app, &serial, command, value)?;
+    let pairing = app.config.require_device_pairing;
+    thermostat::admit(&app.state, &serial, pairing).map_err(|e| ControlError::of(e, &serial))?;
+    let intent = intent(command, value)?;
+    let committed = thermostat::commit(&app.state, &serial, &intent, pairing)
+        .map_err(|e| ControlError::of(e, &serial))?;
+    // The answer names the command's own bucket, as the Python server's does.
+    let Some(write) = committed.writes.first() else {
+        return Err(ControlError::NoValues);
+    };
     log::info!("{serial}: {name} wrote {}", write.key);
     Ok(Response::json(
         200,
@@ -101,209 +92,94 @@ pub fn run(app: &App, body: &[u8]) -> Result<Response, ControlError> {
     ))
 }
 
-/// Runs `command` with `value` on the thermostat `serial`: every check, then one write through
-/// the mutation path as a server-side change. Shared by `/command` and MQTT command topics.
-pub fn execute(
-    app: &App,
-    serial: &str,
-    command: Command,
-    value: &Value,
-) -> Result<Write, ControlError> {
-    let owner = app
-        .state
-        .accounts(|a| a.owner_of(serial).map(|o| o.user.clone()));
-    // In pairing mode an unclaimed thermostat stores nothing it sends, so nothing is sent to it
-    // either: a command would leave a partial bucket that reaches it once claimed.
-    if app.config.require_device_pairing && owner.is_none() && app.state.device_exists(serial) {
-        return Err(ControlError::NotClaimed(serial.to_string()));
-    }
-    let structure = structure_key(owner.as_deref());
-    app.state.update_device(serial, Origin::Server, |txn| {
-        // Checked inside the transaction, so a thermostat deleted meanwhile is not recreated.
-        if !txn.exists() {
-            return Err(ControlError::DeviceNotFound);
-        }
-        let write = {
-            let bucket = |kind: &str| {
-                txn.bucket(&format!("{kind}.{serial}"))
-                    .map(|b| b.value.to_map())
-            };
-            let (shared, device) = (bucket("shared"), bucket("device"));
-            let target = Target {
-                serial,
-                view: View {
-                    shared: shared.as_ref(),
-                    device: device.as_ref(),
-                },
-                structure_key: &structure,
-                now_ms: txn.now_ms(),
-            };
-            plan(command, value, &target)?
-        };
-        if write.replace {
-            txn.replace(&write.key, write.values.clone(), Stamp::Always);
-        } else {
-            txn.merge(&write.key, &write.values, Stamp::Always);
-        }
-        Ok(write)
-    })
-}
-
-/// What `command` with `value` writes on `target`; pure, so every rule is testable alone.
-pub fn plan(command: Command, value: &Value, target: &Target<'_>) -> Result<Write, ControlError> {
-    let shared = format!("shared.{}", target.serial);
-    let device = format!("device.{}", target.serial);
-    let mut values = JsonMap::new();
-    let mut set = |k: &str, v: Value| {
-        values.insert(k.to_string(), v);
-    };
-    let key = match command {
-        Command::SetTemperature => {
-            set_temperature(value, &target.view, &mut set)?;
-            shared
-        }
-        Command::SetMode => {
-            set(
-                "target_temperature_type",
-                Value::String(mode(value, &target.view)?.into()),
-            );
-            shared
-        }
-        Command::SetAway => {
-            let away = value
-                .as_bool()
-                .ok_or_else(|| invalid("set_away value must be true or false"))?;
-            for (k, v) in thermostat::away_values(away, target.now_ms) {
-                set(&k, v);
-            }
-            target.structure_key.to_string()
-        }
-        Command::SetFan => {
-            let until = thermostat::fan_timer_timeout(fan(value)?, &target.view, target.now_ms)?;
-            set("fan_timer_timeout", Value::from(until));
-            device
-        }
-        Command::SetEcoTemperatures => {
-            eco_temperatures(value, &target.view, &mut set)?;
-            device
-        }
-        Command::SetSchedule => {
-            return Ok(Write {
-                key: format!("schedule.{}", target.serial),
-                values: schedule::validate(value, schedule::CONTROL_LAST_TIME)?,
-                replace: true,
-            });
-        }
-        Command::SetScheduleMode => {
-            let m = value
-                .as_str()
-                .map(str::to_ascii_uppercase)
-                .filter(|m| matches!(m.as_str(), "HEAT" | "COOL" | "RANGE"))
-                .ok_or_else(|| invalid("set_schedule_mode value must be HEAT, COOL or RANGE"))?;
-            set("schedule_mode", Value::String(m));
-            shared
-        }
-        Command::SetDeviceSetting => {
-            return Ok(Write {
-                key: device,
-                values: settings::validate(value)?,
-                replace: false,
-            });
-        }
-    };
-    if values.is_empty() {
-        return Err(ControlError::NoValues);
-    }
-    Ok(Write {
-        key,
-        values,
-        replace: false,
-    })
-}
+const SET_TEMPERATURE_VALUE: &str =
+    "set_temperature value must be a number (°C) or an object with \"low\" and/or \"high\" numbers";
+const SET_ECO_VALUE: &str =
+    "set_eco_temperatures value must be an object with \"low\" and/or \"high\" numbers (°C)";
+const SET_FAN_VALUE: &str =
+    "set_fan value must be \"on\", \"auto\" (or \"off\"), or a number of seconds from 1 to 43200";
 
 fn invalid(text: &str) -> ControlError {
     ControlError::Invalid(text.to_string())
 }
 
-const SET_TEMPERATURE_VALUE: &str =
-    "set_temperature value must be a number (°C) or an object with \"low\" and/or \"high\" numbers";
-
-fn set_temperature(
-    value: &Value,
-    view: &View<'_>,
-    set: &mut impl FnMut(&str, Value),
-) -> Result<(), ControlError> {
-    match value {
-        Value::Object(range) => {
-            let fields = ("target_temperature_low", "target_temperature_high");
-            clamped_range(range, SET_TEMPERATURE_VALUE, view, fields, set)?;
+/// What `command` with `value` asks for. Setpoints are taken as sent (°C, clamped to the
+/// thermostat's bounds, not rounded) and leave the mode alone, as the Python server did.
+pub fn intent(command: Command, value: &Value) -> Result<Intent, ControlError> {
+    Ok(match command {
+        Command::SetTemperature => match value {
+            Value::Object(range) => {
+                let (low, high) = low_high(range, SET_TEMPERATURE_VALUE)?;
+                Intent::Range {
+                    low,
+                    high,
+                    switch_mode: false,
+                    step: Step::Exact,
+                }
+            }
+            v => Intent::Target {
+                celsius: number(v).ok_or_else(|| invalid(SET_TEMPERATURE_VALUE))?,
+                mode: SetpointMode::Unchanged,
+                step: Step::Exact,
+            },
+        },
+        Command::SetMode => {
+            let Some(asked) = value.as_str() else {
+                return Err(ControlError::Invalid(format!(
+                    "set_mode value must be a string: one of {MODES}"
+                )));
+            };
+            Intent::Mode(Mode::parse(asked)?)
         }
-        v => {
-            let c = number(v).ok_or_else(|| invalid(SET_TEMPERATURE_VALUE))?;
-            set(
-                "target_temperature",
-                json_number(view.clamp("target_temperature", c)),
-            );
+        Command::SetAway => Intent::Away(
+            value
+                .as_bool()
+                .ok_or_else(|| invalid("set_away value must be true or false"))?,
+        ),
+        Command::SetFan => Intent::Fan(fan(value)?),
+        Command::SetEcoTemperatures => {
+            let Value::Object(range) = value else {
+                return Err(invalid(SET_ECO_VALUE));
+            };
+            if range.is_empty() {
+                return Err(ControlError::NoValues);
+            }
+            let (low, high) = low_high(range, SET_ECO_VALUE)?;
+            Intent::EcoRange { low, high }
         }
-    }
-    // The thermostat lights its display for a pushed setpoint, then acknowledges it.
-    set("target_change_pending", Value::Bool(true));
-    Ok(())
+        Command::SetSchedule => {
+            Intent::Schedule(schedule::validate(value, schedule::CONTROL_LAST_TIME)?)
+        }
+        Command::SetScheduleMode => Intent::ScheduleMode(
+            value
+                .as_str()
+                .and_then(ScheduleMode::parse)
+                .ok_or_else(|| invalid("set_schedule_mode value must be HEAT, COOL or RANGE"))?,
+        ),
+        Command::SetDeviceSetting => {
+            let Value::Object(fields) = value else {
+                return Err(invalid(
+                    "set_device_setting value must be an object of field names to values",
+                ));
+            };
+            Intent::Settings(settings::validate(fields)?)
+        }
+    })
 }
 
-/// `{"low","high"}` (either or both) written to `fields` after clamping each to the
-/// thermostat's bounds. Low must stay below high: the other one as sent, or else as the
-/// thermostat holds it, is compared after clamping (so 36/40 °C is not stored as 35/35).
-fn clamped_range(
-    range: &JsonMap,
-    usage: &str,
-    view: &View<'_>,
-    (low_field, high_field): (&str, &str),
-    set: &mut impl FnMut(&str, Value),
-) -> Result<(), ControlError> {
+/// `{"low","high"}`, either or both, numbers (or numeric strings); nothing else.
+fn low_high(range: &JsonMap, usage: &str) -> Result<(Option<f64>, Option<f64>), ControlError> {
     if range.is_empty() || range.keys().any(|k| k != "low" && k != "high") {
         return Err(invalid(usage));
     }
-    let read = |k: &str, field: &str| -> Result<Option<f64>, ControlError> {
+    let side = |k: &str| {
         range
             .get(k)
             .map(|v| number(v).ok_or_else(|| invalid(usage)))
             .transpose()
-            .map(|c| c.map(|c| view.clamp(field, c)))
     };
-    let (low, high) = (read("low", low_field)?, read("high", high_field)?);
-    let stored = |field: &str| view.field(field).and_then(Value::as_f64);
-    let effective = (
-        low.or_else(|| stored(low_field)),
-        high.or_else(|| stored(high_field)),
-    );
-    if let (Some(l), Some(h)) = effective {
-        if l >= h {
-            return Err(invalid(
-                "Low temperature must be less than high temperature",
-            ));
-        }
-    }
-    for (field, v) in [(low_field, low), (high_field, high)] {
-        if let Some(c) = v {
-            set(field, json_number(c));
-        }
-    }
-    Ok(())
+    Ok((side("low")?, side("high")?))
 }
-
-/// The Nest `target_temperature_type` for a requested mode, if the thermostat can do it.
-fn mode(value: &Value, view: &View<'_>) -> Result<&'static str, ControlError> {
-    let Some(raw) = value.as_str() else {
-        return Err(ControlError::Invalid(format!(
-            "set_mode value must be a string: one of {MODES}"
-        )));
-    };
-    Ok(thermostat::nest_mode(raw, view)?)
-}
-
-const SET_FAN_VALUE: &str =
-    "set_fan value must be \"on\", \"auto\" (or \"off\"), or a number of seconds from 1 to 43200";
 
 /// A `set_fan` value: `"on"`, `"auto"` or `"off"`, or whole seconds.
 fn fan(value: &Value) -> Result<Fan, ControlError> {
@@ -322,68 +198,33 @@ fn fan(value: &Value) -> Result<Fan, ControlError> {
     }
 }
 
-fn eco_temperatures(
-    value: &Value,
-    view: &View<'_>,
-    set: &mut impl FnMut(&str, Value),
-) -> Result<(), ControlError> {
-    const USAGE: &str =
-        "set_eco_temperatures value must be an object with \"low\" and/or \"high\" numbers (°C)";
-    let Value::Object(range) = value else {
-        return Err(invalid(USAGE));
-    };
-    if range.is_empty() {
-        return Err(ControlError::NoValues);
-    }
-    let fields = ("away_temperature_low", "away_temperature_high");
-    clamped_range(range, USAGE, view, fields, set)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use serde_json::json;
 
-    const NOW: i64 = 1_795_262_650_000;
-
-    fn plan_on(command: &str, value: Value, shared: Value, device: Value) -> Result<Write, String> {
-        let (shared, device) = (
-            shared.as_object().cloned().unwrap(),
-            device.as_object().cloned().unwrap(),
-        );
-        let target = Target {
-            serial: "S",
-            view: View {
-                shared: Some(&shared),
-                device: Some(&device),
-            },
-            structure_key: "structure.default",
-            now_ms: NOW,
-        };
-        plan(Command::of(command).unwrap(), &value, &target).map_err(|e| e.status_and_message().1)
-    }
-
-    fn run(command: &str, value: Value) -> Result<Write, String> {
-        plan_on(command, value, json!({}), json!({"has_fan": true}))
-    }
-
-    fn values(w: Result<Write, String>) -> Value {
-        Value::Object(w.unwrap().values)
+    fn parse(command: &str, value: Value) -> Result<Intent, String> {
+        intent(Command::of(command).unwrap(), &value).map_err(|e| e.status_and_message().1)
     }
 
     #[test]
-    fn set_temperature_clamps_and_marks_pending() {
+    fn set_temperature_is_a_setpoint_or_a_range_taken_as_sent() {
         assert_eq!(
-            values(run("set_temperature", json!(21.5))),
-            json!({"target_temperature": 21.5, "target_change_pending": true})
+            parse("set_temperature", json!("21.5")),
+            Ok(Intent::Target {
+                celsius: 21.5,
+                mode: SetpointMode::Unchanged,
+                step: Step::Exact
+            })
         );
         assert_eq!(
-            values(run("set_temperature", json!(40))),
-            json!({"target_temperature": 35.0, "target_change_pending": true})
-        );
-        assert_eq!(
-            values(run("set_temperature", json!({"low": 3, "high": 24}))),
-            json!({"target_temperature_low": 7.222, "target_temperature_high": 24.0, "target_change_pending": true})
+            parse("set_temperature", json!({"high": 24})),
+            Ok(Intent::Range {
+                low: None,
+                high: Some(24.0),
+                switch_mode: false,
+                step: Step::Exact
+            })
         );
         for bad in [
             json!(null),
@@ -395,121 +236,33 @@ mod tests {
             json!({"lo": 1}),
         ] {
             assert_eq!(
-                run("set_temperature", bad).unwrap_err(),
-                SET_TEMPERATURE_VALUE
+                parse("set_temperature", bad),
+                Err(SET_TEMPERATURE_VALUE.into())
             );
         }
-        for clash in [
-            json!({"low": 24, "high": 20}),
-            // Both clamp to 35 °C.
-            json!({"low": 36, "high": 40}),
-        ] {
-            assert_eq!(
-                run("set_temperature", clash).unwrap_err(),
-                "Low temperature must be less than high temperature"
-            );
-        }
-        // One side alone is compared with the thermostat's other one.
-        let shared = json!({"target_temperature_low": 19.0, "target_temperature_high": 24.0});
-        assert_eq!(
-            plan_on(
-                "set_temperature",
-                json!({"low": 25}),
-                shared.clone(),
-                json!({})
-            )
-            .unwrap_err(),
-            "Low temperature must be less than high temperature"
-        );
-        assert!(plan_on("set_temperature", json!({"low": 20}), shared, json!({})).is_ok());
-        assert_eq!(
-            run("set_eco_temperatures", json!({"low": 1, "high": 5})).unwrap_err(),
-            "Low temperature must be less than high temperature"
-        );
     }
 
     #[test]
-    fn set_mode_maps_and_checks_capabilities() {
-        for (asked, nest) in [
-            ("heat-cool", "range"),
-            ("heat_cool", "range"),
-            ("AUTO", "range"),
-            ("off", "off"),
-            ("Cool", "cool"),
-        ] {
-            assert_eq!(
-                values(run("set_mode", json!(asked))),
-                json!({"target_temperature_type": nest})
-            );
-        }
-        assert!(
-            run("set_mode", json!("eco"))
-                .unwrap_err()
-                .contains("set_away")
+    fn modes_fans_away_and_their_usage() {
+        assert_eq!(
+            parse("set_mode", json!("heat_cool")),
+            Ok(Intent::Mode(Mode::Range))
         );
         assert_eq!(
-            run("set_mode", json!("turbo")).unwrap_err(),
-            format!("Unknown mode 'turbo'. Valid modes: {MODES}")
+            parse("set_mode", json!("eco")),
+            Err("Eco is not a mode: use set_away (true turns eco on, false turns it off)".into())
         );
         assert_eq!(
-            run("set_mode", json!("emergency")).unwrap_err(),
-            "Device does not have emergency heat (has_emer_heat=false)"
-        );
-        assert_eq!(
-            plan_on(
-                "set_mode",
-                json!("heat-cool"),
-                json!({"can_cool": false}),
-                json!({})
-            )
-            .unwrap_err(),
-            "Device cannot cool (can_cool=false)"
+            parse("set_mode", json!("turbo")),
+            Err(format!("Unknown mode 'turbo'. Valid modes: {MODES}"))
         );
         assert!(
-            run("set_mode", json!(1))
+            parse("set_mode", json!(1))
                 .unwrap_err()
                 .starts_with("set_mode value must be a string")
         );
-    }
-
-    #[test]
-    fn set_away_writes_manual_eco_on_the_structure() {
-        let w = run("set_away", json!(true)).unwrap();
-        assert_eq!(w.key, "structure.default");
-        assert_eq!(
-            Value::Object(w.values),
-            json!({"manual_eco_all": true, "manual_eco_timestamp": NOW / 1000})
-        );
-        assert_eq!(
-            run("set_away", json!("yes")).unwrap_err(),
-            "set_away value must be true or false"
-        );
-    }
-
-    #[test]
-    fn set_fan_needs_a_fan_and_uses_the_thermostats_timer() {
-        let now = NOW / 1000;
-        assert_eq!(
-            values(run("set_fan", json!("auto"))),
-            json!({"fan_timer_timeout": 0})
-        );
-        assert_eq!(
-            values(run("set_fan", json!(900))),
-            json!({"fan_timer_timeout": now + 900})
-        );
-        assert_eq!(
-            values(run("set_fan", json!("on"))),
-            json!({"fan_timer_timeout": now + 3600})
-        );
-        assert_eq!(
-            values(plan_on(
-                "set_fan",
-                json!("on"),
-                json!({}),
-                json!({"has_fan": true, "fan_timer_duration": 900})
-            )),
-            json!({"fan_timer_timeout": now + 900})
-        );
+        assert_eq!(parse("set_fan", json!("OFF")), Ok(Intent::Fan(Fan::Auto)));
+        assert_eq!(parse("set_fan", json!(900)), Ok(Intent::Fan(Fan::For(900))));
         for bad in [
             json!(true),
             json!(0),
@@ -517,36 +270,62 @@ mod tests {
             json!(50_000),
             json!("spin"),
         ] {
-            assert_eq!(run("set_fan", bad).unwrap_err(), SET_FAN_VALUE);
+            assert_eq!(parse("set_fan", bad), Err(SET_FAN_VALUE.into()));
         }
+        assert_eq!(parse("set_away", json!(true)), Ok(Intent::Away(true)));
         assert_eq!(
-            plan_on("set_fan", json!("on"), json!({}), json!({})).unwrap_err(),
-            "Device does not have a fan (has_fan=false)"
+            parse("set_away", json!("yes")),
+            Err("set_away value must be true or false".into())
         );
     }
 
     #[test]
     fn other_commands() {
         assert_eq!(
-            values(run("set_eco_temperatures", json!({"low": 3, "high": 40}))),
-            json!({"away_temperature_low": 7.222, "away_temperature_high": 35.0})
+            parse("set_eco_temperatures", json!({"low": 3})),
+            Ok(Intent::EcoRange {
+                low: Some(3.0),
+                high: None
+            })
         );
         assert_eq!(
-            run("set_eco_temperatures", json!({})).unwrap_err(),
-            "No values to update"
+            parse("set_eco_temperatures", json!({})),
+            Err("No values to update".into())
         );
         assert_eq!(
-            values(run("set_schedule_mode", json!("range"))),
-            json!({"schedule_mode": "RANGE"})
+            parse("set_eco_temperatures", json!([1])),
+            Err(SET_ECO_VALUE.into())
         );
-        let w = run(
-            "set_schedule",
-            json!({"ver": 2, "schedule_mode": "HEAT", "days": {}}),
-        )
-        .unwrap();
-        assert!(w.replace);
-        assert_eq!(w.key, "schedule.S");
-        let w = run("set_device_setting", json!({"learning_mode": false})).unwrap();
-        assert_eq!((w.key.as_str(), w.replace), ("device.S", false));
+        assert_eq!(
+            parse("set_schedule_mode", json!("range")),
+            Ok(Intent::ScheduleMode(ScheduleMode::Range))
+        );
+        assert!(matches!(
+            parse(
+                "set_schedule",
+                json!({"ver": 2, "schedule_mode": "HEAT", "days": {}})
+            ),
+            Ok(Intent::Schedule(_))
+        ));
+        assert_eq!(
+            parse(
+                "set_schedule",
+                json!({"ver": 2, "schedule_mode": "HEAT",
+                       "days": {"0": [{"time": 86400, "type": "HEAT", "temp": 20}]}})
+            ),
+            Err("Day 0 entry 0: time must be a whole number of seconds from 0 to 86399".into())
+        );
+        assert!(matches!(
+            parse("set_device_setting", json!({"learning_mode": false})),
+            Ok(Intent::Settings(_))
+        ));
+        assert_eq!(
+            parse("set_device_setting", json!(5)),
+            Err("set_device_setting value must be an object of field names to values".into())
+        );
+        assert_eq!(
+            parse("set_device_setting", json!({})),
+            Err("No values to update".into())
+        );
     }
 }

@@ -11,7 +11,7 @@ use crate::accounts::AccountsError;
 use crate::http::Response;
 use crate::state::Scope;
 use crate::store::StoreError;
-use crate::thermostat::Refusal;
+use crate::thermostat::{self, Refusal};
 
 #[derive(Debug)]
 pub enum ControlError {
@@ -195,9 +195,25 @@ impl From<AccountsError> for ControlError {
     }
 }
 
+impl ControlError {
+    /// Why the thermostat core did not commit a change to `serial`, in this API's words.
+    pub fn of(e: thermostat::Error, serial: &str) -> ControlError {
+        match e {
+            thermostat::Error::NotFound => ControlError::DeviceNotFound,
+            thermostat::Error::NotClaimed => ControlError::NotClaimed(serial.to_string()),
+            thermostat::Error::Refused(r) => r.into(),
+            thermostat::Error::Storage(e) => ControlError::Storage(e),
+        }
+    }
+}
+
+/// The core's words are this API's: every refusal is a 400 with its text.
 impl From<Refusal> for ControlError {
     fn from(r: Refusal) -> Self {
-        ControlError::Invalid(r.0)
+        match r {
+            Refusal::NothingToChange => ControlError::NoValues,
+            r => ControlError::Invalid(r.to_string()),
+        }
     }
 }
 

@@ -1,4 +1,4 @@
-//! Reading what control-API callers send: JSON bodies, serials, numbers.
+//! Reading what control-API callers send: JSON bodies and serials.
 
 use serde_json::Value;
 
@@ -59,23 +59,9 @@ pub fn known(app: &App, serial: String) -> Result<String, ControlError> {
     }
 }
 
-/// A finite number: a JSON number, or a string holding a plain decimal number (the Python
-/// server accepted `"21.5"`). `NaN`, `Infinity`, booleans and null are not numbers.
-pub fn number(v: &Value) -> Option<f64> {
-    let n = match v {
-        Value::Number(n) => n.as_f64(),
-        Value::String(s) => serde_json::from_str::<serde_json::Number>(s.trim())
-            .ok()
-            .and_then(|n| n.as_f64()),
-        _ => None,
-    }?;
-    n.is_finite().then_some(n)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
 
     #[test]
     fn serials_are_validated_not_cleaned() {
@@ -90,23 +76,6 @@ mod tests {
                 matches!(serial(bad), Err(ControlError::InvalidSerial)),
                 "{bad}"
             );
-        }
-    }
-
-    #[test]
-    fn numbers() {
-        assert_eq!(number(&json!(21.5)), Some(21.5));
-        assert_eq!(number(&json!("21.5")), Some(21.5));
-        for bad in [
-            json!(null),
-            json!(true),
-            json!("abc"),
-            json!("NaN"),
-            json!("Infinity"),
-            json!("1e999"),
-            json!([1]),
-        ] {
-            assert_eq!(number(&bad), None, "{bad}");
         }
     }
 }

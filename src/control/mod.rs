@@ -20,12 +20,11 @@ mod history;
 pub(crate) mod input;
 mod live;
 mod onboard;
-pub mod settings;
 pub mod status;
 
 use std::sync::Arc;
 
-pub use command::{Command, Target, Write, plan};
+pub use command::Command;
 pub use error::{ControlError, Shape};
 
 use crate::accounts::keys;

@@ -22,10 +22,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::app::App;
-use crate::control::status;
 use crate::hub::ChangeEvent;
-use crate::state::structure_key;
-use crate::thermostat::{COOLING_FLAGS, HEATING_FLAGS};
+use crate::thermostat::{self, COOLING_FLAGS, HEATING_FLAGS, status};
 use crate::util::clock;
 
 use file::Segment;
@@ -52,7 +50,7 @@ pub struct Sample {
 }
 
 impl Sample {
-    /// From a `/status` record (so history reads a thermostat as every API does).
+    /// From a status record (so history reads a thermostat as every surface does).
     pub fn from_record(record: &Value, t: i64) -> Sample {
         let number = |f: &str| record.get(f).and_then(Value::as_f64);
         let hvac = |flags: &[&str]| {
@@ -82,12 +80,8 @@ impl Sample {
 /// A thermostat's sample now, if it is known and reports a temperature.
 pub fn sample_now(app: &App, serial: &str) -> Option<Sample> {
     let now_ms = clock::now_ms();
-    app.state
-        .read_device(serial, |data| {
-            let record = status::derive(serial, data, &structure_key(None), now_ms);
-            Sample::from_record(&record, now_ms.div_euclid(1000))
-        })
-        .filter(|s| s.temp.is_some())
+    let record = status::derive(&thermostat::view(&app.state, serial)?, now_ms);
+    Some(Sample::from_record(&record, now_ms.div_euclid(1000))).filter(|s| s.temp.is_some())
 }
 
 /// Seconds of heating and of cooling in `samples` (oldest first): each sample's state is

@@ -8,7 +8,7 @@ use crate::accounts::access::Denied;
 use crate::http::Response;
 use crate::state::Scope;
 use crate::store::StoreError;
-use crate::thermostat::Refusal;
+use crate::thermostat::{self, Refusal};
 use crate::util::clock;
 
 #[derive(Debug)]
@@ -104,9 +104,38 @@ impl From<Denied> for HostedError {
     }
 }
 
+/// The core's refusals in this API's words: where a refusal is about a field this API names
+/// (`mode`, `temp_min`/`temp_max`) or an endpoint, the text says so.
 impl From<Refusal> for HostedError {
     fn from(r: Refusal) -> Self {
-        HostedError::Invalid(r.0)
+        HostedError::Invalid(match r {
+            Refusal::EcoIsNotAMode => {
+                "Eco is not a mode: use POST /thermostat/{deviceId}/away (true turns eco on)".into()
+            }
+            Refusal::NotHeatingOrCooling(mode) => format!(
+                "mode is required (\"heat\" or \"cool\"): the thermostat is in {} mode",
+                mode.as_deref().unwrap_or("no")
+            ),
+            Refusal::LockLowNotBelowHigh => {
+                "temp_min must be less than temp_max (after clamping to the thermostat's range)"
+                    .into()
+            }
+            r => r.to_string(),
+        })
+    }
+}
+
+impl From<thermostat::Error> for HostedError {
+    fn from(e: thermostat::Error) -> Self {
+        match e {
+            // The caller's relation was checked first; pairing without a claim has no owner,
+            // hence no relation, so it cannot reach here.
+            thermostat::Error::NotFound | thermostat::Error::NotClaimed => {
+                HostedError::DeviceNotFound
+            }
+            thermostat::Error::Refused(r) => r.into(),
+            thermostat::Error::Storage(e) => HostedError::Storage(e),
+        }
     }
 }
 

@@ -20,6 +20,7 @@ use crate::accounts::keys;
 use crate::app::App;
 use crate::http::{Method, Request, Response, percent_decode};
 use crate::state::{ApiKey, Scope};
+use crate::thermostat::BucketKind;
 use crate::util::clock;
 
 pub const PREFIX: &str = "/api/v1";
@@ -99,6 +100,15 @@ impl Action {
             _ => Need::Write,
         }
     }
+
+    /// The bucket a write's answer reports, as the hosted documentation names it.
+    fn reports(self) -> BucketKind {
+        match self {
+            Action::Fan | Action::Lock => BucketKind::Device,
+            Action::PutSchedule => BucketKind::Schedule,
+            _ => BucketKind::Shared,
+        }
+    }
 }
 
 /// The action and (for thermostat routes) the `{deviceId}` of a path under `/api/v1`.
@@ -167,15 +177,11 @@ fn route(app: &App, req: &Request, key: &ApiKey) -> Result<Response, HostedError
         Action::Devices => Ok(read::devices(app, key)),
         Action::Status => read::status(app, &target),
         Action::GetSchedule => read::schedule(app, &target),
-        Action::PutSchedule => write::schedule(app, &target, &req.body),
-        Action::Temperature => write::temperature(app, &target, &req.body),
-        Action::Range => write::range(app, &target, &req.body),
-        Action::Away => write::away(app, &target, &req.body, "away"),
-        Action::Eco => write::away(app, &target, &req.body, "enabled"),
-        Action::Lock => write::lock(app, &target, &req.body),
-        Action::Mode => write::mode(app, &target, &req.body),
-        Action::Fan => write::fan(app, &target, &req.body),
         Action::Unlink => write::unlink(app, &target, key),
+        write => {
+            let intent = write::intent(write, &req.body)?;
+            write::commit(app, &target, &intent, write.reports())
+        }
     }
 }
 

@@ -7,9 +7,8 @@ use super::{HostedError, Target};
 use crate::accounts::access;
 use crate::app::App;
 use crate::http::Response;
-use crate::state::{ApiKey, Bucket, Compact, DeviceData, structure_key};
-use crate::thermostat::names;
-use crate::thermostat::rules::View;
+use crate::state::{ApiKey, Bucket, Compact, structure_key};
+use crate::thermostat::{self, View, names};
 
 /// `{"id","serial","name"}`: the id is the thermostat's stable UUID (its serial if it has none
 /// yet); the name is what the user called it, or null.
@@ -20,23 +19,11 @@ pub struct Summary {
     pub name: Option<String>,
 }
 
-pub fn summary(serial: &str, data: &DeviceData) -> Summary {
-    let value = |k: String| data.buckets.get(&k).map(|b| b.value.to_map());
-    let (shared, device) = (
-        value(format!("shared.{serial}")),
-        value(format!("device.{serial}")),
-    );
-    let view = View {
-        shared: shared.as_ref(),
-        device: device.as_ref(),
-    };
+pub fn summary(view: &View) -> Summary {
     Summary {
-        id: data
-            .meta
-            .as_ref()
-            .map_or_else(|| serial.to_string(), |m| m.id.clone()),
-        serial: serial.to_string(),
-        name: names::name(&view),
+        id: view.id.clone().unwrap_or_else(|| view.serial.clone()),
+        serial: view.serial.clone(),
+        name: names::name(view),
     }
 }
 
@@ -53,7 +40,7 @@ pub fn devices(app: &App, key: &ApiKey) -> Response {
             let relation = app
                 .state
                 .accounts(|a| access::relation(a, &serial, &key.user, open_mode))?;
-            let summary = app.state.read_device(&serial, |d| summary(&serial, d))?;
+            let summary = summary(&thermostat::view(&app.state, &serial)?);
             Some(json!({
                 "id": summary.id,
                 "serial": summary.serial,
@@ -95,7 +82,8 @@ pub fn status(app: &App, target: &Target) -> Result<Response, HostedError> {
                     state.insert(key.clone(), entry(b));
                 }
             }
-            json!({"device": summary(serial, d), "state": state})
+            let view = View::of(serial, d, owner.as_deref());
+            json!({"device": summary(&view), "state": state})
         })
         .ok_or(HostedError::DeviceNotFound)?;
     Ok(Response::json(200, &body))
@@ -114,16 +102,15 @@ fn entry(b: &Bucket) -> Value {
 /// whole body is accepted by `PUT .../schedule`, so a schedule can be copied between
 /// thermostats.
 pub fn schedule(app: &App, target: &Target) -> Result<Response, HostedError> {
-    let serial = &target.serial;
-    let body = app
+    let view = thermostat::view(&app.state, &target.serial).ok_or(HostedError::DeviceNotFound)?;
+    let schedule = app
         .state
-        .read_device(serial, |d| {
-            let schedule = d
-                .buckets
-                .get(&format!("schedule.{serial}"))
-                .map(|b| Value::Object(b.value.to_map()));
-            json!({"device": summary(serial, d), "schedule": schedule})
+        .read_device(&target.serial, |d| {
+            d.buckets
+                .get(&format!("schedule.{}", target.serial))
+                .map(|b| Value::Object(b.value.to_map()))
         })
         .ok_or(HostedError::DeviceNotFound)?;
+    let body = json!({"device": summary(&view), "schedule": schedule});
     Ok(Response::json(200, &body))
 }

@@ -1,112 +1,75 @@
-//! The hosted API's writes. Each reads its body, plans the bucket changes against the
-//! thermostat's current state (capabilities, safety bounds), and commits them as one
-//! server-side change, answering the command result for the bucket it documents:
+//! The hosted API's writes: each endpoint's body parsed into the thermostat core's intent,
+//! committed through it as one server-side change, and answered with the command result for
+//! the bucket the endpoint documents:
 //! `{"success":true,"message":"Command handled","device","object","revision","timestamp"}`.
 //!
-//! Where a real client sends a documented variant and the meaning is unambiguous, it is
-//! accepted: `mode` left out of a temperature (the iOS app), `heatValue`/`coolValue` for a
-//! range (hanle), fan `{"enabled"}` (the iOS app), `POST .../eco {"enabled"}` (hanle).
+//! Setpoints are in °C (or °F with `"scale":"F"`), rounded to 0.5 °C within the thermostat's
+//! safety bounds. Where a real client sends a documented variant and the meaning is
+//! unambiguous, it is accepted: `mode` left out of a temperature (the iOS app),
+//! `heatValue`/`coolValue` for a range (hanle), fan `{"enabled"}` (the iOS app),
+//! `POST .../eco {"enabled"}` (hanle).
 
 use base64::Engine;
 use serde_json::{Value, json};
 
-use super::{HostedError, Target};
+use super::{Action, HostedError, Target};
 use crate::accounts;
 use crate::app::App;
 use crate::http::Response;
-use crate::hub::Origin;
-use crate::state::{ApiKey, Stamp, structure_key};
-use crate::thermostat::rules::View;
-use crate::thermostat::{self, Fan, MAX_FAN_SECONDS, json_number, schedule as schedules};
+use crate::state::ApiKey;
+use crate::thermostat::{
+    self, BucketKind, Fan, Intent, Lock, MAX_FAN_SECONDS, Mode, SetpointMode, Step,
+    schedule as schedules,
+};
 use crate::util::JsonMap;
 
-/// One bucket change of a command.
-struct Change {
-    key: String,
-    values: JsonMap,
-    /// Replace the whole value (a schedule) instead of merging.
-    replace: bool,
-}
-
-impl Change {
-    fn merge(key: String, values: JsonMap) -> Change {
-        Change {
-            key,
-            values,
-            replace: false,
-        }
-    }
-}
-
-/// What a plan sees: the thermostat's state and the time.
-struct Plan<'a> {
-    serial: &'a str,
-    view: View<'a>,
-    now_ms: i64,
-}
-
-impl Plan<'_> {
-    fn shared(&self) -> String {
-        format!("shared.{}", self.serial)
-    }
-
-    fn device(&self) -> String {
-        format!("device.{}", self.serial)
-    }
-}
-
-/// Commits the changes `plan` returns as one server-side change; the first change is the one
-/// the answer reports.
-fn commit(
+/// Commits `intent` and answers with the write to `reported`, the bucket the endpoint documents.
+pub fn commit(
     app: &App,
     target: &Target,
-    plan: impl FnOnce(&Plan<'_>) -> Result<Vec<Change>, HostedError>,
+    intent: &Intent,
+    reported: BucketKind,
 ) -> Result<Response, HostedError> {
     let serial = target.serial.as_str();
-    let (key, written) = app.state.update_device(serial, Origin::Server, |txn| {
-        // Checked inside the transaction, so a thermostat deleted meanwhile is not recreated.
-        if !txn.exists() {
-            return Err(HostedError::DeviceNotFound);
-        }
-        let changes = {
-            let bucket = |kind: &str| {
-                txn.bucket(&format!("{kind}.{serial}"))
-                    .map(|b| b.value.to_map())
-            };
-            let (shared, device) = (bucket("shared"), bucket("device"));
-            let plan_view = Plan {
-                serial,
-                view: View {
-                    shared: shared.as_ref(),
-                    device: device.as_ref(),
-                },
-                now_ms: txn.now_ms(),
-            };
-            plan(&plan_view)?
-        };
-        let mut first = None;
-        for change in changes {
-            let written = if change.replace {
-                txn.replace(&change.key, change.values, Stamp::Always)
-            } else {
-                txn.merge(&change.key, &change.values, Stamp::Always)
-            };
-            first.get_or_insert((change.key, written));
-        }
-        first.ok_or_else(|| HostedError::Invalid("No values to update".into()))
-    })?;
-    log::info!("{serial}: hosted API wrote {key}");
+    let committed = thermostat::commit(
+        &app.state,
+        serial,
+        intent,
+        app.config.require_device_pairing,
+    )?;
+    let write = committed
+        .write_to(reported)
+        .ok_or_else(|| HostedError::Invalid("No values to update".into()))?;
+    log::info!("{serial}: hosted API wrote {}", write.key);
     Ok(Response::json(
         200,
         &json!({
             "success": true,
             "message": "Command handled",
             "device": serial,
-            "object": key,
-            "revision": written.revision,
-            "timestamp": written.timestamp,
+            "object": write.key,
+            "revision": write.revision,
+            "timestamp": write.timestamp,
         }),
     ))
+}
+
+/// What a write endpoint's body asks for.
+pub fn intent(action: Action, bytes: &[u8]) -> Result<Intent, HostedError> {
+    let body = body(bytes)?;
+    match action {
+        Action::Temperature => temperature(&body),
+        Action::Range => range(&body),
+        Action::Away => away(&body, "away"),
+        Action::Eco => away(&body, "enabled"),
+        Action::Lock => lock(&body),
+        Action::Mode => mode(&body),
+        Action::Fan => fan(&body),
+        Action::PutSchedule => schedule(&body),
+        Action::Devices | Action::Status | Action::GetSchedule | Action::Unlink => {
+            Err(HostedError::MethodNotAllowed)
+        }
+    }
 }
 
 fn body(bytes: &[u8]) -> Result<JsonMap, HostedError> {
@@ -144,18 +107,16 @@ fn to_celsius(body: &JsonMap) -> Result<fn(f64) -> f64, HostedError> {
     }
 }
 
-/// `POST .../temperature {"value","mode"?,"scale"?}`: the heat or cool setpoint, in °C after
-/// conversion, rounded to 0.5 °C within the thermostat's safety bounds. Without `mode`, the
-/// thermostat's current heat or cool mode is used.
-pub fn temperature(app: &App, target: &Target, bytes: &[u8]) -> Result<Response, HostedError> {
-    let body = body(bytes)?;
-    let value = number(&body, "value").ok_or(HostedError::TemperatureNotNumber)?;
-    let convert = to_celsius(&body)?;
-    let asked = match body.get("mode") {
-        None | Some(Value::Null) => None,
+/// `POST .../temperature {"value","mode"?,"scale"?}`: the heat or cool setpoint, with that
+/// mode. Without `mode`, the thermostat's current heat or cool mode is kept.
+fn temperature(body: &JsonMap) -> Result<Intent, HostedError> {
+    let value = number(body, "value").ok_or(HostedError::TemperatureNotNumber)?;
+    let convert = to_celsius(body)?;
+    let mode = match body.get("mode") {
+        None | Some(Value::Null) => SetpointMode::Current,
         Some(Value::String(m)) => match m.trim().to_ascii_lowercase().as_str() {
-            "heat" => Some("heat"),
-            "cool" => Some("cool"),
+            "heat" => SetpointMode::Heat,
+            "cool" => SetpointMode::Cool,
             _ => {
                 return Err(invalid(
                     "mode must be \"heat\" or \"cool\" (use /temperature/range for heat-cool)",
@@ -164,98 +125,42 @@ pub fn temperature(app: &App, target: &Target, bytes: &[u8]) -> Result<Response,
         },
         Some(_) => return Err(invalid("mode must be \"heat\" or \"cool\"")),
     };
-    commit(app, target, |p| {
-        let mode = match asked {
-            Some(m) => m,
-            None => match p
-                .view
-                .field("target_temperature_type")
-                .and_then(Value::as_str)
-            {
-                Some("heat") => "heat",
-                Some("cool") => "cool",
-                current => {
-                    return Err(HostedError::Invalid(format!(
-                        "mode is required (\"heat\" or \"cool\"): the thermostat is in {} mode",
-                        current.unwrap_or("no")
-                    )));
-                }
-            },
-        };
-        thermostat::can_run(mode, &p.view)?;
-        let c = p.view.clamp_to_half("target_temperature", convert(value));
-        let mut values = JsonMap::new();
-        values.insert("target_temperature".into(), json_number(c));
-        values.insert("target_temperature_type".into(), Value::from(mode));
-        // The thermostat lights its display for a pushed setpoint, then acknowledges it.
-        values.insert("target_change_pending".into(), Value::Bool(true));
-        Ok(vec![Change::merge(p.shared(), values)])
+    Ok(Intent::Target {
+        celsius: convert(value),
+        mode,
+        step: Step::Half,
     })
 }
 
 /// `POST .../temperature/range {"low","high","scale"?}` (or `heatValue`/`coolValue`): both
-/// setpoints and heat-cool mode. Low must stay below high after rounding.
-pub fn range(app: &App, target: &Target, bytes: &[u8]) -> Result<Response, HostedError> {
-    const LOW_HIGH: &str = "Low temperature must be less than high temperature";
-    let body = body(bytes)?;
-    let read = |a: &str, b: &str| number(&body, a).or_else(|| number(&body, b));
+/// setpoints and heat-cool mode.
+fn range(body: &JsonMap) -> Result<Intent, HostedError> {
+    let read = |a: &str, b: &str| number(body, a).or_else(|| number(body, b));
     let (Some(low), Some(high)) = (read("low", "heatValue"), read("high", "coolValue")) else {
         return Err(invalid("low and high must be numbers"));
     };
-    let convert = to_celsius(&body)?;
-    let (low, high) = (convert(low), convert(high));
-    if low >= high {
-        return Err(invalid(LOW_HIGH));
-    }
-    commit(app, target, |p| {
-        thermostat::can_run("range", &p.view)?;
-        let low = p.view.clamp_to_half("target_temperature_low", low);
-        let high = p.view.clamp_to_half("target_temperature_high", high);
-        if low >= high {
-            return Err(invalid(LOW_HIGH));
-        }
-        let mut values = JsonMap::new();
-        values.insert("target_temperature_low".into(), json_number(low));
-        values.insert("target_temperature_high".into(), json_number(high));
-        values.insert("target_temperature_type".into(), Value::from("range"));
-        values.insert("target_change_pending".into(), Value::Bool(true));
-        Ok(vec![Change::merge(p.shared(), values)])
+    let convert = to_celsius(body)?;
+    Ok(Intent::Range {
+        low: Some(convert(low)),
+        high: Some(convert(high)),
+        switch_mode: true,
+        step: Step::Half,
     })
 }
 
-/// `POST .../away {"away"}` (and `.../eco {"enabled"}`): manual eco on the thermostat's
-/// structure, which the firmware honours, and `shared.auto_away` 2 or 0, which clients read.
-pub fn away(
-    app: &App,
-    target: &Target,
-    bytes: &[u8],
-    field: &str,
-) -> Result<Response, HostedError> {
-    let body = body(bytes)?;
-    let away = body
-        .get(field)
+/// `POST .../away {"away"}` (and `.../eco {"enabled"}`).
+fn away(body: &JsonMap, field: &str) -> Result<Intent, HostedError> {
+    body.get(field)
         .and_then(Value::as_bool)
-        .ok_or_else(|| HostedError::Invalid(format!("{field} must be true or false")))?;
-    let owner = app
-        .state
-        .accounts(|a| a.owner_of(&target.serial).map(|o| o.user.clone()));
-    let structure = structure_key(owner.as_deref());
-    commit(app, target, |p| {
-        let mut shared = JsonMap::new();
-        shared.insert("auto_away".into(), Value::from(if away { 2 } else { 0 }));
-        Ok(vec![
-            Change::merge(p.shared(), shared),
-            Change::merge(structure, thermostat::away_values(away, p.now_ms)),
-        ])
-    })
+        .map(Intent::Away)
+        .ok_or_else(|| HostedError::Invalid(format!("{field} must be true or false")))
 }
 
 /// `POST .../lock`: `{"enabled":true,"pin_hash","temp_min","temp_max"}` locks the dial to a
 /// range; `{"enabled":false}` unlocks it. `pin_hash` is stored as given (it must be standard
 /// Base64 of a 20-byte SHA-1 digest, which the hosted documentation computes over the 4-digit
 /// PIN followed by the serial); a plaintext `pin` is refused and never stored.
-pub fn lock(app: &App, target: &Target, bytes: &[u8]) -> Result<Response, HostedError> {
-    let body = body(bytes)?;
+fn lock(body: &JsonMap) -> Result<Intent, HostedError> {
     if body.contains_key("pin") {
         return Err(invalid(
             "A plaintext pin is not accepted: send pin_hash, the standard Base64 of SHA-1 of the \
@@ -266,11 +171,8 @@ pub fn lock(app: &App, target: &Target, bytes: &[u8]) -> Result<Response, Hosted
         .get("enabled")
         .and_then(Value::as_bool)
         .ok_or_else(|| invalid("enabled must be true or false"))?;
-    let mut values = JsonMap::new();
     if !enabled {
-        values.insert("temperature_lock".into(), Value::Bool(false));
-        values.insert("temperature_lock_pin_hash".into(), Value::from(""));
-        return commit(app, target, |p| Ok(vec![Change::merge(p.device(), values)]));
+        return Ok(Intent::Lock(Lock::Off));
     }
     let pin_hash = body
         .get("pin_hash")
@@ -281,54 +183,30 @@ pub fn lock(app: &App, target: &Target, bytes: &[u8]) -> Result<Response, Hosted
                 .is_ok_and(|d| d.len() == 20)
         })
         .ok_or_else(|| invalid("pin_hash must be the standard Base64 of a 20-byte SHA-1 digest"))?;
-    let (Some(min), Some(max)) = (number(&body, "temp_min"), number(&body, "temp_max")) else {
+    let (Some(low), Some(high)) = (number(body, "temp_min"), number(body, "temp_max")) else {
         return Err(invalid("temp_min and temp_max must be numbers (°C)"));
     };
-    let pin_hash = pin_hash.to_string();
-    commit(app, target, |p| {
-        // Compared after clamping to the thermostat's bounds, so 36/40 °C is refused rather
-        // than stored as a lock to the single value 35 °C.
-        let low = p.view.clamp("temperature_lock_low_temp", min);
-        let high = p.view.clamp("temperature_lock_high_temp", max);
-        if low >= high {
-            return Err(invalid(
-                "temp_min must be less than temp_max (after clamping to the thermostat's range)",
-            ));
-        }
-        values.insert("temperature_lock".into(), Value::Bool(true));
-        values.insert("temperature_lock_pin_hash".into(), Value::String(pin_hash));
-        values.insert("temperature_lock_low_temp".into(), json_number(low));
-        values.insert("temperature_lock_high_temp".into(), json_number(high));
-        Ok(vec![Change::merge(p.device(), values)])
-    })
+    Ok(Intent::Lock(Lock::On {
+        pin_hash: pin_hash.to_string(),
+        low,
+        high,
+    }))
 }
 
 /// `POST .../mode {"mode"}`: heat, cool, heat-cool or off (and the control API's other names:
 /// heat_cool, range, auto, emergency), if the thermostat's equipment can run it.
-pub fn mode(app: &App, target: &Target, bytes: &[u8]) -> Result<Response, HostedError> {
-    let body = body(bytes)?;
+fn mode(body: &JsonMap) -> Result<Intent, HostedError> {
     let Some(asked) = body.get("mode").and_then(Value::as_str) else {
         return Err(invalid(
             "mode must be a string: \"heat\", \"cool\", \"heat-cool\" or \"off\"",
         ));
     };
-    if asked.trim().eq_ignore_ascii_case("eco") {
-        return Err(invalid(
-            "Eco is not a mode: use POST /thermostat/{deviceId}/away (true turns eco on)",
-        ));
-    }
-    commit(app, target, |p| {
-        let nest = thermostat::nest_mode(asked, &p.view)?;
-        let mut values = JsonMap::new();
-        values.insert("target_temperature_type".into(), Value::from(nest));
-        Ok(vec![Change::merge(p.shared(), values)])
-    })
+    Ok(Intent::Mode(Mode::parse(asked)?))
 }
 
 /// `POST .../fan`: `{"mode":"on"|"auto"|"off"}`, `{"duration": seconds}` (1 to 43200; with
 /// `"mode":"on"` too, as some clients send) or `{"enabled": bool}`.
-pub fn fan(app: &App, target: &Target, bytes: &[u8]) -> Result<Response, HostedError> {
-    let body = body(bytes)?;
+fn fan(body: &JsonMap) -> Result<Intent, HostedError> {
     let mode = match body.get("mode") {
         None | Some(Value::Null) => None,
         Some(Value::String(m)) => match m.trim().to_ascii_lowercase().as_str() {
@@ -338,7 +216,7 @@ pub fn fan(app: &App, target: &Target, bytes: &[u8]) -> Result<Response, HostedE
         },
         Some(_) => return Err(invalid("mode must be \"on\", \"auto\" or \"off\"")),
     };
-    let request = match (body.get("duration"), mode) {
+    let fan = match (body.get("duration"), mode) {
         (Some(d), None | Some(Fan::On)) => {
             let seconds = d
                 .as_f64()
@@ -365,31 +243,22 @@ pub fn fan(app: &App, target: &Target, bytes: &[u8]) -> Result<Response, HostedE
             }
         },
     };
-    commit(app, target, |p| {
-        let until = thermostat::fan_timer_timeout(request, &p.view, p.now_ms)?;
-        let mut values = JsonMap::new();
-        values.insert("fan_timer_timeout".into(), Value::from(until));
-        Ok(vec![Change::merge(p.device(), values)])
-    })
+    Ok(Intent::Fan(fan))
 }
 
 /// `PUT .../schedule {"schedule":{...}}`: replaces the whole schedule. The body of `GET
-/// .../schedule` (with its `device`) is accepted as is.
-pub fn schedule(app: &App, target: &Target, bytes: &[u8]) -> Result<Response, HostedError> {
-    let body = body(bytes)?;
+/// .../schedule` (with its `device`) is accepted as is; times may run to 86400 (the end of the
+/// day), as the hosted documentation says.
+fn schedule(body: &JsonMap) -> Result<Intent, HostedError> {
     let Some(schedule) = body.get("schedule").filter(|s| s.is_object()) else {
         return Err(invalid(
             "schedule is required: send {\"schedule\": {\"ver\": 2, \"name\", \"schedule_mode\", \"days\"}}",
         ));
     };
-    let values = schedules::validate(schedule, schedules::HOSTED_LAST_TIME)?;
-    commit(app, target, |p| {
-        Ok(vec![Change {
-            key: format!("schedule.{}", p.serial),
-            values,
-            replace: true,
-        }])
-    })
+    Ok(Intent::Schedule(schedules::validate(
+        schedule,
+        schedules::HOSTED_LAST_TIME,
+    )?))
 }
 
 /// `DELETE /thermostat/{id}` (owner only): unlinks the thermostat from its owner and ends every

@@ -1,31 +1,23 @@
 //! Command topics: what a message on `{P}/{S}/ha/{cmd}/set` or `{P}/{S}/{bucket}/{field}/set`
-//! asks for, as `/command` commands. Parsing is pure; the bridge runs the result through
-//! [`crate::control::command::execute`], so MQTT gets exactly `/command`'s checks, clamping and
-//! mutation path. Raw field writes are limited to the fields a command can set: the Python server
-//! wrote any field unchecked, which let a typo reach the thermostat.
+//! asks for, as the thermostat core's intents. Parsing is pure; the bridge commits the result
+//! through the core, so MQTT gets exactly the checks, clamping and mutation path of every other
+//! surface. Raw field writes are limited to the fields a control sets: the Python server wrote
+//! any field unchecked, which let a typo reach the thermostat. Setpoints are °C, taken as sent
+//! (clamped, not rounded) and leave the mode alone, as `/command` does.
 
-use serde_json::{Value, json};
+use serde_json::Value;
 
-use crate::control::command::Command;
-use crate::control::input::number;
-use crate::control::settings;
+use crate::thermostat::{
+    Fan, Intent, MAX_FAN_SECONDS, Mode, ScheduleMode, SetpointMode, Step, settings,
+};
+use crate::util::{JsonMap, number};
 
 /// Longest "fan on" run the fan-duration number allows, in minutes (the fan timer's 12 h limit).
-pub const FAN_MINUTES_MAX: i64 = crate::thermostat::MAX_FAN_SECONDS / 60;
+pub const FAN_MINUTES_MAX: i64 = MAX_FAN_SECONDS / 60;
 const FAN_MINUTES_MIN: i64 = 15;
 
-/// What one message asks for.
-#[derive(Clone, Debug, PartialEq)]
-pub enum Request {
-    /// One `/command` command.
-    Run(Command, Value),
-    /// Home Assistant's fan run time, in minutes: stored as the thermostat's
-    /// `fan_timer_duration`, and a fan already running is restarted for the new length.
-    FanDuration(i64),
-}
-
-/// A command topic's serial and request, or why the message is ignored.
-pub fn parse(prefix: &str, topic: &str, payload: &[u8]) -> Result<(String, Request), String> {
+/// A command topic's serial and intent, or why the message is ignored.
+pub fn parse(prefix: &str, topic: &str, payload: &[u8]) -> Result<(String, Intent), String> {
     let rest = topic
         .strip_prefix(prefix)
         .and_then(|r| r.strip_prefix('/'))
@@ -39,36 +31,65 @@ pub fn parse(prefix: &str, topic: &str, payload: &[u8]) -> Result<(String, Reque
         .map_err(|_| format!("{topic}: the payload is not UTF-8"))?
         .trim();
     let serial = serial.to_ascii_uppercase();
-    let request = if kind == "ha" {
+    let intent = if kind == "ha" {
         home_assistant(name, text)
     } else {
-        raw(kind, name, text)
+        raw(kind, name, &raw_value(text))
     }
     .map_err(|why| format!("{topic}: {why}"))?;
-    Ok((serial, request))
+    Ok((serial, intent))
 }
 
-fn home_assistant(command: &str, text: &str) -> Result<Request, String> {
-    let number = || number(&Value::from(text)).ok_or_else(|| format!("{text:?} is not a number"));
+fn target(celsius: f64) -> Intent {
+    Intent::Target {
+        celsius,
+        mode: SetpointMode::Unchanged,
+        step: Step::Exact,
+    }
+}
+
+fn range(low: Option<f64>, high: Option<f64>) -> Intent {
+    Intent::Range {
+        low,
+        high,
+        switch_mode: false,
+        step: Step::Exact,
+    }
+}
+
+fn celsius(v: &Value) -> Result<f64, String> {
+    number(v).ok_or_else(|| format!("{v} is not a number"))
+}
+
+fn mode(v: &Value) -> Result<Intent, String> {
+    let asked = v.as_str().ok_or_else(|| format!("{v} is not a mode"))?;
+    Mode::parse(asked)
+        .map(Intent::Mode)
+        .map_err(|r| r.to_string())
+}
+
+fn home_assistant(command: &str, text: &str) -> Result<Intent, String> {
+    let v = Value::from(text);
     Ok(match command {
-        "mode" => Request::Run(Command::SetMode, Value::from(text)),
-        "target_temperature" => Request::Run(Command::SetTemperature, json!(number()?)),
-        "target_temperature_low" => {
-            Request::Run(Command::SetTemperature, json!({"low": number()?}))
-        }
-        "target_temperature_high" => {
-            Request::Run(Command::SetTemperature, json!({"high": number()?}))
-        }
-        "fan_mode" => Request::Run(Command::SetFan, Value::from(text.to_ascii_lowercase())),
+        "mode" => mode(&v)?,
+        "target_temperature" => target(celsius(&v)?),
+        "target_temperature_low" => range(Some(celsius(&v)?), None),
+        "target_temperature_high" => range(None, Some(celsius(&v)?)),
+        "fan_mode" => match text.to_ascii_lowercase().as_str() {
+            "on" => Intent::Fan(Fan::On),
+            "auto" | "off" => Intent::Fan(Fan::Auto),
+            _ => return Err(format!("unknown fan mode {text:?} (on or auto)")),
+        },
         "preset" => match text.to_ascii_lowercase().as_str() {
             // Nest's eco is what its app calls away: manual eco on the whole home.
-            "away" | "eco" => Request::Run(Command::SetAway, Value::Bool(true)),
-            "home" | "none" => Request::Run(Command::SetAway, Value::Bool(false)),
+            "away" | "eco" => Intent::Away(true),
+            "home" | "none" => Intent::Away(false),
             _ => return Err(format!("unknown preset {text:?} (home, away or eco)")),
         },
+        // Home Assistant's fan run time, in minutes.
         "fan_duration" => {
-            let minutes = number()?.round() as i64;
-            Request::FanDuration(minutes.clamp(FAN_MINUTES_MIN, FAN_MINUTES_MAX))
+            let minutes = celsius(&v)?.round() as i64;
+            Intent::FanRunTime(minutes.clamp(FAN_MINUTES_MIN, FAN_MINUTES_MAX) * 60)
         }
         other => return Err(format!("unknown Home Assistant command {other:?}")),
     })
@@ -79,95 +100,106 @@ fn raw_value(text: &str) -> Value {
     serde_json::from_str(text).unwrap_or_else(|_| Value::from(text))
 }
 
-fn raw(bucket: &str, field: &str, text: &str) -> Result<Request, String> {
-    let v = raw_value(text);
-    let run = |c, v| Ok(Request::Run(c, v));
-    match (bucket, field) {
-        ("shared", "target_temperature") => run(Command::SetTemperature, v),
-        ("shared", "target_temperature_low") => run(Command::SetTemperature, json!({"low": v})),
-        ("shared", "target_temperature_high") => run(Command::SetTemperature, json!({"high": v})),
-        ("shared", "target_temperature_type") => run(Command::SetMode, v),
-        ("shared", "schedule_mode") => run(Command::SetScheduleMode, v),
-        ("device" | "shared" | "structure", "away") => run(Command::SetAway, v),
-        ("device", "fan_timer_active") => match v {
-            Value::Bool(on) => run(Command::SetFan, Value::from(if on { "on" } else { "auto" })),
-            _ => Err("fan_timer_active takes true or false".into()),
-        },
-        ("device", "away_temperature_low") => run(Command::SetEcoTemperatures, json!({"low": v})),
-        ("device", "away_temperature_high") => run(Command::SetEcoTemperatures, json!({"high": v})),
-        ("device", f) if settings::names().any(|n| n == f) => {
-            run(Command::SetDeviceSetting, json!({ f: v }))
+fn raw(bucket: &str, field: &str, v: &Value) -> Result<Intent, String> {
+    Ok(match (bucket, field) {
+        ("shared", "target_temperature") => target(celsius(v)?),
+        ("shared", "target_temperature_low") => range(Some(celsius(v)?), None),
+        ("shared", "target_temperature_high") => range(None, Some(celsius(v)?)),
+        ("shared", "target_temperature_type") => mode(v)?,
+        ("shared", "schedule_mode") => Intent::ScheduleMode(
+            v.as_str()
+                .and_then(ScheduleMode::parse)
+                .ok_or_else(|| format!("{v} is not HEAT, COOL or RANGE"))?,
+        ),
+        ("device" | "shared" | "structure", "away") => {
+            Intent::Away(v.as_bool().ok_or("away takes true or false")?)
         }
-        _ => Err(format!(
-            "{bucket}.{field} cannot be set over MQTT (see the README's command topics)"
-        )),
-    }
+        ("device", "fan_timer_active") => match v {
+            Value::Bool(true) => Intent::Fan(Fan::On),
+            Value::Bool(false) => Intent::Fan(Fan::Auto),
+            _ => return Err("fan_timer_active takes true or false".into()),
+        },
+        ("device", "away_temperature_low") => Intent::EcoRange {
+            low: Some(celsius(v)?),
+            high: None,
+        },
+        ("device", "away_temperature_high") => Intent::EcoRange {
+            low: None,
+            high: Some(celsius(v)?),
+        },
+        ("device", f) if settings::names().any(|n| n == f) => {
+            let mut fields = JsonMap::new();
+            fields.insert(f.to_string(), v.clone());
+            Intent::Settings(settings::validate(&fields).map_err(|r| r.to_string())?)
+        }
+        _ => {
+            return Err(format!(
+                "{bucket}.{field} cannot be set over MQTT (see the README's command topics)"
+            ));
+        }
+    })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn ok(topic: &str, payload: &str) -> (String, Request) {
+    fn ok(topic: &str, payload: &str) -> (String, Intent) {
         parse("nle", topic, payload.as_bytes()).unwrap()
     }
 
     #[test]
-    fn home_assistant_commands_map_to_control_commands() {
+    fn home_assistant_commands_map_to_intents() {
         assert_eq!(
             ok("nle/s1/ha/mode/set", "heat_cool"),
-            (
-                "S1".into(),
-                Request::Run(Command::SetMode, json!("heat_cool"))
-            )
+            ("S1".into(), Intent::Mode(Mode::Range))
         );
         assert_eq!(
             ok("nle/S1/ha/target_temperature/set", "21.5").1,
-            Request::Run(Command::SetTemperature, json!(21.5))
+            target(21.5)
         );
         assert_eq!(
             ok("nle/S1/ha/target_temperature_low/set", "18").1,
-            Request::Run(Command::SetTemperature, json!({"low": 18.0}))
+            range(Some(18.0), None)
         );
-        assert_eq!(
-            ok("nle/S1/ha/fan_mode/set", "ON").1,
-            Request::Run(Command::SetFan, json!("on"))
-        );
-        assert_eq!(
-            ok("nle/S1/ha/preset/set", "eco").1,
-            Request::Run(Command::SetAway, json!(true))
-        );
+        assert_eq!(ok("nle/S1/ha/fan_mode/set", "ON").1, Intent::Fan(Fan::On));
+        assert_eq!(ok("nle/S1/ha/preset/set", "eco").1, Intent::Away(true));
         assert_eq!(
             ok("nle/S1/ha/fan_duration/set", "5000").1,
-            Request::FanDuration(FAN_MINUTES_MAX)
+            Intent::FanRunTime(FAN_MINUTES_MAX * 60)
         );
         assert_eq!(
             ok("nle/S1/ha/fan_duration/set", "29.6").1,
-            Request::FanDuration(30)
+            Intent::FanRunTime(30 * 60)
         );
     }
 
     #[test]
-    fn raw_fields_are_limited_to_what_a_command_sets() {
+    fn raw_fields_are_limited_to_what_a_control_sets() {
         assert_eq!(
             ok("nle/S1/shared/target_temperature_type/set", "range").1,
-            Request::Run(Command::SetMode, json!("range"))
+            Intent::Mode(Mode::Range)
         );
         assert_eq!(
             ok("nle/S1/shared/target_temperature/set", "22").1,
-            Request::Run(Command::SetTemperature, json!(22))
+            target(22.0)
         );
         assert_eq!(
             ok("nle/S1/device/fan_timer_active/set", "true").1,
-            Request::Run(Command::SetFan, json!("on"))
+            Intent::Fan(Fan::On)
         );
+        let setting = |field: &str, v: Value| {
+            let mut m = JsonMap::new();
+            m.insert(field.into(), v);
+            Intent::Settings(m)
+        };
         assert_eq!(
             ok("nle/S1/device/learning_mode/set", "false").1,
-            Request::Run(Command::SetDeviceSetting, json!({"learning_mode": false}))
+            setting("learning_mode", Value::Bool(false))
         );
         assert_eq!(
             ok("nle/S1/device/temperature_scale/set", "F").1,
-            Request::Run(Command::SetDeviceSetting, json!({"temperature_scale": "F"}))
+            setting("temperature_scale", Value::from("F"))
         );
         for (topic, payload) in [
             ("nle/S1/device/current_temperature/set", "30"),
@@ -176,6 +208,8 @@ mod tests {
             ("nle/S1/ha/target_temperature/set", "warm"),
             ("nle/S1/ha/preset/set", "party"),
             ("nle/S1/device/fan_timer_active/set", "yes"),
+            ("nle/S1/device/learning_mode/set", "maybe"),
+            ("nle/S1/shared/target_temperature_type/set", "eco"),
             ("nle/S1/shared/set", "1"),
             ("other/S1/ha/mode/set", "heat"),
             ("nle/S1/ha/mode", "heat"),

@@ -31,7 +31,7 @@ impl Fingerprint {
                 .record
                 .get("name")
                 .and_then(Value::as_str)
-                .unwrap_or(&s.serial)
+                .unwrap_or(s.serial())
                 .to_string(),
             can_heat: flag("can_heat", true),
             can_cool: flag("can_cool", true),

@@ -4,9 +4,10 @@
 //! One thread, the bridge, owns the connection. It learns of changes from the hub's watch
 //! channel (which never blocks a committer: a bridge that falls behind misses events, and its
 //! periodic resync catches up), recomputes the thermostat's topics and publishes only those whose
-//! payload changed. Commands arriving from the broker run through
-//! [`crate::control::command::execute`], the `/command` path. A broker that is down or slow
-//! therefore only delays MQTT: the device protocol and the control API never wait for it.
+//! payload changed. Commands arriving from the broker are parsed into the thermostat core's
+//! intents ([`commands`]) and committed through it, as every surface's are. A broker that is
+//! down or slow therefore only delays MQTT: the device protocol and the control API never wait
+//! for it.
 //!
 //! - Everything published is retained. On each (re)connect the bridge republishes it all, so a
 //!   broker restarted without persistence is repopulated, and clears what vanished meanwhile
@@ -35,17 +36,12 @@ use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
 
 use crossbeam_channel::{Receiver, Sender, bounded, select};
-use serde_json::{Value, json};
 
 use crate::app::App;
 use crate::config::MqttConfig;
-use crate::control::command::{Command, execute};
-use crate::control::error::ControlError;
-use crate::control::status;
 use crate::hub::ChangeEvent;
-use crate::state::structure_key;
+use crate::thermostat::{self, View, status};
 use crate::util::clock;
-use commands::Request;
 use discovery::{Fingerprint, Prefixes};
 use link::{Inbound, Link};
 use state_topics::Snapshot;
@@ -327,20 +323,14 @@ impl Bridge {
             return None;
         }
         let available = self.available(serial, held);
-        let structure = structure_key(owner.as_deref());
-        self.app.state.read_device(serial, |data| {
-            let bucket = |kind: &str| {
-                data.buckets
-                    .get(&format!("{kind}.{serial}"))
-                    .map(|b| b.value.to_map())
-            };
-            Snapshot {
-                serial: serial.to_string(),
-                device: bucket("device"),
-                shared: bucket("shared"),
-                record: status::derive(serial, data, &structure, clock::now_ms()),
-                available,
-            }
+        let view = self
+            .app
+            .state
+            .read_device(serial, |data| View::of(serial, data, owner.as_deref()))?;
+        Some(Snapshot {
+            record: status::derive(&view, clock::now_ms()),
+            view,
+            available,
         })
     }
 
@@ -466,42 +456,23 @@ impl Bridge {
             );
             return;
         }
-        let (serial, request) = match commands::parse(&self.config.topic_prefix, topic, payload) {
+        let (serial, intent) = match commands::parse(&self.config.topic_prefix, topic, payload) {
             Ok(parsed) => parsed,
             Err(why) => {
                 log::warn!("MQTT: ignored {why}");
                 return;
             }
         };
-        let result = match &request {
-            Request::Run(command, value) => {
-                execute(&self.app, &serial, *command, value).map(|_| ())
-            }
-            Request::FanDuration(minutes) => self.fan_duration(&serial, *minutes),
-        };
+        let result = thermostat::commit(
+            &self.app.state,
+            &serial,
+            &intent,
+            self.app.config.require_device_pairing,
+        );
         match result {
-            Ok(()) => log::info!("MQTT: {topic} ran"),
-            Err(e) => log::warn!("MQTT: {topic} refused: {}", e.status_and_message().1),
+            Ok(_) => log::info!("MQTT: {topic} ran"),
+            Err(why) => log::warn!("MQTT: {topic} refused: {why}"),
         }
-    }
-
-    /// Stores the fan run time; a fan running now is restarted for the new length. Two writes,
-    /// each from the state as it then is (the Python server's second write undid the first).
-    fn fan_duration(&self, serial: &str, minutes: i64) -> Result<(), ControlError> {
-        let seconds = minutes * 60;
-        execute(
-            &self.app,
-            serial,
-            Command::SetDeviceSetting,
-            &json!({"fan_timer_duration": seconds}),
-        )?;
-        let running = status::record(&self.app, serial)
-            .and_then(|r| r.get("fan_timer_active").and_then(Value::as_bool))
-            .unwrap_or(false);
-        if running {
-            execute(&self.app, serial, Command::SetFan, &Value::from(seconds))?;
-        }
-        Ok(())
     }
 }
 

@@ -7,30 +7,23 @@
 
 use serde_json::Value;
 
-use crate::control::input::number;
-use crate::thermostat::rules::{View, truthy};
-use crate::thermostat::{COOLING_FLAGS, HEATING_FLAGS, fan_run_seconds, json_number};
-use crate::util::JsonMap;
+use crate::thermostat::view::truthy;
+use crate::thermostat::{COOLING_FLAGS, HEATING_FLAGS, View, fan_run_seconds, json_number};
+use crate::util::number;
 
 /// A thermostat as MQTT sees it, read once per publication.
 #[derive(Clone, Debug, Default)]
 pub struct Snapshot {
-    pub serial: String,
-    pub device: Option<JsonMap>,
-    pub shared: Option<JsonMap>,
-    /// The `/status` record (see [`crate::control::status::derive`]): name, mode, away, hvac
-    /// flags and capabilities, derived the same way for every API.
+    pub view: View,
+    /// The status record (see [`crate::thermostat::status`]): name, mode, away, hvac flags and
+    /// capabilities, derived the same way for every surface.
     pub record: Value,
     pub available: bool,
 }
 
 impl Snapshot {
-    /// The buckets as the thermostat rules read them.
-    pub fn view(&self) -> View<'_> {
-        View {
-            shared: self.shared.as_ref(),
-            device: self.device.as_ref(),
-        }
+    pub fn serial(&self) -> &str {
+        &self.view.serial
     }
 
     fn flag(&self, name: &str) -> bool {
@@ -64,7 +57,7 @@ pub fn payload(v: &Value) -> String {
 /// each of their fields.
 pub fn raw(s: &Snapshot) -> Vec<(String, String)> {
     let mut out = Vec::new();
-    for (kind, bucket) in [("device", &s.device), ("shared", &s.shared)] {
+    for (kind, bucket) in [("device", &s.view.device), ("shared", &s.view.shared)] {
         let Some(bucket) = bucket else { continue };
         out.push((kind.to_string(), Value::Object(bucket.clone()).to_string()));
         // A field name that cannot be one topic level (empty, long, a `/`, a wildcard or a
@@ -94,7 +87,7 @@ const TARGETS: [&str; 3] = [
 /// `(topic suffix after {P}/{S}/ha/, payload)` for Home Assistant. Published once both the
 /// `device` and `shared` buckets exist; a topic whose source field is missing is left out.
 pub fn home_assistant(s: &Snapshot, now_s: i64) -> Vec<(&'static str, String)> {
-    if s.device.is_none() || s.shared.is_none() {
+    if s.view.device.is_none() || s.view.shared.is_none() {
         return Vec::new();
     }
     let mut out: Vec<(&'static str, String)> = Vec::new();
@@ -103,7 +96,7 @@ pub fn home_assistant(s: &Snapshot, now_s: i64) -> Vec<(&'static str, String)> {
             out.push((suffix, payload(&v)));
         }
     };
-    let view = s.view();
+    let view = &s.view;
     let r = |f: &str| s.record.get(f).cloned();
     let d = |f: &str| view.device_field(f).cloned();
     let text = |v: Option<Value>| v.map(|v| Value::String(payload(&v).to_ascii_lowercase()));
@@ -234,7 +227,7 @@ pub fn home_assistant(s: &Snapshot, now_s: i64) -> Vec<(&'static str, String)> {
         );
         put(
             "fan_duration",
-            Some(Value::from(fan_run_seconds(&view) / 60)),
+            Some(Value::from(fan_run_seconds(view) / 60)),
         );
     }
     out
@@ -266,9 +259,7 @@ mod tests {
 
     fn snapshot(device: Value, shared: Value, record: Value) -> Snapshot {
         Snapshot {
-            serial: "S".into(),
-            device: device.as_object().cloned(),
-            shared: shared.as_object().cloned(),
+            view: crate::thermostat::view::tests::view(shared, device),
             record,
             available: true,
         }

@@ -12,8 +12,7 @@ use std::collections::BTreeMap;
 use std::net::Ipv4Addr;
 
 use crate::state::State;
-use crate::thermostat::names;
-use crate::thermostat::rules::View;
+use crate::thermostat::{View, names};
 
 /// What this server knows of the thermostat at an address: found by the `local_ip` its
 /// device bucket reports.
@@ -34,26 +33,18 @@ pub fn known_at(state: &State, ips: &[Ipv4Addr]) -> BTreeMap<Ipv4Addr, Known> {
     }
     for serial in state.serials() {
         let seen = state.read_device(&serial, |d| {
-            let device_bucket = d.buckets.get(&format!("device.{serial}"))?;
-            let device = device_bucket.value.to_map();
-            let ip: Ipv4Addr = device.get("local_ip")?.as_str()?.parse().ok()?;
+            let updated = d.buckets.get(&format!("device.{serial}"))?.updated_at;
+            let view = View::of(&serial, d, None);
+            let ip: Ipv4Addr = view.device_field("local_ip")?.as_str()?.parse().ok()?;
             if !ips.contains(&ip) {
                 return None;
             }
-            let shared = d
-                .buckets
-                .get(&format!("shared.{serial}"))
-                .map(|b| b.value.to_map());
-            let view = View {
-                shared: shared.as_ref(),
-                device: Some(&device),
-            };
             let known = Known {
                 serial: serial.clone(),
                 name: names::name(&view),
-                api_key: d.meta.as_ref().and_then(|m| m.api_key.clone()),
+                api_key: view.api_key.clone(),
             };
-            Some((ip, device_bucket.updated_at, known))
+            Some((ip, updated, known))
         });
         if let Some(Some((ip, updated, known))) = seen {
             if found.get(&ip).is_none_or(|(newest, _)| *newest < updated) {

@@ -2,12 +2,12 @@
 
 use serde_json::Value;
 
-use super::rules::View;
+use super::view::View;
 
 /// The name a user gave the thermostat: `shared.label`, else `shared.name` (non-empty), else
 /// the room it was installed in (`device.where_id`); `None` when it was never named.
-pub fn name(view: &View<'_>) -> Option<String> {
-    let shared = |f: &str| view.shared.and_then(|m| m.get(f)).and_then(Value::as_str);
+pub fn name(view: &View) -> Option<String> {
+    let shared = |f: &str| view.shared_field(f).and_then(Value::as_str);
     [shared("label"), shared("name")]
         .into_iter()
         .flatten()

@@ -16,7 +16,7 @@
 
 use serde_json::Value;
 
-use super::Refusal;
+use super::refusal::Refusal;
 use crate::util::JsonMap;
 
 pub const MIN_C: f64 = 4.5;
@@ -31,7 +31,7 @@ pub const CONTROL_LAST_TIME: u32 = 86_399;
 pub const HOSTED_LAST_TIME: u32 = 86_400;
 
 fn invalid(text: impl Into<String>) -> Refusal {
-    Refusal(text.into())
+    Refusal::Invalid(text.into())
 }
 
 /// The canonical value to store: `{"ver":2,"name","schedule_mode","days"}`. Entry times run
@@ -218,7 +218,7 @@ mod tests {
 
     fn message(v: Value) -> String {
         match validate(&v, CONTROL_LAST_TIME) {
-            Err(Refusal(m)) => m,
+            Err(Refusal::Invalid(m)) => m,
             other => panic!("expected a refusal, got {other:?}"),
         }
     }

@@ -1,9 +1,8 @@
-//! `set_device_setting`: the device-bucket fields a server may write (the firmware accepts
-//! them from the cloud), each with the kind of value it takes.
+//! Device settings: the device-bucket fields a server may write (the firmware accepts them
+//! from the cloud), each with the kind of value it takes.
 
-use serde_json::Value;
-
-use super::ControlError;
+use super::refusal::Refusal;
+use crate::util::JsonMap;
 
 #[derive(Clone, Copy, Debug, PartialEq)]
 enum Kind {
@@ -69,16 +68,11 @@ pub fn names() -> impl Iterator<Item = &'static str> {
     FIELDS.iter().map(|(n, _)| *n)
 }
 
-/// Checks a `set_device_setting` value: an object of whitelisted fields with values of the
-/// right kind. Returns the fields to merge into `device.S`.
-pub fn validate(value: &Value) -> Result<crate::util::JsonMap, ControlError> {
-    let Value::Object(fields) = value else {
-        return Err(ControlError::Invalid(
-            "set_device_setting value must be an object of field names to values".into(),
-        ));
-    };
+/// Checks device settings: whitelisted fields with values of the right kind. Returns the
+/// fields to merge into `device.S`.
+pub fn validate(fields: &JsonMap) -> Result<JsonMap, Refusal> {
     if fields.is_empty() {
-        return Err(ControlError::NoValues);
+        return Err(Refusal::NothingToChange);
     }
     let unknown: Vec<&str> = fields
         .keys()
@@ -86,7 +80,7 @@ pub fn validate(value: &Value) -> Result<crate::util::JsonMap, ControlError> {
         .map(String::as_str)
         .collect();
     if !unknown.is_empty() {
-        return Err(ControlError::Invalid(format!(
+        return Err(Refusal::Invalid(format!(
             "Fields not cloud-writable: {}. Only device bucket mode-2 fields are accepted.",
             unknown.join(", ")
         )));
@@ -110,7 +104,7 @@ pub fn validate(value: &Value) -> Result<crate::util::JsonMap, ControlError> {
                 Kind::Text => "a string".to_string(),
                 Kind::Scale => "\"C\" or \"F\"".to_string(),
             };
-            return Err(ControlError::Invalid(format!("{name} must be {expected}")));
+            return Err(Refusal::Invalid(format!("{name} must be {expected}")));
         }
     }
     Ok(fields.clone())
@@ -119,18 +113,25 @@ pub fn validate(value: &Value) -> Result<crate::util::JsonMap, ControlError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
+    use serde_json::{Value, json};
 
     fn message(v: Value) -> String {
-        match validate(&v) {
-            Err(e) => e.status_and_message().1,
+        match validate(v.as_object().unwrap()) {
+            Err(e) => e.to_string(),
             Ok(_) => panic!("accepted {v}"),
         }
     }
 
     #[test]
     fn whitelist_and_kinds() {
-        assert!(validate(&json!({"learning_mode": false, "temperature_scale": "F"})).is_ok());
+        assert!(
+            validate(
+                json!({"learning_mode": false, "temperature_scale": "F"})
+                    .as_object()
+                    .unwrap()
+            )
+            .is_ok()
+        );
         assert_eq!(
             message(json!({"learning_mode": true, "hvac_wires": "x", "name": "y"})),
             "Fields not cloud-writable: hvac_wires, name. Only device bucket mode-2 fields are accepted."
@@ -156,9 +157,5 @@ mod tests {
             "temperature_scale must be \"C\" or \"F\""
         );
         assert_eq!(message(json!({})), "No values to update");
-        assert_eq!(
-            message(json!(5)),
-            "set_device_setting value must be an object of field names to values"
-        );
     }
 }

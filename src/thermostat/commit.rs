@@ -1,0 +1,95 @@
+//! The one commit: an intent planned against the thermostat's state as its transaction sees it
+//! and written through the state's one mutation path as a server-side change, so it is durable
+//! before anyone hears of it and then pushed at once to every held subscribe.
+
+use super::Intent;
+use super::plan::{BucketKind, plan};
+use super::refusal::Error;
+use super::view::View;
+use crate::hub::Origin;
+use crate::state::{Stamp, State};
+use crate::util::JsonMap;
+
+/// One bucket write as it was made.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Applied {
+    pub bucket: BucketKind,
+    pub key: String,
+    pub values: JsonMap,
+    pub revision: i64,
+    pub timestamp: i64,
+}
+
+/// Every write of a commit, the intent's own bucket first.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Committed {
+    pub writes: Vec<Applied>,
+}
+
+impl Committed {
+    /// The write to `bucket`, else the intent's own one.
+    pub fn write_to(&self, bucket: BucketKind) -> Option<&Applied> {
+        self.writes
+            .iter()
+            .find(|w| w.bucket == bucket)
+            .or_else(|| self.writes.first())
+    }
+}
+
+/// Whether `serial` takes commands now: it exists, and with pairing required it is claimed.
+/// A surface checks this before it reads a command's value, so an unknown thermostat is a 404
+/// whatever the value; [`commit`] checks it again inside the transaction.
+pub fn admit(state: &State, serial: &str, pairing: bool) -> Result<(), Error> {
+    if !state.device_exists(serial) {
+        return Err(Error::NotFound);
+    }
+    if pairing && owner(state, serial).is_none() {
+        return Err(Error::NotClaimed);
+    }
+    Ok(())
+}
+
+/// Carries out `intent` on the thermostat `serial` as one durable, pushed change. `pairing`:
+/// `REQUIRE_DEVICE_PAIRING`, under which an unclaimed thermostat stores nothing it sends, so
+/// nothing is sent to it either (a command would leave a partial bucket that reaches it once
+/// claimed).
+pub fn commit(
+    state: &State,
+    serial: &str,
+    intent: &Intent,
+    pairing: bool,
+) -> Result<Committed, Error> {
+    let owner = owner(state, serial);
+    if pairing && owner.is_none() && state.device_exists(serial) {
+        return Err(Error::NotClaimed);
+    }
+    state.update_device(serial, Origin::Server, |txn| {
+        // Checked inside the transaction, so a thermostat deleted meanwhile is not recreated.
+        if !txn.exists() {
+            return Err(Error::NotFound);
+        }
+        let view = View::of_txn(txn, owner.as_deref());
+        let writes = plan(intent, &view, txn.now_ms())?;
+        let mut applied = Vec::with_capacity(writes.len());
+        for write in writes {
+            let key = view.key(write.bucket);
+            let written = if write.replace {
+                txn.replace(&key, write.values.clone(), Stamp::Always)
+            } else {
+                txn.merge(&key, &write.values, Stamp::Always)
+            };
+            applied.push(Applied {
+                bucket: write.bucket,
+                key,
+                values: write.values,
+                revision: written.revision,
+                timestamp: written.timestamp,
+            });
+        }
+        Ok(Committed { writes: applied })
+    })
+}
+
+fn owner(state: &State, serial: &str) -> Option<String> {
+    state.accounts(|a| a.owner_of(serial).map(|o| o.user.clone()))
+}

@@ -1,0 +1,767 @@
+//! The one planner: from an intent and a thermostat's current view to the bucket writes that
+//! carry it out. Pure (the time is passed in), so every rule is tested here alone.
+
+use serde_json::Value;
+
+use super::intent::{Fan, Intent, Lock, MAX_FAN_SECONDS, Mode, SetpointMode, Step};
+use super::refusal::Refusal;
+use super::view::View;
+use crate::util::JsonMap;
+
+/// Which of a thermostat's buckets a write goes to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BucketKind {
+    Shared,
+    Device,
+    /// Its owner's structure (away).
+    Structure,
+    Schedule,
+}
+
+impl View {
+    /// The key of one of this thermostat's buckets.
+    pub fn key(&self, kind: BucketKind) -> String {
+        match kind {
+            BucketKind::Shared => format!("shared.{}", self.serial),
+            BucketKind::Device => format!("device.{}", self.serial),
+            BucketKind::Structure => self.structure_key.clone(),
+            BucketKind::Schedule => format!("schedule.{}", self.serial),
+        }
+    }
+}
+
+/// One bucket write: fields merged into its value, or (a schedule) its whole new value.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Write {
+    pub bucket: BucketKind,
+    pub values: JsonMap,
+    pub replace: bool,
+}
+
+impl Write {
+    fn merge(bucket: BucketKind, values: JsonMap) -> Write {
+        Write {
+            bucket,
+            values,
+            replace: false,
+        }
+    }
+}
+
+/// The writes that carry out `intent` on the thermostat `view` shows, at `now_ms`; the first
+/// is the intent's own bucket. Nothing is written unless every rule passes.
+pub fn plan(intent: &Intent, view: &View, now_ms: i64) -> Result<Vec<Write>, Refusal> {
+    let mut values = JsonMap::new();
+    let bucket = match intent {
+        Intent::Target {
+            celsius,
+            mode,
+            step,
+        } => {
+            let mode = match mode {
+                SetpointMode::Unchanged => None,
+                SetpointMode::Heat => Some(Mode::Heat),
+                SetpointMode::Cool => Some(Mode::Cool),
+                SetpointMode::Current => Some(match view.mode() {
+                    Some("heat") => Mode::Heat,
+                    Some("cool") => Mode::Cool,
+                    other => return Err(Refusal::NotHeatingOrCooling(other.map(str::to_string))),
+                }),
+            };
+            if let Some(mode) = mode {
+                can_run(mode, view)?;
+            }
+            let c = fit(view, "target_temperature", *celsius, *step);
+            values.insert("target_temperature".into(), json_number(c));
+            if let Some(mode) = mode {
+                values.insert("target_temperature_type".into(), Value::from(mode.nest()));
+            }
+            // The thermostat lights its display for a pushed setpoint, then acknowledges it.
+            values.insert("target_change_pending".into(), Value::Bool(true));
+            BucketKind::Shared
+        }
+        Intent::Range {
+            low,
+            high,
+            switch_mode,
+            step,
+        } => {
+            if *switch_mode {
+                if let (Some(l), Some(h)) = (low, high) {
+                    if l >= h {
+                        return Err(Refusal::LowNotBelowHigh);
+                    }
+                }
+                can_run(Mode::Range, view)?;
+            }
+            let fields = ("target_temperature_low", "target_temperature_high");
+            range(view, (*low, *high), fields, *step, &mut values)?;
+            if *switch_mode {
+                values.insert("target_temperature_type".into(), Value::from("range"));
+            }
+            values.insert("target_change_pending".into(), Value::Bool(true));
+            BucketKind::Shared
+        }
+        Intent::Mode(mode) => {
+            can_run(*mode, view)?;
+            values.insert("target_temperature_type".into(), Value::from(mode.nest()));
+            BucketKind::Shared
+        }
+        Intent::Fan(fan) => {
+            let until = fan_timer_timeout(*fan, view, now_ms)?;
+            values.insert("fan_timer_timeout".into(), Value::from(until));
+            BucketKind::Device
+        }
+        Intent::FanRunTime(seconds) => {
+            if !(1..=MAX_FAN_SECONDS).contains(seconds) {
+                return Err(Refusal::Invalid(format!(
+                    "The fan run time must be from 1 to {MAX_FAN_SECONDS} seconds"
+                )));
+            }
+            values.insert("fan_timer_duration".into(), Value::from(*seconds));
+            if fan_running(view, now_ms) {
+                let until = fan_timer_timeout(Fan::For(*seconds), view, now_ms)?;
+                values.insert("fan_timer_timeout".into(), Value::from(until));
+            }
+            BucketKind::Device
+        }
+        Intent::Away(away) => return Ok(away_writes(*away, now_ms)),
+        Intent::EcoRange { low, high } => {
+            if low.is_none() && high.is_none() {
+                return Err(Refusal::NothingToChange);
+            }
+            let fields = ("away_temperature_low", "away_temperature_high");
+            range(view, (*low, *high), fields, Step::Exact, &mut values)?;
+            BucketKind::Device
+        }
+        Intent::Schedule(schedule) => {
+            return Ok(vec![Write {
+                bucket: BucketKind::Schedule,
+                values: schedule.clone(),
+                replace: true,
+            }]);
+        }
+        Intent::ScheduleMode(mode) => {
+            values.insert("schedule_mode".into(), Value::from(mode.as_str()));
+            BucketKind::Shared
+        }
+        Intent::Settings(settings) => {
+            values = settings.clone();
+            BucketKind::Device
+        }
+        Intent::Lock(Lock::Off) => {
+            values.insert("temperature_lock".into(), Value::Bool(false));
+            values.insert("temperature_lock_pin_hash".into(), Value::from(""));
+            BucketKind::Device
+        }
+        Intent::Lock(Lock::On {
+            pin_hash,
+            low,
+            high,
+        }) => {
+            // Compared after clamping, so 36/40 °C is refused rather than stored as a lock to
+            // the single value 35 °C.
+            let low = view.clamp("temperature_lock_low_temp", *low);
+            let high = view.clamp("temperature_lock_high_temp", *high);
+            if low >= high {
+                return Err(Refusal::LockLowNotBelowHigh);
+            }
+            values.insert("temperature_lock".into(), Value::Bool(true));
+            values.insert(
+                "temperature_lock_pin_hash".into(),
+                Value::from(pin_hash.as_str()),
+            );
+            values.insert("temperature_lock_low_temp".into(), json_number(low));
+            values.insert("temperature_lock_high_temp".into(), json_number(high));
+            BucketKind::Device
+        }
+    };
+    if values.is_empty() {
+        return Err(Refusal::NothingToChange);
+    }
+    Ok(vec![Write::merge(bucket, values)])
+}
+
+/// Whether the thermostat's equipment can run `mode`. `can_heat` and `can_cool` default to
+/// true, `has_emer_heat` to false.
+pub fn can_run(mode: Mode, view: &View) -> Result<(), Refusal> {
+    match mode {
+        Mode::Heat | Mode::Range if !view.flag("can_heat", true) => Err(Refusal::CannotHeat),
+        Mode::Cool | Mode::Range if !view.flag("can_cool", true) => Err(Refusal::CannotCool),
+        Mode::Emergency if !view.flag("has_emer_heat", false) => Err(Refusal::NoEmergencyHeat),
+        _ => Ok(()),
+    }
+}
+
+fn fit(view: &View, field: &str, celsius: f64, step: Step) -> f64 {
+    match step {
+        Step::Exact => view.clamp(field, celsius),
+        Step::Half => view.clamp_to_half(field, celsius),
+    }
+}
+
+/// A low/high pair (either or both) written to `fields` after fitting each to the bounds. Low
+/// must stay below high: the other side as sent, or else as the thermostat holds it, is
+/// compared after fitting (so 36/40 °C is not stored as 35/35).
+fn range(
+    view: &View,
+    (low, high): (Option<f64>, Option<f64>),
+    (low_field, high_field): (&str, &str),
+    step: Step,
+    values: &mut JsonMap,
+) -> Result<(), Refusal> {
+    let low = low.map(|c| fit(view, low_field, c, step));
+    let high = high.map(|c| fit(view, high_field, c, step));
+    let stored = |field: &str| view.field(field).and_then(Value::as_f64);
+    let effective = (
+        low.or_else(|| stored(low_field)),
+        high.or_else(|| stored(high_field)),
+    );
+    if let (Some(l), Some(h)) = effective {
+        if l >= h {
+            return Err(Refusal::LowNotBelowHigh);
+        }
+    }
+    for (field, v) in [(low_field, low), (high_field, high)] {
+        if let Some(c) = v {
+            values.insert(field.into(), json_number(c));
+        }
+    }
+    Ok(())
+}
+
+/// `device.fan_timer_timeout` (Unix seconds; 0 stops the timer) for a fan request. The
+/// thermostat must have a fan. `On` runs for [`fan_run_seconds`].
+fn fan_timer_timeout(fan: Fan, view: &View, now_ms: i64) -> Result<i64, Refusal> {
+    if !view.flag("has_fan", false) {
+        return Err(Refusal::NoFan);
+    }
+    let seconds = match fan {
+        Fan::Auto => return Ok(0),
+        Fan::For(s) => s.clamp(1, MAX_FAN_SECONDS),
+        Fan::On => fan_run_seconds(view),
+    };
+    Ok(now_ms / 1000 + seconds)
+}
+
+/// Whether the fan timer is running at `now_ms`.
+pub fn fan_running(view: &View, now_ms: i64) -> bool {
+    view.device_field("fan_timer_timeout")
+        .and_then(Value::as_f64)
+        .is_some_and(|t| t > (now_ms / 1000) as f64)
+}
+
+/// How long "fan on" runs, in seconds: the thermostat's `fan_timer_duration`, else the Python
+/// server's `fan_timer_duration_minutes`, else one hour; at most [`MAX_FAN_SECONDS`].
+pub fn fan_run_seconds(view: &View) -> i64 {
+    view.device_field("fan_timer_duration")
+        .and_then(Value::as_i64)
+        .filter(|s| *s > 0)
+        .or_else(|| {
+            view.device_field("fan_timer_duration_minutes")
+                .and_then(Value::as_i64)
+                .filter(|m| *m > 0)
+                .map(|m| m.saturating_mul(60))
+        })
+        .unwrap_or(3600)
+        .min(MAX_FAN_SECONDS)
+}
+
+/// Away on or off: manual eco on the owner's structure, which the firmware honours (schedule
+/// preconditioning reverts auto-eco; `away` itself is not used; the timestamp is in seconds and
+/// must be close to the thermostat's clock), and `shared.auto_away` 2 or 0, which clients of
+/// the hosted API read as presence.
+fn away_writes(away: bool, now_ms: i64) -> Vec<Write> {
+    let mut eco = JsonMap::new();
+    eco.insert("manual_eco_all".into(), Value::Bool(away));
+    eco.insert("manual_eco_timestamp".into(), Value::from(now_ms / 1000));
+    let mut presence = JsonMap::new();
+    presence.insert("auto_away".into(), Value::from(if away { 2 } else { 0 }));
+    vec![
+        Write::merge(BucketKind::Structure, eco),
+        Write::merge(BucketKind::Shared, presence),
+    ]
+}
+
+/// A JSON number for `x`, exact for values that came in as decimals (21.5 stays 21.5).
+pub fn json_number(x: f64) -> Value {
+    serde_json::Number::from_f64(x).map_or(Value::Null, Value::Number)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::thermostat::intent::ScheduleMode;
+    use crate::thermostat::view::tests::view;
+    use serde_json::json;
+
+    const NOW: i64 = 1_795_262_650_000;
+    const NOW_S: i64 = NOW / 1000;
+
+    /// The kinds of thermostat every rule is checked on.
+    fn kinds() -> Vec<(&'static str, View)> {
+        vec![
+            ("heat and cool", view(json!({}), json!({}))),
+            ("heat only", view(json!({"can_cool": false}), json!({}))),
+            (
+                "with fan",
+                view(
+                    json!({}),
+                    json!({"has_fan": true, "fan_timer_duration": 900}),
+                ),
+            ),
+            (
+                "°F",
+                view(
+                    json!({}),
+                    json!({"temperature_scale": "F", "has_fan": true}),
+                ),
+            ),
+            (
+                "safety bounds 10–30 °C, heating, range set",
+                view(
+                    json!({"target_temperature_type": "heat", "target_temperature_low": 19.0,
+                           "target_temperature_high": 24.0}),
+                    json!({"safety_temp_min": 10, "safety_temp_max": 30,
+                           "has_emer_heat": true, "fan_timer_timeout": NOW_S + 60, "has_fan": true}),
+                ),
+            ),
+        ]
+    }
+
+    type Expected = Result<Vec<(BucketKind, Value)>, Refusal>;
+
+    fn ok(writes: &[(BucketKind, Value)]) -> Expected {
+        Ok(writes.to_vec())
+    }
+
+    fn target(celsius: f64, mode: SetpointMode, step: Step) -> Intent {
+        Intent::Target {
+            celsius,
+            mode,
+            step,
+        }
+    }
+
+    fn range_of(low: Option<f64>, high: Option<f64>, switch_mode: bool, step: Step) -> Intent {
+        Intent::Range {
+            low,
+            high,
+            switch_mode,
+            step,
+        }
+    }
+
+    /// One row: an intent and, per kind (in [`kinds`] order), what it plans.
+    fn rows() -> Vec<(Intent, [Expected; 5])> {
+        use BucketKind::*;
+        use SetpointMode::*;
+        use Step::*;
+        let pending = |v: Value| {
+            let mut v = v;
+            v["target_change_pending"] = json!(true);
+            v
+        };
+        let same = |e: Expected| [e.clone(), e.clone(), e.clone(), e.clone(), e];
+        vec![
+            (
+                target(21.3, Unchanged, Exact),
+                [
+                    ok(&[(Shared, pending(json!({"target_temperature": 21.3})))]),
+                    ok(&[(Shared, pending(json!({"target_temperature": 21.3})))]),
+                    ok(&[(Shared, pending(json!({"target_temperature": 21.3})))]),
+                    ok(&[(Shared, pending(json!({"target_temperature": 21.3})))]),
+                    ok(&[(Shared, pending(json!({"target_temperature": 21.3})))]),
+                ],
+            ),
+            (
+                target(3.0, Unchanged, Exact),
+                [
+                    ok(&[(Shared, pending(json!({"target_temperature": 7.222})))]),
+                    ok(&[(Shared, pending(json!({"target_temperature": 7.222})))]),
+                    ok(&[(Shared, pending(json!({"target_temperature": 7.222})))]),
+                    ok(&[(Shared, pending(json!({"target_temperature": 7.222})))]),
+                    ok(&[(Shared, pending(json!({"target_temperature": 10.0})))]),
+                ],
+            ),
+            (
+                target(21.3, Cool, Half),
+                [
+                    ok(&[(
+                        Shared,
+                        pending(
+                            json!({"target_temperature": 21.5, "target_temperature_type": "cool"}),
+                        ),
+                    )]),
+                    Err(Refusal::CannotCool),
+                    ok(&[(
+                        Shared,
+                        pending(
+                            json!({"target_temperature": 21.5, "target_temperature_type": "cool"}),
+                        ),
+                    )]),
+                    ok(&[(
+                        Shared,
+                        pending(
+                            json!({"target_temperature": 21.5, "target_temperature_type": "cool"}),
+                        ),
+                    )]),
+                    ok(&[(
+                        Shared,
+                        pending(
+                            json!({"target_temperature": 21.5, "target_temperature_type": "cool"}),
+                        ),
+                    )]),
+                ],
+            ),
+            (
+                target(40.0, Current, Half),
+                [
+                    Err(Refusal::NotHeatingOrCooling(None)),
+                    Err(Refusal::NotHeatingOrCooling(None)),
+                    Err(Refusal::NotHeatingOrCooling(None)),
+                    Err(Refusal::NotHeatingOrCooling(None)),
+                    ok(&[(
+                        Shared,
+                        pending(
+                            json!({"target_temperature": 30.0, "target_temperature_type": "heat"}),
+                        ),
+                    )]),
+                ],
+            ),
+            (
+                range_of(Some(3.0), Some(24.0), false, Exact),
+                [
+                    ok(&[(
+                        Shared,
+                        pending(
+                            json!({"target_temperature_low": 7.222, "target_temperature_high": 24.0}),
+                        ),
+                    )]),
+                    ok(&[(
+                        Shared,
+                        pending(
+                            json!({"target_temperature_low": 7.222, "target_temperature_high": 24.0}),
+                        ),
+                    )]),
+                    ok(&[(
+                        Shared,
+                        pending(
+                            json!({"target_temperature_low": 7.222, "target_temperature_high": 24.0}),
+                        ),
+                    )]),
+                    ok(&[(
+                        Shared,
+                        pending(
+                            json!({"target_temperature_low": 7.222, "target_temperature_high": 24.0}),
+                        ),
+                    )]),
+                    ok(&[(
+                        Shared,
+                        pending(
+                            json!({"target_temperature_low": 10.0, "target_temperature_high": 24.0}),
+                        ),
+                    )]),
+                ],
+            ),
+            // Both clamp to the top of the bounds, so low is no longer below high.
+            (
+                range_of(Some(36.0), Some(40.0), false, Exact),
+                same(Err(Refusal::LowNotBelowHigh)),
+            ),
+            // One side alone is compared with the thermostat's other one.
+            (
+                range_of(Some(25.0), None, false, Exact),
+                [
+                    ok(&[(Shared, pending(json!({"target_temperature_low": 25.0})))]),
+                    ok(&[(Shared, pending(json!({"target_temperature_low": 25.0})))]),
+                    ok(&[(Shared, pending(json!({"target_temperature_low": 25.0})))]),
+                    ok(&[(Shared, pending(json!({"target_temperature_low": 25.0})))]),
+                    Err(Refusal::LowNotBelowHigh),
+                ],
+            ),
+            (
+                range_of(Some(19.3), Some(23.6), true, Half),
+                [
+                    ok(&[(
+                        Shared,
+                        pending(json!({"target_temperature_low": 19.5,
+                            "target_temperature_high": 23.5, "target_temperature_type": "range"})),
+                    )]),
+                    Err(Refusal::CannotCool),
+                    ok(&[(
+                        Shared,
+                        pending(json!({"target_temperature_low": 19.5,
+                            "target_temperature_high": 23.5, "target_temperature_type": "range"})),
+                    )]),
+                    ok(&[(
+                        Shared,
+                        pending(json!({"target_temperature_low": 19.5,
+                            "target_temperature_high": 23.5, "target_temperature_type": "range"})),
+                    )]),
+                    ok(&[(
+                        Shared,
+                        pending(json!({"target_temperature_low": 19.5,
+                            "target_temperature_high": 23.5, "target_temperature_type": "range"})),
+                    )]),
+                ],
+            ),
+            // Low above high is refused before the equipment is looked at.
+            (
+                range_of(Some(24.0), Some(20.0), true, Half),
+                same(Err(Refusal::LowNotBelowHigh)),
+            ),
+            (
+                Intent::Mode(Mode::Range),
+                [
+                    ok(&[(Shared, json!({"target_temperature_type": "range"}))]),
+                    Err(Refusal::CannotCool),
+                    ok(&[(Shared, json!({"target_temperature_type": "range"}))]),
+                    ok(&[(Shared, json!({"target_temperature_type": "range"}))]),
+                    ok(&[(Shared, json!({"target_temperature_type": "range"}))]),
+                ],
+            ),
+            (
+                Intent::Mode(Mode::Emergency),
+                [
+                    Err(Refusal::NoEmergencyHeat),
+                    Err(Refusal::NoEmergencyHeat),
+                    Err(Refusal::NoEmergencyHeat),
+                    Err(Refusal::NoEmergencyHeat),
+                    ok(&[(Shared, json!({"target_temperature_type": "emergency"}))]),
+                ],
+            ),
+            (
+                Intent::Fan(Fan::On),
+                [
+                    Err(Refusal::NoFan),
+                    Err(Refusal::NoFan),
+                    ok(&[(Device, json!({"fan_timer_timeout": NOW_S + 900}))]),
+                    ok(&[(Device, json!({"fan_timer_timeout": NOW_S + 3600}))]),
+                    ok(&[(Device, json!({"fan_timer_timeout": NOW_S + 3600}))]),
+                ],
+            ),
+            (
+                Intent::Fan(Fan::For(50_000)),
+                [
+                    Err(Refusal::NoFan),
+                    Err(Refusal::NoFan),
+                    ok(&[(Device, json!({"fan_timer_timeout": NOW_S + 43_200}))]),
+                    ok(&[(Device, json!({"fan_timer_timeout": NOW_S + 43_200}))]),
+                    ok(&[(Device, json!({"fan_timer_timeout": NOW_S + 43_200}))]),
+                ],
+            ),
+            (
+                Intent::Fan(Fan::Auto),
+                [
+                    Err(Refusal::NoFan),
+                    Err(Refusal::NoFan),
+                    ok(&[(Device, json!({"fan_timer_timeout": 0}))]),
+                    ok(&[(Device, json!({"fan_timer_timeout": 0}))]),
+                    ok(&[(Device, json!({"fan_timer_timeout": 0}))]),
+                ],
+            ),
+            // A running fan restarts for the new length; a stopped one only stores it.
+            (
+                Intent::FanRunTime(1800),
+                [
+                    ok(&[(Device, json!({"fan_timer_duration": 1800}))]),
+                    ok(&[(Device, json!({"fan_timer_duration": 1800}))]),
+                    ok(&[(Device, json!({"fan_timer_duration": 1800}))]),
+                    ok(&[(Device, json!({"fan_timer_duration": 1800}))]),
+                    ok(&[(
+                        Device,
+                        json!({"fan_timer_duration": 1800, "fan_timer_timeout": NOW_S + 1800}),
+                    )]),
+                ],
+            ),
+            (
+                Intent::FanRunTime(0),
+                same(Err(Refusal::Invalid(
+                    "The fan run time must be from 1 to 43200 seconds".into(),
+                ))),
+            ),
+            (
+                Intent::Away(true),
+                same(ok(&[
+                    (
+                        Structure,
+                        json!({"manual_eco_all": true, "manual_eco_timestamp": NOW_S}),
+                    ),
+                    (Shared, json!({"auto_away": 2})),
+                ])),
+            ),
+            (
+                Intent::Away(false),
+                same(ok(&[
+                    (
+                        Structure,
+                        json!({"manual_eco_all": false, "manual_eco_timestamp": NOW_S}),
+                    ),
+                    (Shared, json!({"auto_away": 0})),
+                ])),
+            ),
+            (
+                Intent::EcoRange {
+                    low: Some(3.0),
+                    high: Some(40.0),
+                },
+                [
+                    ok(&[(
+                        Device,
+                        json!({"away_temperature_low": 7.222, "away_temperature_high": 35.0}),
+                    )]),
+                    ok(&[(
+                        Device,
+                        json!({"away_temperature_low": 7.222, "away_temperature_high": 35.0}),
+                    )]),
+                    ok(&[(
+                        Device,
+                        json!({"away_temperature_low": 7.222, "away_temperature_high": 35.0}),
+                    )]),
+                    ok(&[(
+                        Device,
+                        json!({"away_temperature_low": 7.222, "away_temperature_high": 35.0}),
+                    )]),
+                    ok(&[(
+                        Device,
+                        json!({"away_temperature_low": 10.0, "away_temperature_high": 30.0}),
+                    )]),
+                ],
+            ),
+            (
+                Intent::EcoRange {
+                    low: Some(1.0),
+                    high: Some(5.0),
+                },
+                same(Err(Refusal::LowNotBelowHigh)),
+            ),
+            (
+                Intent::EcoRange {
+                    low: None,
+                    high: None,
+                },
+                same(Err(Refusal::NothingToChange)),
+            ),
+            (
+                Intent::ScheduleMode(ScheduleMode::Range),
+                same(ok(&[(Shared, json!({"schedule_mode": "RANGE"}))])),
+            ),
+            (
+                Intent::Settings(JsonMap::new()),
+                same(Err(Refusal::NothingToChange)),
+            ),
+            (
+                Intent::Lock(Lock::On {
+                    pin_hash: "h".into(),
+                    low: 5.0,
+                    high: 24.0,
+                }),
+                [
+                    ok(&[(
+                        Device,
+                        json!({"temperature_lock": true, "temperature_lock_pin_hash": "h",
+                               "temperature_lock_low_temp": 7.222, "temperature_lock_high_temp": 24.0}),
+                    )]),
+                    ok(&[(
+                        Device,
+                        json!({"temperature_lock": true, "temperature_lock_pin_hash": "h",
+                               "temperature_lock_low_temp": 7.222, "temperature_lock_high_temp": 24.0}),
+                    )]),
+                    ok(&[(
+                        Device,
+                        json!({"temperature_lock": true, "temperature_lock_pin_hash": "h",
+                               "temperature_lock_low_temp": 7.222, "temperature_lock_high_temp": 24.0}),
+                    )]),
+                    ok(&[(
+                        Device,
+                        json!({"temperature_lock": true, "temperature_lock_pin_hash": "h",
+                               "temperature_lock_low_temp": 7.222, "temperature_lock_high_temp": 24.0}),
+                    )]),
+                    ok(&[(
+                        Device,
+                        json!({"temperature_lock": true, "temperature_lock_pin_hash": "h",
+                               "temperature_lock_low_temp": 10.0, "temperature_lock_high_temp": 24.0}),
+                    )]),
+                ],
+            ),
+            (
+                Intent::Lock(Lock::On {
+                    pin_hash: "h".into(),
+                    low: 36.0,
+                    high: 40.0,
+                }),
+                same(Err(Refusal::LockLowNotBelowHigh)),
+            ),
+            (
+                Intent::Lock(Lock::Off),
+                same(ok(&[(
+                    Device,
+                    json!({"temperature_lock": false, "temperature_lock_pin_hash": ""}),
+                )])),
+            ),
+        ]
+    }
+
+    #[test]
+    fn every_rule_on_every_kind_of_thermostat() {
+        let kinds = kinds();
+        for (intent, expected) in rows() {
+            for ((kind, view), expected) in kinds.iter().zip(expected) {
+                let planned = plan(&intent, view, NOW).map(|writes| {
+                    writes
+                        .into_iter()
+                        .map(|w| {
+                            assert!(!w.replace, "{intent:?}: only a schedule replaces");
+                            (w.bucket, Value::Object(w.values))
+                        })
+                        .collect::<Vec<_>>()
+                });
+                assert_eq!(planned, expected, "{intent:?} on a thermostat {kind}");
+            }
+        }
+    }
+
+    #[test]
+    fn a_schedule_replaces_the_whole_bucket() {
+        let schedule = json!({"ver": 2, "name": "", "schedule_mode": "HEAT", "days": {}});
+        let intent = Intent::Schedule(schedule.as_object().cloned().unwrap());
+        for (kind, view) in kinds() {
+            let writes = plan(&intent, &view, NOW).unwrap();
+            assert_eq!(writes.len(), 1, "{kind}");
+            assert!(writes[0].replace);
+            assert_eq!(writes[0].bucket, BucketKind::Schedule);
+            assert_eq!(Value::Object(writes[0].values.clone()), schedule);
+        }
+    }
+
+    #[test]
+    fn keys_follow_the_serial_and_the_owners_structure() {
+        let mut v = view(json!({}), json!({}));
+        v.structure_key = "structure.alice".into();
+        assert_eq!(v.key(BucketKind::Shared), "shared.S");
+        assert_eq!(v.key(BucketKind::Device), "device.S");
+        assert_eq!(v.key(BucketKind::Schedule), "schedule.S");
+        assert_eq!(v.key(BucketKind::Structure), "structure.alice");
+    }
+
+    #[test]
+    fn modes_by_every_name() {
+        for (asked, mode) in [
+            ("heat-cool", Mode::Range),
+            ("heat_cool", Mode::Range),
+            ("AUTO", Mode::Range),
+            ("range", Mode::Range),
+            ("Off", Mode::Off),
+            (" cool ", Mode::Cool),
+            ("emergency", Mode::Emergency),
+        ] {
+            assert_eq!(Mode::parse(asked), Ok(mode), "{asked}");
+        }
+        assert_eq!(Mode::parse("eco"), Err(Refusal::EcoIsNotAMode));
+        assert_eq!(
+            Mode::parse("turbo"),
+            Err(Refusal::UnknownMode("turbo".into()))
+        );
+    }
+}
