@@ -7,22 +7,19 @@ use std::sync::Arc;
 use parking_lot::Mutex;
 
 use crate::config::{ApiOrigin, Config};
-use crate::device::weather::WeatherCache;
 use crate::events::EventStreams;
-use crate::hosted::ratelimit::RateLimiter;
 use crate::hub::Hub;
 use crate::presence::{Availability, Presence};
 use crate::state::State;
+use crate::weather::Weather;
 
 pub struct App {
     pub config: Config,
     pub state: State,
     pub origin: PublicOrigin,
     pub presence: Presence,
-    pub weather: WeatherCache,
+    pub weather: Weather,
     pub events: EventStreams,
-    /// Per-key request counts of the hosted API.
-    pub rate_limits: RateLimiter,
     /// Held while `/api/scan-network` runs: one scan at a time.
     pub scanning: Mutex<()>,
     /// Serials that have subscribed since this process started (the structure bucket is
@@ -35,11 +32,10 @@ impl App {
         let keep_alive = config.event_keep_alive;
         App {
             presence: Presence::new(config.availability_timeout),
-            rate_limits: RateLimiter::new(config.api_rate_limit_per_minute),
             config,
             state,
             origin,
-            weather: WeatherCache::default(),
+            weather: Weather::default(),
             events: EventStreams::new(keep_alive),
             scanning: Mutex::new(()),
             subscribed_since_start: Mutex::new(HashSet::new()),

@@ -577,7 +577,7 @@ pub fn main() -> ExitCode {
                 a.thermostat_api_port,
             ],
             |origin, config| {
-                crate::onboarding::command::scan(
+                crate::admin::onboarding::scan(
                     origin,
                     a.subnet.as_deref(),
                     config.thermostat_api_port,
@@ -593,7 +593,7 @@ pub fn main() -> ExitCode {
                 a.thermostat_api_port,
             ],
             |origin, config| {
-                crate::onboarding::command::point(
+                crate::admin::onboarding::point(
                     origin,
                     &a.ip,
                     a.api_key.as_deref(),

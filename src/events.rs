@@ -18,8 +18,8 @@ use std::time::{Duration, Instant};
 use crossbeam_channel::{Receiver, Sender, select, unbounded};
 use serde::Serialize;
 
-use crate::http::chunked;
-use crate::hub::{ChangeEvent, Origin, Writer};
+use crate::http::ChunkedWriter;
+use crate::hub::{ChangeEvent, Origin};
 
 /// Streams open at once; one more gets 503.
 pub const MAX_STREAMS: usize = 64;
@@ -59,7 +59,7 @@ impl Drop for Admission {
 impl Admission {
     /// Hands a stream whose response head has been written to the streams' thread. `key_id`:
     /// the API key that opened it (with `CONTROL_REQUIRE_KEY`), checked before every write.
-    pub fn park(self, writer: Writer, serial: Option<String>, key_id: Option<String>) {
+    pub fn park(self, writer: ChunkedWriter, serial: Option<String>, key_id: Option<String>) {
         let control = self.control.clone();
         let stream = Stream {
             writer: Some(writer),
@@ -78,7 +78,7 @@ impl Admission {
 
 struct Stream {
     /// `None` while a writer thread is writing to it.
-    writer: Option<Writer>,
+    writer: Option<ChunkedWriter>,
     /// Chunks waiting for the writer (one per event, as clients may expect), and their size.
     pending: Vec<Arc<[u8]>>,
     pending_bytes: usize,
@@ -94,7 +94,7 @@ struct Stream {
 /// One write, run on a writer thread: each of `chunks`, then the end of the body if `end`.
 struct Job {
     id: u64,
-    writer: Writer,
+    writer: ChunkedWriter,
     chunks: Vec<Arc<[u8]>>,
     end: bool,
 }
@@ -102,20 +102,20 @@ struct Job {
 /// A finished write: the writer back, if the stream goes on.
 struct Done {
     id: u64,
-    writer: Option<Writer>,
+    writer: Option<ChunkedWriter>,
 }
 
 impl Job {
     fn run(mut self) -> Done {
         let mut result = Ok(());
         for chunk in &self.chunks {
-            result = chunked::write_chunk(&mut self.writer, chunk);
+            result = self.writer.chunk(chunk);
             if result.is_err() {
                 break;
             }
         }
         if result.is_ok() && self.end {
-            result = chunked::write_end(&mut self.writer);
+            result = self.writer.end();
         }
         if let Err(e) = &result {
             log::debug!("an event stream could not be written: {e}");
@@ -392,7 +392,7 @@ impl Streams<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::state::BucketChange;
+    use crate::hub::BucketChange;
 
     #[test]
     fn at_most_max_streams_are_admitted_and_places_come_back() {

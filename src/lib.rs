@@ -27,6 +27,7 @@ pub mod bench;
 pub mod cli;
 pub mod config;
 pub mod control;
+pub mod control_port;
 pub mod dashboard;
 pub mod demo;
 pub mod device;
@@ -48,6 +49,7 @@ pub mod state;
 pub mod store;
 pub mod thermostat;
 pub mod util;
+pub mod weather;
 
 pub use config::Config;
 pub use server::{Server, StartError};

@@ -13,7 +13,7 @@ use crossbeam_channel::{Sender, bounded};
 use crate::admin::socket::{AdminReply, AdminSocket, Handler, SOCKET_FILE};
 use crate::app::{App, PublicOrigin};
 use crate::config::Config;
-use crate::control::ControlApi;
+use crate::control_port::ControlPort;
 use crate::device::DeviceApi;
 use crate::history::Recorder;
 use crate::http::client::{self, Url};
@@ -172,7 +172,7 @@ impl Server {
             "control",
             control_socket,
             control_limits,
-            Arc::new(ControlApi::new(Arc::clone(&app))),
+            Arc::new(ControlPort::new(Arc::clone(&app))),
             Arc::clone(&on_fatal),
         )
         .map_err(StartError::Thread)?;

@@ -11,7 +11,7 @@ use std::sync::Arc;
 
 use common::*;
 use hearth::accounts::keys::{self, KeySpec};
-use hearth::control::ControlApi;
+use hearth::control_port::ControlPort;
 use hearth::device::DeviceApi;
 use hearth::http::{Method, Reply, Request, Service};
 use serde_json::{Map, Value, json};
@@ -298,7 +298,7 @@ fn thermostat_puts_and_subscribes() {
 fn control_commands_and_schedules() {
     let s = server();
     seed_thermostat(&s);
-    let api = ControlApi::new(Arc::clone(s.server().app()));
+    let api = ControlPort::new(Arc::clone(s.server().app()));
     let mut rng = Rng(0x5eed_0002);
     let schedule = json!({"ver": 2, "name": "Week", "schedule_mode": "HEAT",
         "days": {"0": {"0": {"temp": 20.5, "time": 21600, "type": "HEAT", "entry_type": "setpoint"}}}});
@@ -340,7 +340,7 @@ fn hosted_api_bodies() {
     };
     let key = keys::create(&s.app().state, &spec).unwrap().key;
     let auth = format!("Bearer {key}");
-    let api = ControlApi::new(Arc::clone(s.server().app()));
+    let api = ControlPort::new(Arc::clone(s.server().app()));
     // The thermostat's id on /api/v1 is its serial.
     let schedule = json!({"schedule": {"ver": 2, "name": "Week", "schedule_mode": "HEAT",
         "days": {"0": {"0": {"temp": 20.5, "time": 21600, "type": "HEAT", "entry_type": "setpoint"}}}}});
@@ -392,7 +392,7 @@ fn paths_queries_and_serials() {
     seed_thermostat(&s);
     let app = Arc::clone(s.server().app());
     let device = DeviceApi::new(Arc::clone(&app));
-    let control = ControlApi::new(app);
+    let control = ControlPort::new(app);
     let mut rng = Rng(0x5eed_0004);
     let device_paths = [
         "/nest/entry",

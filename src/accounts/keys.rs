@@ -5,7 +5,6 @@
 use sha2::{Digest, Sha256};
 
 use super::{AccountsError, serial, user_name};
-use crate::http::Request;
 use crate::state::{Accounts, ApiKey, Op, Scope, State};
 use crate::store::StoreError;
 use crate::util::{hex, random};
@@ -114,24 +113,11 @@ pub fn revoke(state: &State, id: &str) -> Result<ApiKey, AccountsError> {
     })
 }
 
-/// The key a request presents: `Authorization: Bearer <key>` (the hosted API's way), else an
-/// `X-API-Key` header (which the Python server's key check also read).
-pub fn presented(req: &Request) -> Option<&str> {
-    let bearer = req.header("Authorization").and_then(|v| {
-        v.trim()
-            .split_once(' ')
-            .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"))
-            .map(|(_, key)| key.trim())
-    });
-    bearer
-        .or_else(|| req.header("X-API-Key").map(str::trim))
-        .filter(|k| !k.is_empty())
-}
-
-/// The valid (known, unexpired) key a request presents, with its use recorded. `None` means
-/// 401. A failure to record the use is logged; it does not refuse the request.
-pub fn authenticate(state: &State, req: &Request, now_ms: i64) -> Option<ApiKey> {
-    let presented = presented(req)?;
+/// The valid (known, unexpired) key a request presents (see [`crate::http::Request::api_key`]),
+/// with its use recorded. `None` means 401. A failure to record the use is logged; it does not
+/// refuse the request.
+pub fn authenticate(state: &State, presented: Option<&str>, now_ms: i64) -> Option<ApiKey> {
+    let presented = presented?;
     let key = state.accounts(|a| find(a, presented).cloned())?;
     if key.is_expired(now_ms) {
         return None;

@@ -7,6 +7,7 @@
 //! socket in the data directory ([`socket`]) and the server runs it. Either way the same
 //! [`run`] does the work, so a key created while the server runs works at once.
 
+pub mod onboarding;
 pub mod socket;
 pub mod table;
 

@@ -4,7 +4,7 @@
 use super::ControlError;
 use super::input;
 use crate::app::App;
-use crate::http::{Method, Reply, Request, Response, StreamReply};
+use crate::http::{ChunkedBody, ChunkedReply, Method, Reply, Request, Response};
 
 /// `key_id`: the API key the request was authorised with (with `CONTROL_REQUIRE_KEY`); the
 /// stream ends once that key is revoked or expires.
@@ -43,8 +43,10 @@ pub fn events(
     }
     let admission = app.events.admit().ok_or(ControlError::TooManyStreams)?;
     headers.extend_from_slice(cors);
-    Ok(Reply::Stream(StreamReply {
+    Ok(Reply::Chunked(ChunkedReply {
         headers,
-        park: Box::new(move |writer| admission.park(writer, serial, key_id)),
+        body: ChunkedBody::Park(Box::new(move |writer| {
+            admission.park(writer, serial, key_id);
+        })),
     }))
 }

@@ -1,16 +1,14 @@
 //! The control API (port 8082): what curl, dashboards, Home Assistant, Homebridge and
 //! Matterbridge use. Every route is listed in the README with a curl example.
 //!
-//! Every response carries the Python server's CORS headers and any `OPTIONS` request is
-//! answered 200 before routing. Bodies are JSON whatever their Content-Type, and may arrive
-//! chunked. By default there is no authentication on this API (an `Authorization` header is
+//! Bodies are JSON whatever their Content-Type, and may arrive chunked. By default there is no authentication on this API (an `Authorization` header is
 //! ignored); keep port 8082 on the home network. With `CONTROL_REQUIRE_KEY=true` every route
 //! but `/health` and the dashboard page `/` wants an API key of the default user `owner` with
 //! no serial limit (this API has no per-user view), with the `read` scope for GET and `write`
 //! for the rest.
 //!
-//! The hosted service's REST API (`/api/v1/...`, always keyed) shares this port: see
-//! [`crate::hosted`].
+//! The hosted service's REST API (`/api/v1/...`, always keyed) shares this port; the two meet
+//! in [`crate::control_port`], which also adds the CORS headers and answers `OPTIONS`.
 
 mod claim;
 pub mod command;
@@ -30,8 +28,7 @@ pub use error::{ControlError, Shape};
 use crate::accounts::keys;
 use crate::app::App;
 use crate::dashboard;
-use crate::hosted;
-use crate::http::{Method, Reply, Request, Response, Service};
+use crate::http::{Method, Reply, Request, Response};
 use crate::info;
 use crate::state::{DEFAULT_USER, Scope};
 use crate::util::clock;
@@ -44,70 +41,29 @@ impl ControlApi {
     pub fn new(app: Arc<App>) -> ControlApi {
         ControlApi { app }
     }
-}
 
-fn cors_headers() -> Vec<(String, String)> {
-    [
-        ("Access-Control-Allow-Origin", "*"),
-        (
-            "Access-Control-Allow-Methods",
-            "GET, POST, PUT, DELETE, OPTIONS",
-        ),
-        (
-            "Access-Control-Allow-Headers",
-            "Content-Type, Authorization, X-API-Key",
-        ),
-    ]
-    .iter()
-    .map(|(n, v)| (n.to_string(), v.to_string()))
-    .collect()
-}
-
-impl Service for ControlApi {
-    fn handle(&self, request: Request) -> Reply {
-        let cors = cors_headers();
-        let reply = if hosted::owns(&request.path) {
-            Reply::Full(hosted::handle(&self.app, &request))
-        } else if request.method == Method::Options {
-            Reply::Full(Response {
-                status: 200,
-                headers: Vec::new(),
-                body: Vec::new(),
-            })
-        } else {
-            let route = Route::of(request.method, &request.path);
-            let shape = route.as_ref().map_or(Shape::Error, Route::shape);
-            match self.check_key(&request).and_then(|key| Ok((key, route?))) {
-                Ok((key, route)) => route
-                    .handle(&self.app, &request, &cors, key)
-                    .unwrap_or_else(|e| Reply::Full(e.response(shape))),
-                Err(e) => Reply::Full(e.response(shape)),
-            }
-        };
-        match reply {
-            Reply::Full(mut r) => {
-                r.headers.extend(cors);
-                Reply::Full(r)
-            }
-            other => other,
+    /// Answers one control-API request. `cors`: the headers every answer carries, which a live
+    /// event stream must send in its head.
+    pub fn handle(&self, request: Request, cors: &[(String, String)]) -> Reply {
+        let route = Route::of(request.method, &request.path);
+        let shape = route.as_ref().map_or(Shape::Error, Route::shape);
+        match self.check_key(&request).and_then(|key| Ok((key, route?))) {
+            Ok((key, route)) => route
+                .handle(&self.app, &request, cors, key)
+                .unwrap_or_else(|e| Reply::Full(e.response(shape))),
+            Err(e) => Reply::Full(e.response(shape)),
         }
     }
 
     /// A body too large or unreadable, answered in the route's own error shape (the command
-    /// envelope for `/command` and the claiming routes) with the CORS headers.
-    fn refusal(&self, method: Method, path: &str, status: u16, message: &str) -> Response {
-        let shape = if hosted::owns(path) {
-            Shape::Error
-        } else {
-            Route::of(method, path).map_or(Shape::Error, |r| r.shape())
-        };
-        let mut response = ControlError::Refused {
+    /// envelope for `/command` and the claiming routes).
+    pub fn refusal(&self, method: Method, path: &str, status: u16, message: &str) -> Response {
+        let shape = Route::of(method, path).map_or(Shape::Error, |r| r.shape());
+        ControlError::Refused {
             status,
             message: message.to_string(),
         }
-        .response(shape);
-        response.headers.extend(cors_headers());
-        response
+        .response(shape)
     }
 }
 
@@ -119,7 +75,7 @@ impl ControlApi {
         if !self.app.config.control_require_key || req.path == "/health" || req.path == "/" {
             return Ok(None);
         }
-        let key = keys::authenticate(&self.app.state, req, clock::now_ms())
+        let key = keys::authenticate(&self.app.state, req.api_key(), clock::now_ms())
             .ok_or(ControlError::Unauthorized)?;
         if key.user != DEFAULT_USER || !key.serials.is_empty() {
             return Err(ControlError::KeyNotForControl);

@@ -6,6 +6,7 @@
 //! inline uploads, acknowledge `target_change_pending`, or hand over the thermostat's own newer
 //! copies; and for an owned thermostat the owner's `user` and `structure` buckets are added.
 
+use std::io;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -14,8 +15,8 @@ use serde_json::{Value, json};
 use super::wire::{self, SubscribeBody};
 use super::{Caller, DeviceError, Tier};
 use crate::app::App;
-use crate::http::{ChunkedBody, ChunkedReply, Reply, Request, Response};
-use crate::hub::Origin;
+use crate::http::{ChunkedBody, ChunkedReply, ChunkedWriter, Reply, Request, Response};
+use crate::hub::{Origin, Sink};
 use crate::state::{Bucket, Compact, DeviceTxn, Stamp, WireObject, WireObjects, structure_id};
 use crate::util::JsonMap;
 
@@ -74,15 +75,32 @@ pub fn subscribe(app: &App, caller: &Caller, req: &Request) -> Result<Reply, Dev
         );
         ChunkedBody::Now(br#"{"objects":[]}"#.to_vec())
     } else {
-        ChunkedBody::Hold {
-            reservation,
-            deadline: Instant::now() + app.config.hold(),
-        }
+        let deadline = Instant::now() + app.config.hold();
+        let peer = req.remote;
+        ChunkedBody::Park(Box::new(move |body| {
+            let hub = Arc::clone(reservation.hub());
+            if let Err(mut held) = hub.hold(reservation, Box::new(Held(body)), deadline, peer) {
+                let _ = held.end();
+            }
+        }))
     };
     Ok(Reply::Chunked(ChunkedReply {
         headers,
         body: now_or_hold,
     }))
+}
+
+/// A held subscribe's response body, as the hub writes to it: each push one chunk.
+struct Held(ChunkedWriter);
+
+impl Sink for Held {
+    fn push(&mut self, document: &[u8]) -> io::Result<()> {
+        self.0.chunk(document)
+    }
+
+    fn end(&mut self) -> io::Result<()> {
+        self.0.end()
+    }
 }
 
 /// Applies what the subscribe carries and returns the objects the thermostat is behind on.

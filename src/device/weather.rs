@@ -1,98 +1,28 @@
-//! `GET /nest/weather/v1?query=94304,US`: a proxy to `WEATHER_URL` with a cache per full query
-//! string. A fresh cached answer is served without asking upstream; when upstream fails (or
-//! does not answer within the timeout) the last answer for that query is served, however old;
-//! with no upstream configured, or nothing cached, the thermostat gets
+//! `GET /nest/weather/v1?query=94304,US`: the thermostat's weather (see [`crate::weather`]).
+//! With no upstream configured, or nothing cached when it fails, the thermostat gets
 //! `502 {"error":"Weather service unavailable"}` and never waits longer than the timeout.
 
-use std::collections::HashMap;
-use std::io::Read;
-use std::sync::Arc;
-use std::time::{Duration, Instant};
-
-use parking_lot::Mutex;
+use std::time::Duration;
 
 use super::DeviceError;
 use crate::app::App;
 use crate::http::Response;
-
-const MAX_ENTRIES: usize = 256;
-const MAX_BODY: u64 = 2 * 1024 * 1024;
-
-/// A cached answer and when it was fetched.
-type Entry = (Instant, Arc<Vec<u8>>);
-
-#[derive(Default)]
-pub struct WeatherCache {
-    entries: Mutex<HashMap<String, Entry>>,
-}
-
-impl WeatherCache {
-    fn get(&self, query: &str, max_age: Option<Duration>) -> Option<Arc<Vec<u8>>> {
-        let entries = self.entries.lock();
-        let (at, body) = entries.get(query)?;
-        match max_age {
-            Some(age) if at.elapsed() > age => None,
-            _ => Some(Arc::clone(body)),
-        }
-    }
-
-    fn put(&self, query: &str, body: Arc<Vec<u8>>) {
-        let mut entries = self.entries.lock();
-        if entries.len() >= MAX_ENTRIES && !entries.contains_key(query) {
-            let oldest = entries
-                .iter()
-                .min_by_key(|(_, (at, _))| *at)
-                .map(|(k, _)| k.clone());
-            if let Some(k) = oldest {
-                entries.remove(&k);
-            }
-        }
-        entries.insert(query.to_string(), (Instant::now(), body));
-    }
-}
+use crate::weather::Upstream;
 
 pub fn weather(app: &App, query: &str) -> Result<Response, DeviceError> {
-    let Some(base) = app.config.weather_url.as_deref() else {
-        return Err(DeviceError::WeatherUnavailable);
+    let url = app
+        .config
+        .weather_url
+        .as_deref()
+        .ok_or(DeviceError::WeatherUnavailable)?;
+    let upstream = Upstream {
+        url,
+        fresh_for: Duration::from_millis(app.config.weather_cache_ttl_ms),
+        timeout: app.config.weather_timeout,
     };
-    let ttl = Duration::from_millis(app.config.weather_cache_ttl_ms);
-    if let Some(body) = app.weather.get(query, Some(ttl)) {
-        return Ok(Response::json_bytes(200, body.to_vec()));
-    }
-    match fetch(base, query, app.config.weather_timeout) {
-        Ok(body) => {
-            let body = Arc::new(body);
-            app.weather.put(query, Arc::clone(&body));
-            Ok(Response::json_bytes(200, body.to_vec()))
-        }
-        Err(why) => {
-            log::warn!("weather upstream failed for {query:?}: {why}");
-            let stale = app
-                .weather
-                .get(query, None)
-                .ok_or(DeviceError::WeatherUnavailable)?;
-            Ok(Response::json_bytes(200, stale.to_vec()))
-        }
-    }
-}
-
-/// Asks upstream with the thermostat's query string appended; only a JSON object counts.
-fn fetch(base: &str, query: &str, timeout: Duration) -> Result<Vec<u8>, String> {
-    let url = match (query.is_empty(), base.contains('?')) {
-        (true, _) => base.to_string(),
-        (false, true) => format!("{base}&{query}"),
-        (false, false) => format!("{base}?{query}"),
-    };
-    let agent = ureq::AgentBuilder::new().timeout(timeout).build();
-    let response = agent.get(&url).call().map_err(|e| e.to_string())?;
-    let mut body = Vec::new();
-    response
-        .into_reader()
-        .take(MAX_BODY)
-        .read_to_end(&mut body)
-        .map_err(|e| e.to_string())?;
-    match serde_json::from_slice::<serde_json::Value>(&body) {
-        Ok(serde_json::Value::Object(_)) => Ok(body),
-        _ => Err("upstream did not answer with a JSON object".into()),
-    }
+    let body = app
+        .weather
+        .answer(&upstream, query)
+        .ok_or(DeviceError::WeatherUnavailable)?;
+    Ok(Response::json_bytes(200, body.to_vec()))
 }

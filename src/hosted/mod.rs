@@ -14,6 +14,9 @@ mod read;
 mod write;
 
 pub use error::HostedError;
+use ratelimit::RateLimiter;
+
+use std::sync::Arc;
 
 use crate::accounts::access::{self, Need, Relation};
 use crate::accounts::keys;
@@ -30,17 +33,29 @@ pub fn owns(path: &str) -> bool {
     path == PREFIX || path.starts_with("/api/v1/")
 }
 
-/// Answers one `/api/v1` request (the control API adds the CORS headers).
-pub fn handle(app: &App, req: &Request) -> Response {
-    if req.method == Method::Options {
-        return Response {
-            status: 200,
-            headers: Vec::new(),
-            body: Vec::new(),
-        };
+/// The hosted API, with its per-key request counts.
+pub struct HostedApi {
+    app: Arc<App>,
+    rate_limits: RateLimiter,
+}
+
+impl HostedApi {
+    pub fn new(app: Arc<App>) -> HostedApi {
+        HostedApi {
+            rate_limits: RateLimiter::new(app.config.api_rate_limit_per_minute),
+            app,
+        }
     }
+
+    /// Answers one `/api/v1` request (the port adds the CORS headers).
+    pub fn handle(&self, req: &Request) -> Response {
+        handle(&self.app, &self.rate_limits, req)
+    }
+}
+
+fn handle(app: &App, rate_limits: &RateLimiter, req: &Request) -> Response {
     let now = clock::now_ms();
-    let key = keys::authenticate(&app.state, req, now);
+    let key = keys::authenticate(&app.state, req.api_key(), now);
     // Callers without a valid key always get 401 (the seed's order: key, then rate limit);
     // they are counted by address only so their answers carry meaningful rate-limit headers.
     let caller = match &key {
@@ -50,7 +65,7 @@ pub fn handle(app: &App, req: &Request) -> Response {
             req.remote.map(|a| a.ip().to_string()).unwrap_or_default()
         ),
     };
-    let quota = app.rate_limits.take(&caller, now);
+    let quota = rate_limits.take(&caller, now);
     let result = match key {
         None => Err(HostedError::Unauthorized),
         Some(_) if !quota.allowed => Err(HostedError::RateLimited {

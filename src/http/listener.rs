@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 
 use super::tls::Peers;
 use super::{
-    ChunkedBody, Method, Reply, Request, Service, chunked, deadline, idle, oversize, socket,
+    ChunkedBody, ChunkedWriter, Method, Reply, Request, Service, deadline, idle, oversize, socket,
 };
 
 /// Writes to a client that stopped reading give up after this long.
@@ -227,7 +227,7 @@ fn serve(mut rq: tiny_http::Request, service: &dyn Service, port: u16, limits: &
             rq.method()
         );
         let refusal = service.refusal(method, path, 400, "Could not read the request body");
-        send(rq, Reply::Full(refusal), port, None);
+        send(rq, Reply::Full(refusal), port);
         return;
     }
     if body.len() > limit {
@@ -256,7 +256,7 @@ fn serve(mut rq: tiny_http::Request, service: &dyn Service, port: u16, limits: &
         remote: client,
     };
     let method = rq.method().to_string();
-    let status = send(rq, service.handle(request), port, client);
+    let status = send(rq, service.handle(request), port);
     log::debug!(
         "{method} {url} -> {status} ({} ms)",
         started.elapsed().as_millis()
@@ -358,9 +358,8 @@ fn client_of(rq: &tiny_http::Request, limits: &Limits) -> Option<SocketAddr> {
 }
 
 /// Sends a reply and returns its status. `port`: the listener's, to find a parked
-/// connection's socket; `client`: the address handlers saw, under which a held subscribe is
-/// parked (and released).
-fn send(rq: tiny_http::Request, reply: Reply, port: u16, client: Option<SocketAddr>) -> u16 {
+/// connection's socket.
+fn send(rq: tiny_http::Request, reply: Reply, port: u16) -> u16 {
     match reply {
         Reply::Full(resp) => {
             let status = resp.status;
@@ -371,41 +370,19 @@ fn send(rq: tiny_http::Request, reply: Reply, port: u16, client: Option<SocketAd
         }
         Reply::Chunked(reply) => {
             let peer = rq.remote_addr().copied();
-            let mut w = rq.into_writer();
-            if let (ChunkedBody::Hold { .. }, Some(peer)) = (&reply.body, peer) {
+            let parked = matches!(reply.body, ChunkedBody::Park(_));
+            let mut w = ChunkedWriter::new(rq.into_writer());
+            if let (true, Some(peer)) = (parked, peer) {
                 socket::park(peer, port);
             }
-            let head = chunked::write_head(&mut w, &reply.headers);
+            let head = w.head(&reply.headers);
             match reply.body {
                 ChunkedBody::Now(chunk) => {
-                    let _ = head
-                        .and_then(|()| chunked::write_chunk(&mut w, &chunk))
-                        .and_then(|()| chunked::write_end(&mut w));
+                    let _ = head.and_then(|()| w.chunk(&chunk)).and_then(|()| w.end());
                 }
-                ChunkedBody::Hold {
-                    reservation,
-                    deadline,
-                } => {
-                    // If the head could not be written, dropping the reservation frees it.
-                    if head.is_ok() {
-                        let hub = Arc::clone(reservation.hub());
-                        if let Err(mut w) = hub.hold(reservation, w, deadline, client) {
-                            let _ = chunked::write_end(&mut w);
-                        }
-                    }
-                }
-            }
-            200
-        }
-        Reply::Stream(reply) => {
-            let peer = rq.remote_addr().copied();
-            let mut w = rq.into_writer();
-            if let Some(peer) = peer {
-                socket::park(peer, port);
-            }
-            // A stream whose head could not be written is dropped (closed) with its writer.
-            if chunked::write_head(&mut w, &reply.headers).is_ok() {
-                (reply.park)(w);
+                // If the head could not be written, dropping `park` frees what it holds.
+                ChunkedBody::Park(park) if head.is_ok() => park(w),
+                ChunkedBody::Park(_) => {}
             }
             200
         }

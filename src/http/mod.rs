@@ -12,11 +12,10 @@ mod socket;
 pub mod tls;
 
 use std::net::SocketAddr;
-use std::time::Instant;
 
 use serde::Serialize;
 
-use crate::hub::{Reservation, Writer};
+pub use chunked::ChunkedWriter;
 
 /// Body limit for ordinary requests.
 pub const BODY_LIMIT: usize = 1024 * 1024;
@@ -70,6 +69,20 @@ impl Request {
     /// The first header with this name (case-insensitive).
     pub fn header(&self, name: &str) -> Option<&str> {
         find_header(&self.headers, name)
+    }
+
+    /// The API key a request presents: `Authorization: Bearer <key>` (the hosted API's way),
+    /// else an `X-API-Key` header (which the Python server's key check also read).
+    pub fn api_key(&self) -> Option<&str> {
+        let bearer = self.header("Authorization").and_then(|v| {
+            v.trim()
+                .split_once(' ')
+                .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"))
+                .map(|(_, key)| key.trim())
+        });
+        bearer
+            .or_else(|| self.header("X-API-Key").map(str::trim))
+            .filter(|k| !k.is_empty())
     }
 
     /// A query parameter, percent-decoded (`+` is a space). `Err` if it decodes to invalid UTF-8.
@@ -132,17 +145,9 @@ pub fn percent_decode(s: &str) -> Result<String, InvalidEncoding> {
 /// What a handler answers.
 pub enum Reply {
     Full(Response),
-    /// A thermostat's chunked subscribe: the head is written at once, then the body.
+    /// A chunked response (a thermostat's subscribe, a live event stream): the head is written
+    /// at once, then the body.
     Chunked(ChunkedReply),
-    /// A long-lived chunked stream (live events): the head is written, then the raw writer is
-    /// handed to `park`, which owns the connection from then on.
-    Stream(StreamReply),
-}
-
-pub struct StreamReply {
-    /// Headers besides `Transfer-Encoding` and `Connection`, which the adapter adds.
-    pub headers: Vec<(String, String)>,
-    pub park: Box<dyn FnOnce(Writer) + Send>,
 }
 
 /// An ordinary response with a known length.
@@ -192,11 +197,10 @@ pub struct ChunkedReply {
 pub enum ChunkedBody {
     /// One chunk, then the end.
     Now(Vec<u8>),
-    /// Park the response in the hub until a push or the deadline.
-    Hold {
-        reservation: Reservation,
-        deadline: Instant,
-    },
+    /// The open body is handed to this once the head is written, and owns the connection from
+    /// then on (a held subscribe, an event stream). If the head cannot be written it is dropped
+    /// unused, which must free whatever it holds.
+    Park(Box<dyn FnOnce(ChunkedWriter) + Send>),
 }
 
 /// A surface (device protocol, control API) as the listener sees it.

@@ -1,9 +1,9 @@
 //! Onboarding: finding thermostats on the network ([`scan`]) and pointing them at this server
 //! ([`point`]), through the local settings API that No Longer Evil firmware serves on port
-//! 8080 ([`thermostat_api`]). The CLI (`hearth scan`, `hearth point`) and the control API
-//! (`POST /api/scan-network`, `POST /api/configure-nest`) share these functions.
+//! 8080 ([`thermostat_api`]). The CLI (`hearth scan`, `hearth point`, in
+//! [`crate::admin::onboarding`]) and the control API (`POST /api/scan-network`,
+//! `POST /api/configure-nest`) share these functions.
 
-pub mod command;
 pub mod point;
 pub mod scan;
 pub mod thermostat_api;

@@ -37,10 +37,10 @@ pub use bucket::{Bucket, WireObject, WireObjects};
 pub use compact::Compact;
 pub use device::{DeviceData, DeviceMeta};
 pub use ops::Op;
-pub use txn::{AccountsTxn, BucketChange, DeviceTxn, Stamp, Written};
+pub use txn::{AccountsTxn, DeviceTxn, Stamp, Written};
 
 use crate::hub::{Hub, Origin};
-use crate::store::{LoadReport, Store, StoreError, snapshot};
+use crate::store::{LoadReport, Replay, Store, StoreError, snapshot};
 use crate::util::clock;
 
 /// Everything that is persisted: what a snapshot holds and the journal replays into.
@@ -52,8 +52,10 @@ pub struct Data {
     pub accounts: Accounts,
 }
 
-impl Data {
-    pub fn apply(&mut self, op: &Op) {
+impl Replay for Data {
+    type Op = Op;
+
+    fn apply(&mut self, op: &Op) {
         match op.device_serial() {
             Some(serial) => self
                 .devices
@@ -89,7 +91,7 @@ pub struct State {
 impl State {
     /// Loads the store in `dir` and returns the state with a report of what was loaded.
     pub fn open(dir: &Path, hub: Arc<Hub>) -> Result<(State, LoadReport), StoreError> {
-        let (store, data, report) = Store::open(dir)?;
+        let (store, data, report) = Store::open::<Data>(dir)?;
         let mut accounts = data.accounts;
         accounts
             .users

@@ -8,6 +8,7 @@ use super::accounts::Accounts;
 use super::bucket::Bucket;
 use super::device::{DeviceData, DeviceMeta};
 use super::ops::{Op, apply_to_bucket};
+use crate::hub::BucketChange;
 use crate::util::JsonMap;
 
 /// How a write sets revision and timestamp.
@@ -31,18 +32,6 @@ pub struct Written {
     pub timestamp: i64,
     /// Whether anything was recorded (value, revision or timestamp changed).
     pub recorded: bool,
-}
-
-/// A summary of one committed bucket change, for pushes and the live event stream.
-#[derive(Clone, Debug, PartialEq)]
-pub struct BucketChange {
-    pub key: String,
-    pub revision: i64,
-    pub timestamp: i64,
-    /// Names of the value fields whose values changed (or were removed).
-    pub changed: Vec<String>,
-    /// The bucket was removed (its thermostat was deleted).
-    pub deleted: bool,
 }
 
 pub struct DeviceTxn<'a> {

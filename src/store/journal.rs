@@ -6,9 +6,9 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
+use serde::de::DeserializeOwned;
 
 use super::error::StoreError;
-use crate::state::Op;
 
 const PREFIX: &str = "journal-";
 const SUFFIX: &str = ".jsonl";
@@ -41,13 +41,13 @@ pub fn list_segments(dir: &Path) -> Result<Vec<(u64, PathBuf)>, StoreError> {
 }
 
 #[derive(Deserialize)]
-pub struct Record {
+pub struct Record<O> {
     pub seq: u64,
-    pub ops: Vec<Op>,
+    pub ops: Vec<O>,
 }
 
-pub struct SegmentContents {
-    pub records: Vec<Record>,
+pub struct SegmentContents<O> {
+    pub records: Vec<Record<O>>,
     /// Length of the segment up to the end of its last complete record.
     pub valid_len: u64,
     /// Bytes after `valid_len` that were dropped as a torn write.
@@ -57,7 +57,10 @@ pub struct SegmentContents {
 /// Reads a segment. In the newest segment an unterminated last line, or a tail of NUL bytes
 /// (what a file system can leave after a crash mid-write), is a torn write of a record that was
 /// never acknowledged and is dropped. Anything else that does not parse is corruption.
-pub fn read_segment(path: &Path, newest: bool) -> Result<SegmentContents, StoreError> {
+pub fn read_segment<O: DeserializeOwned>(
+    path: &Path,
+    newest: bool,
+) -> Result<SegmentContents<O>, StoreError> {
     let bytes = fs::read(path).map_err(|e| StoreError::io(path, e))?;
     let mut records = Vec::new();
     let mut pos = 0usize;
@@ -72,7 +75,7 @@ pub fn read_segment(path: &Path, newest: bool) -> Result<SegmentContents, StoreE
             }
             return Err(corrupt(path, line_no, "the last line is incomplete"));
         };
-        match serde_json::from_slice::<Record>(&rest[..nl]) {
+        match serde_json::from_slice::<Record<O>>(&rest[..nl]) {
             Ok(r) => records.push(r),
             Err(_) if torn_tail => break,
             Err(e) => return Err(corrupt(path, line_no, &e.to_string())),
@@ -123,12 +126,12 @@ mod tests {
         let mut bytes = GOOD.to_vec();
         bytes.extend_from_slice(b"{\"seq\":3,\"op");
         let p = write(&d, "j", &bytes);
-        let c = read_segment(&p, true).unwrap();
+        let c = read_segment::<serde_json::Value>(&p, true).unwrap();
         assert_eq!(c.records.len(), 2);
         assert_eq!(c.valid_len, GOOD.len() as u64);
         assert_eq!(c.torn_bytes, 12);
         assert!(
-            read_segment(&p, false).is_err(),
+            read_segment::<serde_json::Value>(&p, false).is_err(),
             "older segments are never torn"
         );
     }
@@ -139,7 +142,7 @@ mod tests {
         let mut bytes = GOOD.to_vec();
         bytes.extend_from_slice(&[0u8; 64]);
         bytes.push(b'\n');
-        let c = read_segment(&write(&d, "j", &bytes), true).unwrap();
+        let c = read_segment::<serde_json::Value>(&write(&d, "j", &bytes), true).unwrap();
         assert_eq!(c.records.len(), 2);
     }
 
@@ -149,7 +152,10 @@ mod tests {
         let mut bytes = b"{\"seq\":1,\"ops\":[]}\nnot json\n".to_vec();
         bytes.extend_from_slice(b"{\"seq\":3,\"ops\":[]}\n");
         let p = write(&d, "j", &bytes);
-        let err = read_segment(&p, true).err().unwrap().to_string();
+        let err = read_segment::<serde_json::Value>(&p, true)
+            .err()
+            .unwrap()
+            .to_string();
         assert!(err.contains("line 2"), "{err}");
         assert!(err.contains(&p.display().to_string()), "{err}");
     }

@@ -8,6 +8,9 @@
 //!   moves to a new segment and older segments are deleted.
 //! - Startup loads the snapshot, replays newer records, drops a torn last line, and refuses to
 //!   start on anything else that does not parse (the error names the file).
+//!
+//! The store knows nothing of what it keeps: the state is any [`Replay`] type, whose operations
+//! are the journal's records.
 
 mod error;
 pub mod files;
@@ -20,10 +23,18 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use parking_lot::{Condvar, Mutex, MutexGuard};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
 
 pub use error::StoreError;
 
-use crate::state::{Data, Op};
+/// What a store keeps: a state that a snapshot holds and its journal's operations change.
+pub trait Replay: Default + DeserializeOwned {
+    type Op: DeserializeOwned;
+
+    /// Applies one journaled operation (at startup, in journal order).
+    fn apply(&mut self, op: &Self::Op);
+}
 
 /// Journal bytes after which a snapshot is due.
 const SNAPSHOT_AFTER_BYTES: u64 = 4 * 1024 * 1024;
@@ -70,7 +81,7 @@ pub struct LoadReport {
 
 impl Store {
     /// Opens (creating if needed) the store in `dir` and returns it with the loaded state.
-    pub fn open(dir: &Path) -> Result<(Store, Data, LoadReport), StoreError> {
+    pub fn open<D: Replay>(dir: &Path) -> Result<(Store, D, LoadReport), StoreError> {
         files::create_private_dir(dir).map_err(|e| StoreError::io(dir, e))?;
         let lock = files::lock_dir(dir)
             .map_err(|e| StoreError::io(&dir.join("LOCK"), e))?
@@ -85,7 +96,7 @@ impl Store {
                 report.snapshot_seq = Some(seq);
                 (data, seq)
             }
-            None => (Data::default(), 0),
+            None => (D::default(), 0),
         };
 
         let segments = journal::list_segments(dir)?;
@@ -94,7 +105,7 @@ impl Store {
         let mut newest_len = 0;
         for (i, (_, path)) in segments.iter().enumerate() {
             let newest = i + 1 == segments.len();
-            let contents = journal::read_segment(path, newest)?;
+            let contents = journal::read_segment::<D::Op>(path, newest)?;
             for record in contents.records {
                 if record.seq <= snapshot_seq {
                     continue;
@@ -158,7 +169,7 @@ impl Store {
     }
 
     /// Appends one record holding `ops` and returns once it is durable.
-    pub fn append(&self, ops: &[Op]) -> Result<(), StoreError> {
+    pub fn append<O: Serialize>(&self, ops: &[O]) -> Result<(), StoreError> {
         let body = serde_json::to_string(ops).map_err(|e| StoreError::WriteFailed {
             path: self.dir.clone(),
             detail: e.to_string(),
@@ -306,7 +317,7 @@ fn truncate(path: &Path, len: u64) -> Result<(), StoreError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::state::{Bucket, Op};
+    use crate::state::{Bucket, Data, Op};
     use std::sync::Arc;
     use std::time::Duration;
 
@@ -340,7 +351,7 @@ mod tests {
     #[test]
     fn writers_that_arrive_during_a_flush_share_the_next_one() {
         let dir = tempdir("group");
-        let (store, _, _) = Store::open(&dir).unwrap();
+        let (store, _, _) = Store::open::<Data>(&dir).unwrap();
         let store = Arc::new(store);
         *store.flush_pause.lock() = Duration::from_millis(300);
         let leader = {
@@ -373,7 +384,7 @@ mod tests {
             "ten queued writers, one fsync"
         );
         drop(store);
-        let (_, data, report) = Store::open(&dir).unwrap();
+        let (_, data, report) = Store::open::<Data>(&dir).unwrap();
         assert_eq!(report.replayed_records, 11);
         assert_eq!(data.devices.len(), 11);
         let _ = std::fs::remove_dir_all(&dir);
@@ -382,7 +393,7 @@ mod tests {
     #[test]
     fn snapshot_rotates_the_journal_and_replay_resumes_after_it() {
         let dir = tempdir("snap");
-        let (store, _, _) = Store::open(&dir).unwrap();
+        let (store, _, _) = Store::open::<Data>(&dir).unwrap();
         for n in 1..=3 {
             store.append(&[merge("SERIAL0001", n)]).unwrap();
         }
@@ -403,12 +414,12 @@ mod tests {
             vec![4]
         );
         drop(store);
-        let (store, data, report) = Store::open(&dir).unwrap();
+        let (store, data, report) = Store::open::<Data>(&dir).unwrap();
         assert_eq!((report.snapshot_seq, report.replayed_records), (Some(3), 1));
         assert_eq!(value_of(&data, "SERIAL0001").unwrap().revision, 4);
         store.append(&[merge("SERIAL0001", 5)]).unwrap();
         drop(store);
-        let (_, data, _) = Store::open(&dir).unwrap();
+        let (_, data, _) = Store::open::<Data>(&dir).unwrap();
         assert_eq!(
             value_of(&data, "SERIAL0001").unwrap().value.to_map()["n"],
             serde_json::json!(5)
@@ -419,18 +430,18 @@ mod tests {
     #[test]
     fn a_store_with_a_torn_tail_keeps_appending_after_the_last_good_record() {
         let dir = tempdir("tail");
-        let (store, _, _) = Store::open(&dir).unwrap();
+        let (store, _, _) = Store::open::<Data>(&dir).unwrap();
         store.append(&[merge("SERIAL0001", 1)]).unwrap();
         drop(store);
         let (_, path) = journal::list_segments(&dir).unwrap().pop().unwrap();
         let mut bytes = std::fs::read(&path).unwrap();
         bytes.extend_from_slice(b"{\"seq\":2,\"ops\":[{\"op\":\"me");
         std::fs::write(&path, &bytes).unwrap();
-        let (store, _, report) = Store::open(&dir).unwrap();
+        let (store, _, report) = Store::open::<Data>(&dir).unwrap();
         assert!(report.torn_bytes > 0);
         store.append(&[merge("SERIAL0001", 2)]).unwrap();
         drop(store);
-        let (_, data, report) = Store::open(&dir).unwrap();
+        let (_, data, report) = Store::open::<Data>(&dir).unwrap();
         assert_eq!((report.replayed_records, report.torn_bytes), (2, 0));
         assert_eq!(value_of(&data, "SERIAL0001").unwrap().revision, 2);
         let _ = std::fs::remove_dir_all(&dir);

@@ -5,11 +5,11 @@ use std::fs;
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
+use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
 use super::error::StoreError;
 use super::files;
-use crate::state::Data;
 
 pub const FILE: &str = "state.json";
 const FORMAT: u32 = 1;
@@ -23,10 +23,10 @@ struct EnvelopeOut<'a, T: Serialize> {
 }
 
 #[derive(Deserialize)]
-struct EnvelopeIn {
+struct EnvelopeIn<D> {
     format: u32,
     last_seq: u64,
-    data: Data,
+    data: D,
 }
 
 /// Encodes a snapshot of `data` covering journal records up to `last_seq`.
@@ -46,14 +46,14 @@ pub fn encode<T: Serialize>(
 }
 
 /// Reads the snapshot, if there is one: the data and the last journal sequence it covers.
-pub fn load(dir: &Path) -> Result<Option<(Data, u64)>, StoreError> {
+pub fn load<D: DeserializeOwned>(dir: &Path) -> Result<Option<(D, u64)>, StoreError> {
     let path = dir.join(FILE);
     let bytes = match fs::read(&path) {
         Ok(b) => b,
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
         Err(e) => return Err(StoreError::io(&path, e)),
     };
-    let env: EnvelopeIn = serde_json::from_slice(&bytes).map_err(|e| StoreError::Corrupt {
+    let env: EnvelopeIn<D> = serde_json::from_slice(&bytes).map_err(|e| StoreError::Corrupt {
         path: path.clone(),
         detail: format!("not a hearth snapshot: {e}"),
     })?;

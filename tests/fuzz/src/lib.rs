@@ -6,7 +6,7 @@
 use std::sync::{Arc, OnceLock};
 
 use hearth::accounts::keys::{self, KeySpec};
-use hearth::control::ControlApi;
+use hearth::control_port::ControlPort;
 use hearth::device::DeviceApi;
 use hearth::http::{Method, Reply, Request, Service};
 use hearth::state::Stamp;
@@ -17,7 +17,7 @@ pub const SERIAL: &str = "02AA01AC0000FUZZ";
 
 pub struct Harness {
     pub device: DeviceApi,
-    pub control: ControlApi,
+    pub control: ControlPort,
     pub auth: String,
     pub bearer: String,
     _server: Server,
@@ -66,7 +66,7 @@ pub fn harness() -> &'static Harness {
         let basic = base64::engine::general_purpose::STANDARD.encode(format!("{SERIAL}:pw"));
         Harness {
             device: DeviceApi::new(Arc::clone(&app)),
-            control: ControlApi::new(app),
+            control: ControlPort::new(app),
             auth: format!("Basic {basic}"),
             bearer: format!("Bearer {key}"),
             _server: server,

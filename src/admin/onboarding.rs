@@ -6,12 +6,12 @@ use std::collections::BTreeMap;
 use std::net::Ipv4Addr;
 use std::path::Path;
 
-use super::Known;
-use super::point::{self, PointError};
-use super::scan::{self, Subnet};
-use super::thermostat_api::ApiError;
-use crate::admin::{self, AdminRequest};
+use super::{self as admin, AdminRequest};
 use crate::app::PublicOrigin;
+use crate::onboarding::Known;
+use crate::onboarding::point::{self, PointError};
+use crate::onboarding::scan::{self, Subnet};
+use crate::onboarding::thermostat_api::ApiError;
 
 /// What the server knows of the thermostats at `ips`; nothing if there is no data directory
 /// yet or it cannot be read (a scan still lists what it finds).
@@ -46,13 +46,8 @@ pub fn scan(
     };
     let found = scan::scan(&subnet, port);
     let known = known(data_dir, found.iter().map(|f| f.ip).collect());
-    let mut t = crate::admin::table::Table::new(&[
-        "IP",
-        "NAME",
-        "SERIAL",
-        "CLOUD REGISTER URL",
-        "POINTS HERE",
-    ]);
+    let mut t =
+        admin::table::Table::new(&["IP", "NAME", "SERIAL", "CLOUD REGISTER URL", "POINTS HERE"]);
     for f in &found {
         let k = known.get(&f.ip);
         t.row(vec![

@@ -14,18 +14,20 @@
 //!
 //! Writes happen outside the hub's lock, so a slow socket never blocks a publisher.
 
+mod change;
+mod notifier;
+
 use std::collections::HashMap;
-use std::io::Write;
+use std::io;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::thread;
 use std::time::{Duration, Instant};
 
 use crossbeam_channel::{Receiver, Sender, TrySendError};
-use parking_lot::{Condvar, Mutex, MutexGuard};
+use parking_lot::{Condvar, Mutex};
 
-use crate::state::BucketChange;
+pub use change::{BucketChange, ChangeEvent, Origin};
 
 /// How long a held subscribe stays open after a push, waiting for more (the firmware closes
 /// its side about 5 s after the last data).
@@ -39,23 +41,16 @@ const WATCH_BUFFER: usize = 1024;
 const WRITERS: usize = 3;
 const WRITER_STACK: usize = 128 * 1024;
 
-/// Who made a change. Only server-side changes are pushed to the thermostat: echoing a
-/// thermostat's own writes back races with its schedule and undoes it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Origin {
-    Device,
-    Server,
+/// Where a held subscribe's pushes go: the body of a thermostat's subscribe response. The hub
+/// hands over whole `{"objects":[...]}` documents; the HTTP edge frames them.
+pub trait Sink: Send {
+    /// Writes one push and flushes it.
+    fn push(&mut self, document: &[u8]) -> io::Result<()>;
+    /// Ends the response.
+    fn end(&mut self) -> io::Result<()>;
 }
 
-/// One committed bucket change, as the live event stream sees it.
-#[derive(Clone, Debug, PartialEq)]
-pub struct ChangeEvent {
-    pub serial: String,
-    pub origin: Origin,
-    pub change: BucketChange,
-}
-
-pub type Writer = Box<dyn Write + Send>;
+pub type Writer = Box<dyn Sink>;
 
 /// One push, shared by every subscribe of the serial. `delivered` is set once any of them has
 /// written it, so a copy that failed on a stale connection is not replayed needlessly.
@@ -319,191 +314,6 @@ impl Hub {
             }
         }
     }
-
-    /// The notifier loop; runs on its own thread until [`Hub::shutdown`]. It decides what is
-    /// due and hands each write to one of [`WRITERS`] threads, so a thermostat that stopped
-    /// reading holds up only the writer it is on, until the connection's send timeout
-    /// ([`crate::http::socket::PARKED_SEND_TIMEOUT`]) drops it, and not every other push. A
-    /// subscribe has at most one write in flight, so its pushes stay in order.
-    pub fn run_notifier(&self) {
-        let (jobs, queue) = crossbeam_channel::unbounded::<Job>();
-        thread::scope(|scope| {
-            let mut writers = 0;
-            for i in 0..WRITERS {
-                let queue = queue.clone();
-                let spawned = thread::Builder::new()
-                    .name(format!("push-writer-{i}"))
-                    .stack_size(WRITER_STACK)
-                    .spawn_scoped(scope, move || {
-                        for job in queue {
-                            let done = job.run();
-                            self.settle(&mut self.inner.lock(), done, Instant::now());
-                            self.wake.notify_all();
-                        }
-                    });
-                match spawned {
-                    Ok(_) => writers += 1,
-                    Err(e) => log::warn!("could not start a push writer: {e}"),
-                }
-            }
-            // With no writer thread the notifier writes itself, one job after another.
-            self.dispatch(|job| match writers {
-                0 => Err(job),
-                _ => jobs.send(job).map_err(|e| e.into_inner()),
-            });
-            drop(jobs);
-        });
-        self.inner.lock().notifier_done = true;
-        self.wake.notify_all();
-    }
-
-    /// Takes every due subscribe's writer and passes the job to `send`, or runs it here if
-    /// `send` gives it back; returns once stopping and nothing is parked or being written.
-    fn dispatch(&self, send: impl Fn(Job) -> Result<(), Job>) {
-        let mut inner = self.inner.lock();
-        loop {
-            let now = Instant::now();
-            let stopping = inner.stopping;
-            let mut due = Vec::new();
-            let mut next_wake: Option<Instant> = None;
-            for (id, sub) in inner.subs.iter_mut() {
-                let Some(when) = sub.due_at(now, stopping) else {
-                    continue;
-                };
-                if when <= now {
-                    let end = stopping || sub.release || sub.queue.is_empty();
-                    if let Some(writer) = sub.writer.take() {
-                        due.push(Job {
-                            id: *id,
-                            writer,
-                            chunks: std::mem::take(&mut sub.queue),
-                            end,
-                        });
-                    }
-                } else {
-                    next_wake = Some(next_wake.map_or(when, |t| t.min(when)));
-                }
-            }
-            if due.is_empty() {
-                // A subscribe being written is held or batching, so this waits for its writer.
-                if stopping
-                    && inner
-                        .subs
-                        .values()
-                        .all(|s| matches!(s.phase, Phase::Reserved))
-                {
-                    return;
-                }
-                match next_wake {
-                    Some(t) => {
-                        self.wake.wait_until(&mut inner, t);
-                    }
-                    None => self.wake.wait(&mut inner),
-                }
-                continue;
-            }
-            for job in due {
-                if let Err(job) = send(job) {
-                    let done = MutexGuard::unlocked(&mut inner, || job.run());
-                    self.settle(&mut inner, done, Instant::now());
-                }
-            }
-        }
-    }
-
-    fn settle(&self, inner: &mut Inner, done: Done, written_at: Instant) {
-        let Some(sub) = inner.subs.get_mut(&done.id) else {
-            return;
-        };
-        if done.ok && !done.ended {
-            sub.writer = done.writer;
-            let cap = match sub.phase {
-                Phase::Held { deadline } => deadline + BATCH_WINDOW,
-                Phase::Batching { cap, .. } => cap,
-                Phase::Reserved => written_at + BATCH_WINDOW,
-            };
-            sub.phase = Phase::Batching {
-                until: (written_at + BATCH_WINDOW).min(cap),
-                cap,
-            };
-            return;
-        }
-        let Some(mut sub) = inner.remove(done.id) else {
-            return;
-        };
-        // Pushes that never reached the thermostat, and any that arrived while we wrote, go to
-        // its next subscribe.
-        let mut missed = done.unwritten;
-        missed.append(&mut sub.queue);
-        missed.retain(|p| !p.delivered.load(Ordering::SeqCst));
-        if !missed.is_empty() {
-            let replay = inner.replay.entry(sub.serial).or_default();
-            replay.retain(|(at, _)| at.elapsed() < REPLAY_MAX_AGE);
-            replay.extend(missed.into_iter().map(|p| (written_at, p)));
-            let excess = replay.len().saturating_sub(REPLAY_LIMIT);
-            replay.drain(..excess);
-        }
-    }
-}
-
-impl Sub {
-    /// When this subscribe next needs the notifier, if it is parked.
-    fn due_at(&self, now: Instant, stopping: bool) -> Option<Instant> {
-        self.writer.as_ref()?;
-        if stopping || self.release || !self.queue.is_empty() {
-            return Some(now);
-        }
-        match self.phase {
-            Phase::Reserved => None,
-            Phase::Held { deadline } => Some(deadline),
-            Phase::Batching { until, .. } => Some(until),
-        }
-    }
-}
-
-struct Job {
-    id: u64,
-    writer: Writer,
-    chunks: Vec<Arc<Push>>,
-    end: bool,
-}
-
-struct Done {
-    id: u64,
-    writer: Option<Writer>,
-    ok: bool,
-    ended: bool,
-    unwritten: Vec<Arc<Push>>,
-}
-
-impl Job {
-    fn run(mut self) -> Done {
-        let mut written = 0;
-        let mut result = Ok(());
-        for push in &self.chunks {
-            result = crate::http::chunked::write_chunk(&mut self.writer, &push.bytes);
-            if result.is_err() {
-                break;
-            }
-            push.delivered.store(true, Ordering::SeqCst);
-            written += 1;
-        }
-        if result.is_ok() && self.end {
-            result = crate::http::chunked::write_end(&mut self.writer);
-        }
-        let ok = result.is_ok();
-        if let Err(e) = result {
-            log::debug!("a held subscribe could not be written: {e}");
-        }
-        let unwritten = self.chunks.split_off(written);
-        Done {
-            id: self.id,
-            writer: (ok && !self.end).then_some(self.writer),
-            ok,
-            ended: self.end,
-            unwritten,
-        }
-    }
 }
 
 #[cfg(test)]
@@ -512,23 +322,30 @@ mod tests {
     use std::io;
     use std::thread;
 
-    /// A writer that records what it was given, and can be made to fail.
+    /// A sink that records what it was given (each push on a line, then `END`), and can be
+    /// made to fail.
     #[derive(Clone, Default)]
     struct Probe {
         out: Arc<Mutex<Vec<u8>>>,
         fail: Arc<Mutex<bool>>,
     }
 
-    impl Write for Probe {
-        fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+    impl Probe {
+        fn record(&self, bytes: &[u8]) -> io::Result<()> {
             if *self.fail.lock() {
                 return Err(io::Error::new(io::ErrorKind::BrokenPipe, "gone"));
             }
-            self.out.lock().extend_from_slice(buf);
-            Ok(buf.len())
-        }
-        fn flush(&mut self) -> io::Result<()> {
+            self.out.lock().extend_from_slice(bytes);
             Ok(())
+        }
+    }
+
+    impl Sink for Probe {
+        fn push(&mut self, document: &[u8]) -> io::Result<()> {
+            self.record(&[document, b"\n"].concat())
+        }
+        fn end(&mut self) -> io::Result<()> {
+            self.record(b"END")
         }
     }
 
@@ -575,8 +392,8 @@ mod tests {
             vec![],
         );
         for p in [&a, &b] {
-            let text = wait_for(p, "0\r\n\r\n");
-            assert_eq!(text, "f\r\n{\"objects\":[1]}\r\n0\r\n\r\n");
+            let text = wait_for(p, "END");
+            assert_eq!(text, "{\"objects\":[1]}\nEND");
         }
         hub.shutdown(Duration::from_secs(1));
     }
@@ -595,7 +412,7 @@ mod tests {
         )
         .ok()
         .unwrap();
-        assert_eq!(wait_for(&p, "0\r\n\r\n"), "2\r\n{}\r\n0\r\n\r\n");
+        assert_eq!(wait_for(&p, "END"), "{}\nEND");
         hub.shutdown(Duration::from_secs(1));
     }
 
@@ -612,7 +429,7 @@ mod tests {
         )
         .ok()
         .unwrap();
-        assert_eq!(wait_for(&p, "0\r\n\r\n"), "0\r\n\r\n");
+        assert_eq!(wait_for(&p, "END"), "END");
         assert_eq!(hub.subscriptions_of("S"), 0);
         hub.shutdown(Duration::from_secs(1));
     }
@@ -649,7 +466,7 @@ mod tests {
         )
         .ok()
         .unwrap();
-        assert_eq!(wait_for(&next, "0\r\n\r\n"), "7\r\n{\"n\":1}\r\n0\r\n\r\n");
+        assert_eq!(wait_for(&next, "END"), "{\"n\":1}\nEND");
         hub.shutdown(Duration::from_secs(1));
     }
 
@@ -681,7 +498,7 @@ mod tests {
         )
         .ok()
         .unwrap();
-        assert_eq!(wait_for(&next, "0\r\n\r\n"), "0\r\n\r\n");
+        assert_eq!(wait_for(&next, "END"), "END");
         hub.shutdown(Duration::from_secs(1));
     }
 
@@ -721,7 +538,7 @@ mod tests {
         .ok()
         .unwrap();
         hub.release_connection(peer);
-        assert_eq!(wait_for(&p, "0\r\n\r\n"), "0\r\n\r\n");
+        assert_eq!(wait_for(&p, "END"), "END");
         hub.shutdown(Duration::from_secs(1));
     }
 
@@ -743,12 +560,12 @@ mod tests {
         for _ in 0..12 {
             hub.publish("S", Origin::Server, Some(b"{}".to_vec()), vec![]);
             thread::sleep(Duration::from_millis(500));
-            if p.out.lock().ends_with(b"0\r\n\r\n") {
+            if p.out.lock().ends_with(b"END") {
                 break;
             }
         }
         assert!(
-            p.out.lock().ends_with(b"0\r\n\r\n"),
+            p.out.lock().ends_with(b"END"),
             "still open after {:?}",
             started.elapsed()
         );

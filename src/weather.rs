@@ -1,0 +1,93 @@
+//! The weather thermostats show: answers from `WEATHER_URL`, cached per full query string. A
+//! fresh cached answer is served without asking upstream; when upstream fails (or does not
+//! answer within the timeout) the last answer for that query is served, however old.
+
+use std::collections::HashMap;
+use std::io::Read;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use parking_lot::Mutex;
+
+const MAX_ENTRIES: usize = 256;
+const MAX_BODY: u64 = 2 * 1024 * 1024;
+
+/// A cached answer and when it was fetched.
+type Entry = (Instant, Arc<Vec<u8>>);
+
+/// Where answers come from and how long they keep.
+pub struct Upstream<'a> {
+    pub url: &'a str,
+    pub fresh_for: Duration,
+    pub timeout: Duration,
+}
+
+#[derive(Default)]
+pub struct Weather {
+    entries: Mutex<HashMap<String, Entry>>,
+}
+
+impl Weather {
+    /// The answer for `query` (a JSON object's bytes), or `None` when upstream fails and
+    /// nothing was ever cached for it.
+    pub fn answer(&self, upstream: &Upstream<'_>, query: &str) -> Option<Arc<Vec<u8>>> {
+        if let Some(body) = self.cached(query, Some(upstream.fresh_for)) {
+            return Some(body);
+        }
+        match fetch(upstream.url, query, upstream.timeout) {
+            Ok(body) => {
+                let body = Arc::new(body);
+                self.put(query, Arc::clone(&body));
+                Some(body)
+            }
+            Err(why) => {
+                log::warn!("weather upstream failed for {query:?}: {why}");
+                self.cached(query, None)
+            }
+        }
+    }
+
+    fn cached(&self, query: &str, max_age: Option<Duration>) -> Option<Arc<Vec<u8>>> {
+        let entries = self.entries.lock();
+        let (at, body) = entries.get(query)?;
+        match max_age {
+            Some(age) if at.elapsed() > age => None,
+            _ => Some(Arc::clone(body)),
+        }
+    }
+
+    fn put(&self, query: &str, body: Arc<Vec<u8>>) {
+        let mut entries = self.entries.lock();
+        if entries.len() >= MAX_ENTRIES && !entries.contains_key(query) {
+            let oldest = entries
+                .iter()
+                .min_by_key(|(_, (at, _))| *at)
+                .map(|(k, _)| k.clone());
+            if let Some(k) = oldest {
+                entries.remove(&k);
+            }
+        }
+        entries.insert(query.to_string(), (Instant::now(), body));
+    }
+}
+
+/// Asks upstream with the thermostat's query string appended; only a JSON object counts.
+fn fetch(base: &str, query: &str, timeout: Duration) -> Result<Vec<u8>, String> {
+    let url = match (query.is_empty(), base.contains('?')) {
+        (true, _) => base.to_string(),
+        (false, true) => format!("{base}&{query}"),
+        (false, false) => format!("{base}?{query}"),
+    };
+    let agent = ureq::AgentBuilder::new().timeout(timeout).build();
+    let response = agent.get(&url).call().map_err(|e| e.to_string())?;
+    let mut body = Vec::new();
+    response
+        .into_reader()
+        .take(MAX_BODY)
+        .read_to_end(&mut body)
+        .map_err(|e| e.to_string())?;
+    match serde_json::from_slice::<serde_json::Value>(&body) {
+        Ok(serde_json::Value::Object(_)) => Ok(body),
+        _ => Err("upstream did not answer with a JSON object".into()),
+    }
+}
