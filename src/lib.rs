@@ -1,24 +1,25 @@
 //! hearth: a self-hosted cloud for Nest Gen1/Gen2 thermostats running No Longer Evil firmware.
 //!
-//! Map of the crate:
-//! - [`server`]: starts and stops everything (two listeners, the hub's notifier, snapshots, the
-//!   watchdog); tests start it in-process.
-//! - [`device`]: the thermostats' cloud protocol on port 8000.
-//! - [`control`]: the control API on port 8082; [`dashboard`]: the page it serves at `/`.
-//! - [`state`]: buckets, accounts, and the one mutation path; [`store`]: the durable journal
-//!   and snapshots; [`hub`]: held subscribes, pushes and change events; [`events`]: the
-//!   control API's live event streams.
-//! - [`http`]: the tiny_http edge (handlers are plain functions from a parsed request to a reply).
-//! - [`simulator`]: a simulated thermostat, used by tests and `hearth simulate`; [`demo`]:
-//!   `hearth demo`, the server with three simulated thermostats in simulated rooms.
-//! - [`bench`]: `hearth bench`, the measured figures in the README; [`process`]: a `hearth serve`
-//!   child process for it and for tests of the real binary.
-//! - [`accounts`]: users, ownership, shares and API keys; [`admin`]: the CLI's account commands
-//!   and the running server's admin socket; [`hosted`]: the hosted service's `/api/v1`.
-//! - [`thermostat`]: what a thermostat accepts (modes, fan, schedules, bounds), for both APIs.
-//! - [`history`]: each thermostat's temperature history on disk (`/api/history`).
-//! - [`mqtt`]: state, Home Assistant discovery and command topics on an MQTT broker.
-//! - [`config`], [`cli`]: settings and the command line; [`service`]: systemd notifications.
+//! Map of the crate, top to bottom: a module uses only modules on its own line or below, never
+//! one that uses it back (`tests/architecture.rs` checks that, and that no surface uses
+//! another).
+//! - [`cli`], [`server`] (starts and stops everything; tests start it in-process), [`demo`],
+//!   [`bench`] and [`process`] (a `hearth serve` child process for benchmarks and tests).
+//! - [`control_port`]: port 8082, where the control API and the hosted API meet.
+//! - The surfaces, each one dialect: [`device`] (the thermostats' protocol, port 8000),
+//!   [`control`] (the flat control API, with the [`dashboard`] page at `/`), [`hosted`] (the
+//!   hosted service's `/api/v1`) and [`mqtt`] (state, Home Assistant discovery, commands).
+//! - What surfaces share: [`history`] (temperature history on disk), [`onboarding`] (finding
+//!   and pointing thermostats), [`admin`] (the CLI's account and onboarding commands, the admin
+//!   socket), [`migrate`] (imports), [`info`]; [`app`], what every handler is given.
+//! - [`thermostat`]: the core below every surface. The intents a person can express, the one
+//!   planner from an intent and a thermostat's view to bucket writes, its refusals, the one
+//!   commit, and the status every surface shows. [`accounts`]: users, ownership, shares, keys.
+//! - [`state`] (buckets, accounts and the one mutation path) over [`store`] (the durable
+//!   journal and snapshots) and [`hub`] (held subscribes, pushes and change events);
+//!   [`events`] (live event streams), [`presence`], [`weather`], [`config`], [`http`] (the
+//!   tiny_http edge: handlers are plain functions from a parsed request to a reply),
+//!   [`service`] (systemd), [`simulator`] (a simulated thermostat), [`util`].
 
 pub mod accounts;
 pub mod admin;

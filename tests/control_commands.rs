@@ -227,3 +227,28 @@ fn emergency_heat_on_a_thermostat_that_has_it() {
     let now_s = hearth::util::clock::now_ms() / 1000;
     assert!((now_s + 590..=now_s + 610).contains(&until), "{until}");
 }
+
+#[test]
+fn set_away_is_the_same_away_the_hosted_api_sets() {
+    let s = TestServer::start();
+    let (_sim, _events, mut held) = booted_and_held(&s, SERIAL);
+    for (away, auto_away) in [(true, 2), (false, 0)] {
+        let r = command(s.control(), SERIAL, "set_away", json!(away));
+        assert_eq!(r.json()["data"]["object_key"], json!("structure.default"));
+        // One change, one push: the structure's manual eco and the presence clients read.
+        let (_, doc) = next_push(&mut held);
+        assert_eq!(
+            object(&doc, "structure.default")["value"]["manual_eco_all"],
+            json!(away)
+        );
+        let shared = format!("shared.{SERIAL}");
+        assert_eq!(
+            object(&doc, &shared)["value"]["auto_away"],
+            json!(auto_away)
+        );
+        assert_eq!(
+            s.bucket(SERIAL, &shared).unwrap().value.to_map()["auto_away"],
+            json!(auto_away)
+        );
+    }
+}

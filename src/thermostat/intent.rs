@@ -1,6 +1,6 @@
 //! What a person can ask of a thermostat, whichever surface they ask through. Each surface
 //! parses its own dialect (the control API's `/command` names, the hosted API's endpoints,
-//! MQTT topics) into one of these; [`super::plan`] turns it into bucket writes.
+//! MQTT topics) into one of these; [`super::plan()`] turns it into bucket writes.
 //!
 //! Where two surfaces document different behaviour for the same wish (the hosted API rounds
 //! setpoints to 0.5 °C and sets the mode with a setpoint; the control API keeps the Python
