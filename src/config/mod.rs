@@ -2,9 +2,11 @@
 //! migrate by copying their settings), command-line flags (which win), and validation. Every
 //! invalid value stops startup with a message naming the setting and its allowed range.
 //!
-//! Each setting is declared once, in [`settings::SETTINGS`]. This module depends on nothing
-//! else in the crate but [`crate::util`], so every other module can read its settings from here.
+//! Each setting is declared once, in [`settings::SETTINGS`]; [`docs`] turns the declarations
+//! into the `--help` lines and the README's table. This module depends on nothing else in the
+//! crate but [`crate::util`], so every other module can read its settings from here.
 
+pub mod docs;
 mod origin;
 pub mod settings;
 mod sources;
