@@ -244,7 +244,7 @@ const ONBOARDING_SETTINGS: &[(&Setting, &str)] = &[
     ),
     (
         text("DATA_DIR").setting,
-        "data directory, for what thermostats sent this server before (names, keys)",
+        "data directory, for the names and keys thermostats sent this server before",
     ),
     (
         number("THERMOSTAT_API_PORT").setting,

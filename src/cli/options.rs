@@ -77,10 +77,7 @@ impl Spec {
                         .to_string()
                         .into());
                 }
-                let value = rest
-                    .next()
-                    .ok_or_else(|| format!("No value provided for option '{arg}'.\n"))?;
-                self.record(&mut parsed, arg, value)?;
+                self.record(&mut parsed, arg, rest.next().copied())?;
             } else if parsed.positionals.len() < self.positionals.len() {
                 parsed.positionals.push(arg.to_string());
             } else {
@@ -102,7 +99,7 @@ impl Spec {
     }
 
     /// Files `--option value` under its setting's variable or its own name.
-    fn record(&self, parsed: &mut Parsed, option: &str, value: &str) -> Result<(), String> {
+    fn record(&self, parsed: &mut Parsed, option: &str, value: Option<&str>) -> Result<(), String> {
         let settings = self.settings();
         let (key, given) = if let Some((s, _)) = settings.iter().find(|(s, _)| s.option == option) {
             (s.variable, &mut parsed.settings)
@@ -111,6 +108,7 @@ impl Spec {
         } else {
             return Err(format!("Unrecognized argument: {option}\n"));
         };
+        let value = value.ok_or_else(|| format!("No value provided for option '{option}'.\n"))?;
         if given.iter().any(|(k, _)| *k == key) {
             return Err(format!(
                 "Error parsing option '{option}' with value '{value}': duplicate values provided\n"
