@@ -6,12 +6,16 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
 
-use argh::FromArgs;
+use argh::{CommandInfo, EarlyExit, FromArgs, SubCommand};
 
 use crate::admin::AdminRequest;
+use crate::config::settings::{Setting, number, text};
 use crate::config::{Config, Sources};
 use crate::server::Server;
 use crate::simulator::fleet::Fleet;
+use options::{Spec, Takes};
+
+mod options;
 
 #[derive(FromArgs)]
 /// hearth: a home server for Nest Gen1/Gen2 thermostats running No Longer Evil firmware.
@@ -26,7 +30,7 @@ struct Cli {
 #[derive(FromArgs)]
 #[argh(subcommand)]
 enum Command {
-    Serve(Box<ServeArgs>),
+    Serve(ServeArgs),
     Users(UsersArgs),
     Keys(KeysArgs),
     Claim(ClaimArgs),
@@ -200,207 +204,125 @@ struct DevicesArgs {
     data_dir: Option<String>,
 }
 
-#[derive(FromArgs)]
-#[argh(subcommand, name = "serve")]
-/// run the server (device port 8000, control port 8082, data in ./data). Every option can also
-/// be set by the environment variable named in its description; options win.
+/// `hearth serve`: every setting is an option ([`options`]).
 struct ServeArgs {
-    /// data directory (DATA_DIR; default ./data)
-    #[argh(option)]
-    data_dir: Option<String>,
-    /// address to listen on (SERVER_HOST; default 0.0.0.0)
-    #[argh(option)]
-    bind: Option<String>,
-    /// address for the control port (CONTROL_HOST; default: the --bind address)
-    #[argh(option)]
-    control_bind: Option<String>,
-    /// thermostat protocol port (SERVER_PORT; default 8000; 0 picks a free port)
-    #[argh(option)]
-    device_port: Option<String>,
-    /// control API port (CONTROL_PORT; default 8082; 0 picks a free port)
-    #[argh(option)]
-    control_port: Option<String>,
-    /// origin thermostats are told to use, e.g. http://192.168.1.10:8000 (API_ORIGIN; default:
-    /// this machine's LAN address and the device port)
-    #[argh(option)]
-    api_origin: Option<String>,
-    /// directory with fullchain.pem and privkey.pem: HTTPS on both ports (CERT_DIR; default unset)
-    #[argh(option)]
-    cert_dir: Option<String>,
-    /// true: new thermostats must be claimed with an entry key (REQUIRE_DEVICE_PAIRING; default false)
-    #[argh(option)]
-    require_device_pairing: Option<String>,
-    /// entry key lifetime in seconds (ENTRY_KEY_TTL_SECONDS; default 3600)
-    #[argh(option)]
-    entry_key_ttl_seconds: Option<String>,
-    /// seconds a thermostat may sleep on a subscribe; held for this minus 10 (SUSPEND_TIME_MAX; default 300)
-    #[argh(option)]
-    suspend_time_max: Option<String>,
-    /// random delay window for thermostat writes, seconds (DEFER_DEVICE_WINDOW; default 15)
-    #[argh(option)]
-    defer_device_window: Option<String>,
-    /// seconds without that delay after a pushed setpoint (DISABLE_DEFER_WINDOW; default 60)
-    #[argh(option)]
-    disable_defer_window: Option<String>,
-    /// held subscribes allowed per thermostat (MAX_SUBSCRIPTIONS_PER_DEVICE; default 100)
-    #[argh(option)]
-    max_subscriptions_per_device: Option<String>,
-    /// true: log every request (DEBUG_LOGGING; default false)
-    #[argh(option)]
-    debug_logging: Option<String>,
-    /// true: keep thermostat log uploads (STORE_DEVICE_LOGS; default false)
-    #[argh(option)]
-    store_device_logs: Option<String>,
-    /// where uploads are kept (DEVICE_LOGS_DIR; default <data dir>/device-logs)
-    #[argh(option)]
-    device_logs_dir: Option<String>,
-    /// weather upstream; the thermostat's query is appended (WEATHER_URL; default none)
-    #[argh(option)]
-    weather_url: Option<String>,
-    /// weather cache lifetime in ms (WEATHER_CACHE_TTL_MS; default 600000)
-    #[argh(option)]
-    weather_cache_ttl_ms: Option<String>,
-    /// worker threads per port (HTTP_WORKERS; default 4)
-    #[argh(option)]
-    http_workers: Option<String>,
-    /// seconds after which a connection with no traffic is closed (IDLE_TIMEOUT_SECONDS; default 60)
-    #[argh(option)]
-    idle_timeout_seconds: Option<String>,
-    /// seconds between self-probes; 0 turns the watchdog off (WATCHDOG_INTERVAL_SECONDS; default 30)
-    #[argh(option)]
-    watchdog_interval_seconds: Option<String>,
-    /// requests per minute per API key on /api/v1 (API_RATE_LIMIT_PER_MINUTE; default 20)
-    #[argh(option)]
-    api_rate_limit_per_minute: Option<String>,
-    /// true: the control API wants an API key of the user `owner` (CONTROL_REQUIRE_KEY; default false)
-    #[argh(option)]
-    control_require_key: Option<String>,
-    /// port of the thermostats' local settings API, for /api/scan-network and
-    /// /api/configure-nest (THERMOSTAT_API_PORT; default 8080)
-    #[argh(option)]
-    thermostat_api_port: Option<String>,
-    /// seconds without a request or held subscribe before a thermostat counts as offline
-    /// (AVAILABILITY_TIMEOUT_SECONDS; default 300)
-    #[argh(option)]
-    availability_timeout_seconds: Option<String>,
-    /// seconds between history samples of each thermostat (HISTORY_INTERVAL_SECONDS; default 300)
-    #[argh(option)]
-    history_interval_seconds: Option<String>,
-    /// MQTT broker host; unset turns MQTT off (MQTT_HOST)
-    #[argh(option)]
-    mqtt_host: Option<String>,
-    /// MQTT broker port (MQTT_PORT; default 1883)
-    #[argh(option)]
-    mqtt_port: Option<String>,
-    /// MQTT user name (MQTT_USER)
-    #[argh(option)]
-    mqtt_user: Option<String>,
-    /// MQTT password; prefer the variable, a flag shows in `ps` (MQTT_PASSWORD)
-    #[argh(option)]
-    mqtt_password: Option<String>,
-    /// first topic level(s) of state and command topics (MQTT_TOPIC_PREFIX; default nolongerevil)
-    #[argh(option)]
-    mqtt_topic_prefix: Option<String>,
-    /// discovery prefix Home Assistant reads (MQTT_DISCOVERY_PREFIX; default homeassistant)
-    #[argh(option)]
-    mqtt_discovery_prefix: Option<String>,
-    /// MQTT client id (MQTT_CLIENT_ID; default hearth-<8 random hex digits>)
-    #[argh(option)]
-    mqtt_client_id: Option<String>,
+    settings: options::Parsed,
 }
 
-impl ServeArgs {
-    fn into_sources<'a>(self, env: &'a dyn Fn(&str) -> Option<String>) -> Sources<'a> {
-        let mut s = Sources::new(env);
-        s.flag("DATA_DIR", self.data_dir);
-        s.flag("SERVER_HOST", self.bind);
-        s.flag("CONTROL_HOST", self.control_bind);
-        s.flag("SERVER_PORT", self.device_port);
-        s.flag("CONTROL_PORT", self.control_port);
-        s.flag("API_ORIGIN", self.api_origin);
-        s.flag("CERT_DIR", self.cert_dir);
-        s.flag("REQUIRE_DEVICE_PAIRING", self.require_device_pairing);
-        s.flag("ENTRY_KEY_TTL_SECONDS", self.entry_key_ttl_seconds);
-        s.flag("SUSPEND_TIME_MAX", self.suspend_time_max);
-        s.flag("DEFER_DEVICE_WINDOW", self.defer_device_window);
-        s.flag("DISABLE_DEFER_WINDOW", self.disable_defer_window);
-        s.flag(
-            "MAX_SUBSCRIPTIONS_PER_DEVICE",
-            self.max_subscriptions_per_device,
-        );
-        s.flag("DEBUG_LOGGING", self.debug_logging);
-        s.flag("STORE_DEVICE_LOGS", self.store_device_logs);
-        s.flag("DEVICE_LOGS_DIR", self.device_logs_dir);
-        s.flag("WEATHER_URL", self.weather_url);
-        s.flag("WEATHER_CACHE_TTL_MS", self.weather_cache_ttl_ms);
-        s.flag("HTTP_WORKERS", self.http_workers);
-        s.flag("IDLE_TIMEOUT_SECONDS", self.idle_timeout_seconds);
-        s.flag("WATCHDOG_INTERVAL_SECONDS", self.watchdog_interval_seconds);
-        s.flag("API_RATE_LIMIT_PER_MINUTE", self.api_rate_limit_per_minute);
-        s.flag("CONTROL_REQUIRE_KEY", self.control_require_key);
-        s.flag("THERMOSTAT_API_PORT", self.thermostat_api_port);
-        s.flag(
-            "AVAILABILITY_TIMEOUT_SECONDS",
-            self.availability_timeout_seconds,
-        );
-        s.flag("HISTORY_INTERVAL_SECONDS", self.history_interval_seconds);
-        s.flag("MQTT_HOST", self.mqtt_host);
-        s.flag("MQTT_PORT", self.mqtt_port);
-        s.flag("MQTT_USER", self.mqtt_user);
-        s.flag("MQTT_PASSWORD", self.mqtt_password);
-        s.flag("MQTT_TOPIC_PREFIX", self.mqtt_topic_prefix);
-        s.flag("MQTT_DISCOVERY_PREFIX", self.mqtt_discovery_prefix);
-        s.flag("MQTT_CLIENT_ID", self.mqtt_client_id);
-        s
+const SERVE: Spec = Spec {
+    command: CommandInfo {
+        name: "serve",
+        short: &'\0',
+        description: "run the server. Every option can also be set by the environment variable \
+                      named in its description; options win.",
+    },
+    positionals: &[],
+    options: &[],
+    settings: Takes::All,
+};
+
+impl FromArgs for ServeArgs {
+    fn from_args(command: &[&str], args: &[&str]) -> Result<Self, EarlyExit> {
+        let settings = SERVE.parse(command, args)?;
+        Ok(ServeArgs { settings })
     }
 }
 
-#[derive(FromArgs)]
-#[argh(subcommand, name = "scan")]
-/// find thermostats running No Longer Evil firmware on the local network (their settings API
-/// on port 8080) and say which already point at this server
-struct ScanArgs {
-    /// the subnet to probe, at most a /24 (default: the /24 of API_ORIGIN's address)
-    #[argh(option)]
-    subnet: Option<String>,
-    #[argh(option)]
-    /// this server's origin, as for serve (API_ORIGIN; default: this machine's LAN address)
-    api_origin: Option<String>,
-    /// this server's device port, when API_ORIGIN has none (SERVER_PORT; default 8000)
-    #[argh(option)]
-    device_port: Option<String>,
-    /// data directory, for the names of thermostats seen before (DATA_DIR; default ./data)
-    #[argh(option)]
-    data_dir: Option<String>,
-    /// port of the thermostats' settings API (THERMOSTAT_API_PORT; default 8080)
-    #[argh(option)]
-    thermostat_api_port: Option<String>,
+impl SubCommand for ServeArgs {
+    const COMMAND: &'static CommandInfo = &SERVE.command;
 }
 
-#[derive(FromArgs)]
-#[argh(subcommand, name = "point")]
-/// point a thermostat at this server: set its cloud-register URL to API_ORIGIN's /entry, and
-/// read it back
+/// What `hearth scan` and `point` take of the server's settings, and what for.
+const ONBOARDING_SETTINGS: &[(&Setting, &str)] = &[
+    (
+        text("API_ORIGIN").setting,
+        "this server's origin, as for serve",
+    ),
+    (
+        number("SERVER_PORT").setting,
+        "this server's device port, when API_ORIGIN has none",
+    ),
+    (
+        text("DATA_DIR").setting,
+        "data directory, for the names and keys thermostats sent this server before",
+    ),
+    (
+        number("THERMOSTAT_API_PORT").setting,
+        "port of the thermostats' settings API",
+    ),
+];
+
+/// `hearth scan`: find thermostats on the local network.
+struct ScanArgs {
+    subnet: Option<String>,
+    settings: options::Parsed,
+}
+
+const SCAN: Spec = Spec {
+    command: CommandInfo {
+        name: "scan",
+        short: &'\0',
+        description: "find thermostats running No Longer Evil firmware on the local network \
+                      (their settings API) and say which already point at this server",
+    },
+    positionals: &[],
+    options: &[(
+        "--subnet",
+        "the subnet to probe, at most a /24 (default: the /24 of API_ORIGIN's address)",
+    )],
+    settings: Takes::These(ONBOARDING_SETTINGS),
+};
+
+impl FromArgs for ScanArgs {
+    fn from_args(command: &[&str], args: &[&str]) -> Result<Self, EarlyExit> {
+        let mut settings = SCAN.parse(command, args)?;
+        let subnet = settings.option("--subnet");
+        Ok(ScanArgs { subnet, settings })
+    }
+}
+
+impl SubCommand for ScanArgs {
+    const COMMAND: &'static CommandInfo = &SCAN.command;
+}
+
+/// `hearth point`: point a thermostat at this server.
 struct PointArgs {
-    /// the thermostat's IPv4 address
-    #[argh(positional)]
     ip: String,
-    /// the thermostat's API key (default: the one it sent this server, if it ever connected;
-    /// none is needed in its first 30 minutes after power-on)
-    #[argh(option)]
     api_key: Option<String>,
-    /// this server's origin, as for serve (API_ORIGIN; default: this machine's LAN address)
-    #[argh(option)]
-    api_origin: Option<String>,
-    /// this server's device port, when API_ORIGIN has none (SERVER_PORT; default 8000)
-    #[argh(option)]
-    device_port: Option<String>,
-    /// data directory, for the key the thermostat sent (DATA_DIR; default ./data)
-    #[argh(option)]
-    data_dir: Option<String>,
-    /// port of the thermostats' settings API (THERMOSTAT_API_PORT; default 8080)
-    #[argh(option)]
-    thermostat_api_port: Option<String>,
+    settings: options::Parsed,
+}
+
+const POINT: Spec = Spec {
+    command: CommandInfo {
+        name: "point",
+        short: &'\0',
+        description: "point a thermostat at this server: set its cloud-register URL to \
+                      API_ORIGIN's /entry, and read it back",
+    },
+    positionals: &[("ip", "the thermostat's IPv4 address")],
+    options: &[(
+        "--api-key",
+        "the thermostat's API key (default: the one it sent this server, if it ever \
+         connected; none is needed in its first 30 minutes after power-on)",
+    )],
+    settings: Takes::These(ONBOARDING_SETTINGS),
+};
+
+impl FromArgs for PointArgs {
+    fn from_args(command: &[&str], args: &[&str]) -> Result<Self, EarlyExit> {
+        let mut settings = POINT.parse(command, args)?;
+        let api_key = settings.option("--api-key");
+        let ip = settings.positionals.pop().unwrap_or_default();
+        Ok(PointArgs {
+            ip,
+            api_key,
+            settings,
+        })
+    }
+}
+
+impl SubCommand for PointArgs {
+    const COMMAND: &'static CommandInfo = &POINT.command;
 }
 
 #[derive(FromArgs)]
@@ -527,7 +449,7 @@ pub fn main() -> ExitCode {
         return ExitCode::from(2);
     };
     match command {
-        Command::Serve(args) => serve(*args),
+        Command::Serve(args) => serve(args),
         Command::Users(args) => match args.command {
             UsersCommand::Add(a) => admin(a.data_dir, AdminRequest::UsersAdd { name: a.name }),
             UsersCommand::List(a) => admin(a.data_dir, AdminRequest::UsersList),
@@ -569,39 +491,23 @@ pub fn main() -> ExitCode {
             },
         ),
         Command::Devices(a) => admin(a.data_dir, AdminRequest::Devices),
-        Command::Scan(a) => onboarding(
-            [
-                a.api_origin,
-                a.device_port,
-                a.data_dir,
-                a.thermostat_api_port,
-            ],
-            |origin, config| {
-                crate::admin::onboarding::scan(
-                    origin,
-                    a.subnet.as_deref(),
-                    config.thermostat_api_port,
-                    &config.data_dir,
-                )
-            },
-        ),
-        Command::Point(a) => onboarding(
-            [
-                a.api_origin,
-                a.device_port,
-                a.data_dir,
-                a.thermostat_api_port,
-            ],
-            |origin, config| {
-                crate::admin::onboarding::point(
-                    origin,
-                    &a.ip,
-                    a.api_key.as_deref(),
-                    config.thermostat_api_port,
-                    &config.data_dir,
-                )
-            },
-        ),
+        Command::Scan(a) => onboarding(a.settings, |origin, config| {
+            crate::admin::onboarding::scan(
+                origin,
+                a.subnet.as_deref(),
+                config.thermostat_api_port,
+                &config.data_dir,
+            )
+        }),
+        Command::Point(a) => onboarding(a.settings, |origin, config| {
+            crate::admin::onboarding::point(
+                origin,
+                &a.ip,
+                a.api_key.as_deref(),
+                config.thermostat_api_port,
+                &config.data_dir,
+            )
+        }),
         Command::ImportNle(a) => import(a.data_dir, a.force, || {
             crate::migrate::export_sqlite(&a.python, std::path::Path::new(&a.database))
         }),
@@ -650,20 +556,14 @@ fn report(outcome: Result<String, String>) -> ExitCode {
     }
 }
 
-/// Runs `hearth scan` or `hearth point` with the server's settings: `flags` are
-/// `--api-origin`, `--device-port`, `--data-dir` and `--thermostat-api-port`, over the
-/// environment.
+/// Runs `hearth scan` or `hearth point` with the server's settings: the options given, over
+/// the environment.
 fn onboarding(
-    flags: [Option<String>; 4],
+    settings: options::Parsed,
     run: impl FnOnce(&crate::app::PublicOrigin, &Config) -> Result<String, String>,
 ) -> ExitCode {
     let env = |k: &str| std::env::var(k).ok();
-    let mut sources = Sources::new(&env);
-    let [api_origin, device_port, data_dir, thermostat_api_port] = flags;
-    sources.flag("API_ORIGIN", api_origin);
-    sources.flag("SERVER_PORT", device_port);
-    sources.flag("DATA_DIR", data_dir);
-    sources.flag("THERMOSTAT_API_PORT", thermostat_api_port);
+    let sources = settings.sources(&env);
     let config = match Config::resolve(&sources) {
         Ok(c) => c,
         Err(e) => {
@@ -765,7 +665,7 @@ fn bench(args: BenchArgs) -> ExitCode {
 
 fn serve(args: ServeArgs) -> ExitCode {
     let env = |k: &str| std::env::var(k).ok();
-    let config = match Config::resolve(&args.into_sources(&env)) {
+    let config = match Config::resolve(&args.settings.sources(&env)) {
         Ok(c) => c,
         Err(e) => {
             eprintln!("hearth: {e}");

@@ -23,8 +23,8 @@ use crate::hub::{ChangeEvent, Origin};
 
 /// Streams open at once; one more gets 503.
 pub const MAX_STREAMS: usize = 64;
-/// A comment line this often keeps idle streams alive.
-pub const KEEP_ALIVE: Duration = Duration::from_secs(15);
+/// A comment line this often keeps idle streams alive (the configuration's default).
+pub const KEEP_ALIVE: Duration = crate::config::EVENT_KEEP_ALIVE;
 /// Text waiting for one stream's writer, beyond which the stream is dropped as not reading.
 pub const BACKLOG_LIMIT: usize = 1024 * 1024;
 /// Threads writing to streams; a client that stopped reading occupies one until it is dropped.

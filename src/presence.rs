@@ -7,10 +7,6 @@ use parking_lot::Mutex;
 
 use crate::util::clock;
 
-/// A thermostat counts as available this long after its last request, by default
-/// (`AVAILABILITY_TIMEOUT_SECONDS`).
-pub const AVAILABLE_FOR_MS: i64 = 300_000;
-
 pub struct Presence {
     seen: Mutex<HashMap<String, i64>>,
     available_for_ms: i64,

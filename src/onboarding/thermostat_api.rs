@@ -6,8 +6,6 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-/// The port No Longer Evil firmware serves its settings API on.
-pub const DEFAULT_PORT: u16 = 8080;
 pub const PATH: &str = "/cgi-bin/api/settings";
 /// Connecting to an address with no host behind it gives up after this.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(1);

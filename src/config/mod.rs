@@ -1,0 +1,518 @@
+//! Server configuration: defaults, environment variables (the Python server's names, so a user can
+//! migrate by copying their settings), command-line flags (which win), and validation. Every
+//! invalid value stops startup with a message naming the setting and its allowed range.
+//!
+//! Each setting is declared once, in [`settings::SETTINGS`]; [`docs`] turns the declarations
+//! into the `--help` lines and the README's table. This module depends on nothing else in the
+//! crate but [`crate::util`], so every other module can read its settings from here.
+
+pub mod docs;
+mod origin;
+pub mod settings;
+mod sources;
+
+use std::net::{IpAddr, Ipv4Addr};
+use std::path::PathBuf;
+use std::time::Duration;
+
+pub use origin::ApiOrigin;
+use settings::{boolean, ip, number, text};
+pub use sources::{ConfigError, Sources};
+
+/// A live event stream with nothing to send gets a comment line this often, so proxies keep it.
+pub const EVENT_KEEP_ALIVE: Duration = Duration::from_secs(15);
+
+/// Everything the server needs to start. `Config::default()` holds the production defaults;
+/// tests use [`Config::local`].
+#[derive(Clone, Debug)]
+pub struct Config {
+    pub data_dir: PathBuf,
+    pub device_bind: IpAddr,
+    pub control_bind: IpAddr,
+    /// 0 picks a free port (the bound port is logged and reported by `Server`).
+    pub device_port: u16,
+    pub control_port: u16,
+    /// The origin thermostats are told to use. `None`: this machine's LAN address and the
+    /// device port, worked out at startup.
+    pub api_origin: Option<ApiOrigin>,
+    pub require_device_pairing: bool,
+    pub entry_key_ttl_secs: u64,
+    /// `X-nl-suspend-time-max`; a subscribe is held for this minus 10 seconds.
+    pub suspend_time_max_secs: u64,
+    pub defer_device_window_secs: u64,
+    pub disable_defer_window_secs: u64,
+    pub max_subscriptions_per_device: usize,
+    pub debug_logging: bool,
+    pub store_device_logs: bool,
+    /// `None`: `<data_dir>/device-logs`.
+    pub device_logs_dir: Option<PathBuf>,
+    pub weather_url: Option<String>,
+    pub weather_cache_ttl_ms: u64,
+    pub weather_timeout: Duration,
+    /// Worker threads per listener.
+    pub http_workers: usize,
+    /// A request body still arriving after this long is abandoned (its connection closed).
+    pub body_read_timeout: Duration,
+    /// A connection with no data either way for this long is closed (held subscribes and
+    /// event streams excepted).
+    pub idle_timeout: Duration,
+    /// HTTPS on both ports with `fullchain.pem` and `privkey.pem` from this directory.
+    pub cert_dir: Option<PathBuf>,
+    /// Seconds between self-probes of both listeners; 0 turns the watchdog off.
+    pub watchdog_interval_secs: u64,
+    /// A live event stream with nothing to send gets a comment line this often.
+    pub event_keep_alive: Duration,
+    /// Requests per minute each API key may make on `/api/v1`.
+    pub api_rate_limit_per_minute: u32,
+    /// The control API (port 8082) wants an API key too.
+    pub control_require_key: bool,
+    /// The port of thermostats' local settings API (8080 on No Longer Evil firmware), for
+    /// scanning and pointing thermostats.
+    pub thermostat_api_port: u16,
+    /// A thermostat with no request and no held subscribe for this long counts as offline
+    /// (`/status`'s `is_available`, MQTT availability).
+    pub availability_timeout: Duration,
+    /// Seconds between history samples of each thermostat (see [`crate::history`]).
+    pub history_interval: Duration,
+    /// MQTT publishing and Home Assistant discovery; `None` (no `MQTT_HOST`) turns it off.
+    pub mqtt: Option<MqttConfig>,
+}
+
+/// Where and how to publish over MQTT (see [`crate::mqtt`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MqttConfig {
+    pub host: String,
+    pub port: u16,
+    pub user: Option<String>,
+    pub password: Option<String>,
+    /// `{P}` in every state and command topic.
+    pub topic_prefix: String,
+    /// Where Home Assistant looks for discovery messages.
+    pub discovery_prefix: String,
+    pub client_id: String,
+}
+
+impl MqttConfig {
+    /// A broker on `host:port` with every other setting at its default.
+    pub fn new(host: impl Into<String>, port: u16) -> MqttConfig {
+        MqttConfig {
+            host: host.into(),
+            port,
+            user: None,
+            password: None,
+            topic_prefix: const { text("MQTT_TOPIC_PREFIX").unset.value() }.into(),
+            discovery_prefix: const { text("MQTT_DISCOVERY_PREFIX").unset.value() }.into(),
+            client_id: default_client_id(),
+        }
+    }
+}
+
+/// `hearth-` and 8 random hex digits: two servers on one broker must not share an id (the
+/// broker would disconnect one whenever the other connects).
+fn default_client_id() -> String {
+    // Without randomness the id is still valid; only two hearths on one broker would clash.
+    let hex = crate::util::random::hex(4).unwrap_or_else(|_| "00000000".into());
+    format!("hearth-{hex}")
+}
+
+impl Default for Config {
+    /// The declared defaults ([`settings::SETTINGS`]), and those of the fields no setting changes.
+    fn default() -> Self {
+        Config {
+            data_dir: PathBuf::from(const { text("DATA_DIR").unset.value() }),
+            device_bind: const { ip("SERVER_HOST").unset.value() },
+            // CONTROL_HOST's default: SERVER_HOST's value.
+            control_bind: const { ip("SERVER_HOST").unset.value() },
+            device_port: to_u16(const { number("SERVER_PORT").default }),
+            control_port: to_u16(const { number("CONTROL_PORT").default }),
+            api_origin: None,
+            require_device_pairing: const { boolean("REQUIRE_DEVICE_PAIRING").default },
+            entry_key_ttl_secs: const { number("ENTRY_KEY_TTL_SECONDS").default },
+            suspend_time_max_secs: const { number("SUSPEND_TIME_MAX").default },
+            defer_device_window_secs: const { number("DEFER_DEVICE_WINDOW").default },
+            disable_defer_window_secs: const { number("DISABLE_DEFER_WINDOW").default },
+            max_subscriptions_per_device: to_usize(
+                const { number("MAX_SUBSCRIPTIONS_PER_DEVICE").default },
+            ),
+            debug_logging: const { boolean("DEBUG_LOGGING").default },
+            store_device_logs: const { boolean("STORE_DEVICE_LOGS").default },
+            device_logs_dir: None,
+            weather_url: None,
+            weather_cache_ttl_ms: const { number("WEATHER_CACHE_TTL_MS").default },
+            weather_timeout: Duration::from_secs(5),
+            http_workers: to_usize(const { number("HTTP_WORKERS").default }),
+            body_read_timeout: Duration::from_secs(30),
+            idle_timeout: Duration::from_secs(const { number("IDLE_TIMEOUT_SECONDS").default }),
+            thermostat_api_port: to_u16(const { number("THERMOSTAT_API_PORT").default }),
+            cert_dir: None,
+            watchdog_interval_secs: const { number("WATCHDOG_INTERVAL_SECONDS").default },
+            event_keep_alive: EVENT_KEEP_ALIVE,
+            api_rate_limit_per_minute: to_u32(
+                const { number("API_RATE_LIMIT_PER_MINUTE").default },
+            ),
+            control_require_key: const { boolean("CONTROL_REQUIRE_KEY").default },
+            availability_timeout: Duration::from_secs(
+                const { number("AVAILABILITY_TIMEOUT_SECONDS").default },
+            ),
+            history_interval: Duration::from_secs(
+                const { number("HISTORY_INTERVAL_SECONDS").default },
+            ),
+            mqtt: None,
+        }
+    }
+}
+
+impl Config {
+    /// A configuration for an in-process server on 127.0.0.1 with free ports and the given
+    /// data directory (used by tests and benchmarks).
+    pub fn local(data_dir: impl Into<PathBuf>) -> Config {
+        Config {
+            data_dir: data_dir.into(),
+            device_bind: IpAddr::V4(Ipv4Addr::LOCALHOST),
+            control_bind: IpAddr::V4(Ipv4Addr::LOCALHOST),
+            device_port: 0,
+            control_port: 0,
+            watchdog_interval_secs: 0,
+            ..Config::default()
+        }
+    }
+
+    /// How long a chunked subscribe is held before it is ended with no data.
+    pub fn hold(&self) -> Duration {
+        Duration::from_secs(self.suspend_time_max_secs.saturating_sub(10).max(1))
+    }
+
+    pub fn device_logs_dir(&self) -> PathBuf {
+        self.device_logs_dir
+            .clone()
+            .unwrap_or_else(|| self.data_dir.join("device-logs"))
+    }
+
+    /// Builds a configuration from flags (which win), environment variables and the declared
+    /// defaults. Fields no setting changes keep [`Config::default`]'s values.
+    pub fn resolve(sources: &Sources<'_>) -> Result<Config, ConfigError> {
+        let d = Config::default();
+        let device_bind = sources
+            .ip(const { ip("SERVER_HOST") })?
+            .unwrap_or(d.device_bind);
+        Ok(Config {
+            data_dir: sources
+                .text(const { text("DATA_DIR") }, any_text)?
+                .map_or(d.data_dir, PathBuf::from),
+            device_bind,
+            control_bind: sources
+                .ip(const { ip("CONTROL_HOST") })?
+                .unwrap_or(device_bind),
+            device_port: to_u16(sources.number(const { number("SERVER_PORT") })?),
+            control_port: to_u16(sources.number(const { number("CONTROL_PORT") })?),
+            api_origin: sources.text(const { text("API_ORIGIN") }, ApiOrigin::parse)?,
+            require_device_pairing: sources.boolean(const { boolean("REQUIRE_DEVICE_PAIRING") })?,
+            entry_key_ttl_secs: sources.number(const { number("ENTRY_KEY_TTL_SECONDS") })?,
+            suspend_time_max_secs: sources.number(const { number("SUSPEND_TIME_MAX") })?,
+            defer_device_window_secs: sources.number(const { number("DEFER_DEVICE_WINDOW") })?,
+            disable_defer_window_secs: sources.number(const { number("DISABLE_DEFER_WINDOW") })?,
+            max_subscriptions_per_device: to_usize(
+                sources.number(const { number("MAX_SUBSCRIPTIONS_PER_DEVICE") })?,
+            ),
+            debug_logging: sources.boolean(const { boolean("DEBUG_LOGGING") })?,
+            store_device_logs: sources.boolean(const { boolean("STORE_DEVICE_LOGS") })?,
+            device_logs_dir: sources
+                .text(const { text("DEVICE_LOGS_DIR") }, any_text)?
+                .map(PathBuf::from),
+            weather_url: sources.text(const { text("WEATHER_URL") }, parse_http_url)?,
+            weather_cache_ttl_ms: sources.number(const { number("WEATHER_CACHE_TTL_MS") })?,
+            http_workers: to_usize(sources.number(const { number("HTTP_WORKERS") })?),
+            idle_timeout: Duration::from_secs(
+                sources.number(const { number("IDLE_TIMEOUT_SECONDS") })?,
+            ),
+            cert_dir: sources
+                .text(const { text("CERT_DIR") }, any_text)?
+                .map(PathBuf::from),
+            watchdog_interval_secs: sources
+                .number(const { number("WATCHDOG_INTERVAL_SECONDS") })?,
+            api_rate_limit_per_minute: to_u32(
+                sources.number(const { number("API_RATE_LIMIT_PER_MINUTE") })?,
+            ),
+            control_require_key: sources.boolean(const { boolean("CONTROL_REQUIRE_KEY") })?,
+            thermostat_api_port: to_u16(sources.number(const { number("THERMOSTAT_API_PORT") })?),
+            availability_timeout: Duration::from_secs(
+                sources.number(const { number("AVAILABILITY_TIMEOUT_SECONDS") })?,
+            ),
+            history_interval: Duration::from_secs(
+                sources.number(const { number("HISTORY_INTERVAL_SECONDS") })?,
+            ),
+            mqtt: mqtt(sources)?,
+            ..d
+        })
+    }
+}
+
+/// The MQTT settings, if `MQTT_HOST` is set. The other `MQTT_*` settings are still checked
+/// when it is not, so a typo is reported rather than ignored.
+fn mqtt(sources: &Sources<'_>) -> Result<Option<MqttConfig>, ConfigError> {
+    let port = to_u16(sources.number(const { number("MQTT_PORT") })?);
+    let topic_prefix = sources.text(const { text("MQTT_TOPIC_PREFIX") }, parse_topic_prefix)?;
+    let discovery_prefix =
+        sources.text(const { text("MQTT_DISCOVERY_PREFIX") }, parse_topic_prefix)?;
+    let client_id = sources.text(const { text("MQTT_CLIENT_ID") }, parse_client_id)?;
+    let Some(host) = sources.text(const { text("MQTT_HOST") }, parse_host)? else {
+        return Ok(None);
+    };
+    let user = sources.text(const { text("MQTT_USER") }, any_text)?;
+    let password = sources.text(const { text("MQTT_PASSWORD") }, any_text)?;
+    if password.is_some() && user.is_none() {
+        // MQTT 3.1.1 sends a password only with a user name; the broker would never accept us.
+        return Err(ConfigError::new(
+            "MQTT_PASSWORD",
+            "needs MQTT_USER as well (MQTT 3.1.1 has no password without a user name)",
+        ));
+    }
+    let d = MqttConfig::new(host, port);
+    Ok(Some(MqttConfig {
+        user,
+        password,
+        topic_prefix: topic_prefix.unwrap_or(d.topic_prefix),
+        discovery_prefix: discovery_prefix.unwrap_or(d.discovery_prefix),
+        client_id: client_id.unwrap_or(d.client_id),
+        ..d
+    }))
+}
+
+/// Directories, user names and passwords: any text.
+fn any_text(raw: &str) -> Result<String, String> {
+    Ok(raw.to_string())
+}
+
+fn parse_http_url(raw: &str) -> Result<String, String> {
+    if raw.starts_with("http://") || raw.starts_with("https://") {
+        Ok(raw.to_string())
+    } else {
+        Err("must be an http:// or https:// URL".to_string())
+    }
+}
+
+fn parse_host(raw: &str) -> Result<String, String> {
+    if raw.contains("://") || raw.contains('/') || raw.chars().any(char::is_whitespace) {
+        return Err("must be a host name or IP address, without a scheme or port".into());
+    }
+    Ok(raw.to_string())
+}
+
+/// One or more topic levels with no wildcards and no empty level.
+fn parse_topic_prefix(raw: &str) -> Result<String, String> {
+    if raw.contains(['+', '#', '\0']) || raw.split('/').any(str::is_empty) {
+        return Err(
+            "must be topic levels such as nolongerevil or home/nest: no +, # or empty levels"
+                .into(),
+        );
+    }
+    Ok(raw.to_string())
+}
+
+fn parse_client_id(raw: &str) -> Result<String, String> {
+    if raw.len() > 64
+        || !raw
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c))
+    {
+        return Err("must be up to 64 letters, digits, '-', '_' or '.'".into());
+    }
+    Ok(raw.to_string())
+}
+
+fn to_u16(n: u64) -> u16 {
+    u16::try_from(n).unwrap_or(u16::MAX)
+}
+
+fn to_u32(n: u64) -> u32 {
+    u32::try_from(n).unwrap_or(u32::MAX)
+}
+
+fn to_usize(n: u64) -> usize {
+    usize::try_from(n).unwrap_or(usize::MAX)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn env_of(pairs: &'static [(&'static str, &'static str)]) -> impl Fn(&str) -> Option<String> {
+        move |k| {
+            pairs
+                .iter()
+                .find(|(n, _)| *n == k)
+                .map(|(_, v)| v.to_string())
+        }
+    }
+
+    #[test]
+    fn defaults_without_settings() {
+        let env = env_of(&[]);
+        let c = Config::resolve(&Sources::new(&env)).unwrap();
+        assert_eq!(c.device_port, 8000);
+        assert_eq!(c.control_port, 8082);
+        assert_eq!(c.suspend_time_max_secs, 300);
+        assert_eq!(c.hold(), Duration::from_secs(290));
+        assert!(c.api_origin.is_none());
+        assert_eq!(c.device_logs_dir(), PathBuf::from("./data/device-logs"));
+    }
+
+    #[test]
+    fn flags_win_over_environment() {
+        let env = env_of(&[("SERVER_PORT", "9000"), ("DEBUG_LOGGING", "yes")]);
+        let mut s = Sources::new(&env);
+        s.flag("SERVER_PORT", Some("9100".into()));
+        let c = Config::resolve(&s).unwrap();
+        assert_eq!(c.device_port, 9100);
+        assert!(c.debug_logging);
+    }
+
+    #[test]
+    fn out_of_range_names_variable_flag_and_range() {
+        let env = env_of(&[("SUSPEND_TIME_MAX", "600")]);
+        let err = Config::resolve(&Sources::new(&env)).unwrap_err();
+        assert_eq!(err.variable, "SUSPEND_TIME_MAX");
+        let text = err.to_string();
+        assert!(text.contains("SUSPEND_TIME_MAX"), "{text}");
+        assert!(text.contains("--suspend-time-max"), "{text}");
+        assert!(text.contains("11 to 350"), "{text}");
+    }
+
+    #[test]
+    fn bad_booleans_and_addresses_are_refused() {
+        let env = env_of(&[("REQUIRE_DEVICE_PAIRING", "maybe")]);
+        assert_eq!(
+            Config::resolve(&Sources::new(&env)).unwrap_err().variable,
+            "REQUIRE_DEVICE_PAIRING"
+        );
+        let env = env_of(&[("SERVER_HOST", "my-box")]);
+        assert_eq!(
+            Config::resolve(&Sources::new(&env)).unwrap_err().variable,
+            "SERVER_HOST"
+        );
+    }
+
+    #[test]
+    fn empty_values_count_as_unset() {
+        let env = env_of(&[("SERVER_PORT", " ")]);
+        assert_eq!(
+            Config::resolve(&Sources::new(&env)).unwrap().device_port,
+            8000
+        );
+    }
+
+    #[test]
+    fn mqtt_settings() {
+        let env = env_of(&[]);
+        assert_eq!(Config::resolve(&Sources::new(&env)).unwrap().mqtt, None);
+        let env = env_of(&[
+            ("MQTT_HOST", "broker.lan"),
+            ("MQTT_USER", "hearth"),
+            ("MQTT_PASSWORD", "pw"),
+            ("MQTT_TOPIC_PREFIX", "home/nest"),
+        ]);
+        let m = Config::resolve(&Sources::new(&env)).unwrap().mqtt.unwrap();
+        assert_eq!((m.host.as_str(), m.port), ("broker.lan", 1883));
+        assert_eq!(
+            (m.user.as_deref(), m.password.as_deref()),
+            (Some("hearth"), Some("pw"))
+        );
+        assert_eq!(m.topic_prefix, "home/nest");
+        assert_eq!(m.discovery_prefix, "homeassistant");
+        assert!(m.client_id.starts_with("hearth-") && m.client_id.len() == 15);
+        for (bad, variable) in [
+            (&[("MQTT_HOST", "mqtt://broker")][..], "MQTT_HOST"),
+            (&[("MQTT_HOST", "b"), ("MQTT_PORT", "0")][..], "MQTT_PORT"),
+            (
+                &[("MQTT_HOST", "b"), ("MQTT_TOPIC_PREFIX", "a/#")][..],
+                "MQTT_TOPIC_PREFIX",
+            ),
+            (
+                &[("MQTT_HOST", "b"), ("MQTT_DISCOVERY_PREFIX", "a//b")][..],
+                "MQTT_DISCOVERY_PREFIX",
+            ),
+            (
+                &[("MQTT_HOST", "b"), ("MQTT_CLIENT_ID", "a b")][..],
+                "MQTT_CLIENT_ID",
+            ),
+            (
+                &[("MQTT_HOST", "b"), ("MQTT_PASSWORD", "pw")][..],
+                "MQTT_PASSWORD",
+            ),
+            // Checked even with MQTT off, so a typo is not silently ignored.
+            (&[("MQTT_PORT", "x")][..], "MQTT_PORT"),
+        ] {
+            let env = move |k: &str| {
+                bad.iter()
+                    .find(|(n, _)| *n == k)
+                    .map(|(_, v)| v.to_string())
+            };
+            let err = Config::resolve(&Sources::new(&env)).unwrap_err();
+            assert_eq!(err.variable, variable, "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn origin_parsing() {
+        let o = ApiOrigin::parse("https://nest.example.com").unwrap();
+        assert_eq!(o.with_port(8000), "https://nest.example.com:8000");
+        assert_eq!(o.raw(), "https://nest.example.com");
+        let o = ApiOrigin::parse("http://192.168.1.10:9543/").unwrap();
+        assert_eq!(o.with_port(8000), "http://192.168.1.10:9543");
+        let o = ApiOrigin::parse("http://[fd00::1]:8000").unwrap();
+        assert_eq!(o.bare_host(), "fd00::1");
+        for bad in [
+            "192.168.1.10",
+            "ftp://x",
+            "http://x:0",
+            "http://x:70000",
+            "http://x/nest",
+            "http://",
+        ] {
+            assert!(ApiOrigin::parse(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn default_is_what_resolving_nothing_gives() {
+        let env = env_of(&[]);
+        let resolved = Config::resolve(&Sources::new(&env)).unwrap();
+        assert_eq!(format!("{resolved:?}"), format!("{:?}", Config::default()));
+    }
+
+    /// Every declared setting reaches the configuration: a value other than its default
+    /// changes what `resolve` gives.
+    #[test]
+    fn every_setting_is_read() {
+        use settings::{Kind, SETTINGS};
+        let base = [
+            ("MQTT_HOST", "b"),
+            ("MQTT_USER", "u"),
+            ("MQTT_CLIENT_ID", "c"),
+        ];
+        let resolve = |pairs: &[(&str, String)]| {
+            let env = |k: &str| {
+                (pairs.iter().map(|(n, v)| (*n, v.clone())))
+                    .chain(base.iter().map(|(n, v)| (*n, v.to_string())))
+                    .find(|(n, _)| *n == k)
+                    .map(|(_, v)| v)
+            };
+            format!("{:?}", Config::resolve(&Sources::new(&env)).unwrap())
+        };
+        let unchanged = resolve(&[]);
+        for s in SETTINGS {
+            let value = match (&s.kind, s.variable) {
+                (Kind::Number { max, default, .. }, _) if default != max => max.to_string(),
+                (Kind::Number { min, .. }, _) => min.to_string(),
+                (Kind::Bool { default }, _) => (!default).to_string(),
+                (Kind::Ip { .. }, _) => "10.9.8.7".into(),
+                (_, "API_ORIGIN") => "http://10.9.8.7:1".into(),
+                (_, "WEATHER_URL") => "http://weather.example".into(),
+                (_, "MQTT_TOPIC_PREFIX" | "MQTT_DISCOVERY_PREFIX") => "a/b".into(),
+                _ => "other".into(),
+            };
+            let changed = resolve(&[(s.variable, value.clone())]);
+            assert_ne!(changed, unchanged, "{}={value} changed nothing", s.variable);
+        }
+    }
+}

@@ -1,0 +1,541 @@
+//! Every setting of `hearth serve`, declared once: [`SETTINGS`]. The command-line options and
+//! their `--help` (see `crate::cli`), the checks of [`Config::resolve`](super::Config::resolve)
+//! and the README's settings table (see [`super::docs`]) all come from these declarations.
+//!
+//! [`Config::resolve`](super::Config::resolve) finds each declaration by its variable with
+//! [`number`], [`boolean`], [`ip`] or [`text`] in a `const` block, so a misspelt variable or a
+//! setting read as the wrong kind stops the build instead of failing at startup.
+
+use std::net::{IpAddr, Ipv4Addr};
+
+/// One setting: the names it goes by, the values it takes, its default and what it does.
+#[derive(Debug)]
+pub struct Setting {
+    /// snake_case, for configuration files (a Home Assistant add-on's options).
+    pub name: &'static str,
+    /// The environment variable: the Python server's name where it had the setting.
+    pub variable: &'static str,
+    /// The `hearth serve` option, which wins over the variable.
+    pub option: &'static str,
+    pub kind: Kind,
+    /// What it does. Markdown (backticks, links to README sections); `--help` drops the markup.
+    pub help: &'static str,
+}
+
+/// The values a setting takes and what it is when unset (or set to an empty value).
+#[derive(Debug)]
+pub enum Kind {
+    /// A whole number from `min` to `max`.
+    Number { min: u64, max: u64, default: u64 },
+    /// `true` or `false` (also `1`/`0`, `yes`/`no`, `on`/`off`).
+    Bool { default: bool },
+    /// An IP address.
+    Ip { unset: Unset<IpAddr> },
+    /// Text, checked by the code that reads it; `allowed` says what passes (Markdown).
+    Text {
+        allowed: &'static str,
+        unset: Unset<&'static str>,
+    },
+}
+
+/// What an unset setting with no default number or boolean is.
+#[derive(Debug, Clone, Copy)]
+pub enum Unset<T> {
+    /// This value, as if it had been given.
+    Is(T),
+    /// No value; this (Markdown) happens instead.
+    Means(&'static str),
+}
+
+/// Both topic prefixes take the same values.
+const TOPIC_LEVELS: &str = "topic levels such as `home/nest`: no `+`, `#` or empty level";
+
+/// The order of `hearth serve --help` and of the README's table.
+pub const SETTINGS: &[Setting] = &[
+    Setting {
+        name: "data_dir",
+        variable: "DATA_DIR",
+        option: "--data-dir",
+        kind: Kind::Text {
+            allowed: "a directory",
+            unset: Unset::Is("./data"),
+        },
+        help: "where hearth keeps its data; created with mode 0700",
+    },
+    Setting {
+        name: "server_host",
+        variable: "SERVER_HOST",
+        option: "--bind",
+        kind: Kind::Ip {
+            unset: Unset::Is(IpAddr::V4(Ipv4Addr::UNSPECIFIED)),
+        },
+        help: "address to listen on; the control port's too, unless `CONTROL_HOST` is set",
+    },
+    Setting {
+        name: "control_host",
+        variable: "CONTROL_HOST",
+        option: "--control-bind",
+        kind: Kind::Ip {
+            unset: Unset::Means("the `--bind` address"),
+        },
+        help: "address the control port listens on",
+    },
+    Setting {
+        name: "server_port",
+        variable: "SERVER_PORT",
+        option: "--device-port",
+        kind: Kind::Number {
+            min: 0,
+            max: 65535,
+            default: 8000,
+        },
+        help: "thermostat protocol port; 0 picks a free port",
+    },
+    Setting {
+        name: "control_port",
+        variable: "CONTROL_PORT",
+        option: "--control-port",
+        kind: Kind::Number {
+            min: 0,
+            max: 65535,
+            default: 8082,
+        },
+        help: "control API port; 0 picks a free port",
+    },
+    Setting {
+        name: "api_origin",
+        variable: "API_ORIGIN",
+        option: "--api-origin",
+        kind: Kind::Text {
+            allowed: "`http(s)://host[:port]`, no path",
+            unset: Unset::Means("`http://<LAN IP>:<device port>`"),
+        },
+        help: "origin thermostats are told to use, e.g. `http://192.168.1.10:8000`; a missing \
+               port becomes the device port",
+    },
+    Setting {
+        name: "cert_dir",
+        variable: "CERT_DIR",
+        option: "--cert-dir",
+        kind: Kind::Text {
+            allowed: "a directory with `fullchain.pem` and `privkey.pem`",
+            unset: Unset::Means("unset"),
+        },
+        help: "[HTTPS](#https) on both ports, with this directory's certificate and key",
+    },
+    Setting {
+        name: "require_device_pairing",
+        variable: "REQUIRE_DEVICE_PAIRING",
+        option: "--require-device-pairing",
+        kind: Kind::Bool { default: false },
+        help: "true: new thermostats must be claimed with an entry key",
+    },
+    Setting {
+        name: "entry_key_ttl_seconds",
+        variable: "ENTRY_KEY_TTL_SECONDS",
+        option: "--entry-key-ttl-seconds",
+        kind: Kind::Number {
+            min: 1,
+            max: 604_800,
+            default: 3600,
+        },
+        help: "entry key lifetime in seconds; the firmware wants at least 1800",
+    },
+    Setting {
+        name: "suspend_time_max",
+        variable: "SUSPEND_TIME_MAX",
+        option: "--suspend-time-max",
+        kind: Kind::Number {
+            min: 11,
+            max: 350,
+            default: 300,
+        },
+        help: "seconds a thermostat may sleep on a subscribe; subscribes are held this minus 10 s",
+    },
+    Setting {
+        name: "defer_device_window",
+        variable: "DEFER_DEVICE_WINDOW",
+        option: "--defer-device-window",
+        kind: Kind::Number {
+            min: 0,
+            max: 3599,
+            default: 15,
+        },
+        help: "random delay window for thermostat writes, in seconds",
+    },
+    Setting {
+        name: "disable_defer_window",
+        variable: "DISABLE_DEFER_WINDOW",
+        option: "--disable-defer-window",
+        kind: Kind::Number {
+            min: 0,
+            max: 3599,
+            default: 60,
+        },
+        help: "seconds without the `DEFER_DEVICE_WINDOW` delay after a pushed setpoint",
+    },
+    Setting {
+        name: "max_subscriptions_per_device",
+        variable: "MAX_SUBSCRIPTIONS_PER_DEVICE",
+        option: "--max-subscriptions-per-device",
+        kind: Kind::Number {
+            min: 1,
+            max: 1000,
+            default: 100,
+        },
+        help: "held subscribes allowed per thermostat",
+    },
+    Setting {
+        name: "debug_logging",
+        variable: "DEBUG_LOGGING",
+        option: "--debug-logging",
+        kind: Kind::Bool { default: false },
+        help: "true: log every request",
+    },
+    Setting {
+        name: "store_device_logs",
+        variable: "STORE_DEVICE_LOGS",
+        option: "--store-device-logs",
+        kind: Kind::Bool { default: false },
+        help: "true: keep thermostat log uploads",
+    },
+    Setting {
+        name: "device_logs_dir",
+        variable: "DEVICE_LOGS_DIR",
+        option: "--device-logs-dir",
+        kind: Kind::Text {
+            allowed: "a directory",
+            unset: Unset::Means("`<DATA_DIR>/device-logs`"),
+        },
+        help: "where thermostat log uploads are kept",
+    },
+    Setting {
+        name: "weather_url",
+        variable: "WEATHER_URL",
+        option: "--weather-url",
+        kind: Kind::Text {
+            allowed: "an `http://` or `https://` URL",
+            unset: Unset::Means("unset (no weather)"),
+        },
+        help: "weather upstream; the thermostat's query is appended",
+    },
+    Setting {
+        name: "weather_cache_ttl_ms",
+        variable: "WEATHER_CACHE_TTL_MS",
+        option: "--weather-cache-ttl-ms",
+        kind: Kind::Number {
+            min: 0,
+            max: 86_400_000,
+            default: 600_000,
+        },
+        help: "weather cache lifetime in milliseconds",
+    },
+    Setting {
+        name: "http_workers",
+        variable: "HTTP_WORKERS",
+        option: "--http-workers",
+        kind: Kind::Number {
+            min: 1,
+            max: 64,
+            default: 4,
+        },
+        help: "worker threads per port",
+    },
+    Setting {
+        name: "idle_timeout_seconds",
+        variable: "IDLE_TIMEOUT_SECONDS",
+        option: "--idle-timeout-seconds",
+        kind: Kind::Number {
+            min: 1,
+            max: 3600,
+            default: 60,
+        },
+        help: "seconds after which a connection with no traffic either way is closed; held \
+               subscribes and event streams excepted",
+    },
+    Setting {
+        name: "watchdog_interval_seconds",
+        variable: "WATCHDOG_INTERVAL_SECONDS",
+        option: "--watchdog-interval-seconds",
+        kind: Kind::Number {
+            min: 0,
+            max: 3600,
+            default: 30,
+        },
+        help: "seconds between self-probes of both ports; 0 turns the watchdog off",
+    },
+    Setting {
+        name: "api_rate_limit_per_minute",
+        variable: "API_RATE_LIMIT_PER_MINUTE",
+        option: "--api-rate-limit-per-minute",
+        kind: Kind::Number {
+            min: 1,
+            max: 100_000,
+            default: 20,
+        },
+        help: "requests per minute per API key on `/api/v1`",
+    },
+    Setting {
+        name: "control_require_key",
+        variable: "CONTROL_REQUIRE_KEY",
+        option: "--control-require-key",
+        kind: Kind::Bool { default: false },
+        help: "true: the control API wants an API key of the user `owner`",
+    },
+    Setting {
+        name: "thermostat_api_port",
+        variable: "THERMOSTAT_API_PORT",
+        option: "--thermostat-api-port",
+        kind: Kind::Number {
+            min: 1,
+            max: 65535,
+            default: 8080,
+        },
+        help: "port of the thermostats' local settings API, for scanning and pointing them: \
+               `hearth scan` and `point`, `/api/scan-network` and `/api/configure-nest`",
+    },
+    Setting {
+        name: "availability_timeout_seconds",
+        variable: "AVAILABILITY_TIMEOUT_SECONDS",
+        option: "--availability-timeout-seconds",
+        kind: Kind::Number {
+            min: 1,
+            max: 86_400,
+            default: 300,
+        },
+        help: "seconds without a request or held subscribe before a thermostat counts as \
+               offline: `/status`'s `is_available`, MQTT availability",
+    },
+    Setting {
+        name: "history_interval_seconds",
+        variable: "HISTORY_INTERVAL_SECONDS",
+        option: "--history-interval-seconds",
+        kind: Kind::Number {
+            min: 1,
+            max: 3600,
+            default: 300,
+        },
+        help: "seconds between [history](#history-get-apihistory) samples of each thermostat",
+    },
+    Setting {
+        name: "mqtt_host",
+        variable: "MQTT_HOST",
+        option: "--mqtt-host",
+        kind: Kind::Text {
+            allowed: "a host name or IP address",
+            unset: Unset::Means("unset (MQTT off)"),
+        },
+        help: "the [MQTT](#mqtt-and-home-assistant) broker's host",
+    },
+    Setting {
+        name: "mqtt_port",
+        variable: "MQTT_PORT",
+        option: "--mqtt-port",
+        kind: Kind::Number {
+            min: 1,
+            max: 65535,
+            default: 1883,
+        },
+        help: "the MQTT broker's port",
+    },
+    Setting {
+        name: "mqtt_user",
+        variable: "MQTT_USER",
+        option: "--mqtt-user",
+        kind: Kind::Text {
+            allowed: "a user name",
+            unset: Unset::Means("unset"),
+        },
+        help: "the MQTT broker user name",
+    },
+    Setting {
+        name: "mqtt_password",
+        variable: "MQTT_PASSWORD",
+        option: "--mqtt-password",
+        kind: Kind::Text {
+            allowed: "a password; needs `MQTT_USER`",
+            unset: Unset::Means("unset"),
+        },
+        help: "the MQTT broker password; prefer the variable: an option shows in `ps`",
+    },
+    Setting {
+        name: "mqtt_topic_prefix",
+        variable: "MQTT_TOPIC_PREFIX",
+        option: "--mqtt-topic-prefix",
+        kind: Kind::Text {
+            allowed: TOPIC_LEVELS,
+            unset: Unset::Is("nolongerevil"),
+        },
+        help: "first topic level(s) of state and command topics",
+    },
+    Setting {
+        name: "mqtt_discovery_prefix",
+        variable: "MQTT_DISCOVERY_PREFIX",
+        option: "--mqtt-discovery-prefix",
+        kind: Kind::Text {
+            allowed: TOPIC_LEVELS,
+            unset: Unset::Is("homeassistant"),
+        },
+        help: "discovery prefix Home Assistant reads",
+    },
+    Setting {
+        name: "mqtt_client_id",
+        variable: "MQTT_CLIENT_ID",
+        option: "--mqtt-client-id",
+        kind: Kind::Text {
+            allowed: "up to 64 letters, digits, `-`, `_`, `.`",
+            unset: Unset::Means("`hearth-` + 8 random hex digits"),
+        },
+        help: "the MQTT client id; two servers on one broker need different ones",
+    },
+];
+
+/// The declaration of `variable`, or `None`.
+pub fn find(variable: &str) -> Option<&'static Setting> {
+    SETTINGS.iter().find(|s| s.variable == variable)
+}
+
+/// A number setting, as [`number`] finds it.
+#[derive(Clone, Copy, Debug)]
+pub struct Number {
+    pub setting: &'static Setting,
+    pub min: u64,
+    pub max: u64,
+    pub default: u64,
+}
+
+/// A boolean setting, as [`boolean`] finds it.
+#[derive(Clone, Copy, Debug)]
+pub struct Bool {
+    pub setting: &'static Setting,
+    pub default: bool,
+}
+
+/// An IP address setting, as [`ip`] finds it.
+#[derive(Clone, Copy, Debug)]
+pub struct Ip {
+    pub setting: &'static Setting,
+    pub unset: Unset<IpAddr>,
+}
+
+/// A text setting, as [`text`] finds it.
+#[derive(Clone, Copy, Debug)]
+pub struct Text {
+    pub setting: &'static Setting,
+    pub unset: Unset<&'static str>,
+}
+
+/// The number setting `variable`. In a `const` block, anything else stops the build.
+pub const fn number(variable: &str) -> Number {
+    let setting = declared(variable);
+    match setting.kind {
+        Kind::Number { min, max, default } => Number {
+            setting,
+            min,
+            max,
+            default,
+        },
+        _ => panic!("not a number setting"),
+    }
+}
+
+/// The boolean setting `variable`. In a `const` block, anything else stops the build.
+pub const fn boolean(variable: &str) -> Bool {
+    let setting = declared(variable);
+    match setting.kind {
+        Kind::Bool { default } => Bool { setting, default },
+        _ => panic!("not a boolean setting"),
+    }
+}
+
+/// The IP address setting `variable`. In a `const` block, anything else stops the build.
+pub const fn ip(variable: &str) -> Ip {
+    let setting = declared(variable);
+    match setting.kind {
+        Kind::Ip { unset } => Ip { setting, unset },
+        _ => panic!("not an IP address setting"),
+    }
+}
+
+/// The text setting `variable`. In a `const` block, anything else stops the build.
+pub const fn text(variable: &str) -> Text {
+    let setting = declared(variable);
+    match setting.kind {
+        Kind::Text { unset, .. } => Text { setting, unset },
+        _ => panic!("not a text setting"),
+    }
+}
+
+impl<T: Copy> Unset<T> {
+    /// The default value. In a `const` block, a setting without one stops the build.
+    pub const fn value(self) -> T {
+        match self {
+            Unset::Is(value) => value,
+            Unset::Means(_) => panic!("the setting has no default value"),
+        }
+    }
+}
+
+/// [`find`] for `const` blocks: a variable that is not declared stops the build.
+const fn declared(variable: &str) -> &'static Setting {
+    let mut i = 0;
+    while i < SETTINGS.len() {
+        if same(SETTINGS[i].variable.as_bytes(), variable.as_bytes()) {
+            return &SETTINGS[i];
+        }
+        i += 1;
+    }
+    panic!("no setting has this variable")
+}
+
+/// `==` on byte strings, which `const fn`s cannot use yet.
+const fn same(a: &[u8], b: &[u8]) -> bool {
+    if a.len() != b.len() {
+        return false;
+    }
+    let mut i = 0;
+    while i < a.len() {
+        if a[i] != b[i] {
+            return false;
+        }
+        i += 1;
+    }
+    true
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_variables_and_options_are_unique_and_well_formed() {
+        for (i, s) in SETTINGS.iter().enumerate() {
+            let snake = |c: char| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_';
+            assert!(s.name.chars().all(snake), "{}", s.name);
+            let upper = |c: char| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_';
+            assert!(s.variable.chars().all(upper), "{}", s.variable);
+            let kebab = |c: char| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-';
+            let option = s.option.strip_prefix("--").unwrap_or("");
+            assert!(
+                !option.is_empty() && option.chars().all(kebab),
+                "{}",
+                s.option
+            );
+            assert!(!s.help.is_empty(), "{}", s.variable);
+            for other in &SETTINGS[i + 1..] {
+                assert_ne!(s.name, other.name);
+                assert_ne!(s.variable, other.variable);
+                assert_ne!(s.option, other.option);
+            }
+        }
+    }
+
+    #[test]
+    fn numeric_defaults_are_in_range() {
+        for s in SETTINGS {
+            if let Kind::Number { min, max, default } = s.kind {
+                assert!(min <= default && default <= max, "{}", s.variable);
+            }
+        }
+    }
+}
