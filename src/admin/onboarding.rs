@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use std::net::Ipv4Addr;
 use std::path::Path;
 
-use super::{self as admin, AdminRequest};
+use crate::admin::{self, AdminRequest};
 use crate::app::PublicOrigin;
 use crate::onboarding::Known;
 use crate::onboarding::point::{self, PointError};
