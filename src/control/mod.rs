@@ -1,11 +1,11 @@
 //! The control API (port 8082): what curl, dashboards, Home Assistant, Homebridge and
 //! Matterbridge use. Every route is listed in the README with a curl example.
 //!
-//! Bodies are JSON whatever their Content-Type, and may arrive chunked. By default there is no authentication on this API (an `Authorization` header is
-//! ignored); keep port 8082 on the home network. With `CONTROL_REQUIRE_KEY=true` every route
-//! but `/health` and the dashboard page `/` wants an API key of the default user `owner` with
-//! no serial limit (this API has no per-user view), with the `read` scope for GET and `write`
-//! for the rest.
+//! Bodies are JSON whatever their Content-Type, and may arrive chunked. By default there is no
+//! authentication on this API (an `Authorization` header is ignored); keep port 8082 on the
+//! home network. With `CONTROL_REQUIRE_KEY=true` every route but `/health` and the dashboard
+//! page `/` wants an API key of the default user `owner` with no serial limit (this API has no
+//! per-user view), with the `read` scope for GET and `write` for the rest.
 //!
 //! The hosted service's REST API (`/api/v1/...`, always keyed) shares this port; the two meet
 //! in [`crate::control_port`], which also adds the CORS headers and answers `OPTIONS`.
