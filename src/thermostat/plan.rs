@@ -329,10 +329,24 @@ mod tests {
         ]
     }
 
+    // Indices into `kinds()`.
+    const HEAT_ONLY: usize = 1;
+    const FAN: usize = 2;
+    const FAHRENHEIT: usize = 3;
+    const BOUNDED: usize = 4;
+
     type Expected = Result<Vec<(BucketKind, Value)>, Refusal>;
 
-    fn ok(writes: &[(BucketKind, Value)]) -> Expected {
-        Ok(writes.to_vec())
+    /// One write of these fields to `bucket`.
+    fn one(bucket: BucketKind, values: Value) -> Expected {
+        Ok(vec![(bucket, values)])
+    }
+
+    /// A setpoint write: these fields and `target_change_pending`.
+    fn pending(values: Value) -> Expected {
+        let mut values = values;
+        values["target_change_pending"] = json!(true);
+        one(BucketKind::Shared, values)
     }
 
     fn target(celsius: f64, mode: SetpointMode, step: Step) -> Intent {
@@ -352,353 +366,234 @@ mod tests {
         }
     }
 
-    /// One row: an intent and, per kind (in [`kinds`] order), what it plans.
-    fn rows() -> Vec<(Intent, [Expected; 5])> {
+    /// One row: an intent, what it plans on most kinds of thermostat, and where a kind differs.
+    struct Row {
+        intent: Intent,
+        usually: Expected,
+        except: Vec<(usize, Expected)>,
+    }
+
+    fn row(intent: Intent, usually: Expected, except: Vec<(usize, Expected)>) -> Row {
+        Row {
+            intent,
+            usually,
+            except,
+        }
+    }
+
+    fn rows() -> Vec<Row> {
         use BucketKind::*;
         use SetpointMode::*;
         use Step::*;
-        let pending = |v: Value| {
-            let mut v = v;
-            v["target_change_pending"] = json!(true);
-            v
+        let no_fan = || vec![(0, Err(Refusal::NoFan)), (HEAT_ONLY, Err(Refusal::NoFan))];
+        let lock = |low: f64, high: f64| {
+            one(
+                Device,
+                json!({"temperature_lock": true, "temperature_lock_pin_hash": "h",
+                       "temperature_lock_low_temp": low, "temperature_lock_high_temp": high}),
+            )
         };
-        let same = |e: Expected| [e.clone(), e.clone(), e.clone(), e.clone(), e];
         vec![
-            (
+            row(
                 target(21.3, Unchanged, Exact),
-                [
-                    ok(&[(Shared, pending(json!({"target_temperature": 21.3})))]),
-                    ok(&[(Shared, pending(json!({"target_temperature": 21.3})))]),
-                    ok(&[(Shared, pending(json!({"target_temperature": 21.3})))]),
-                    ok(&[(Shared, pending(json!({"target_temperature": 21.3})))]),
-                    ok(&[(Shared, pending(json!({"target_temperature": 21.3})))]),
-                ],
+                pending(json!({"target_temperature": 21.3})),
+                vec![],
             ),
-            (
+            row(
                 target(3.0, Unchanged, Exact),
-                [
-                    ok(&[(Shared, pending(json!({"target_temperature": 7.222})))]),
-                    ok(&[(Shared, pending(json!({"target_temperature": 7.222})))]),
-                    ok(&[(Shared, pending(json!({"target_temperature": 7.222})))]),
-                    ok(&[(Shared, pending(json!({"target_temperature": 7.222})))]),
-                    ok(&[(Shared, pending(json!({"target_temperature": 10.0})))]),
-                ],
+                pending(json!({"target_temperature": 7.222})),
+                vec![(BOUNDED, pending(json!({"target_temperature": 10.0})))],
             ),
-            (
+            row(
                 target(21.3, Cool, Half),
-                [
-                    ok(&[(
-                        Shared,
-                        pending(
-                            json!({"target_temperature": 21.5, "target_temperature_type": "cool"}),
-                        ),
-                    )]),
-                    Err(Refusal::CannotCool),
-                    ok(&[(
-                        Shared,
-                        pending(
-                            json!({"target_temperature": 21.5, "target_temperature_type": "cool"}),
-                        ),
-                    )]),
-                    ok(&[(
-                        Shared,
-                        pending(
-                            json!({"target_temperature": 21.5, "target_temperature_type": "cool"}),
-                        ),
-                    )]),
-                    ok(&[(
-                        Shared,
-                        pending(
-                            json!({"target_temperature": 21.5, "target_temperature_type": "cool"}),
-                        ),
-                    )]),
-                ],
+                pending(json!({"target_temperature": 21.5, "target_temperature_type": "cool"})),
+                vec![(HEAT_ONLY, Err(Refusal::CannotCool))],
             ),
-            (
+            row(
                 target(40.0, Current, Half),
-                [
-                    Err(Refusal::NotHeatingOrCooling(None)),
-                    Err(Refusal::NotHeatingOrCooling(None)),
-                    Err(Refusal::NotHeatingOrCooling(None)),
-                    Err(Refusal::NotHeatingOrCooling(None)),
-                    ok(&[(
-                        Shared,
-                        pending(
-                            json!({"target_temperature": 30.0, "target_temperature_type": "heat"}),
-                        ),
-                    )]),
-                ],
+                Err(Refusal::NotHeatingOrCooling(None)),
+                vec![(
+                    BOUNDED,
+                    pending(json!({"target_temperature": 30.0, "target_temperature_type": "heat"})),
+                )],
             ),
-            (
+            row(
                 range_of(Some(3.0), Some(24.0), false, Exact),
-                [
-                    ok(&[(
-                        Shared,
-                        pending(
-                            json!({"target_temperature_low": 7.222, "target_temperature_high": 24.0}),
-                        ),
-                    )]),
-                    ok(&[(
-                        Shared,
-                        pending(
-                            json!({"target_temperature_low": 7.222, "target_temperature_high": 24.0}),
-                        ),
-                    )]),
-                    ok(&[(
-                        Shared,
-                        pending(
-                            json!({"target_temperature_low": 7.222, "target_temperature_high": 24.0}),
-                        ),
-                    )]),
-                    ok(&[(
-                        Shared,
-                        pending(
-                            json!({"target_temperature_low": 7.222, "target_temperature_high": 24.0}),
-                        ),
-                    )]),
-                    ok(&[(
-                        Shared,
-                        pending(
-                            json!({"target_temperature_low": 10.0, "target_temperature_high": 24.0}),
-                        ),
-                    )]),
-                ],
+                pending(json!({"target_temperature_low": 7.222, "target_temperature_high": 24.0})),
+                vec![(
+                    BOUNDED,
+                    pending(
+                        json!({"target_temperature_low": 10.0, "target_temperature_high": 24.0}),
+                    ),
+                )],
             ),
             // Both clamp to the top of the bounds, so low is no longer below high.
-            (
+            row(
                 range_of(Some(36.0), Some(40.0), false, Exact),
-                same(Err(Refusal::LowNotBelowHigh)),
+                Err(Refusal::LowNotBelowHigh),
+                vec![],
             ),
             // One side alone is compared with the thermostat's other one.
-            (
+            row(
                 range_of(Some(25.0), None, false, Exact),
-                [
-                    ok(&[(Shared, pending(json!({"target_temperature_low": 25.0})))]),
-                    ok(&[(Shared, pending(json!({"target_temperature_low": 25.0})))]),
-                    ok(&[(Shared, pending(json!({"target_temperature_low": 25.0})))]),
-                    ok(&[(Shared, pending(json!({"target_temperature_low": 25.0})))]),
-                    Err(Refusal::LowNotBelowHigh),
-                ],
+                pending(json!({"target_temperature_low": 25.0})),
+                vec![(BOUNDED, Err(Refusal::LowNotBelowHigh))],
             ),
-            (
+            row(
                 range_of(Some(19.3), Some(23.6), true, Half),
-                [
-                    ok(&[(
-                        Shared,
-                        pending(json!({"target_temperature_low": 19.5,
-                            "target_temperature_high": 23.5, "target_temperature_type": "range"})),
-                    )]),
-                    Err(Refusal::CannotCool),
-                    ok(&[(
-                        Shared,
-                        pending(json!({"target_temperature_low": 19.5,
-                            "target_temperature_high": 23.5, "target_temperature_type": "range"})),
-                    )]),
-                    ok(&[(
-                        Shared,
-                        pending(json!({"target_temperature_low": 19.5,
-                            "target_temperature_high": 23.5, "target_temperature_type": "range"})),
-                    )]),
-                    ok(&[(
-                        Shared,
-                        pending(json!({"target_temperature_low": 19.5,
-                            "target_temperature_high": 23.5, "target_temperature_type": "range"})),
-                    )]),
-                ],
+                pending(
+                    json!({"target_temperature_low": 19.5, "target_temperature_high": 23.5,
+                               "target_temperature_type": "range"}),
+                ),
+                vec![(HEAT_ONLY, Err(Refusal::CannotCool))],
             ),
             // Low above high is refused before the equipment is looked at.
-            (
+            row(
                 range_of(Some(24.0), Some(20.0), true, Half),
-                same(Err(Refusal::LowNotBelowHigh)),
+                Err(Refusal::LowNotBelowHigh),
+                vec![],
             ),
-            (
+            row(
                 Intent::Mode(Mode::Range),
-                [
-                    ok(&[(Shared, json!({"target_temperature_type": "range"}))]),
-                    Err(Refusal::CannotCool),
-                    ok(&[(Shared, json!({"target_temperature_type": "range"}))]),
-                    ok(&[(Shared, json!({"target_temperature_type": "range"}))]),
-                    ok(&[(Shared, json!({"target_temperature_type": "range"}))]),
-                ],
+                one(Shared, json!({"target_temperature_type": "range"})),
+                vec![(HEAT_ONLY, Err(Refusal::CannotCool))],
             ),
-            (
+            row(
                 Intent::Mode(Mode::Emergency),
-                [
-                    Err(Refusal::NoEmergencyHeat),
-                    Err(Refusal::NoEmergencyHeat),
-                    Err(Refusal::NoEmergencyHeat),
-                    Err(Refusal::NoEmergencyHeat),
-                    ok(&[(Shared, json!({"target_temperature_type": "emergency"}))]),
-                ],
+                Err(Refusal::NoEmergencyHeat),
+                vec![(
+                    BOUNDED,
+                    one(Shared, json!({"target_temperature_type": "emergency"})),
+                )],
             ),
-            (
+            row(
                 Intent::Fan(Fan::On),
+                one(Device, json!({"fan_timer_timeout": NOW_S + 3600})),
                 [
-                    Err(Refusal::NoFan),
-                    Err(Refusal::NoFan),
-                    ok(&[(Device, json!({"fan_timer_timeout": NOW_S + 900}))]),
-                    ok(&[(Device, json!({"fan_timer_timeout": NOW_S + 3600}))]),
-                    ok(&[(Device, json!({"fan_timer_timeout": NOW_S + 3600}))]),
-                ],
+                    no_fan(),
+                    vec![(FAN, one(Device, json!({"fan_timer_timeout": NOW_S + 900})))],
+                ]
+                .concat(),
             ),
-            (
+            row(
                 Intent::Fan(Fan::For(50_000)),
-                [
-                    Err(Refusal::NoFan),
-                    Err(Refusal::NoFan),
-                    ok(&[(Device, json!({"fan_timer_timeout": NOW_S + 43_200}))]),
-                    ok(&[(Device, json!({"fan_timer_timeout": NOW_S + 43_200}))]),
-                    ok(&[(Device, json!({"fan_timer_timeout": NOW_S + 43_200}))]),
-                ],
+                one(Device, json!({"fan_timer_timeout": NOW_S + 43_200})),
+                no_fan(),
             ),
-            (
+            row(
                 Intent::Fan(Fan::Auto),
-                [
-                    Err(Refusal::NoFan),
-                    Err(Refusal::NoFan),
-                    ok(&[(Device, json!({"fan_timer_timeout": 0}))]),
-                    ok(&[(Device, json!({"fan_timer_timeout": 0}))]),
-                    ok(&[(Device, json!({"fan_timer_timeout": 0}))]),
-                ],
+                one(Device, json!({"fan_timer_timeout": 0})),
+                no_fan(),
             ),
             // A running fan restarts for the new length; a stopped one only stores it.
-            (
+            row(
                 Intent::FanRunTime(1800),
-                [
-                    ok(&[(Device, json!({"fan_timer_duration": 1800}))]),
-                    ok(&[(Device, json!({"fan_timer_duration": 1800}))]),
-                    ok(&[(Device, json!({"fan_timer_duration": 1800}))]),
-                    ok(&[(Device, json!({"fan_timer_duration": 1800}))]),
-                    ok(&[(
+                one(Device, json!({"fan_timer_duration": 1800})),
+                vec![(
+                    BOUNDED,
+                    one(
                         Device,
                         json!({"fan_timer_duration": 1800, "fan_timer_timeout": NOW_S + 1800}),
-                    )]),
-                ],
+                    ),
+                )],
             ),
-            (
+            row(
                 Intent::FanRunTime(0),
-                same(Err(Refusal::Invalid(
+                Err(Refusal::Invalid(
                     "The fan run time must be from 1 to 43200 seconds".into(),
-                ))),
+                )),
+                vec![],
             ),
-            (
+            row(
                 Intent::Away(true),
-                same(ok(&[
+                Ok(vec![
                     (
                         Structure,
                         json!({"manual_eco_all": true, "manual_eco_timestamp": NOW_S}),
                     ),
                     (Shared, json!({"auto_away": 2})),
-                ])),
+                ]),
+                vec![],
             ),
-            (
+            row(
                 Intent::Away(false),
-                same(ok(&[
+                Ok(vec![
                     (
                         Structure,
                         json!({"manual_eco_all": false, "manual_eco_timestamp": NOW_S}),
                     ),
                     (Shared, json!({"auto_away": 0})),
-                ])),
+                ]),
+                vec![],
             ),
-            (
+            row(
                 Intent::EcoRange {
                     low: Some(3.0),
                     high: Some(40.0),
                 },
-                [
-                    ok(&[(
-                        Device,
-                        json!({"away_temperature_low": 7.222, "away_temperature_high": 35.0}),
-                    )]),
-                    ok(&[(
-                        Device,
-                        json!({"away_temperature_low": 7.222, "away_temperature_high": 35.0}),
-                    )]),
-                    ok(&[(
-                        Device,
-                        json!({"away_temperature_low": 7.222, "away_temperature_high": 35.0}),
-                    )]),
-                    ok(&[(
-                        Device,
-                        json!({"away_temperature_low": 7.222, "away_temperature_high": 35.0}),
-                    )]),
-                    ok(&[(
+                one(
+                    Device,
+                    json!({"away_temperature_low": 7.222, "away_temperature_high": 35.0}),
+                ),
+                vec![(
+                    BOUNDED,
+                    one(
                         Device,
                         json!({"away_temperature_low": 10.0, "away_temperature_high": 30.0}),
-                    )]),
-                ],
+                    ),
+                )],
             ),
-            (
+            row(
                 Intent::EcoRange {
                     low: Some(1.0),
                     high: Some(5.0),
                 },
-                same(Err(Refusal::LowNotBelowHigh)),
+                Err(Refusal::LowNotBelowHigh),
+                vec![],
             ),
-            (
+            row(
                 Intent::EcoRange {
                     low: None,
                     high: None,
                 },
-                same(Err(Refusal::NothingToChange)),
+                Err(Refusal::NothingToChange),
+                vec![],
             ),
-            (
+            row(
                 Intent::ScheduleMode(ScheduleMode::Range),
-                same(ok(&[(Shared, json!({"schedule_mode": "RANGE"}))])),
+                one(Shared, json!({"schedule_mode": "RANGE"})),
+                vec![],
             ),
-            (
+            row(
                 Intent::Settings(JsonMap::new()),
-                same(Err(Refusal::NothingToChange)),
+                Err(Refusal::NothingToChange),
+                vec![],
             ),
-            (
+            row(
                 Intent::Lock(Lock::On {
                     pin_hash: "h".into(),
                     low: 5.0,
                     high: 24.0,
                 }),
-                [
-                    ok(&[(
-                        Device,
-                        json!({"temperature_lock": true, "temperature_lock_pin_hash": "h",
-                               "temperature_lock_low_temp": 7.222, "temperature_lock_high_temp": 24.0}),
-                    )]),
-                    ok(&[(
-                        Device,
-                        json!({"temperature_lock": true, "temperature_lock_pin_hash": "h",
-                               "temperature_lock_low_temp": 7.222, "temperature_lock_high_temp": 24.0}),
-                    )]),
-                    ok(&[(
-                        Device,
-                        json!({"temperature_lock": true, "temperature_lock_pin_hash": "h",
-                               "temperature_lock_low_temp": 7.222, "temperature_lock_high_temp": 24.0}),
-                    )]),
-                    ok(&[(
-                        Device,
-                        json!({"temperature_lock": true, "temperature_lock_pin_hash": "h",
-                               "temperature_lock_low_temp": 7.222, "temperature_lock_high_temp": 24.0}),
-                    )]),
-                    ok(&[(
-                        Device,
-                        json!({"temperature_lock": true, "temperature_lock_pin_hash": "h",
-                               "temperature_lock_low_temp": 10.0, "temperature_lock_high_temp": 24.0}),
-                    )]),
-                ],
+                lock(7.222, 24.0),
+                vec![(BOUNDED, lock(10.0, 24.0))],
             ),
-            (
+            row(
                 Intent::Lock(Lock::On {
                     pin_hash: "h".into(),
                     low: 36.0,
                     high: 40.0,
                 }),
-                same(Err(Refusal::LockLowNotBelowHigh)),
+                Err(Refusal::LockLowNotBelowHigh),
+                vec![],
             ),
-            (
+            row(
                 Intent::Lock(Lock::Off),
-                same(ok(&[(
+                one(
                     Device,
                     json!({"temperature_lock": false, "temperature_lock_pin_hash": ""}),
-                )])),
+                ),
+                vec![],
             ),
         ]
     }
@@ -706,8 +601,18 @@ mod tests {
     #[test]
     fn every_rule_on_every_kind_of_thermostat() {
         let kinds = kinds();
-        for (intent, expected) in rows() {
-            for ((kind, view), expected) in kinds.iter().zip(expected) {
+        assert_eq!(kinds[FAHRENHEIT].0, "°F");
+        for Row {
+            intent,
+            usually,
+            except,
+        } in rows()
+        {
+            for (i, (kind, view)) in kinds.iter().enumerate() {
+                let expected = except
+                    .iter()
+                    .find(|(k, _)| *k == i)
+                    .map_or(&usually, |(_, e)| e);
                 let planned = plan(&intent, view, NOW).map(|writes| {
                     writes
                         .into_iter()
@@ -717,7 +622,7 @@ mod tests {
                         })
                         .collect::<Vec<_>>()
                 });
-                assert_eq!(planned, expected, "{intent:?} on a thermostat {kind}");
+                assert_eq!(&planned, expected, "{intent:?} on a thermostat {kind}");
             }
         }
     }
