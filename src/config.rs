@@ -62,6 +62,8 @@ pub struct Config {
     pub history_interval: Duration,
     /// MQTT publishing and Home Assistant discovery; `None` (no `MQTT_HOST`) turns it off.
     pub mqtt: Option<MqttConfig>,
+    /// Not a setting: where the server reads the time (tests drive a manual clock).
+    pub clock: crate::util::clock::Clock,
 }
 
 /// Where and how to publish over MQTT (see [`crate::mqtt`]).
@@ -134,6 +136,7 @@ impl Default for Config {
             availability_timeout: Duration::from_millis(crate::presence::AVAILABLE_FOR_MS as u64),
             history_interval: Duration::from_secs(300),
             mqtt: None,
+            clock: crate::util::clock::Clock::system(),
         }
     }
 }
@@ -246,6 +249,7 @@ impl Config {
                 .number("HISTORY_INTERVAL_SECONDS", 1, 3600)?
                 .map_or(d.history_interval, Duration::from_secs),
             mqtt: mqtt(sources)?,
+            clock: d.clock,
             data_dir,
         })
     }

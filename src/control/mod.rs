@@ -35,7 +35,6 @@ use crate::hosted;
 use crate::http::{Method, Reply, Request, Response, Service};
 use crate::info;
 use crate::state::{DEFAULT_USER, Scope};
-use crate::util::clock;
 
 pub struct ControlApi {
     app: Arc<App>,
@@ -120,7 +119,7 @@ impl ControlApi {
         if !self.app.config.control_require_key || req.path == "/health" || req.path == "/" {
             return Ok(None);
         }
-        let key = keys::authenticate(&self.app.state, req, clock::now_ms())
+        let key = keys::authenticate(&self.app.state, req, self.app.config.clock.now_ms())
             .ok_or(ControlError::Unauthorized)?;
         if key.user != DEFAULT_USER || !key.serials.is_empty() {
             return Err(ControlError::KeyNotForControl);

@@ -7,7 +7,7 @@
 use std::collections::HashMap;
 use std::io::Read;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use parking_lot::Mutex;
 
@@ -18,8 +18,8 @@ use crate::http::Response;
 const MAX_ENTRIES: usize = 256;
 const MAX_BODY: u64 = 2 * 1024 * 1024;
 
-/// A cached answer and when it was fetched.
-type Entry = (Instant, Arc<Vec<u8>>);
+/// A cached answer and when it was fetched (ms, by the server's clock).
+type Entry = (i64, Arc<Vec<u8>>);
 
 #[derive(Default)]
 pub struct WeatherCache {
@@ -27,16 +27,24 @@ pub struct WeatherCache {
 }
 
 impl WeatherCache {
-    fn get(&self, query: &str, max_age: Option<Duration>) -> Option<Arc<Vec<u8>>> {
+    /// The answer for `query`; with `max_age`, only one younger than that at `now_ms` (so a
+    /// zero age always asks upstream; an answer from the future, after the clock stepped back,
+    /// counts as too old).
+    fn get(&self, query: &str, max_age: Option<Duration>, now_ms: i64) -> Option<Arc<Vec<u8>>> {
         let entries = self.entries.lock();
         let (at, body) = entries.get(query)?;
         match max_age {
-            Some(age) if at.elapsed() > age => None,
-            _ => Some(Arc::clone(body)),
+            Some(age) => {
+                let age_ms = i64::try_from(age.as_millis()).unwrap_or(i64::MAX);
+                (0..age_ms)
+                    .contains(&(now_ms - at))
+                    .then(|| Arc::clone(body))
+            }
+            None => Some(Arc::clone(body)),
         }
     }
 
-    fn put(&self, query: &str, body: Arc<Vec<u8>>) {
+    fn put(&self, query: &str, body: Arc<Vec<u8>>, now_ms: i64) {
         let mut entries = self.entries.lock();
         if entries.len() >= MAX_ENTRIES && !entries.contains_key(query) {
             let oldest = entries
@@ -47,7 +55,7 @@ impl WeatherCache {
                 entries.remove(&k);
             }
         }
-        entries.insert(query.to_string(), (Instant::now(), body));
+        entries.insert(query.to_string(), (now_ms, body));
     }
 }
 
@@ -56,20 +64,22 @@ pub fn weather(app: &App, query: &str) -> Result<Response, DeviceError> {
         return Err(DeviceError::WeatherUnavailable);
     };
     let ttl = Duration::from_millis(app.config.weather_cache_ttl_ms);
-    if let Some(body) = app.weather.get(query, Some(ttl)) {
+    let now_ms = app.config.clock.now_ms();
+    if let Some(body) = app.weather.get(query, Some(ttl), now_ms) {
         return Ok(Response::json_bytes(200, body.to_vec()));
     }
     match fetch(base, query, app.config.weather_timeout) {
         Ok(body) => {
             let body = Arc::new(body);
-            app.weather.put(query, Arc::clone(&body));
+            app.weather
+                .put(query, Arc::clone(&body), app.config.clock.now_ms());
             Ok(Response::json_bytes(200, body.to_vec()))
         }
         Err(why) => {
             log::warn!("weather upstream failed for {query:?}: {why}");
             let stale = app
                 .weather
-                .get(query, None)
+                .get(query, None, now_ms)
                 .ok_or(DeviceError::WeatherUnavailable)?;
             Ok(Response::json_bytes(200, stale.to_vec()))
         }

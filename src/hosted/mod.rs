@@ -38,7 +38,7 @@ pub fn handle(app: &App, req: &Request) -> Response {
             body: Vec::new(),
         };
     }
-    let now = clock::now_ms();
+    let now = app.config.clock.now_ms();
     let key = keys::authenticate(&app.state, req, now);
     // Callers without a valid key always get 401 (the seed's order: key, then rate limit);
     // they are counted by address only so their answers carry meaningful rate-limit headers.
