@@ -129,10 +129,6 @@ impl State {
         State { clock, ..self }
     }
 
-    pub fn clock(&self) -> &Clock {
-        &self.clock
-    }
-
     /// Reads a known thermostat's data; `None` for a serial the server has never seen.
     pub fn read_device<R>(&self, serial: &str, f: impl FnOnce(&DeviceData) -> R) -> Option<R> {
         let slot = self.devices.read().get(serial).cloned()?;
