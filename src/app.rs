@@ -31,7 +31,7 @@ impl App {
     pub fn new(config: Config, state: State, origin: PublicOrigin) -> App {
         let keep_alive = config.event_keep_alive;
         App {
-            presence: Presence::new(config.availability_timeout),
+            presence: Presence::new(config.availability_timeout, config.clock.clone()),
             config,
             state,
             origin,

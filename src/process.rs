@@ -1,6 +1,7 @@
 //! A `hearth serve` child process on free loopback ports, for `hearth bench` and the tests that
 //! need the real binary (durability across SIGKILL, startup refusals). Killed when dropped.
 
+use std::ffi::OsStr;
 use std::io::{BufRead, BufReader};
 use std::net::SocketAddr;
 use std::os::unix::process::CommandExt;
@@ -33,6 +34,17 @@ impl ServerProcess {
         data_dir: &Path,
         extra: &[&str],
     ) -> Result<ServerProcess, String> {
+        Self::start_with_env(exe, data_dir, extra, &[])
+    }
+
+    /// Like [`ServerProcess::start_with`], with environment variables added (a service
+    /// manager's `NOTIFY_SOCKET`, say).
+    pub fn start_with_env(
+        exe: &Path,
+        data_dir: &Path,
+        extra: &[&str],
+        env: &[(&str, &OsStr)],
+    ) -> Result<ServerProcess, String> {
         let mut command = Command::new(exe);
         command
             .args([
@@ -49,6 +61,7 @@ impl ServerProcess {
             .arg("--data-dir")
             .arg(data_dir)
             .env("RUST_LOG", "info")
+            .envs(env.iter().copied())
             .stdout(Stdio::null())
             .stderr(Stdio::piped());
         // SAFETY: prctl is async-signal-safe and touches no memory of ours. If whoever started
@@ -66,7 +79,7 @@ impl ServerProcess {
         let log = Arc::new(Mutex::new(String::new()));
         let (tx, rx) = crossbeam_channel::bounded(1);
         let sink = Arc::clone(&log);
-        std::thread::spawn(move || {
+        let reader = std::thread::spawn(move || {
             for line in BufReader::new(stderr).lines().map_while(Result::ok) {
                 // "device port 127.0.0.1:PORT, control port 127.0.0.1:PORT; ..."
                 let after = |tag: &str, end: char| {
@@ -96,7 +109,8 @@ impl ServerProcess {
             _ => {
                 let _ = child.kill();
                 let _ = child.wait();
-                std::thread::sleep(Duration::from_millis(100)); // let the log reader finish
+                // The child is gone, so its stderr ends and the reader finishes the log.
+                let _ = reader.join();
                 Err(log.lock().map(|l| l.clone()).unwrap_or_default())
             }
         }

@@ -92,6 +92,7 @@ impl Server {
     pub fn start_with(config: Config, on_fatal: FatalHook) -> Result<Server, StartError> {
         let hub = Arc::new(Hub::new());
         let (state, report) = State::open(&config.data_dir, Arc::clone(&hub))?;
+        let state = state.with_clock(config.clock.clone());
         log::info!(
             "loaded {} (snapshot at record {}, {} journal records replayed{})",
             config.data_dir.display(),
@@ -154,7 +155,7 @@ impl Server {
             let changes = hub.watch();
             move || {
                 app.events.run(changes, |id| {
-                    let now = crate::util::clock::now_ms();
+                    let now = app.config.clock.now_ms();
                     app.state
                         .accounts(|a| a.api_keys.get(id).is_some_and(|k| !k.is_expired(now)))
                 })

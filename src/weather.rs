@@ -5,15 +5,17 @@
 use std::collections::HashMap;
 use std::io::Read;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use parking_lot::Mutex;
+
+use crate::util::clock::Clock;
 
 const MAX_ENTRIES: usize = 256;
 const MAX_BODY: u64 = 2 * 1024 * 1024;
 
-/// A cached answer and when it was fetched.
-type Entry = (Instant, Arc<Vec<u8>>);
+/// A cached answer and when it was fetched (ms, by the server's clock).
+type Entry = (i64, Arc<Vec<u8>>);
 
 /// Where answers come from and how long they keep.
 pub struct Upstream<'a> {
@@ -29,34 +31,47 @@ pub struct Weather {
 
 impl Weather {
     /// The answer for `query` (a JSON object's bytes), or `None` when upstream fails and
-    /// nothing was ever cached for it.
-    pub fn answer(&self, upstream: &Upstream<'_>, query: &str) -> Option<Arc<Vec<u8>>> {
-        if let Some(body) = self.cached(query, Some(upstream.fresh_for)) {
+    /// nothing was ever cached for it. `clock`: the server's, which ages the answers.
+    pub fn answer(
+        &self,
+        upstream: &Upstream<'_>,
+        query: &str,
+        clock: &Clock,
+    ) -> Option<Arc<Vec<u8>>> {
+        if let Some(body) = self.cached(query, Some(upstream.fresh_for), clock.now_ms()) {
             return Some(body);
         }
         match fetch(upstream.url, query, upstream.timeout) {
             Ok(body) => {
                 let body = Arc::new(body);
-                self.put(query, Arc::clone(&body));
+                self.put(query, Arc::clone(&body), clock.now_ms());
                 Some(body)
             }
             Err(why) => {
                 log::warn!("weather upstream failed for {query:?}: {why}");
-                self.cached(query, None)
+                self.cached(query, None, clock.now_ms())
             }
         }
     }
 
-    fn cached(&self, query: &str, max_age: Option<Duration>) -> Option<Arc<Vec<u8>>> {
+    /// The answer for `query`; with `max_age`, only one younger than that at `now_ms` (so a
+    /// zero age always asks upstream; an answer from the future, after the clock stepped back,
+    /// counts as too old).
+    fn cached(&self, query: &str, max_age: Option<Duration>, now_ms: i64) -> Option<Arc<Vec<u8>>> {
         let entries = self.entries.lock();
         let (at, body) = entries.get(query)?;
         match max_age {
-            Some(age) if at.elapsed() > age => None,
-            _ => Some(Arc::clone(body)),
+            Some(age) => {
+                let age_ms = i64::try_from(age.as_millis()).unwrap_or(i64::MAX);
+                (0..age_ms)
+                    .contains(&(now_ms - at))
+                    .then(|| Arc::clone(body))
+            }
+            None => Some(Arc::clone(body)),
         }
     }
 
-    fn put(&self, query: &str, body: Arc<Vec<u8>>) {
+    fn put(&self, query: &str, body: Arc<Vec<u8>>, now_ms: i64) {
         let mut entries = self.entries.lock();
         if entries.len() >= MAX_ENTRIES && !entries.contains_key(query) {
             let oldest = entries
@@ -67,7 +82,7 @@ impl Weather {
                 entries.remove(&k);
             }
         }
-        entries.insert(query.to_string(), (Instant::now(), body));
+        entries.insert(query.to_string(), (now_ms, body));
     }
 }
 

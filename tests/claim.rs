@@ -3,9 +3,12 @@
 
 mod common;
 
+use std::time::Duration;
+
 use common::*;
 use hearth::http::client::ChunkStream;
 use hearth::simulator::Event;
+use hearth::util::clock::ManualClock;
 use serde_json::{Value, json};
 
 fn pairing() -> TestServer {
@@ -161,14 +164,26 @@ fn a_claim_moves_a_thermostat_away_from_the_default_owner() {
 
 #[test]
 fn an_expired_code_is_refused() {
+    const OTHER: &str = "02AA01AC0000SIM2";
+    let time = ManualClock::starting_now();
     let s = TestServer::start_with(|c| {
         c.require_device_pairing = true;
-        c.entry_key_ttl_secs = 1;
+        c.entry_key_ttl_secs = 60;
+        c.clock = time.clock();
     });
+    // Two thermostats get their codes at the same moment, so both expire together.
     let (mut sim, _events) = thermostat(&s.origin(), SERIAL);
     sim.register().unwrap();
-    let (code, _) = sim.passphrase().unwrap();
-    std::thread::sleep(std::time::Duration::from_millis(1100));
+    let (code, expires) = sim.passphrase().unwrap();
+    assert_eq!(expires, time.now_ms() + 60_000);
+    let (mut other, _other_events) = thermostat(&s.origin(), OTHER);
+    other.register().unwrap();
+    let (other_code, _) = other.passphrase().unwrap();
+    // A millisecond before it expires a code is still good...
+    time.advance(Duration::from_millis(59_999));
+    assert_eq!(register(&s, &other_code, "erin").status, 200);
+    // ...and from then on it is not.
+    time.advance(Duration::from_millis(1));
     let before = store_bytes(s.dir.path());
     let r = register(&s, &code, "dave");
     assert_eq!(
@@ -178,7 +193,7 @@ fn an_expired_code_is_refused() {
             json!({"success": false, "message": "Invalid, expired, or already claimed entry key"})
         )
     );
-    assert!(s.app().state.accounts(|a| a.owners.is_empty()));
+    assert!(s.app().state.accounts(|a| a.owner_of(SERIAL).is_none()));
     assert!(
         store_bytes(s.dir.path()) == before,
         "a refused claim changed the store"

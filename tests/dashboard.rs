@@ -14,7 +14,7 @@ use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use base64::Engine;
 use common::*;
@@ -66,11 +66,9 @@ impl Browser {
             .timeout(Duration::from_secs(60))
             .build();
         let base = format!("http://127.0.0.1:{port}");
-        let deadline = Instant::now() + WAIT;
-        while agent.get(&format!("{base}/status")).call().is_err() {
-            assert!(Instant::now() < deadline, "chromedriver never answered");
-            thread::sleep(Duration::from_millis(100));
-        }
+        wait_until_within(WAIT, "chromedriver's answer", || {
+            agent.get(&format!("{base}/status")).call().is_ok()
+        });
         let mut browser = Browser {
             driver,
             base,
@@ -137,21 +135,25 @@ impl Browser {
 
     /// Polls `script` (a function body returning a value) until it returns something truthy.
     fn wait_for(&self, what: &str, script: &str) -> Value {
-        let deadline = Instant::now() + WAIT;
-        loop {
-            let v = self.js(script);
-            let truthy = match &v {
+        let mut v = Value::Null;
+        wait_until_within(WAIT, &format!("the page showing {what}"), || {
+            v = self.js(script);
+            match &v {
                 Value::Null | Value::Bool(false) => false,
                 Value::Number(n) => n.as_f64() != Some(0.0),
                 Value::String(s) => !s.is_empty(),
                 _ => true,
-            };
-            if truthy {
-                return v;
             }
-            assert!(Instant::now() < deadline, "the page never showed {what}");
-            thread::sleep(Duration::from_millis(100));
-        }
+        });
+        v
+    }
+
+    /// Returns once the page has laid out and painted what changed: two animation frames
+    /// later (WebDriver waits for the returned promise).
+    fn painted(&self) {
+        self.js(
+            "return new Promise((done) => requestAnimationFrame(() => requestAnimationFrame(() => done(true))))",
+        );
     }
 
     fn find(&self, css: &str) -> String {
@@ -452,10 +454,12 @@ fn the_dashboard_in_a_real_browser() {
     // Screenshots, desktop and phone; the phone layout has no sideways scrolling.
     b.viewport(1280, 860, false);
     b.js("window.scrollTo(0, 0); return true");
-    thread::sleep(Duration::from_millis(300));
+    b.wait_for("the top of the page", "return window.scrollY === 0");
+    b.painted();
     b.screenshot("dashboard-1280.png");
     b.viewport(360, 780, true);
-    thread::sleep(Duration::from_millis(300));
+    b.wait_for("the phone's width", "return window.innerWidth === 360");
+    b.painted();
     let width = b.js("return document.documentElement.scrollWidth");
     assert!(
         width.as_i64().unwrap() <= 360,
@@ -512,19 +516,13 @@ fn the_dashboard_in_a_real_browser() {
     );
     b.click("button[aria-label='Raise cool-to temperature of Test Room']");
     b.click("button[aria-label='Raise heat-to temperature of Test Room']");
-    let deadline = Instant::now() + WAIT;
-    loop {
+    wait_until_within(WAIT, "the range 19.5 to 24.5", || {
         let r = hearth::control::status::record(&app, TEST_SERIAL).unwrap();
-        let pair = (
+        (
             r["target_temperature_low"].clone(),
             r["target_temperature_high"].clone(),
-        );
-        if pair == (json!(19.5), json!(24.5)) {
-            break;
-        }
-        assert!(Instant::now() < deadline, "the range is {pair:?}");
-        thread::sleep(Duration::from_millis(50));
-    }
+        ) == (json!(19.5), json!(24.5))
+    });
 
     // A reading from the thermostat updates its card through the event stream.
     sim.readings

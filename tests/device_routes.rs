@@ -11,6 +11,7 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use common::*;
+use hearth::util::clock::ManualClock;
 use serde_json::{Value, json};
 
 #[test]
@@ -215,13 +216,24 @@ fn passphrase_reuses_an_active_key_and_creates_the_pairing_dialog() {
 
 #[test]
 fn an_expired_entry_key_is_replaced() {
-    let s = TestServer::start_with(|c| c.entry_key_ttl_secs = 1);
+    let time = ManualClock::starting_now();
+    let s = TestServer::start_with(|c| {
+        c.entry_key_ttl_secs = 60;
+        c.clock = time.clock();
+    });
     let first = get_as(s.device(), "/nest/passphrase", SERIAL).json();
-    thread::sleep(Duration::from_millis(1100));
+    assert_eq!(first["expires"], json!(time.now_ms() + 60_000));
+    time.advance(Duration::from_millis(59_999));
+    let same = get_as(s.device(), "/nest/passphrase", SERIAL).json();
+    assert_eq!(
+        same, first,
+        "a millisecond before it expires, the key is given again"
+    );
+    time.advance(Duration::from_millis(1));
     let second = get_as(s.device(), "/nest/passphrase", SERIAL);
     assert_eq!(second.status, 200);
     assert_ne!(second.json()["value"], first["value"]);
-    assert!(second.json()["expires"].as_i64() > first["expires"].as_i64());
+    assert_eq!(second.json()["expires"], json!(time.now_ms() + 60_000));
     let keys = s.app().state.accounts(|a| a.entry_keys.len());
     assert_eq!(keys, 1, "older keys of the serial are dropped");
 }
@@ -293,6 +305,8 @@ fn weather_upstream(mode: Arc<AtomicUsize>, hits: Arc<AtomicUsize>) -> String {
     let addr = listener.local_addr().unwrap();
     let server = tiny_http::Server::from_listener(listener, None).unwrap();
     thread::spawn(move || {
+        // Requests it hangs on: kept, never answered, until the test process ends.
+        let mut hung = Vec::new();
         for rq in server.incoming_requests() {
             hits.fetch_add(1, Ordering::SeqCst);
             let query = rq
@@ -309,12 +323,7 @@ fn weather_upstream(mode: Arc<AtomicUsize>, hits: Arc<AtomicUsize>) -> String {
                     let _ =
                         rq.respond(tiny_http::Response::from_string("down").with_status_code(500));
                 }
-                _ => {
-                    thread::spawn(move || {
-                        thread::sleep(Duration::from_secs(30));
-                        drop(rq);
-                    });
-                }
+                _ => hung.push(rq),
             }
         }
     });
@@ -375,14 +384,28 @@ fn weather_is_proxied_cached_per_query_and_falls_back_to_the_last_answer() {
 fn a_fresh_weather_answer_is_served_from_the_cache() {
     let (mode, hits) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
     let upstream = weather_upstream(mode, Arc::clone(&hits));
-    let s = TestServer::start_with(|c| c.weather_url = Some(upstream));
+    let time = ManualClock::starting_now();
+    let s = TestServer::start_with(|c| {
+        c.weather_url = Some(upstream);
+        c.weather_cache_ttl_ms = 600_000;
+        c.clock = time.clock();
+    });
+    let weather = || get(s.device(), "/nest/weather/v1?query=94304,US").status;
     for _ in 0..3 {
-        assert_eq!(
-            get(s.device(), "/nest/weather/v1?query=94304,US").status,
-            200
-        );
+        assert_eq!(weather(), 200);
     }
     assert_eq!(hits.load(Ordering::SeqCst), 1);
+    // Still fresh a millisecond before its time is up; asked for again once it is.
+    time.advance(Duration::from_millis(599_999));
+    assert_eq!(weather(), 200);
+    assert_eq!(hits.load(Ordering::SeqCst), 1);
+    time.advance(Duration::from_millis(1));
+    assert_eq!(weather(), 200);
+    assert_eq!(
+        hits.load(Ordering::SeqCst),
+        2,
+        "a stale answer is fetched again"
+    );
 }
 
 #[test]

@@ -9,6 +9,7 @@ use common::*;
 use hearth::accounts::keys::{self, KeySpec};
 use hearth::http::client::{self, ClientResponse};
 use hearth::state::{Op, Share, ShareAccess};
+use hearth::util::clock::ManualClock;
 use serde_json::{Value, json};
 
 const OTHER: &str = "02AA01AC0000SIM2";
@@ -838,8 +839,39 @@ fn expired_and_revoked_keys_are_refused_and_use_is_recorded() {
 }
 
 #[test]
+fn a_key_stops_working_the_moment_it_expires() {
+    let time = ManualClock::starting_now();
+    let s = TestServer::start_with(|c| c.clock = time.clock());
+    let (_sim, _events, _held) = booted_and_held(&s, SERIAL);
+    let spec = KeySpec {
+        user: "owner".into(),
+        name: "a day".into(),
+        scopes: keys::parse_scopes("read").unwrap(),
+        serials: Vec::new(),
+        expires_days: Some(1),
+    };
+    let new = keys::create(&s.app().state, &spec).unwrap();
+    assert_eq!(new.record.expires_ms, Some(time.now_ms() + 86_400_000));
+    time.advance(std::time::Duration::from_millis(86_399_999));
+    assert_eq!(
+        api(&s, "GET", "/devices", &new.key, Value::Null).status,
+        200,
+        "a millisecond before it expires"
+    );
+    time.advance(std::time::Duration::from_millis(1));
+    assert_eq!(
+        error(&api(&s, "GET", "/devices", &new.key, Value::Null)),
+        (401, json!({"error": "Unauthorized"}))
+    );
+}
+
+#[test]
 fn the_rate_limit_counts_per_key_and_says_so_in_headers() {
-    let s = TestServer::start_with(|c| c.api_rate_limit_per_minute = 3);
+    let time = ManualClock::starting_now();
+    let s = TestServer::start_with(|c| {
+        c.api_rate_limit_per_minute = 3;
+        c.clock = time.clock();
+    });
     let (_sim, _events, _held) = booted_and_held(&s, SERIAL);
     let key = new_key(&s, "owner", "read", &[]);
     let other = new_key(&s, "owner", "read", &[]);
@@ -881,6 +913,13 @@ fn the_rate_limit_counts_per_key_and_says_so_in_headers() {
         assert_eq!(r.json(), json!({"error": "Unauthorized"}));
         assert_eq!(r.header("X-RateLimit-Limit"), Some("3"));
     }
+    // The count starts again a minute after the window opened, and not a moment before.
+    time.advance(std::time::Duration::from_millis(59_999));
+    assert_eq!(api(&s, "GET", "/devices", &key, Value::Null).status, 429);
+    time.advance(std::time::Duration::from_millis(1));
+    let r = api(&s, "GET", "/devices", &key, Value::Null);
+    assert_eq!(r.status, 200);
+    assert_eq!(r.header("X-RateLimit-Remaining"), Some("2"));
 }
 
 #[test]

@@ -10,7 +10,60 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use common::*;
+use hearth::hub::BucketChange;
+use hearth::hub::Origin;
 use serde_json::json;
+
+/// Whether the server has closed the connection (what it sent before is read and dropped).
+fn closed_now(sock: &mut TcpStream) -> bool {
+    sock.set_nonblocking(true).unwrap();
+    let mut buf = [0u8; 512];
+    let closed = loop {
+        match sock.read(&mut buf) {
+            Ok(0) => break true,
+            Ok(_) => continue,
+            Err(e) if e.kind() == ErrorKind::ConnectionReset => break true,
+            Err(_) => break false,
+        }
+    };
+    sock.set_nonblocking(false).unwrap();
+    closed
+}
+
+/// `GET /health` on a keep-alive connection; the whole answer is read, so the next one starts
+/// clean. Fails if the server closed the connection.
+fn health(sock: &mut TcpStream) {
+    sock.set_read_timeout(Some(TIMEOUT)).unwrap();
+    sock.write_all(b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n")
+        .unwrap();
+    let mut answer = Vec::new();
+    let mut buf = [0u8; 1024];
+    let complete = |answer: &[u8]| {
+        let text = String::from_utf8_lossy(answer);
+        let Some((head, body)) = text.split_once("\r\n\r\n") else {
+            return false;
+        };
+        let length = head
+            .lines()
+            .find_map(|l| {
+                l.to_ascii_lowercase()
+                    .strip_prefix("content-length:")
+                    .map(|v| v.trim().parse::<usize>().unwrap())
+            })
+            .expect("a Content-Length");
+        body.len() >= length
+    };
+    while !complete(&answer) {
+        let n = sock.read(&mut buf).unwrap();
+        assert!(n > 0, "closed while in use");
+        answer.extend_from_slice(&buf[..n]);
+    }
+    assert!(answer.starts_with(b"HTTP/1.1 200"), "{answer:?}");
+}
+
+/// How long a stalled client may take to stall: megabytes of JSON are encoded before a writer
+/// gets stuck, slow in a debug build on a loaded machine. Only a failing run waits this long.
+const STALL: Duration = Duration::from_secs(60);
 
 /// Reads until the server closes the connection; false if it is still open after `within`.
 fn closed_by_server(sock: &mut TcpStream, within: Duration) -> bool {
@@ -51,7 +104,7 @@ fn half_requests_do_not_hold_up_others_and_are_closed_once_idle() {
     let started = Instant::now();
     for (i, sock) in idle.iter_mut().enumerate() {
         assert!(
-            closed_by_server(sock, Duration::from_secs(10)),
+            closed_by_server(sock, TIMEOUT),
             "connection {i} still open {:?} after the idle timeout",
             started.elapsed()
         );
@@ -87,22 +140,20 @@ fn half_requests_do_not_hold_up_others_and_are_closed_once_idle() {
 #[test]
 fn a_quiet_keep_alive_connection_is_closed_after_the_idle_timeout() {
     let s = TestServer::start_with(|c| c.idle_timeout = Duration::from_secs(1));
-    let mut sock = TcpStream::connect(s.control()).unwrap();
-    sock.write_all(b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n")
-        .unwrap();
-    let mut buf = [0u8; 1024];
-    sock.set_read_timeout(Some(TIMEOUT)).unwrap();
-    let n = sock.read(&mut buf).unwrap();
-    assert!(buf[..n].starts_with(b"HTTP/1.1 200"));
-    // A client that keeps talking is not idle.
-    for _ in 0..4 {
-        thread::sleep(Duration::from_millis(400));
-        sock.write_all(b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n")
-            .unwrap();
-        let n = sock.read(&mut buf).unwrap();
-        assert!(buf[..n].starts_with(b"HTTP/1.1 200"), "closed while in use");
-    }
-    assert!(closed_by_server(&mut sock, Duration::from_secs(10)));
+    let mut talking = TcpStream::connect(s.control()).unwrap();
+    health(&mut talking);
+    // A second connection goes quiet after one request, and the first keeps talking until the
+    // quiet one is closed: by then the first has been open for longer than the timeout, and a
+    // client that keeps talking is not idle.
+    let mut quiet = TcpStream::connect(s.control()).unwrap();
+    health(&mut quiet);
+    wait_until("the quiet connection's close", || {
+        health(&mut talking);
+        closed_now(&mut quiet)
+    });
+    health(&mut talking);
+    // Quiet in turn, it is closed too.
+    assert!(closed_by_server(&mut talking, TIMEOUT));
 }
 
 /// Sends `head` and then `filler` until the server stops taking it; returns the answer's
@@ -239,8 +290,15 @@ fn a_request_being_read_or_handled_is_not_idle_however_quiet() {
     );
     sock.write_all(head.as_bytes()).unwrap();
     sock.write_all(&body.as_bytes()[..100]).unwrap();
-    // Quiet for well over the idle timeout while a worker waits for the rest of the body.
-    thread::sleep(Duration::from_millis(2500));
+    // Quiet while a worker waits for the rest of the body, until a connection that went quiet
+    // after it (between requests) has been closed as idle: this one would have been closed by
+    // then, were it taken for idle.
+    let mut later = TcpStream::connect(s.control()).unwrap();
+    health(&mut later);
+    assert!(
+        closed_by_server(&mut later, TIMEOUT),
+        "the later connection is closed once idle"
+    );
     sock.write_all(&body.as_bytes()[100..]).unwrap();
     sock.set_read_timeout(Some(TIMEOUT)).unwrap();
     let mut answer = [0u8; 512];
@@ -265,18 +323,6 @@ fn assert_cut_off(mut next_chunk: impl FnMut() -> std::io::Result<Option<Vec<u8>
     );
 }
 
-/// Pads a thermostat's shared bucket to `bytes`, so every push to it (which carries the whole
-/// bucket) is that big and a few fill any socket's buffers.
-fn pad_shared_bucket(s: &TestServer, serial: &str, bytes: usize) {
-    let r = post_json(
-        s.device(),
-        "/nest/transport/put",
-        serial,
-        json!({"objects": [{"object_key": format!("shared.{serial}"), "value": {"padding": "x".repeat(bytes)}}]}),
-    );
-    assert_eq!(r.status, 200, "{}", r.text());
-}
-
 #[test]
 fn a_thermostat_that_stops_reading_does_not_hold_up_pushes_to_others_and_is_dropped() {
     const STALLED: &str = "02AA01AC0000STL1";
@@ -284,36 +330,40 @@ fn a_thermostat_that_stops_reading_does_not_hold_up_pushes_to_others_and_is_drop
     let (_other, _events, mut other_held) = booted_and_held(&s, SERIAL);
     let (mut stalled, _stalled_events) = thermostat(&s.origin(), STALLED);
     stalled.boot().unwrap();
-    pad_shared_bucket(&s, STALLED, 512 * 1024);
-    stalled.subscribe_once().unwrap(); // takes the padded bucket
     // It holds a subscribe and never reads it again.
     let mut stalled_held = stalled.open_subscribe().unwrap();
     s.wait_held(STALLED, 1);
-    for i in 0..16 {
-        let r = command(
-            s.control(),
-            STALLED,
-            "set_temperature",
-            json!(16.0 + f64::from(i) * 0.5),
-        );
-        assert_eq!(r.status, 200, "{}", r.text());
-    }
-    // 8 MiB of pushes are queued for it: the notifier is stuck writing them by now.
-    thread::sleep(Duration::from_millis(300));
+    // One change pushes it 8 MiB (a push carries the whole bucket), more than a connection's
+    // buffers hold: the writer gets stuck on it, from then until the write gives up.
+    s.server_change(
+        STALLED,
+        &format!("shared.{STALLED}"),
+        json!({"padding": "x".repeat(8 << 20)}),
+    );
+    wait_until_within(STALL, "a writer stuck on the stalled thermostat", || {
+        blocked_writing_on(s.device())
+    });
 
-    let sent = Instant::now();
-    assert_eq!(
-        command(s.control(), SERIAL, "set_temperature", json!(21.5)).status,
-        200
-    );
+    // A push to the other thermostat (its buckets again: no disk write on the way) goes
+    // through while that writer is still stuck. Queued behind the stalled socket, it would
+    // wait until the write gave up and the stalled subscribe was dropped.
+    assert_eq!(s.app().state.repush(SERIAL), Some(1));
     let (_, push) = next_push(&mut other_held);
-    let waited = sent.elapsed();
-    assert_eq!(
-        push["objects"][0]["value"]["target_temperature"],
-        json!(21.5)
+    assert!(
+        blocked_writing_on(s.device()),
+        "the push went out only once the stalled write ended"
     );
-    // Normally milliseconds; blocked behind the stalled socket it would be its write timeout.
-    assert!(waited < Duration::from_secs(1), "the push took {waited:?}");
+    assert_eq!(s.app().hub().subscriptions_of(STALLED), 1);
+    let keys: Vec<&str> = push["objects"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|o| o["object_key"].as_str())
+        .collect();
+    assert!(
+        keys.contains(&format!("shared.{SERIAL}").as_str()),
+        "{keys:?}"
+    );
 
     // The stalled connection is given up after its write timeout; reading what reached it then
     // ends in a broken chunk (or a reset), not in the clean end of a finished response.
@@ -333,7 +383,8 @@ fn an_event_stream_that_stops_reading_does_not_hold_up_others_and_is_dropped() {
     let (mut sim, _events) = thermostat(&s.origin(), SERIAL);
     sim.boot().unwrap();
     let mut stalled = open_events(s.control(), "/api/events");
-    let mut reading = open_events(s.control(), "/api/events");
+    // The other stream follows the simulated thermostat only.
+    let mut reading = open_events(s.control(), &format!("/api/events?serial={SERIAL}"));
     fn read_until(stream: &mut hearth::http::client::ChunkStream, needle: &str) {
         loop {
             let chunk = stream.next_chunk().unwrap().expect("the stream ended");
@@ -342,44 +393,44 @@ fn an_event_stream_that_stops_reading_does_not_hold_up_others_and_is_dropped() {
             }
         }
     }
-    // The reader reads all along, and notes when the command's event reaches it.
-    let reader = thread::spawn(move || {
-        read_until(&mut reading, "target_temperature");
-        (Instant::now(), reading)
-    });
-    // Twelve changes whose events each list 2,500 long field names (about 400 KB apiece): more
-    // than a connection's buffers hold for a client that reads nothing.
-    for round in 0..12 {
-        let fields: serde_json::Map<String, serde_json::Value> = (0..2500)
-            .map(|i| (format!("f{i:04}{}", "x".repeat(150)), json!(round)))
-            .collect();
-        let r = post_json(
-            s.device(),
-            "/nest/transport/put",
-            SERIAL,
-            json!({"objects": [{"object_key": format!("device.{SERIAL}"), "value": fields}]}),
-        );
-        assert_eq!(r.status, 200, "{}", r.text());
-    }
-    let sent = Instant::now();
-    assert_eq!(
-        command(s.control(), SERIAL, "set_temperature", json!(21.5)).status,
-        200
+    // One change, to another thermostat, whose event lists 1,000 field names of 6,000
+    // characters (6 MB): more than a connection's buffers hold for a client that reads
+    // nothing, so the writer gets stuck on the stalled stream, from then until the write
+    // gives up.
+    let fields: serde_json::Map<String, serde_json::Value> = (0..1000)
+        .map(|i| (format!("f{i:04}{}", "x".repeat(6000)), json!(1)))
+        .collect();
+    s.server_change(
+        "02AA01AC0000BIG1",
+        "device.02AA01AC0000BIG1",
+        serde_json::Value::Object(fields),
     );
-    let (seen, mut reading) = reader.join().unwrap();
-    let waited = seen.duration_since(sent);
-    // Normally milliseconds; blocked behind the stalled stream it would be its write timeout.
-    assert!(waited < Duration::from_secs(1), "the event took {waited:?}");
+    wait_until_within(STALL, "a writer stuck on the stalled stream", || {
+        blocked_writing_on(s.control())
+    });
+    // A change's event, published to the hub as a commit publishes it (but with no disk write
+    // on the way), reaches the other stream while that writer is still stuck. Queued behind
+    // the stalled stream, it would wait until the write gave up.
+    let marker = BucketChange {
+        key: format!("shared.{SERIAL}"),
+        revision: 1,
+        timestamp: 1,
+        changed: vec!["marker_field".into()],
+        deleted: false,
+    };
+    s.app()
+        .hub()
+        .publish(SERIAL, Origin::Server, None, vec![marker]);
+    read_until(&mut reading, "marker_field");
+    assert!(
+        blocked_writing_on(s.control()),
+        "the event went out only once the stalled write ended"
+    );
 
     // The stalled stream is given up, and its place is freed.
-    let deadline = Instant::now() + TIMEOUT;
-    while s.app().events.open_count() > 1 {
-        assert!(
-            Instant::now() < deadline,
-            "the stalled stream is still open"
-        );
-        thread::sleep(Duration::from_millis(10));
-    }
+    wait_until("the stalled stream's end", || {
+        s.app().events.open_count() <= 1
+    });
     stalled.set_read_timeout(Some(TIMEOUT)).unwrap();
     assert_cut_off(|| stalled.next_chunk(), "stream");
     // The reader goes on getting events.

@@ -14,6 +14,7 @@ use bytes::Bytes;
 use common::*;
 use hearth::config::MqttConfig;
 use hearth::process::ServerProcess;
+use hearth::util::clock::ManualClock;
 use serde_json::Value;
 use symqtt::v3::{Client, ConnectOptions, InboundHandler, Publish, PublishMessage, QoS, Session};
 use symqtt_transport::tcp::TcpTransport;
@@ -72,14 +73,9 @@ impl Broker {
             .stderr(Stdio::null())
             .spawn()
             .unwrap();
-        let deadline = Instant::now() + TIMEOUT;
-        while TcpStream::connect(("127.0.0.1", port)).is_err() {
-            assert!(
-                Instant::now() < deadline,
-                "mosquitto did not listen on {port}"
-            );
-            std::thread::sleep(Duration::from_millis(20));
-        }
+        wait_until(&format!("mosquitto listening on {port}"), || {
+            TcpStream::connect(("127.0.0.1", port)).is_ok()
+        });
         Broker {
             child,
             port,
@@ -131,8 +127,8 @@ struct Watcher {
 impl Watcher {
     fn connect(port: u16) -> Watcher {
         let log: Log = Arc::default();
-        let deadline = Instant::now() + TIMEOUT;
-        let client = loop {
+        let mut connected = None;
+        wait_until("a watcher's connection to the broker", || {
             let attempt = TcpTransport::builder(("127.0.0.1", port))
                 .connect()
                 .map_err(|e| e.to_string())
@@ -151,11 +147,12 @@ impl Watcher {
                         .map_err(|e| e.to_string())
                 });
             match attempt {
-                Ok(c) => break c,
-                Err(e) if Instant::now() > deadline => panic!("cannot connect a watcher: {e}"),
-                Err(_) => std::thread::sleep(Duration::from_millis(50)),
+                Ok(c) => connected = Some(c),
+                Err(e) => eprintln!("watcher not connected yet: {e}"),
             }
-        };
+            connected.is_some()
+        });
+        let client = connected.unwrap();
         client
             .subscribe(&[("#", QoS::AtLeastOnce)], Some(TIMEOUT))
             .unwrap()
@@ -184,15 +181,12 @@ impl Watcher {
         what: &str,
         pred: impl Fn(&HashMap<String, String>) -> bool,
     ) -> HashMap<String, String> {
-        let deadline = Instant::now() + TIMEOUT;
-        loop {
-            let latest = self.latest();
-            if pred(&latest) {
-                return latest;
-            }
-            assert!(Instant::now() < deadline, "waited {TIMEOUT:?} for {what}");
-            std::thread::sleep(Duration::from_millis(20));
-        }
+        let mut latest = HashMap::new();
+        wait_until(what, || {
+            latest = self.latest();
+            pred(&latest)
+        });
+        latest
     }
 
     fn wait_for(&self, topic: &str, payload: &str) {
@@ -382,8 +376,11 @@ fn discovery_state_topics_and_commands() {
 #[test]
 fn availability_follows_the_thermostat_and_the_server() {
     let broker = Broker::start();
+    let time = ManualClock::starting_now();
     let s = TestServer::start_with(|c| {
         c.mqtt = Some(mqtt_config(broker.port));
+        c.clock = time.clock();
+        // A short timeout, so the bridge looks at availability often (every half of it).
         c.availability_timeout = Duration::from_secs(1);
         // Holds end after a second, so a silent thermostat is soon holding nothing.
         c.suspend_time_max_secs = 11;
@@ -393,9 +390,15 @@ fn availability_follows_the_thermostat_and_the_server() {
     watch.wait_for(&topic("availability"), "online");
     watch.wait_for("nle/availability", "online");
 
-    // The thermostat goes silent.
+    // The thermostat goes silent: once its hold has ended, it counts as available until the
+    // timeout after its last request, and not a millisecond longer.
     drop(held);
     drop(sim);
+    s.wait_released(SERIAL);
+    time.advance(Duration::from_millis(1000));
+    assert!(s.app().availability(SERIAL).available);
+    time.advance(Duration::from_millis(1));
+    assert!(!s.app().availability(SERIAL).available);
     watch.wait_for(&topic("availability"), "offline");
     assert_eq!(watch.latest()["nle/availability"], "online");
 
@@ -523,8 +526,17 @@ fn bad_field_names_are_skipped_without_losing_the_connection() {
     watch.wait_for(&topic("device/marker_field"), "4");
     let device = json(&watch.latest()[&topic("device")]);
     assert_eq!(device["bad\u{1}name"], 1);
-    // Still the first connection: hearth said online once and never went offline.
-    std::thread::sleep(Duration::from_millis(1500));
+    // Still the first connection: hearth said online once and never went offline. A lost
+    // connection is followed by "offline" or (on reconnecting) "online" before anything else
+    // is published, so once a later change is seen, so would either be.
+    let r = post_json(
+        s.device(),
+        "/nest/transport/put",
+        SERIAL,
+        serde_json::json!({"objects": [{"object_key": format!("device.{SERIAL}"), "value": {"marker_field": 5}}]}),
+    );
+    assert_eq!(r.status, 200, "{}", r.text());
+    watch.wait_for(&topic("device/marker_field"), "5");
     assert_eq!(watch.count("nle/availability"), 1);
     assert_eq!(watch.latest()["nle/availability"], "online");
     assert!(

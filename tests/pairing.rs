@@ -4,7 +4,10 @@
 
 mod common;
 
+use std::time::Duration;
+
 use common::*;
+use hearth::util::clock::ManualClock;
 use serde_json::json;
 
 const UNKNOWN: &str = "{\"error\":\"Device not authorized. Complete pairing first.\"}";
@@ -151,16 +154,24 @@ fn an_owned_thermostat_has_full_access_on_every_path() {
 
 #[test]
 fn an_expired_entry_key_no_longer_lets_a_thermostat_in() {
+    let time = ManualClock::starting_now();
     let s = TestServer::start_with(|c| {
         c.require_device_pairing = true;
-        c.entry_key_ttl_secs = 1;
+        c.entry_key_ttl_secs = 60;
+        c.clock = time.clock();
     });
     get_as(s.device(), "/nest/passphrase", SERIAL);
     assert_eq!(
         post_as(s.device(), "/nest/transport", SERIAL, &subscribe_body()).status,
         200
     );
-    std::thread::sleep(std::time::Duration::from_millis(1100));
+    time.advance(Duration::from_millis(59_999));
+    assert_eq!(
+        post_as(s.device(), "/nest/transport", SERIAL, &subscribe_body()).status,
+        200,
+        "still let in a millisecond before the key expires"
+    );
+    time.advance(Duration::from_millis(1));
     let r = post_as(s.device(), "/nest/transport", SERIAL, &subscribe_body());
     assert_eq!((r.status, r.text().as_str()), (401, UNKNOWN));
 }

@@ -11,6 +11,7 @@ use std::time::Duration;
 
 use common::*;
 use hearth::simulator::Event;
+use hearth::util::clock::ManualClock;
 use serde_json::json;
 
 fn shared() -> String {
@@ -123,7 +124,7 @@ fn the_run_loop_resubscribes_and_applies_pushes() {
         matches!(e, Event::SubscribeEnded { chunks: 0 })
     });
     expect_event(&events, "held again", |e| *e == Event::Held);
-    thread::sleep(Duration::from_millis(100));
+    s.wait_held(SERIAL, 1);
     s.server_change(SERIAL, &shared(), json!({"target_temperature": 19.5}));
     expect_event(
         &events,
@@ -136,9 +137,11 @@ fn the_run_loop_resubscribes_and_applies_pushes() {
 
 #[test]
 fn a_cas_conflict_is_retried_with_the_server_revision() {
-    let s = TestServer::start();
+    let time = ManualClock::starting_now();
+    let s = TestServer::start_with(|c| c.clock = time.clock());
     let (mut sim, events) = thermostat(&s.origin(), SERIAL);
     sim.boot().unwrap();
+    time.advance(Duration::from_secs(1));
     // The server changes shared once behind the thermostat's back (it is not subscribed), so
     // the server is exactly one revision ahead: the receipt's revision alone cannot tell a
     // conflict from a success, its timestamp can.
@@ -147,7 +150,7 @@ fn a_cas_conflict_is_retried_with_the_server_revision() {
         &shared(),
         json!({"target_temperature_type": "heat"}),
     );
-    thread::sleep(Duration::from_millis(5));
+    time.advance(Duration::from_secs(1));
     let server_rev = s.bucket(SERIAL, &shared()).unwrap().revision;
     sim.turn_dial(23.0);
     sim.put().unwrap();

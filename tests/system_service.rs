@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use common::TempDir;
+use common::{TempDir, wait_until_within};
 
 const EXE: &str = env!("CARGO_BIN_EXE_hearth");
 
@@ -92,12 +92,10 @@ fn without_a_notify_socket_serve_runs_as_before() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while !data.join("admin.sock").exists() {
-        assert!(Instant::now() < deadline, "the server did not start");
+    wait_until_within(Duration::from_secs(20), "the server's start", || {
         assert!(child.try_wait().unwrap().is_none(), "the server exited");
-        std::thread::sleep(Duration::from_millis(50));
-    }
+        data.join("admin.sock").exists()
+    });
     Command::new("kill")
         .args(["-TERM", &child.id().to_string()])
         .status()

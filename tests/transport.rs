@@ -7,6 +7,7 @@ use std::time::{Duration, Instant};
 use common::*;
 use hearth::http::client::ChunkStream;
 use hearth::hub::Origin;
+use hearth::util::clock::ManualClock;
 use serde_json::{Value, json};
 
 fn shared() -> String {
@@ -59,7 +60,8 @@ fn chunk_json(stream: &mut ChunkStream) -> Value {
 
 #[test]
 fn put_answers_receipts_without_values_and_identical_puts_change_nothing() {
-    let s = TestServer::start();
+    let time = ManualClock::starting_now();
+    let s = TestServer::start_with(|c| c.clock = time.clock());
     let first = put_shared(
         &s,
         json!({"target_temperature": 21.5, "current_temperature": 20.25}),
@@ -69,8 +71,10 @@ fn put_answers_receipts_without_values_and_identical_puts_change_nothing() {
     assert!(o.get("value").is_none());
     assert_wire_order(&first.to_string());
     let ts = o["object_timestamp"].as_i64().unwrap();
+    assert_eq!(ts, time.now_ms());
 
-    std::thread::sleep(Duration::from_millis(5));
+    // Later, so that a new stamp would show.
+    time.advance(Duration::from_secs(1));
     let again = put_shared(&s, json!({"target_temperature": 21.5}));
     assert_eq!(
         again["objects"][0]["object_revision"],
@@ -85,7 +89,7 @@ fn put_answers_receipts_without_values_and_identical_puts_change_nothing() {
 
     let changed = put_shared(&s, json!({"target_temperature": 22.0}));
     assert_eq!(changed["objects"][0]["object_revision"], json!(2));
-    assert!(changed["objects"][0]["object_timestamp"].as_i64().unwrap() > ts);
+    assert_eq!(changed["objects"][0]["object_timestamp"], json!(ts + 1000));
     let stored = s.bucket(SERIAL, &shared()).unwrap();
     assert_eq!(
         Value::Object(stored.value.to_map()),
@@ -187,16 +191,21 @@ fn a_put_never_pushes_to_held_subscribes_but_publishes_a_change_event() {
         (SERIAL, shared().as_str(), 2)
     );
     assert_eq!(ev.change.changed, vec!["current_temperature".to_string()]);
-    held.set_read_timeout(Some(Duration::from_millis(700)))
-        .unwrap();
-    assert!(
-        held.next_chunk().is_err(),
-        "nothing may be pushed for a thermostat's own PUT"
-    );
     put_shared(&s, json!({"current_temperature": 20.5}));
-    assert!(
-        events.recv_timeout(Duration::from_millis(200)).is_err(),
+    // A server-side change after both PUTs: events and pushes leave in commit order, so
+    // anything the PUTs had published would come before what this one does.
+    s.server_change(SERIAL, &shared(), json!({"target_temperature": 19.0}));
+    let ev = events.recv_timeout(TIMEOUT).unwrap();
+    assert_eq!(
+        (ev.origin, ev.change.revision),
+        (Origin::Server, 3),
         "an identical PUT is not a change"
+    );
+    let doc = chunk_json(&mut held);
+    assert_eq!(
+        doc["objects"][0]["object_revision"],
+        json!(3),
+        "nothing may be pushed for a thermostat's own PUT: {doc}"
     );
 }
 

@@ -76,6 +76,8 @@ pub struct Config {
     pub history_interval: Duration,
     /// MQTT publishing and Home Assistant discovery; `None` (no `MQTT_HOST`) turns it off.
     pub mqtt: Option<MqttConfig>,
+    /// Not a setting: where the server reads the time (tests drive a manual clock).
+    pub clock: crate::util::clock::Clock,
 }
 
 /// Where and how to publish over MQTT (see [`crate::mqtt`]).
@@ -158,6 +160,7 @@ impl Default for Config {
                 const { number("HISTORY_INTERVAL_SECONDS").default },
             ),
             mqtt: None,
+            clock: crate::util::clock::Clock::system(),
         }
     }
 }

@@ -31,7 +31,6 @@ use crate::dashboard;
 use crate::http::{Method, Reply, Request, Response};
 use crate::info;
 use crate::state::{DEFAULT_USER, Scope};
-use crate::util::clock;
 
 pub struct ControlApi {
     app: Arc<App>,
@@ -75,8 +74,12 @@ impl ControlApi {
         if !self.app.config.control_require_key || req.path == "/health" || req.path == "/" {
             return Ok(None);
         }
-        let key = keys::authenticate(&self.app.state, req.api_key(), clock::now_ms())
-            .ok_or(ControlError::Unauthorized)?;
+        let key = keys::authenticate(
+            &self.app.state,
+            req.api_key(),
+            self.app.config.clock.now_ms(),
+        )
+        .ok_or(ControlError::Unauthorized)?;
         if key.user != DEFAULT_USER || !key.serials.is_empty() {
             return Err(ControlError::KeyNotForControl);
         }

@@ -83,6 +83,6 @@ pub fn record(app: &App, serial: &str) -> Option<Value> {
     Some(thermostat::status::record(
         &view,
         availability,
-        clock::now_ms(),
+        app.config.clock.now_ms(),
     ))
 }

@@ -196,7 +196,7 @@ fn check_pairing(app: &App, id: &Identity, route: Route) -> Result<Tier, DeviceE
         return Ok(Tier::Paired);
     }
     let serial = id.serial.as_deref().ok_or(DeviceError::SerialRequired)?;
-    let now = crate::util::clock::now_ms();
+    let now = app.config.clock.now_ms();
     let tier = app.state.accounts(|a| {
         if a.owner_of(serial).is_some() {
             Some(Tier::Paired)

@@ -22,7 +22,7 @@ pub fn weather(app: &App, query: &str) -> Result<Response, DeviceError> {
     };
     let body = app
         .weather
-        .answer(&upstream, query)
+        .answer(&upstream, query, &app.config.clock)
         .ok_or(DeviceError::WeatherUnavailable)?;
     Ok(Response::json_bytes(200, body.to_vec()))
 }

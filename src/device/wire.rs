@@ -5,7 +5,7 @@ use serde_json::Value;
 
 use super::DeviceError;
 use crate::config::Config;
-use crate::util::{JsonMap, clock};
+use crate::util::JsonMap;
 
 /// Bucket types a subscribe may name as top-level keys (format B).
 const KNOWN_BUCKET_TYPES: &[&str] = &[
@@ -181,7 +181,7 @@ pub fn transport_headers(config: &Config) -> Vec<(String, String)> {
     vec![
         (
             "X-nl-service-timestamp".to_string(),
-            clock::now_ms().to_string(),
+            config.clock.now_ms().to_string(),
         ),
         (
             "X-nl-suspend-time-max".to_string(),

@@ -54,7 +54,7 @@ impl HostedApi {
 }
 
 fn handle(app: &App, rate_limits: &RateLimiter, req: &Request) -> Response {
-    let now = clock::now_ms();
+    let now = app.config.clock.now_ms();
     let key = keys::authenticate(&app.state, req.api_key(), now);
     // Callers without a valid key always get 401 (the seed's order: key, then rate limit);
     // they are counted by address only so their answers carry meaningful rate-limit headers.

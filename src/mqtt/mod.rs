@@ -41,7 +41,6 @@ use crate::app::App;
 use crate::config::MqttConfig;
 use crate::hub::ChangeEvent;
 use crate::thermostat::{self, View, status};
-use crate::util::clock;
 use discovery::{Fingerprint, Prefixes};
 use link::{Inbound, Link};
 use state_topics::Snapshot;
@@ -328,7 +327,7 @@ impl Bridge {
             .state
             .read_device(serial, |data| View::of(serial, data, owner.as_deref()))?;
         Some(Snapshot {
-            record: status::derive(&view, clock::now_ms()),
+            record: status::derive(&view, self.app.config.clock.now_ms()),
             view,
             available,
         })
@@ -369,7 +368,7 @@ impl Bridge {
             return Ok(());
         };
 
-        let ha = state_topics::home_assistant(&s, clock::now_ms() / 1000);
+        let ha = state_topics::home_assistant(&s, self.app.config.clock.now_ms() / 1000);
         // Discovery waits until both buckets exist, as the Home Assistant state does.
         if !ha.is_empty() {
             let fingerprint = Fingerprint::of(&s);

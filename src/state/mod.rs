@@ -41,7 +41,7 @@ pub use txn::{AccountsTxn, DeviceTxn, Stamp, Written};
 
 use crate::hub::{Hub, Origin};
 use crate::store::{LoadReport, Replay, Store, StoreError, snapshot};
-use crate::util::clock;
+use crate::util::clock::{self, Clock};
 
 /// Everything that is persisted: what a snapshot holds and the journal replays into.
 #[derive(Debug, Default, Serialize, Deserialize)]
@@ -86,6 +86,8 @@ pub struct State {
     hub: Arc<Hub>,
     gate: RwLock<()>,
     snapshotting: Mutex<()>,
+    /// Gives every transaction its time.
+    clock: Clock,
 }
 
 impl State {
@@ -115,12 +117,18 @@ impl State {
             hub,
             gate: RwLock::new(()),
             snapshotting: Mutex::new(()),
+            clock: Clock::system(),
         };
         Ok((state, report))
     }
 
     pub fn hub(&self) -> &Arc<Hub> {
         &self.hub
+    }
+
+    /// The same state, its transactions timed by `clock` (the system clock by default).
+    pub fn with_clock(self, clock: Clock) -> State {
+        State { clock, ..self }
     }
 
     /// Reads a known thermostat's data; `None` for a serial the server has never seen.
@@ -188,7 +196,7 @@ impl State {
         let _writer = slot.writer.lock();
         let computed = {
             let data = slot.data.read();
-            let mut txn = DeviceTxn::new(serial, &data, clock::now_ms());
+            let mut txn = DeviceTxn::new(serial, &data, self.clock.now_ms());
             f(&mut txn).map(|r| (r, txn.finish()))
         };
         let (result, (ops, changes)) = match computed {
@@ -269,7 +277,7 @@ impl State {
     {
         let _gate = self.gate.read();
         let mut accounts = self.accounts.lock();
-        let mut txn = AccountsTxn::new(&accounts, clock::now_ms());
+        let mut txn = AccountsTxn::new(&accounts, self.clock.now_ms());
         let result = f(&mut txn)?;
         let (draft, ops) = txn.finish();
         if !ops.is_empty() {

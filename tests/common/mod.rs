@@ -7,7 +7,7 @@ use std::net::{SocketAddr, TcpStream};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use base64::Engine;
 use crossbeam_channel::{Receiver, unbounded};
@@ -20,6 +20,25 @@ use serde_json::Value;
 
 pub const SERIAL: &str = "02AA01AC0000SIM1";
 pub const TIMEOUT: Duration = Duration::from_secs(10);
+/// How often [`wait_until`] looks again.
+const POLL: Duration = Duration::from_millis(5);
+
+/// Waits until `ok` holds, failing after [`TIMEOUT`]. For things that announce themselves
+/// only by a change of state (a subscribe parked, a file written, a process gone): the one
+/// place tests poll. Never a pause "to let something happen": the wait ends at the event.
+pub fn wait_until(what: &str, ok: impl FnMut() -> bool) {
+    wait_until_within(TIMEOUT, what, ok);
+}
+
+/// [`wait_until`] with a deadline of its own (for what is slow by nature, such as a browser
+/// starting).
+pub fn wait_until_within(limit: Duration, what: &str, mut ok: impl FnMut() -> bool) {
+    let deadline = Instant::now() + limit;
+    while !ok() {
+        assert!(Instant::now() < deadline, "{what}: not within {limit:?}");
+        std::thread::sleep(POLL);
+    }
+}
 
 /// A directory under the system temp dir, removed when dropped.
 pub struct TempDir(pub PathBuf);
@@ -126,27 +145,17 @@ impl TestServer {
 
     /// Waits until at least `n` subscribes of `serial` are parked in the hub.
     pub fn wait_held(&self, serial: &str, n: usize) {
-        let deadline = std::time::Instant::now() + TIMEOUT;
-        while self.app().hub().subscriptions_of(serial) < n {
-            assert!(
-                std::time::Instant::now() < deadline,
-                "subscribe never parked"
-            );
-            std::thread::sleep(Duration::from_millis(5));
-        }
+        wait_until("the subscribe parks", || {
+            self.app().hub().subscriptions_of(serial) >= n
+        });
     }
 
     /// Waits until no subscribe of `serial` is held. The notifier forgets a subscribe just
     /// after writing its end, so a client can read the end a moment before that.
     pub fn wait_released(&self, serial: &str) {
-        let deadline = std::time::Instant::now() + TIMEOUT;
-        while self.app().hub().subscriptions_of(serial) > 0 {
-            assert!(
-                std::time::Instant::now() < deadline,
-                "a subscribe is still held"
-            );
-            std::thread::sleep(Duration::from_millis(5));
-        }
+        wait_until("the held subscribe is released", || {
+            self.app().hub().subscriptions_of(serial) == 0
+        });
     }
 
     pub fn bucket(&self, serial: &str, key: &str) -> Option<hearth::state::Bucket> {
@@ -228,6 +237,48 @@ pub fn raw(addr: SocketAddr, bytes: &[u8], timeout: Duration) -> String {
     String::from_utf8_lossy(&out).to_string()
 }
 
+/// Whether a thread of this process is blocked writing to a connection accepted on `local` (a
+/// server's port): its client stopped reading and the connection's buffers are full. Read from
+/// `/proc/self/task/*/syscall`, which gives the system call a sleeping thread is in and its
+/// first argument, the descriptor.
+pub fn blocked_writing_on(local: SocketAddr) -> bool {
+    use std::os::unix::io::FromRawFd;
+    let accepted: Vec<u64> = std::fs::read_dir("/proc/self/fd")
+        .unwrap()
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
+        .filter(|fd| {
+            // SAFETY: the descriptor is only asked for its addresses and never closed (the
+            // stream is not dropped); one closed meanwhile just answers with an error.
+            let socket = std::mem::ManuallyDrop::new(unsafe { TcpStream::from_raw_fd(*fd) });
+            socket.local_addr().ok() == Some(local) && socket.peer_addr().is_ok()
+        })
+        .filter_map(|fd| u64::try_from(fd).ok())
+        .collect();
+    let writes = [
+        libc::SYS_write,
+        libc::SYS_writev,
+        libc::SYS_sendto,
+        libc::SYS_sendmsg,
+    ]
+    .map(i64::from);
+    std::fs::read_dir("/proc/self/task")
+        .unwrap()
+        .flatten()
+        .any(|task| {
+            // "running" for a thread that is not asleep in a system call.
+            let Ok(line) = std::fs::read_to_string(task.path().join("syscall")) else {
+                return false;
+            };
+            let mut fields = line.split_whitespace();
+            let call = fields.next().and_then(|n| n.parse::<i64>().ok());
+            let fd = fields
+                .next()
+                .and_then(|a| u64::from_str_radix(a.trim_start_matches("0x"), 16).ok());
+            matches!((call, fd), (Some(c), Some(fd)) if writes.contains(&c) && accepted.contains(&fd))
+        })
+}
+
 /// A simulated thermostat whose events arrive on the returned channel.
 pub fn thermostat(origin: &str, serial: &str) -> (Thermostat, Receiver<Event>) {
     let (tx, rx) = unbounded();
@@ -239,9 +290,9 @@ pub fn thermostat(origin: &str, serial: &str) -> (Thermostat, Receiver<Event>) {
 
 /// Waits for the first event matching `pred`, failing after `TIMEOUT`.
 pub fn expect_event(rx: &Receiver<Event>, what: &str, pred: impl Fn(&Event) -> bool) -> Event {
-    let deadline = std::time::Instant::now() + TIMEOUT;
+    let deadline = Instant::now() + TIMEOUT;
     loop {
-        let left = deadline.saturating_duration_since(std::time::Instant::now());
+        let left = deadline.saturating_duration_since(Instant::now());
         match rx.recv_timeout(left) {
             Ok(e) if pred(&e) => return e,
             Ok(_) => continue,
