@@ -15,9 +15,10 @@ use crate::util::clock;
 pub enum HostedError {
     /// No key, an unknown key, a revoked or an expired one.
     Unauthorized,
-    /// Over the key's limit; retry at this time (ms).
+    /// Over the key's limit; retry at this time (ms), which is `wait_ms` from now.
     RateLimited {
         retry_at_ms: i64,
+        wait_ms: i64,
     },
     /// The key's serial list, its scopes or the share do not allow this on the thermostat.
     AccessDenied,
@@ -71,7 +72,7 @@ impl HostedError {
     pub fn response(&self) -> Response {
         let (status, message) = self.status_and_message();
         let mut response = match self {
-            HostedError::RateLimited { retry_at_ms } => Response::json(
+            HostedError::RateLimited { retry_at_ms, .. } => Response::json(
                 status,
                 &json!({"error": message, "retryAfter": clock::iso8601_ms(*retry_at_ms)}),
             ),
@@ -81,8 +82,8 @@ impl HostedError {
             HostedError::Unauthorized => response
                 .headers
                 .push(("WWW-Authenticate".into(), "Bearer".into())),
-            HostedError::RateLimited { retry_at_ms } => {
-                let seconds = ((retry_at_ms - clock::now_ms()).max(0) + 999) / 1000;
+            HostedError::RateLimited { wait_ms, .. } => {
+                let seconds = ((*wait_ms).max(0) + 999) / 1000;
                 let seconds = seconds.max(1);
                 response
                     .headers

@@ -70,6 +70,7 @@ fn handle(app: &App, rate_limits: &RateLimiter, req: &Request) -> Response {
         None => Err(HostedError::Unauthorized),
         Some(_) if !quota.allowed => Err(HostedError::RateLimited {
             retry_at_ms: quota.reset_ms,
+            wait_ms: quota.reset_ms - now,
         }),
         Some(key) => route(app, req, &key),
     };

@@ -45,9 +45,9 @@ pub struct Store {
     _lock: File,
     commit: Mutex<Commit>,
     flushed: Condvar,
-    /// Tests stretch a flush to make group commit observable.
+    /// Tests hold a flush until they open this, to make group commit observable.
     #[cfg(test)]
-    flush_pause: Mutex<std::time::Duration>,
+    flush_gate: tests::Gate,
 }
 
 struct Commit {
@@ -159,7 +159,7 @@ impl Store {
             }),
             flushed: Condvar::new(),
             #[cfg(test)]
-            flush_pause: Mutex::new(std::time::Duration::ZERO),
+            flush_gate: tests::Gate::default(),
         };
         Ok((store, data, report))
     }
@@ -226,11 +226,9 @@ impl Store {
         let start_len = c.len;
         c.flushing = true;
         c.flushes += 1;
-        #[cfg(test)]
-        let pause = *self.flush_pause.lock();
         let result = MutexGuard::unlocked(c, || {
             #[cfg(test)]
-            std::thread::sleep(pause);
+            self.flush_gate.pass();
             (&*file).write_all(&batch)?;
             file.sync_data()
         });
@@ -318,6 +316,27 @@ fn truncate(path: &Path, len: u64) -> Result<(), StoreError> {
 mod tests {
     use super::*;
     use crate::state::{Bucket, Data, Op};
+
+    /// A flush waits here while the gate is closed.
+    #[derive(Default)]
+    pub(super) struct Gate {
+        closed: Mutex<bool>,
+        opened: Condvar,
+    }
+
+    impl Gate {
+        pub(super) fn pass(&self) {
+            let mut closed = self.closed.lock();
+            while *closed {
+                self.opened.wait(&mut closed);
+            }
+        }
+
+        pub(super) fn set(&self, closed: bool) {
+            *self.closed.lock() = closed;
+            self.opened.notify_all();
+        }
+    }
     use std::sync::Arc;
     use std::time::Duration;
 
@@ -353,7 +372,7 @@ mod tests {
         let dir = tempdir("group");
         let (store, _, _) = Store::open::<Data>(&dir).unwrap();
         let store = Arc::new(store);
-        *store.flush_pause.lock() = Duration::from_millis(300);
+        store.flush_gate.set(true);
         let leader = {
             let s = Arc::clone(&store);
             std::thread::spawn(move || s.append(&[merge("LEADER0000", 1)]).unwrap())
@@ -373,7 +392,7 @@ mod tests {
         while store.commit.lock().records < 11 {
             std::thread::sleep(Duration::from_millis(1));
         }
-        *store.flush_pause.lock() = Duration::ZERO;
+        store.flush_gate.set(false);
         leader.join().unwrap();
         for f in followers {
             f.join().unwrap();
