@@ -5,8 +5,8 @@
 //! create`); every answer carries the `X-RateLimit-*` headers. The order of checks decides the
 //! answer: key (401), rate limit (429), route (404/405), the thermostat and the caller's
 //! relation to it (404), the key's serials, scopes and share (403), then the body (400).
-//! Writes go through the one mutation path as server-side changes, so they reach the
-//! thermostat's held subscribe at once.
+//! Write bodies are parsed into the thermostat core's intents and committed through it, as
+//! server-side changes that reach the thermostat's held subscribe at once.
 
 mod error;
 pub mod ratelimit;
@@ -49,44 +49,41 @@ impl HostedApi {
 
     /// Answers one `/api/v1` request (the port adds the CORS headers).
     pub fn handle(&self, req: &Request) -> Response {
-        handle(&self.app, &self.rate_limits, req)
+        let app = &self.app;
+        let now = app.config.clock.now_ms();
+        let key = keys::authenticate(&app.state, req.api_key(), now);
+        // Callers without a valid key always get 401 (the seed's order: key, then rate limit);
+        // they are counted by address only so their answers carry meaningful rate-limit headers.
+        let caller = match &key {
+            Some(k) => format!("key:{}", k.id),
+            None => format!(
+                "ip:{}",
+                req.remote.map(|a| a.ip().to_string()).unwrap_or_default()
+            ),
+        };
+        let quota = self.rate_limits.take(&caller, now);
+        let result = match key {
+            None => Err(HostedError::Unauthorized),
+            Some(_) if !quota.allowed => Err(HostedError::RateLimited {
+                retry_at_ms: quota.reset_ms,
+                wait_ms: quota.reset_ms - now,
+            }),
+            Some(key) => route(app, req, &key),
+        };
+        let mut response = result.unwrap_or_else(|e| e.response());
+        response.headers.extend([
+            ("X-RateLimit-Limit".to_string(), quota.limit.to_string()),
+            (
+                "X-RateLimit-Remaining".to_string(),
+                quota.remaining.to_string(),
+            ),
+            (
+                "X-RateLimit-Reset".to_string(),
+                clock::iso8601_ms(quota.reset_ms),
+            ),
+        ]);
+        response
     }
-}
-
-fn handle(app: &App, rate_limits: &RateLimiter, req: &Request) -> Response {
-    let now = app.config.clock.now_ms();
-    let key = keys::authenticate(&app.state, req.api_key(), now);
-    // Callers without a valid key always get 401 (the seed's order: key, then rate limit);
-    // they are counted by address only so their answers carry meaningful rate-limit headers.
-    let caller = match &key {
-        Some(k) => format!("key:{}", k.id),
-        None => format!(
-            "ip:{}",
-            req.remote.map(|a| a.ip().to_string()).unwrap_or_default()
-        ),
-    };
-    let quota = rate_limits.take(&caller, now);
-    let result = match key {
-        None => Err(HostedError::Unauthorized),
-        Some(_) if !quota.allowed => Err(HostedError::RateLimited {
-            retry_at_ms: quota.reset_ms,
-            wait_ms: quota.reset_ms - now,
-        }),
-        Some(key) => route(app, req, &key),
-    };
-    let mut response = result.unwrap_or_else(|e| e.response());
-    response.headers.extend([
-        ("X-RateLimit-Limit".to_string(), quota.limit.to_string()),
-        (
-            "X-RateLimit-Remaining".to_string(),
-            quota.remaining.to_string(),
-        ),
-        (
-            "X-RateLimit-Reset".to_string(),
-            clock::iso8601_ms(quota.reset_ms),
-        ),
-    ]);
-    response
 }
 
 /// What a request asks for, once its path and method are known.
