@@ -92,7 +92,14 @@ enum Action {
     Devices,
     Status,
     GetSchedule,
-    PutSchedule,
+    Write(Write),
+    Unlink,
+}
+
+/// A write to a thermostat: its body becomes one of the core's intents.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Write {
+    Schedule,
     Temperature,
     Range,
     Away,
@@ -102,7 +109,6 @@ enum Action {
     Lock,
     Mode,
     Fan,
-    Unlink,
 }
 
 impl Action {
@@ -110,15 +116,17 @@ impl Action {
         match self {
             Action::Devices | Action::Status | Action::GetSchedule => Need::Read,
             Action::Unlink => Need::Unlink,
-            _ => Need::Write,
+            Action::Write(_) => Need::Write,
         }
     }
+}
 
-    /// The bucket a write's answer reports, as the hosted documentation names it.
+impl Write {
+    /// The bucket the answer reports, as the hosted documentation names it.
     fn reports(self) -> BucketKind {
         match self {
-            Action::Fan | Action::Lock => BucketKind::Device,
-            Action::PutSchedule => BucketKind::Schedule,
+            Write::Fan | Write::Lock => BucketKind::Device,
+            Write::Schedule => BucketKind::Schedule,
             _ => BucketKind::Shared,
         }
     }
@@ -136,21 +144,23 @@ fn parse(method: Method, path: &str) -> Result<(Action, Option<String>), HostedE
         ["thermostat", id] => (Action::Unlink, method == Method::Delete, Some(*id)),
         ["thermostat", id, "status"] => (Action::Status, get, Some(*id)),
         ["thermostat", id, "schedule"] if method == Method::Put => {
-            (Action::PutSchedule, true, Some(*id))
+            (Action::Write(Write::Schedule), true, Some(*id))
         }
         ["thermostat", id, "schedule"] => (Action::GetSchedule, get, Some(*id)),
-        ["thermostat", id, "temperature"] => (Action::Temperature, post, Some(*id)),
-        ["thermostat", id, "temperature", "range"] => (Action::Range, post, Some(*id)),
+        ["thermostat", id, "temperature"] => (Action::Write(Write::Temperature), post, Some(*id)),
+        ["thermostat", id, "temperature", "range"] => {
+            (Action::Write(Write::Range), post, Some(*id))
+        }
         ["thermostat", id, command] => {
-            let action = match *command {
-                "away" => Action::Away,
-                "eco" => Action::Eco,
-                "lock" => Action::Lock,
-                "mode" => Action::Mode,
-                "fan" => Action::Fan,
+            let write = match *command {
+                "away" => Write::Away,
+                "eco" => Write::Eco,
+                "lock" => Write::Lock,
+                "mode" => Write::Mode,
+                "fan" => Write::Fan,
                 _ => return Err(HostedError::NotFound),
             };
-            (action, post, Some(*id))
+            (Action::Write(write), post, Some(*id))
         }
         _ => return Err(HostedError::NotFound),
     };
@@ -191,9 +201,9 @@ fn route(app: &App, req: &Request, key: &ApiKey) -> Result<Response, HostedError
         Action::Status => read::status(app, &target),
         Action::GetSchedule => read::schedule(app, &target),
         Action::Unlink => write::unlink(app, &target, key),
-        write => {
-            let intent = write::intent(write, &req.body)?;
-            write::commit(app, &target, &intent, write.reports())
+        Action::Write(w) => {
+            let intent = write::intent(w, &req.body)?;
+            write::commit(app, &target, &intent, w.reports())
         }
     }
 }
@@ -208,11 +218,11 @@ mod tests {
         assert_eq!(ok(Method::Get, "/api/v1/devices"), (Action::Devices, None));
         assert_eq!(
             ok(Method::Post, "/api/v1/thermostat/abc/temperature/range"),
-            (Action::Range, Some("abc".into()))
+            (Action::Write(Write::Range), Some("abc".into()))
         );
         assert_eq!(
             ok(Method::Put, "/api/v1/thermostat/abc/schedule/"),
-            (Action::PutSchedule, Some("abc".into()))
+            (Action::Write(Write::Schedule), Some("abc".into()))
         );
         assert_eq!(
             ok(Method::Delete, "/api/v1/thermostat/abc"),

@@ -64,9 +64,7 @@ struct StateEntry<'a> {
 /// `user.*` and `structure.*`, and `schedule.S` when there is one).
 pub fn status(app: &App, target: &Target) -> Result<Response, HostedError> {
     let serial = &target.serial;
-    let owner = app
-        .state
-        .accounts(|a| a.owner_of(serial).map(|o| o.user.clone()));
+    let owner = owner_of(app, serial);
     let mut keys = vec![format!("shared.{serial}"), format!("device.{serial}")];
     if let Some(owner) = &owner {
         keys.push(format!("user.{owner}"));
@@ -102,15 +100,23 @@ fn entry(b: &Bucket) -> Value {
 /// whole body is accepted by `PUT .../schedule`, so a schedule can be copied between
 /// thermostats.
 pub fn schedule(app: &App, target: &Target) -> Result<Response, HostedError> {
-    let view = thermostat::view(&app.state, &target.serial).ok_or(HostedError::DeviceNotFound)?;
-    let schedule = app
+    let serial = &target.serial;
+    let owner = owner_of(app, serial);
+    let body = app
         .state
-        .read_device(&target.serial, |d| {
-            d.buckets
-                .get(&format!("schedule.{}", target.serial))
-                .map(|b| Value::Object(b.value.to_map()))
+        .read_device(serial, |d| {
+            let schedule = d
+                .buckets
+                .get(&format!("schedule.{serial}"))
+                .map(|b| Value::Object(b.value.to_map()));
+            let view = View::of(serial, d, owner.as_deref());
+            json!({"device": summary(&view), "schedule": schedule})
         })
         .ok_or(HostedError::DeviceNotFound)?;
-    let body = json!({"device": summary(&view), "schedule": schedule});
     Ok(Response::json(200, &body))
+}
+
+fn owner_of(app: &App, serial: &str) -> Option<String> {
+    app.state
+        .accounts(|a| a.owner_of(serial).map(|o| o.user.clone()))
 }

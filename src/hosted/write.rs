@@ -12,7 +12,7 @@
 use base64::Engine;
 use serde_json::{Value, json};
 
-use super::{Action, HostedError, Target};
+use super::{HostedError, Target, Write};
 use crate::accounts;
 use crate::app::App;
 use crate::http::Response;
@@ -55,20 +55,17 @@ pub fn commit(
 }
 
 /// What a write endpoint's body asks for.
-pub fn intent(action: Action, bytes: &[u8]) -> Result<Intent, HostedError> {
+pub fn intent(write: Write, bytes: &[u8]) -> Result<Intent, HostedError> {
     let body = body(bytes)?;
-    match action {
-        Action::Temperature => temperature(&body),
-        Action::Range => range(&body),
-        Action::Away => away(&body, "away"),
-        Action::Eco => away(&body, "enabled"),
-        Action::Lock => lock(&body),
-        Action::Mode => mode(&body),
-        Action::Fan => fan(&body),
-        Action::PutSchedule => schedule(&body),
-        Action::Devices | Action::Status | Action::GetSchedule | Action::Unlink => {
-            Err(HostedError::MethodNotAllowed)
-        }
+    match write {
+        Write::Temperature => temperature(&body),
+        Write::Range => range(&body),
+        Write::Away => away(&body, "away"),
+        Write::Eco => away(&body, "enabled"),
+        Write::Lock => lock(&body),
+        Write::Mode => mode(&body),
+        Write::Fan => fan(&body),
+        Write::Schedule => schedule(&body),
     }
 }
 

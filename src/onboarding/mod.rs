@@ -33,18 +33,19 @@ pub fn known_at(state: &State, ips: &[Ipv4Addr]) -> BTreeMap<Ipv4Addr, Known> {
     }
     for serial in state.serials() {
         let seen = state.read_device(&serial, |d| {
-            let updated = d.buckets.get(&format!("device.{serial}"))?.updated_at;
-            let view = View::of(&serial, d, None);
-            let ip: Ipv4Addr = view.device_field("local_ip")?.as_str()?.parse().ok()?;
+            let device = d.buckets.get(&format!("device.{serial}"))?;
+            let ip: Ipv4Addr = device.value.get("local_ip")?.as_str()?.parse().ok()?;
             if !ips.contains(&ip) {
                 return None;
             }
+            // Only a thermostat at one of the addresses is read whole, for its name.
+            let view = View::of(&serial, d, None);
             let known = Known {
                 serial: serial.clone(),
                 name: names::name(&view),
                 api_key: view.api_key.clone(),
             };
-            Some((ip, updated, known))
+            Some((ip, device.updated_at, known))
         });
         if let Some(Some((ip, updated, known))) = seen {
             if found.get(&ip).is_none_or(|(newest, _)| *newest < updated) {
