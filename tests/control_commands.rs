@@ -96,6 +96,12 @@ fn every_command_is_answered_pushed_in_wire_order_and_applied() {
             "device",
             Some(json!({"learning_mode": false})),
         ),
+        (
+            "set_name",
+            json!(" Upstairs hall "),
+            "shared",
+            Some(json!({"label": "Upstairs hall"})),
+        ),
     ];
     for (name, value, kind, expected) in cases {
         let r = command(s.control(), SERIAL, name, value.clone());
@@ -251,4 +257,62 @@ fn set_away_is_the_same_away_the_hosted_api_sets() {
             json!(auto_away)
         );
     }
+}
+
+#[test]
+fn a_name_set_once_is_the_name_every_surface_shows() {
+    let s = TestServer::start();
+    let (mut sim, _events, mut held) = booted_and_held(&s, SERIAL);
+    let spec = hearth::accounts::keys::KeySpec {
+        user: "owner".into(),
+        name: "test".into(),
+        scopes: hearth::accounts::keys::parse_scopes("read").unwrap(),
+        serials: vec![],
+        expires_days: None,
+    };
+    let key = hearth::accounts::keys::create(&s.app().state, &spec)
+        .unwrap()
+        .key;
+    let hosted_name = || {
+        let r = hearth::http::client::request(
+            &url(s.control(), "/api/v1/devices"),
+            "GET",
+            &[("Authorization", &format!("Bearer {key}"))],
+            b"",
+            std::time::Duration::from_secs(10),
+        )
+        .unwrap();
+        r.json()["devices"][0]["name"].clone()
+    };
+    let status_name =
+        || get(s.control(), &format!("/status?serial={SERIAL}")).json()["name"].clone();
+    assert_eq!(status_name(), json!(SERIAL));
+
+    let r = command(s.control(), SERIAL, "set_name", json!("Upstairs hall"));
+    assert_eq!(r.status, 200, "{}", r.text());
+    let (chunk, _) = next_push(&mut held);
+    sim.apply_chunk(&chunk).unwrap();
+    assert_eq!(status_name(), json!("Upstairs hall"));
+    assert_eq!(hosted_name(), json!("Upstairs hall"));
+
+    // The thermostat's own upload after a reboot carries `"name": ""`; the name stays.
+    sim.report("shared", "name", json!(""));
+    sim.put().unwrap();
+    let stored = s.bucket(SERIAL, &format!("shared.{SERIAL}")).unwrap();
+    assert_eq!(stored.value.to_map()["name"], json!(""));
+    assert_eq!(status_name(), json!("Upstairs hall"));
+
+    // An empty name clears it; a bad one is refused and changes nothing.
+    let before = s.bucket(SERIAL, &format!("shared.{SERIAL}")).unwrap();
+    let r = command(s.control(), SERIAL, "set_name", json!("a\tb"));
+    assert_eq!(r.status, 400);
+    assert_eq!(
+        r.json(),
+        json!({"success": false, "message": "A name cannot contain control characters (line breaks, tabs)"})
+    );
+    let after = s.bucket(SERIAL, &format!("shared.{SERIAL}")).unwrap();
+    assert_eq!(after.revision, before.revision);
+    let r = command(s.control(), SERIAL, "set_name", json!(""));
+    assert_eq!(r.status, 200);
+    assert_eq!(status_name(), json!(SERIAL));
 }

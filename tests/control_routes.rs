@@ -110,6 +110,12 @@ fn devices_stats_config_and_schedule() {
     assert_eq!(sched["serial"], json!(SERIAL));
     assert_eq!(sched["schedule"]["ver"], json!(2));
     assert!(sched["object_revision"].is_i64() && sched["object_timestamp"].is_i64());
+    // The simulator reports no safety bounds: the schedule's own limits apply at the top, the
+    // thermostat's default lower bound at the bottom.
+    assert_eq!(
+        sched["limits"],
+        json!({"low": 7.222, "high": 32.0, "last_time": 86399})
+    );
 }
 
 #[test]

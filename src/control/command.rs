@@ -29,6 +29,7 @@ pub enum Command {
     SetSchedule,
     SetScheduleMode,
     SetDeviceSetting,
+    SetName,
 }
 
 impl Command {
@@ -42,6 +43,7 @@ impl Command {
             "set_schedule" => Command::SetSchedule,
             "set_schedule_mode" => Command::SetScheduleMode,
             "set_device_setting" => Command::SetDeviceSetting,
+            "set_name" => Command::SetName,
             _ => return None,
         })
     }
@@ -163,6 +165,14 @@ pub fn intent(command: Command, value: &Value) -> Result<Intent, ControlError> {
                 ));
             };
             Intent::Settings(settings::validate(fields)?)
+        }
+        Command::SetName => {
+            let Some(name) = value.as_str() else {
+                return Err(invalid(
+                    "set_name value must be a string (an empty one clears the name)",
+                ));
+            };
+            Intent::Name(thermostat::intent::name(name)?)
         }
     })
 }
@@ -326,6 +336,23 @@ mod tests {
         assert_eq!(
             parse("set_device_setting", json!({})),
             Err("No values to update".into())
+        );
+        assert_eq!(
+            parse("set_name", json!("  Upstairs hall ")),
+            Ok(Intent::Name("Upstairs hall".into()))
+        );
+        assert_eq!(parse("set_name", json!("")), Ok(Intent::Name("".into())));
+        assert_eq!(
+            parse("set_name", json!(null)),
+            Err("set_name value must be a string (an empty one clears the name)".into())
+        );
+        assert_eq!(
+            parse("set_name", json!("x".repeat(61))),
+            Err("A name is at most 60 characters".into())
+        );
+        assert_eq!(
+            parse("set_name", json!("a\nb")),
+            Err("A name cannot contain control characters (line breaks, tabs)".into())
         );
     }
 }

@@ -7,9 +7,10 @@ use super::input;
 use crate::app::App;
 use crate::http::{Request, Response};
 use crate::hub::Origin;
+use crate::thermostat::{self, schedule};
 
 /// `GET /api/schedule?serial=S`: the schedule bucket, or `"schedule": null` when the
-/// thermostat has none.
+/// thermostat has none, with the `limits` a `set_schedule` from an editor should keep to.
 pub fn schedule(app: &App, req: &Request) -> Result<Response, ControlError> {
     let serial = input::query_serial(req)?;
     let key = format!("schedule.{serial}");
@@ -17,14 +18,18 @@ pub fn schedule(app: &App, req: &Request) -> Result<Response, ControlError> {
         .state
         .read_device(&serial, |d| d.buckets.get(&key).cloned())
         .ok_or(ControlError::DeviceNotFound)?;
+    let limits = thermostat::view(&app.state, &serial)
+        .map(|v| schedule::limits(&v, schedule::CONTROL_LAST_TIME))
+        .ok_or(ControlError::DeviceNotFound)?;
     let body = match found {
         Some(b) => json!({
             "serial": serial,
             "schedule": b.value,
             "object_revision": b.revision,
             "object_timestamp": b.timestamp,
+            "limits": limits,
         }),
-        None => json!({"serial": serial, "schedule": null}),
+        None => json!({"serial": serial, "schedule": null, "limits": limits}),
     };
     Ok(Response::json(200, &body))
 }

@@ -47,6 +47,29 @@ pub enum Intent {
     /// Device settings, already checked by [`super::settings::validate`].
     Settings(JsonMap),
     Lock(Lock),
+    /// The name every surface shows (see [`super::names`]), already checked by
+    /// [`name`]; empty clears it.
+    Name(String),
+}
+
+/// Longest name, in characters: a card title and a Home Assistant entity name stay readable.
+pub const MAX_NAME_CHARS: usize = 60;
+
+/// A name as a person typed it: trimmed, at most [`MAX_NAME_CHARS`] characters, no control
+/// characters. Empty is allowed: it clears the name.
+pub fn name(asked: &str) -> Result<String, Refusal> {
+    let name = asked.trim();
+    if name.chars().count() > MAX_NAME_CHARS {
+        return Err(Refusal::Invalid(format!(
+            "A name is at most {MAX_NAME_CHARS} characters"
+        )));
+    }
+    if name.chars().any(char::is_control) {
+        return Err(Refusal::Invalid(
+            "A name cannot contain control characters (line breaks, tabs)".into(),
+        ));
+    }
+    Ok(name.to_string())
 }
 
 /// What a single setpoint does to the mode.

@@ -175,6 +175,13 @@ pub fn plan(intent: &Intent, view: &View, now_ms: i64) -> Result<Vec<Write>, Ref
             values.insert("temperature_lock_high_temp".into(), json_number(high));
             BucketKind::Device
         }
+        // `label` is the field every surface reads first (see `names`), and the thermostat
+        // never sends it: `shared.name` would be overwritten by the `"name": ""` a thermostat
+        // uploads with its full state after a reboot.
+        Intent::Name(name) => {
+            values.insert("label".into(), Value::from(name.as_str()));
+            BucketKind::Shared
+        }
     };
     if values.is_empty() {
         return Err(Refusal::NothingToChange);
@@ -593,6 +600,11 @@ mod tests {
                     Device,
                     json!({"temperature_lock": false, "temperature_lock_pin_hash": ""}),
                 ),
+                vec![],
+            ),
+            row(
+                Intent::Name("Hallway".into()),
+                one(Shared, json!({"label": "Hallway"})),
                 vec![],
             ),
         ]

@@ -30,6 +30,17 @@ const TOUCHED: [&str; 3] = ["touched_at", "touched_by", "touched_tzo"];
 pub const CONTROL_LAST_TIME: u32 = 86_399;
 pub const HOSTED_LAST_TIME: u32 = 86_400;
 
+/// What a schedule editor may offer this thermostat: setpoints within both the schedule's limits
+/// and the thermostat's safety bounds (°C), entry times up to `last_time`.
+pub fn limits(view: &super::View, last_time: u32) -> Value {
+    let (low, high) = view.bounds();
+    serde_json::json!({
+        "low": low.max(MIN_C),
+        "high": high.min(MAX_C),
+        "last_time": last_time,
+    })
+}
+
 fn invalid(text: impl Into<String>) -> Refusal {
     Refusal::Invalid(text.into())
 }

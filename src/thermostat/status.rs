@@ -5,7 +5,7 @@
 use serde_json::{Value, json};
 
 use super::names;
-use super::plan::fan_running;
+use super::plan::{fan_run_seconds, fan_running};
 use super::view::{View, truthy};
 use crate::presence::Availability;
 use crate::util::clock;
@@ -41,6 +41,13 @@ pub fn derive(view: &View, now_ms: i64) -> Value {
         view.flag("has_fan", false),
         view.flag("has_emer_heat", false),
     );
+    let (lowest, highest) = view.bounds();
+    let bounds = json!({"low": lowest, "high": highest});
+    let lock = json!({
+        "enabled": truthy(d("temperature_lock")),
+        "low": dev("temperature_lock_low_temp"),
+        "high": dev("temperature_lock_high_temp"),
+    });
     let away = structure
         .and_then(|s| s.get("manual_eco_all").or_else(|| s.get("away")))
         .or_else(|| sh("away"))
@@ -54,7 +61,7 @@ pub fn derive(view: &View, now_ms: i64) -> Value {
                 .map(|_| Value::String(view.structure_key.trim_start_matches("structure.").into()))
         })
         .unwrap_or(Value::Null);
-    json!({
+    let mut record = json!({
         "serial": serial,
         "api_key": view.api_key,
         "is_available": false,
@@ -116,7 +123,17 @@ pub fn derive(view: &View, now_ms: i64) -> Value {
         "structure_id": structure_id,
         "away": away,
         "schedule_mode": either("schedule_mode"),
-    })
+    });
+    // Added apart: one json! this long reaches the macro's recursion limit.
+    if let Value::Object(m) = &mut record {
+        m.insert(
+            "fan_timer_duration".into(),
+            Value::from(fan_run_seconds(view)),
+        );
+        m.insert("temperature_lock".into(), lock);
+        m.insert("temperature_bounds".into(), bounds);
+    }
+    record
 }
 
 #[cfg(test)]
