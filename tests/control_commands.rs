@@ -316,3 +316,51 @@ fn a_name_set_once_is_the_name_every_surface_shows() {
     assert_eq!(r.status, 200);
     assert_eq!(status_name(), json!(SERIAL));
 }
+
+#[test]
+fn the_temperature_lock_takes_a_pin_hash_and_shows_its_range() {
+    use base64::Engine;
+    use sha1::{Digest, Sha1};
+    let s = TestServer::start();
+    let (_sim, _events, mut held) = booted_and_held(&s, SERIAL);
+    let hash = base64::engine::general_purpose::STANDARD
+        .encode(Sha1::digest(format!("1234{SERIAL}").as_bytes()));
+    let status = || get(s.control(), &format!("/status?serial={SERIAL}")).json();
+    assert_eq!(
+        status()["temperature_lock"],
+        json!({"enabled": false, "low": null, "high": null})
+    );
+    let r = command(
+        s.control(),
+        SERIAL,
+        "set_temperature_lock",
+        json!({"enabled": true, "pin_hash": hash, "low": 18, "high": 24}),
+    );
+    assert_eq!(r.status, 200, "{}", r.text());
+    let (_, doc) = next_push(&mut held);
+    let pushed = object(&doc, &format!("device.{SERIAL}"));
+    assert_eq!(pushed["value"]["temperature_lock_pin_hash"], json!(hash));
+    assert_eq!(
+        status()["temperature_lock"],
+        json!({"enabled": true, "low": 18.0, "high": 24.0})
+    );
+    // A plaintext PIN is refused here and changes nothing.
+    let before = s.bucket(SERIAL, &format!("device.{SERIAL}")).unwrap();
+    let r = command(
+        s.control(),
+        SERIAL,
+        "set_temperature_lock",
+        json!({"enabled": true, "pin": "1234", "low": 18, "high": 24}),
+    );
+    assert_eq!(r.status, 400);
+    let after = s.bucket(SERIAL, &format!("device.{SERIAL}")).unwrap();
+    assert_eq!(after.revision, before.revision);
+    let r = command(
+        s.control(),
+        SERIAL,
+        "set_temperature_lock",
+        json!({"enabled": false}),
+    );
+    assert_eq!(r.status, 200);
+    assert_eq!(status()["temperature_lock"]["enabled"], json!(false));
+}

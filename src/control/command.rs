@@ -14,8 +14,8 @@ use super::input;
 use crate::app::App;
 use crate::http::Response;
 use crate::thermostat::{
-    self, Fan, Intent, MAX_FAN_SECONDS, MODES, Mode, ScheduleMode, SetpointMode, Step, schedule,
-    settings,
+    self, Fan, Intent, Lock, MAX_FAN_SECONDS, MODES, Mode, ScheduleMode, SetpointMode, Step,
+    schedule, settings,
 };
 use crate::util::{JsonMap, number};
 
@@ -30,6 +30,7 @@ pub enum Command {
     SetScheduleMode,
     SetDeviceSetting,
     SetName,
+    SetTemperatureLock,
 }
 
 impl Command {
@@ -44,6 +45,7 @@ impl Command {
             "set_schedule_mode" => Command::SetScheduleMode,
             "set_device_setting" => Command::SetDeviceSetting,
             "set_name" => Command::SetName,
+            "set_temperature_lock" => Command::SetTemperatureLock,
             _ => return None,
         })
     }
@@ -174,6 +176,7 @@ pub fn intent(command: Command, value: &Value) -> Result<Intent, ControlError> {
             };
             Intent::Name(thermostat::intent::name(name)?)
         }
+        Command::SetTemperatureLock => Intent::Lock(lock(value)?),
     })
 }
 
@@ -189,6 +192,37 @@ fn low_high(range: &JsonMap, usage: &str) -> Result<(Option<f64>, Option<f64>), 
             .transpose()
     };
     Ok((side("low")?, side("high")?))
+}
+
+const SET_LOCK_VALUE: &str = "set_temperature_lock value must be {\"enabled\": false}, or \
+     {\"enabled\": true, \"pin_hash\", \"low\", \"high\"} with the standard Base64 of SHA-1 over \
+     the 4-digit PIN followed by the serial, and the range in °C";
+
+/// A `set_temperature_lock` value. Only the PIN's hash is taken (the dashboard computes it), so
+/// a PIN never reaches the server through this command.
+fn lock(value: &Value) -> Result<Lock, ControlError> {
+    let Value::Object(body) = value else {
+        return Err(invalid(SET_LOCK_VALUE));
+    };
+    match body.get("enabled") {
+        Some(Value::Bool(false)) if body.len() == 1 => return Ok(Lock::Off),
+        Some(Value::Bool(true)) => {}
+        _ => return Err(invalid(SET_LOCK_VALUE)),
+    }
+    let pin_hash = body
+        .get("pin_hash")
+        .and_then(Value::as_str)
+        .filter(|h| thermostat::intent::is_pin_hash(h))
+        .ok_or_else(|| invalid(SET_LOCK_VALUE))?;
+    let side = |k: &str| body.get(k).and_then(number);
+    match (side("low"), side("high")) {
+        (Some(low), Some(high)) if body.len() == 4 => Ok(Lock::On {
+            pin_hash: pin_hash.to_string(),
+            low,
+            high,
+        }),
+        _ => Err(invalid(SET_LOCK_VALUE)),
+    }
 }
 
 /// A `set_fan` value: `"on"`, `"auto"` or `"off"`, or whole seconds.
@@ -350,6 +384,36 @@ mod tests {
             parse("set_name", json!("x".repeat(61))),
             Err("A name is at most 60 characters".into())
         );
+        let hash = "fEqNCco3Yq9h5ZUglD3CZJT4lBs=";
+        assert_eq!(
+            parse(
+                "set_temperature_lock",
+                json!({"enabled": true, "pin_hash": hash, "low": 18, "high": "24"})
+            ),
+            Ok(Intent::Lock(Lock::On {
+                pin_hash: hash.into(),
+                low: 18.0,
+                high: 24.0
+            }))
+        );
+        assert_eq!(
+            parse("set_temperature_lock", json!({"enabled": false})),
+            Ok(Intent::Lock(Lock::Off))
+        );
+        for bad in [
+            json!(true),
+            json!({"enabled": true, "pin": "1234", "low": 18, "high": 24}),
+            json!({"enabled": true, "pin_hash": "abc", "low": 18, "high": 24}),
+            json!({"enabled": true, "pin_hash": hash, "low": 18}),
+            json!({"enabled": true, "pin_hash": hash, "low": 18, "high": 24, "x": 1}),
+            json!({"enabled": false, "pin_hash": hash}),
+            json!({"enabled": "yes"}),
+        ] {
+            assert_eq!(
+                parse("set_temperature_lock", bad),
+                Err(SET_LOCK_VALUE.into())
+            );
+        }
         assert_eq!(
             parse("set_name", json!("a\nb")),
             Err("A name cannot contain control characters (line breaks, tabs)".into())

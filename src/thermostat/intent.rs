@@ -170,6 +170,15 @@ impl ScheduleMode {
     }
 }
 
+/// Whether `hash` has the shape the firmware compares a PIN with: the standard Base64 of a
+/// 20-byte SHA-1 digest.
+pub fn is_pin_hash(hash: &str) -> bool {
+    use base64::Engine;
+    base64::engine::general_purpose::STANDARD
+        .decode(hash)
+        .is_ok_and(|d| d.len() == 20)
+}
+
 /// The temperature lock: the dial stays within a range until the PIN is entered.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Lock {
