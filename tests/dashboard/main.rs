@@ -6,313 +6,34 @@
 //! Screenshots at 1280 and 360 px are written to `target/tmp/dashboard/`, and also to
 //! `$HEARTH_SCREENSHOTS_DIR` when set (`HEARTH_SCREENSHOTS_DIR=docs` refreshes the README's).
 
+mod browser;
+#[path = "../common/mod.rs"]
 mod common;
+mod house;
 
-use std::net::TcpListener;
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::thread;
-use std::time::Duration;
 
-use base64::Engine;
+use browser::*;
 use common::*;
-use crossbeam_channel::{Receiver, Sender, unbounded};
 use hearth::demo::Demo;
-use hearth::simulator::{Event, Options, Thermostat};
 use hearth::{Config, Server};
 use serde_json::{Value, json};
-
-const CHROMIUM: &str = "/usr/bin/chromium";
-const ELEMENT: &str = "element-6066-11e4-a52e-4f735466cecf";
-const WAIT: Duration = Duration::from_secs(20);
-const TEST_SERIAL: &str = "02AA01AC5100TE57";
-
-/// `chromedriver` and one browser session; both end when dropped.
-struct Browser {
-    driver: Child,
-    base: String,
-    session: String,
-    agent: ureq::Agent,
-}
-
-impl Browser {
-    fn launch() -> Option<Browser> {
-        let driver_bin = ["/usr/bin/chromedriver", "/usr/lib/chromium/chromedriver"]
-            .into_iter()
-            .find(|p| Path::new(p).exists());
-        let Some(driver_bin) = driver_bin.filter(|_| Path::new(CHROMIUM).exists()) else {
-            assert!(
-                std::env::var_os("HEARTH_REQUIRE_BROWSER").is_none(),
-                "HEARTH_REQUIRE_BROWSER is set but chromium or chromedriver is missing"
-            );
-            eprintln!(
-                "SKIPPED: the dashboard browser test needs Debian's chromium and chromium-driver"
-            );
-            return None;
-        };
-        let port = TcpListener::bind("127.0.0.1:0")
-            .and_then(|l| l.local_addr())
-            .unwrap()
-            .port();
-        let driver = Command::new(driver_bin)
-            .arg(format!("--port={port}"))
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("chromedriver starts");
-        let agent = ureq::AgentBuilder::new()
-            .timeout(Duration::from_secs(60))
-            .build();
-        let base = format!("http://127.0.0.1:{port}");
-        wait_until_within(WAIT, "chromedriver's answer", || {
-            agent.get(&format!("{base}/status")).call().is_ok()
-        });
-        let mut browser = Browser {
-            driver,
-            base,
-            session: String::new(),
-            agent,
-        };
-        let created = browser.call(
-            "POST",
-            "/session",
-            json!({"capabilities": {"alwaysMatch": {
-                "browserName": "chrome",
-                "goog:chromeOptions": {
-                    "binary": CHROMIUM,
-                    "args": ["--headless=new", "--no-sandbox", "--disable-gpu",
-                             "--disable-dev-shm-usage", "--window-size=1280,900",
-                             "--force-color-profile=srgb", "--lang=en-GB"],
-                },
-            }}}),
-        );
-        browser.session = created["sessionId"].as_str().unwrap().to_string();
-        Some(browser)
-    }
-
-    /// One WebDriver command; its `value`. A WebDriver error fails the test with its message.
-    fn call(&self, method: &str, path: &str, body: Value) -> Value {
-        let url = if path == "/session" {
-            format!("{}{path}", self.base)
-        } else {
-            format!("{}/session/{}{path}", self.base, self.session)
-        };
-        let request = self
-            .agent
-            .request(method, &url)
-            .set("Content-Type", "application/json");
-        let response = match method {
-            "GET" | "DELETE" => request.call(),
-            _ => request.send_string(&body.to_string()),
-        };
-        let text = match response {
-            Ok(r) => r.into_string().unwrap(),
-            Err(ureq::Error::Status(status, r)) => {
-                panic!(
-                    "WebDriver {method} {path}: {status} {}",
-                    r.into_string().unwrap()
-                )
-            }
-            Err(e) => panic!("WebDriver {method} {path}: {e}"),
-        };
-        let parsed: Value = serde_json::from_str(&text).unwrap();
-        parsed["value"].clone()
-    }
-
-    fn goto(&self, url: &str) {
-        self.call("POST", "/url", json!({ "url": url }));
-    }
-
-    fn js(&self, script: &str) -> Value {
-        self.call(
-            "POST",
-            "/execute/sync",
-            json!({"script": script, "args": []}),
-        )
-    }
-
-    /// Polls `script` (a function body returning a value) until it returns something truthy.
-    fn wait_for(&self, what: &str, script: &str) -> Value {
-        let mut v = Value::Null;
-        wait_until_within(WAIT, &format!("the page showing {what}"), || {
-            v = self.js(script);
-            match &v {
-                Value::Null | Value::Bool(false) => false,
-                Value::Number(n) => n.as_f64() != Some(0.0),
-                Value::String(s) => !s.is_empty(),
-                _ => true,
-            }
-        });
-        v
-    }
-
-    /// Returns once the page has laid out and painted what changed: two animation frames
-    /// later (WebDriver waits for the returned promise).
-    fn painted(&self) {
-        self.js(
-            "return new Promise((done) => requestAnimationFrame(() => requestAnimationFrame(() => done(true))))",
-        );
-    }
-
-    fn find(&self, css: &str) -> String {
-        let v = self.call(
-            "POST",
-            "/element",
-            json!({"using": "css selector", "value": css}),
-        );
-        v[ELEMENT].as_str().unwrap().to_string()
-    }
-
-    fn click(&self, css: &str) {
-        let id = self.find(css);
-        self.call("POST", &format!("/element/{id}/click"), json!({}));
-    }
-
-    fn type_into(&self, css: &str, text: &str) {
-        let id = self.find(css);
-        self.call("POST", &format!("/element/{id}/clear"), json!({}));
-        self.call(
-            "POST",
-            &format!("/element/{id}/value"),
-            json!({ "text": text }),
-        );
-    }
-
-    /// Presses keys (WebDriver key codes) one after another, as a person at a keyboard.
-    fn press(&self, keys: &str) {
-        let mut actions = Vec::new();
-        for k in keys.chars() {
-            actions.push(json!({"type": "keyDown", "value": k.to_string()}));
-            actions.push(json!({"type": "keyUp", "value": k.to_string()}));
-        }
-        self.call(
-            "POST",
-            "/actions",
-            json!({"actions": [{"type": "key", "id": "keyboard", "actions": actions}]}),
-        );
-    }
-
-    /// The page as a phone or desktop of this size would lay it out.
-    fn viewport(&self, width: u32, height: u32, mobile: bool) {
-        self.call(
-            "POST",
-            "/goog/cdp/execute",
-            json!({"cmd": "Emulation.setDeviceMetricsOverride", "params": {
-                "width": width, "height": height, "deviceScaleFactor": 1, "mobile": mobile}}),
-        );
-    }
-
-    fn screenshot(&self, name: &str) {
-        let png = self.call("GET", "/screenshot", Value::Null);
-        let bytes = base64::engine::general_purpose::STANDARD
-            .decode(png.as_str().unwrap())
-            .unwrap();
-        let mut dirs = vec![PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("dashboard")];
-        dirs.extend(std::env::var_os("HEARTH_SCREENSHOTS_DIR").map(PathBuf::from));
-        for dir in dirs {
-            std::fs::create_dir_all(&dir).unwrap();
-            std::fs::write(dir.join(name), &bytes).unwrap();
-        }
-    }
-}
-
-impl Drop for Browser {
-    fn drop(&mut self) {
-        if !self.session.is_empty() {
-            let _ = self
-                .agent
-                .delete(&format!("{}/session/{}", self.base, self.session))
-                .call();
-        }
-        let _ = self.driver.kill();
-        let _ = self.driver.wait();
-    }
-}
-
-/// A simulated thermostat of the test's own: it holds subscribes, reports what the test sends
-/// it, and passes every event back.
-struct TestThermostat {
-    events: Receiver<Event>,
-    readings: Sender<(String, Value)>,
-    stop: Arc<AtomicBool>,
-    handle: Option<thread::JoinHandle<()>>,
-}
-
-impl TestThermostat {
-    fn start(origin: &str) -> TestThermostat {
-        let (tx, events) = unbounded();
-        let (readings, inbox) = unbounded::<(String, Value)>();
-        let stop = Arc::new(AtomicBool::new(false));
-        let observer: hearth::simulator::Observer = Arc::new(move |_s: &str, e: &Event| {
-            let _ = tx.send(e.clone());
-        });
-        let mut sim = Thermostat::new(Options::new(origin, TEST_SERIAL), observer);
-        sim.report("shared", "name", json!("Test Room"));
-        let running = Arc::clone(&stop);
-        let handle = thread::spawn(move || {
-            sim.boot().unwrap();
-            while !running.load(Ordering::SeqCst) {
-                let Ok(mut held) = sim.open_subscribe() else {
-                    return;
-                };
-                loop {
-                    if running.load(Ordering::SeqCst) {
-                        return;
-                    }
-                    match held.wait(Duration::from_millis(200)) {
-                        Ok(false) => {}
-                        Ok(true) => match held.next_chunk() {
-                            Ok(Some(chunk)) => {
-                                sim.apply_chunk(&chunk).unwrap();
-                            }
-                            Ok(None) => break,
-                            Err(_) => return,
-                        },
-                        Err(_) => return,
-                    }
-                    let mut changed = false;
-                    while let Ok((field, value)) = inbox.try_recv() {
-                        sim.report("shared", &field, value);
-                        changed = true;
-                    }
-                    if changed {
-                        sim.put().unwrap();
-                    }
-                }
-            }
-        });
-        TestThermostat {
-            events,
-            readings,
-            stop,
-            handle: Some(handle),
-        }
-    }
-
-    /// Waits for a push of `shared.<serial>` naming `field`, read from a held subscribe.
-    fn expect_push(&self, field: &str) {
-        let key = format!("shared.{TEST_SERIAL}");
-        expect_event(&self.events, "pushed setpoint", |e| {
-            matches!(e, Event::Pushed { key: k, fields, .. }
-                if *k == key && fields.iter().any(|f| f == field))
-        });
-    }
-}
-
-impl Drop for TestThermostat {
-    fn drop(&mut self) {
-        self.stop.store(true, Ordering::SeqCst);
-        if let Some(h) = self.handle.take() {
-            let _ = h.join();
-        }
-    }
-}
 
 fn target_of(app: &hearth::app::App, serial: &str) -> Value {
     hearth::control::status::record(app, serial).unwrap()["target_temperature"].clone()
 }
+
+/// Whether a control is shown: laid out, and not inside a closed `<details>` (other than in its
+/// summary), whose content Chromium lays out but hides.
+const SHOWN: &str = r#"
+const shown = (el) => {
+  if (el.offsetParent === null) return false;
+  for (let d = el.closest("details"); d; d = d.parentElement && d.parentElement.closest("details")) {
+    if (!d.open && !(el.closest("summary") && el.closest("summary").parentElement === d)) return false;
+  }
+  return true;
+};
+"#;
 
 /// Every visible control has a name a screen reader can say.
 const UNLABELLED: &str = r#"
@@ -324,7 +45,7 @@ const named = (el) => {
   return el.textContent.trim().length > 0;
 };
 const controls = [...document.querySelectorAll("button, select, input, textarea, summary, a[href]")]
-  .filter((el) => el.offsetParent !== null);
+  .filter(shown);
 return { total: controls.length, unlabelled: controls.filter((el) => !named(el)).map((el) => el.outerHTML.slice(0, 120)) };
 "#;
 
@@ -369,17 +90,20 @@ fn unreachable_by_tab(b: &Browser) -> Vec<String> {
         document.addEventListener("focusin", (e) => window.__reached.add(e.target));
         window.scrollTo(0, 0);
         return true;"#);
-    let remaining = r#"
+    let remaining = format!(
+        "{SHOWN}{}",
+        r#"
         return [...document.querySelectorAll("button, select, input, summary, a[href]")]
-          .filter((el) => el.offsetParent !== null && !window.__reached.has(el))
-          .map((el) => el.getAttribute("aria-label") || el.id || el.textContent.trim());"#;
+          .filter((el) => shown(el) && !window.__reached.has(el))
+          .map((el) => el.getAttribute("aria-label") || el.id || el.textContent.trim());"#
+    );
     for _ in 0..30 {
         b.press(&"\u{E004}".repeat(10));
-        if b.js(remaining).as_array().unwrap().is_empty() {
+        if b.js(&remaining).as_array().unwrap().is_empty() {
             break;
         }
     }
-    b.js(remaining)
+    b.js(&remaining)
         .as_array()
         .unwrap()
         .iter()
@@ -407,6 +131,8 @@ fn the_dashboard_in_a_real_browser() {
     let dir = TempDir::new("demo");
     let mut config = Config::local(dir.path());
     config.api_origin = Some(hearth::config::ApiOrigin::parse("http://127.0.0.1").unwrap());
+    let fake = house::fake_thermostat();
+    config.thermostat_api_port = fake.addr().port();
     let demo = Demo::start(config).expect("demo starts");
     let app = Arc::clone(demo.server().app());
     let page = format!("http://{}/", demo.server().control_addr());
@@ -469,7 +195,7 @@ fn the_dashboard_in_a_real_browser() {
     b.viewport(1280, 900, false);
 
     // Accessibility: names, contrast, the keyboard.
-    let labels = b.js(UNLABELLED);
+    let labels = b.js(&format!("{SHOWN}{UNLABELLED}"));
     assert!(labels["total"].as_i64().unwrap() >= 15, "{labels}");
     assert_eq!(labels["unlabelled"], json!([]), "{labels}");
     let contrast = b.js(LOW_CONTRAST);
@@ -558,6 +284,13 @@ fn the_dashboard_in_a_real_browser() {
         hearth::control::status::record(&app, "02AA01AC5100DE01").unwrap()["mode"],
         json!("heat")
     );
+
+    // Everything else a house needs, from the page alone.
+    house::setup_panel(&b, &app, &fake, true);
+    let control = demo.server().control_addr();
+    house::schedule_editor(&b, &app, control, &sim, true);
+    house::fahrenheit_and_fan(&b, &app);
+    house::lock_and_rename(&b, &app, true);
     drop(sim);
 
     pairing_form_claims_a_thermostat(&b);
