@@ -293,9 +293,9 @@ fn every_endpoint_works_and_every_write_reaches_the_thermostat() {
         json!({"device": {"id": id, "serial": SERIAL, "name": null}, "schedule": schedule})
     );
 
-    // In open mode an unclaimed thermostat is the default user's by rule: unlinking it from
-    // them would change nothing, so it is refused and nothing changes.
-    let before = store_bytes(s.dir.path());
+    // In open mode an unclaimed thermostat is the default user's by rule, and its owner may
+    // let it go: it is released (nobody's until claimed or adopted; tests/release.rs follows
+    // it further) and keeps its state.
     let r = api(
         &s,
         "DELETE",
@@ -303,16 +303,18 @@ fn every_endpoint_works_and_every_write_reaches_the_thermostat() {
         &key,
         Value::Null,
     );
-    assert_eq!(r.status, 409, "{}", r.text());
-    assert!(
-        r.json()["error"]
-            .as_str()
-            .unwrap()
-            .contains("cannot be unlinked from that user"),
-        "{}",
-        r.text()
+    assert_eq!(
+        (r.status, r.json()),
+        (
+            200,
+            json!({"success": true, "message": "Device deleted successfully"})
+        )
     );
-    assert!(store_bytes(s.dir.path()) == before);
+    assert_eq!(
+        api(&s, "GET", "/devices", &key, Value::Null).json(),
+        json!({"devices": []})
+    );
+    assert!(s.app().state.accounts(|a| a.is_released(SERIAL)));
     assert!(s.bucket(SERIAL, &format!("shared.{SERIAL}")).is_some());
 }
 
@@ -784,10 +786,12 @@ fn keys_scopes_serials_and_shares_decide_access() {
         error(&api(&s, "GET", &status(SERIAL), &carol, Value::Null)),
         not_found
     );
-    // Unclaimed again in open mode: the default user's.
+    // Released: nobody's, so not the default user's either (tests/release.rs shows the
+    // default user's key listing it before and not after).
+    assert!(accounts.is_released(SERIAL));
     assert_eq!(
-        api(&s, "GET", &status(SERIAL), &household, Value::Null).status,
-        200
+        error(&api(&s, "GET", &status(SERIAL), &household, Value::Null)),
+        not_found
     );
 }
 
@@ -1117,7 +1121,7 @@ fn the_control_api_can_require_a_key_of_the_household() {
 }
 
 #[test]
-fn in_open_mode_an_unlinked_thermostat_goes_back_to_the_default_user() {
+fn in_open_mode_an_unlinked_thermostat_is_released_not_given_to_the_default_user() {
     let s = TestServer::start();
     let (mut sim, _events) = thermostat(&s.origin(), SERIAL);
     sim.register().unwrap();
@@ -1148,8 +1152,11 @@ fn in_open_mode_an_unlinked_thermostat_goes_back_to_the_default_user() {
         )
     );
     assert_eq!(api(&s, "GET", &status, &alice, Value::Null).status, 404);
-    assert_eq!(api(&s, "GET", &status, &owner, Value::Null).status, 200);
-    // Now it is the default user's by rule again, and cannot be unlinked from them.
-    let r = unlink(&owner);
-    assert_eq!(r.status, 409, "{}", r.text());
+    // Nobody's: the default user does not take it back, so it cannot unlink it either.
+    assert_eq!(api(&s, "GET", &status, &owner, Value::Null).status, 404);
+    assert!(s.app().state.accounts(|a| a.is_released(SERIAL)));
+    let before = store_bytes(s.dir.path());
+    assert_eq!(unlink(&owner).status, 404);
+    assert_eq!(unlink(&alice).status, 404);
+    assert!(store_bytes(s.dir.path()) == before);
 }

@@ -2,13 +2,15 @@
 //!
 //! A user relates to a thermostat as its owner or as a user it is shared with (`read` or
 //! `control`). In open mode (no pairing) a thermostat nobody has claimed belongs to the default
-//! user `owner`. A key acts for its user and is further limited by its scopes and its serial
-//! list. The order of the checks decides the answer:
+//! user `owner`, unless it was released (see [`super::release`]). A key acts for its user and is
+//! further limited by its scopes and its serial list. The order of the checks decides the
+//! answer:
 //! 1. no relation → not found (the caller learns nothing about thermostats that are not theirs);
 //! 2. unlinking by anyone but the owner → owner only;
 //! 3. a serial outside the key's list, a missing scope, or a change through a `read` share →
 //!    denied.
 
+use super::release::pairing_applies;
 use crate::state::{Accounts, ApiKey, DEFAULT_USER, Scope, ShareAccess};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -56,7 +58,8 @@ pub enum Denied {
     NotAllowed,
 }
 
-/// The thermostat's owner: the user who claimed it, or in open mode the default user.
+/// The thermostat's owner: the user who claimed it, else the default user unless pairing
+/// applies to it (pairing required, or released: [`pairing_applies`]).
 pub fn effective_owner<'a>(
     accounts: &'a Accounts,
     serial: &str,
@@ -64,7 +67,7 @@ pub fn effective_owner<'a>(
 ) -> Option<&'a str> {
     match accounts.owner_of(serial) {
         Some(o) => Some(o.user.as_str()),
-        None if open_mode => Some(DEFAULT_USER),
+        None if !pairing_applies(accounts, serial, !open_mode) => Some(DEFAULT_USER),
         None => None,
     }
 }
@@ -195,6 +198,13 @@ mod tests {
         assert_eq!(check(&a, &k, S, Need::Read, false), Err(Denied::NoRelation));
         // A claimed thermostat is its claimer's, in either mode.
         let a = accounts();
+        assert_eq!(check(&a, &k, S, Need::Read, true), Err(Denied::NoRelation));
+        // A released one is nobody's.
+        let mut a = Accounts::default();
+        a.apply(&Op::SetReleased {
+            serial: S.into(),
+            released: true,
+        });
         assert_eq!(check(&a, &k, S, Need::Read, true), Err(Denied::NoRelation));
     }
 }

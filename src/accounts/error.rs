@@ -23,9 +23,13 @@ pub enum AccountsError {
     },
     /// Unlinking a thermostat that is not linked (to that user).
     NotLinked(String),
-    /// Unlinking, in open mode, a thermostat nobody claimed: it belongs to the default user by
-    /// rule and would stay theirs.
-    OpenModeOwner(String),
+    /// Adopting a thermostat that is not released: `owner` has it.
+    NotReleased {
+        serial: String,
+        owner: String,
+    },
+    /// Adopting a thermostat with pairing required: only a claim with its entry key links it.
+    ClaimRequired(String),
     /// Sharing a thermostat with the user who owns it.
     ShareWithOwner {
         serial: String,
@@ -71,11 +75,14 @@ impl fmt::Display for AccountsError {
                 "Device {serial} is linked to user {owner}; that user must unlink it before it can be claimed"
             ),
             AccountsError::NotLinked(s) => write!(f, "Device {s} not found"),
-            AccountsError::OpenModeOwner(s) => write!(
+            AccountsError::NotReleased { serial, owner } => write!(
                 f,
-                "Device {s} belongs to the default user because nobody claimed it (open mode); \
-                 it cannot be unlinked from that user. Claim it for another user, or turn on \
-                 REQUIRE_DEVICE_PAIRING"
+                "Device {serial} is not waiting to be added: it belongs to {owner}"
+            ),
+            AccountsError::ClaimRequired(s) => write!(
+                f,
+                "Device {s} cannot be added without its entry code: pairing is required, so \
+                 claim it with the entry code shown on the thermostat"
             ),
             AccountsError::ShareWithOwner { serial, user } => {
                 write!(

@@ -4,10 +4,13 @@
 //! thermostat off its pairing screen) and `structure.<id>` to it in one chunk. A claim may move
 //! a thermostat away from the default user of open mode (`owner`), never away from another
 //! user: that user must unlink it first. When the owner changes, the old owner's shares end.
+//! A claim also takes a thermostat back from release; unlinking releases it in open mode (see
+//! [`super::release`]).
 
 use serde_json::Value;
 
 use super::access::effective_owner;
+use super::release::{end_shares, let_go};
 use super::{AccountsError, user_name};
 use crate::hub::Origin;
 use crate::state::{DEFAULT_USER, Op, Owner, Share, ShareAccess, Stamp, State, structure_id};
@@ -62,6 +65,12 @@ pub fn claim(state: &State, code: &str, user: &str) -> Result<String, AccountsEr
             user: user.clone(),
             at_ms: now,
         });
+        if txn.accounts().is_released(&serial) {
+            txn.push(Op::SetReleased {
+                serial: serial.clone(),
+                released: false,
+            });
+        }
         if current.as_deref() != Some(user.as_str()) {
             end_shares(txn, &serial);
             txn.push(Op::SetOwner {
@@ -108,55 +117,43 @@ fn push_owner_buckets(state: &State, serial: &str, user: &str) -> Result<(), Acc
     })
 }
 
-/// Unlinks a thermostat from its owner (from `by` only, when given) and ends every share. Its
-/// state stays and it keeps working; in pairing mode it needs a new entry key to write again.
-/// With `open_mode`, an unclaimed thermostat counts as the default user's (the hosted API's
-/// rule) but cannot be unlinked from them (it would stay theirs, so the request is refused and
-/// nothing changes); a claimed one goes back to the default user. Without `open_mode`, only a
-/// claimed thermostat can be unlinked.
+/// Whose link to a thermostat an unlink ends.
+#[derive(Clone, Copy, Debug)]
+pub enum Link<'a> {
+    /// This user's, as the access rules see it (the hosted API): the user who claimed it, or in
+    /// open mode the default user for one nobody claimed.
+    User(&'a str),
+    /// The claim's (the control API's registered devices): only a claimed thermostat is linked,
+    /// and with `Some(user)` only if that user claimed it.
+    Claim(Option<&'a str>),
+}
+
+/// Unlinks a thermostat and ends every share. Its state stays and it keeps working, but it is
+/// nobody's until claimed again with a new entry key: with pairing required it is unclaimed,
+/// and in open mode it is released (so the default user does not take it back; it can also
+/// be adopted again). `NotLinked` when `link` does not hold; then nothing changes.
 pub fn unlink(
     state: &State,
     serial: &str,
-    by: Option<&str>,
+    link: Link<'_>,
     open_mode: bool,
 ) -> Result<(), AccountsError> {
     state.update_accounts(|txn| {
-        let owner = effective_owner(txn.accounts(), serial, open_mode).map(str::to_string);
-        let linked = match (&owner, by) {
-            (Some(o), Some(u)) => o == u,
-            (Some(_), None) => true,
-            (None, _) => false,
+        let accounts = txn.accounts();
+        let linked = match link {
+            Link::User(user) => effective_owner(accounts, serial, open_mode) == Some(user),
+            Link::Claim(by) => accounts
+                .owner_of(serial)
+                .is_some_and(|o| by.is_none_or(|u| o.user == u)),
         };
         if !linked {
             return Err(AccountsError::NotLinked(serial.to_string()));
         }
-        if txn.accounts().owner_of(serial).is_none() {
-            return Err(AccountsError::OpenModeOwner(serial.to_string()));
-        }
-        end_shares(txn, serial);
-        txn.push(Op::SetOwner {
-            serial: serial.to_string(),
-            owner: None,
-        });
+        let_go(txn, serial, open_mode);
         Ok(())
     })?;
     log::info!("{serial} unlinked");
     Ok(())
-}
-
-fn end_shares(txn: &mut crate::state::AccountsTxn, serial: &str) {
-    let users: Vec<String> = txn
-        .accounts()
-        .shares_of(serial)
-        .map(|m| m.keys().cloned().collect())
-        .unwrap_or_default();
-    for user in users {
-        txn.push(Op::SetShare {
-            serial: serial.to_string(),
-            user,
-            share: None,
-        });
-    }
 }
 
 /// Shares a known thermostat with an existing user (changing the access if already shared).

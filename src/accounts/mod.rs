@@ -8,11 +8,13 @@ pub mod access;
 mod error;
 pub mod keys;
 pub mod links;
+pub mod release;
 
 pub use access::{Need, Relation, effective_owner, relation};
 pub use error::AccountsError;
 pub use keys::{KEY_PREFIX, NewKey};
-pub use links::{claim, share, unlink, unshare};
+pub use links::{Link, claim, share, unlink, unshare};
+pub use release::{adopt, pairing_applies, release};
 
 use crate::state::{Op, State, structure_id};
 

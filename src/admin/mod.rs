@@ -261,6 +261,7 @@ fn devices(ctx: &Context<'_>) -> String {
             ) {
                 (Some(o), _) => o.user.clone(),
                 (None, Some(default)) => format!("{default} (unclaimed)"),
+                (None, None) if a.is_released(&serial) => "- (released)".into(),
                 (None, None) => "-".into(),
             };
             let shares = a.shares_of(&serial).map_or("-".into(), |m| {

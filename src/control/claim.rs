@@ -103,7 +103,8 @@ pub fn registered(app: &App, req: &Request) -> Result<Response, ControlError> {
 }
 
 /// `DELETE /api/registered-devices/{serial}[?userId=U]`: unlinks a thermostat from its owner
-/// (from `U` only, when given). Its state stays; in pairing mode it needs a new entry key.
+/// (from `U` only, when given). Its state stays; it needs a new entry key (or, in open mode,
+/// `POST /api/adopt`) to be anyone's again.
 pub fn unregister(app: &App, serial: &str, req: &Request) -> Result<Response, ControlError> {
     let serial = input::serial(serial)?;
     let user = req
@@ -111,7 +112,9 @@ pub fn unregister(app: &App, serial: &str, req: &Request) -> Result<Response, Co
         .map_err(|_| ControlError::BadEncoding)?
         .filter(|u| !u.is_empty());
     // Only a claimed thermostat can be unlinked here (an unclaimed one is a 404).
-    accounts::unlink(&app.state, &serial, user.as_deref(), false)?;
+    let link = accounts::Link::Claim(user.as_deref());
+    let open_mode = !app.config.require_device_pairing;
+    accounts::unlink(&app.state, &serial, link, open_mode)?;
     Ok(Response::json(
         200,
         &json!({"success": true, "message": format!("Device {serial} deleted")}),

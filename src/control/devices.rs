@@ -4,6 +4,7 @@ use serde_json::json;
 
 use super::ControlError;
 use super::input;
+use crate::accounts;
 use crate::app::App;
 use crate::http::{Request, Response};
 use crate::hub::Origin;
@@ -48,10 +49,18 @@ pub fn notify(app: &App, body: &[u8]) -> Result<Response, ControlError> {
     ))
 }
 
-/// `DELETE /api/device {"serial"}`: forgets the thermostat's buckets, metadata and history.
-/// Its owner and entry keys are kept; if it connects again it starts afresh.
+/// `DELETE /api/device {"serial"}`: forgets the thermostat's buckets, metadata and history,
+/// and drops its owner and shares. In open mode it is also released: if it connects again it
+/// is not the default user's but waits (`/api/waiting`) to be adopted or claimed; with pairing
+/// required it is unclaimed, which is the same. Its entry keys are kept.
 pub fn delete(app: &App, body: &[u8]) -> Result<Response, ControlError> {
     let serial = input::body_serial(&input::json_object(body)?)?;
+    let serial = input::known(app, serial)?;
+    // Accounts first: a crash between the two commits then leaves a released thermostat that
+    // still has its state (deleting it again finishes the job), never a forgotten one with no
+    // record of its release, which the default user would take when it connects again.
+    let open_mode = !app.config.require_device_pairing;
+    accounts::release(&app.state, &serial, open_mode)?;
     let deleted = app.state.update_device(&serial, Origin::Server, |txn| {
         if !txn.exists() {
             return Err(ControlError::DeviceNotFound);

@@ -45,6 +45,13 @@ pub enum ControlError {
     },
     /// Pairing mode: a command for a thermostat nobody has claimed.
     NotClaimed(String),
+    /// Adopting a thermostat that is not waiting to be added: `owner` has it.
+    NotReleased {
+        serial: String,
+        owner: String,
+    },
+    /// Adopting a thermostat with pairing required: only a claim with its entry key links it.
+    ClaimRequired(String),
     TooManyStreams,
     /// `CONTROL_REQUIRE_KEY`: no valid API key.
     Unauthorized,
@@ -123,6 +130,16 @@ impl ControlError {
                     "Device {serial} is not claimed yet: pairing is required, so claim it with its entry code first"
                 ),
             ),
+            ControlError::NotReleased { serial, owner } => (
+                409,
+                format!("Device {serial} is not waiting to be added: it belongs to {owner}"),
+            ),
+            ControlError::ClaimRequired(serial) => (
+                409,
+                format!(
+                    "Device {serial} cannot be added without its entry code: pairing is required, so claim it with the entry code shown on the thermostat"
+                ),
+            ),
             ControlError::TooManyStreams => (503, m("Too many event streams open")),
             ControlError::Unauthorized => (401, m("Unauthorized")),
             ControlError::KeyNotForControl => (
@@ -186,6 +203,11 @@ impl From<AccountsError> for ControlError {
                 ControlError::OwnedByOther { serial, owner }
             }
             AccountsError::NotLinked(serial) => ControlError::NotRegistered { serial },
+            AccountsError::UnknownDevice(_) => ControlError::DeviceNotFound,
+            AccountsError::NotReleased { serial, owner } => {
+                ControlError::NotReleased { serial, owner }
+            }
+            AccountsError::ClaimRequired(serial) => ControlError::ClaimRequired(serial),
             AccountsError::InvalidUserName => ControlError::Invalid(
                 "Invalid userId: use 1 to 64 letters, digits, '_', '-', '.' or '@'".into(),
             ),

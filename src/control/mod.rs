@@ -19,6 +19,7 @@ pub(crate) mod input;
 mod live;
 mod onboard;
 pub mod status;
+mod waiting;
 
 use std::sync::Arc;
 
@@ -118,6 +119,8 @@ enum Route {
     Unregister(String),
     ScanNetwork,
     ConfigureNest,
+    Waiting,
+    Adopt,
 }
 
 impl Route {
@@ -144,6 +147,8 @@ impl Route {
             "/api/registered-devices" => (Route::RegisteredDevices, get),
             "/api/scan-network" => (Route::ScanNetwork, post),
             "/api/configure-nest" => (Route::ConfigureNest, post),
+            "/api/waiting" => (Route::Waiting, get),
+            "/api/adopt" => (Route::Adopt, post),
             p => match (
                 p.strip_prefix("/api/dismiss-pairing/"),
                 p.strip_prefix("/api/registered-devices/"),
@@ -201,6 +206,8 @@ impl Route {
             Route::Unregister(serial) => claim::unregister(app, serial, req)?,
             Route::ScanNetwork => onboard::scan_network(app, &req.body)?,
             Route::ConfigureNest => onboard::configure_nest(app, &req.body)?,
+            Route::Waiting => waiting::waiting(app),
+            Route::Adopt => waiting::adopt(app, &req.body)?,
         };
         Ok(Reply::Full(response))
     }
@@ -221,6 +228,15 @@ mod tests {
             Route::of(Method::Delete, "/api/registered-devices/X").unwrap(),
             Route::Unregister("X".into())
         );
+        assert_eq!(
+            Route::of(Method::Get, "/api/waiting").unwrap(),
+            Route::Waiting
+        );
+        assert_eq!(Route::of(Method::Post, "/api/adopt").unwrap(), Route::Adopt);
+        assert!(matches!(
+            Route::of(Method::Get, "/api/adopt"),
+            Err(ControlError::MethodNotAllowed)
+        ));
         assert!(matches!(
             Route::of(Method::Get, "/command"),
             Err(ControlError::MethodNotAllowed)

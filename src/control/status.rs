@@ -7,6 +7,7 @@ use serde_json::{Value, json};
 
 use super::ControlError;
 use super::input;
+use crate::accounts;
 use crate::app::App;
 use crate::http::{Request, Response};
 use crate::thermostat;
@@ -18,21 +19,28 @@ pub fn status(app: &App, req: &Request) -> Result<Response, ControlError> {
     Ok(Response::json(200, &record))
 }
 
-/// `{"devices":[status + subscription_count + owner], "total": n}`. In pairing mode only
-/// claimed thermostats are listed (as the Python server does); `/status` still answers for any.
+/// `{"devices":[status + subscription_count + owner], "total": n}`. Thermostats pairing
+/// applies to are left out: in pairing mode only claimed ones are listed (as the Python server
+/// does), in open mode released ones are not (`/api/waiting` lists both); `/status` still
+/// answers for any.
 pub fn devices(app: &App) -> Response {
     let counts = app.hub().subscription_counts();
-    let owners: HashMap<String, String> = app.state.accounts(|a| {
-        a.owners
+    let pairing = app.config.require_device_pairing;
+    let serials = app.state.serials();
+    let (owners, listed): (HashMap<String, String>, Vec<String>) = app.state.accounts(|a| {
+        let owners = a
+            .owners
             .iter()
             .map(|(s, o)| (s.clone(), o.user.clone()))
-            .collect()
+            .collect();
+        let listed = serials
+            .into_iter()
+            .filter(|s| !accounts::pairing_applies(a, s, pairing))
+            .collect();
+        (owners, listed)
     });
-    let devices: Vec<Value> = app
-        .state
-        .serials()
+    let devices: Vec<Value> = listed
         .into_iter()
-        .filter(|s| !app.config.require_device_pairing || owners.contains_key(s))
         .filter_map(|serial| {
             let mut record = record(app, &serial)?;
             if let Value::Object(m) = &mut record {

@@ -18,6 +18,7 @@ use std::sync::Arc;
 pub use error::DeviceError;
 use identity::Identity;
 
+use crate::accounts;
 use crate::app::App;
 use crate::http::{self, Method, Reply, Request, Response, Service};
 use crate::info;
@@ -154,17 +155,19 @@ fn route(app: &App, req: &Request) -> Result<Reply, DeviceError> {
     let id = identity::identify(req, path_serial.as_deref())?;
     // Ungated routes never build a Caller; pairing only decides gated ones.
     let tier = if route.is_gated() {
-        check_pairing(app, &id, route)?
+        check_pairing(app, &id, route)
     } else {
-        Tier::Paired
+        Ok(Tier::Paired)
     };
     // Only thermostats that passed the pairing checks, or that the server knows, are tracked
-    // (any string of 10 letters and digits in a query is not a thermostat).
+    // (any string of 10 letters and digits in a query is not a thermostat). A known one is
+    // tracked even when refused: one waiting to be claimed or adopted is still there.
     if let Some(serial) = &id.serial {
-        if route.is_gated() || app.state.device_exists(serial) {
+        if (route.is_gated() && tier.is_ok()) || known(app, serial) {
             app.presence.seen(serial);
         }
     }
+    let tier = tier?;
     let caller = || -> Result<Caller, DeviceError> {
         Ok(Caller {
             serial: id.serial.clone().ok_or(DeviceError::SerialRequired)?,
@@ -189,23 +192,29 @@ fn route(app: &App, req: &Request) -> Result<Reply, DeviceError> {
     }
 }
 
-/// The pairing checks for a gated route: every thermostat counts as paired unless pairing mode
-/// is on; then it needs an owner (paired) or an active entry key (pending, and no uploads).
+/// A thermostat the server has state for, or one its owner released (whose state may have
+/// been deleted).
+fn known(app: &App, serial: &str) -> bool {
+    app.state.device_exists(serial) || app.state.accounts(|a| a.is_released(serial))
+}
+
+/// The pairing checks for a gated route: a thermostat counts as paired unless pairing applies
+/// to it ([`accounts::pairing_applies`]: pairing mode and unclaimed, or released); then it
+/// needs an active entry key (pending, and no uploads).
 fn check_pairing(app: &App, id: &Identity, route: Route) -> Result<Tier, DeviceError> {
-    if !app.config.require_device_pairing {
-        return Ok(Tier::Paired);
-    }
-    let serial = id.serial.as_deref().ok_or(DeviceError::SerialRequired)?;
+    let serial = id.serial.as_deref();
     let now = app.config.clock.now_ms();
-    let tier = app.state.accounts(|a| {
-        if a.owner_of(serial).is_some() {
-            Some(Tier::Paired)
-        } else if a.active_entry_key(serial, now).is_some() {
-            Some(Tier::Pending)
-        } else {
-            None
-        }
-    });
+    let pairing = app.config.require_device_pairing;
+    let tier = app.state.accounts(|a| match serial {
+        // Without a serial only open mode's rule can let a request through.
+        None if pairing => Err(DeviceError::SerialRequired),
+        None => Ok(Some(Tier::Paired)),
+        Some(s) if !accounts::pairing_applies(a, s, pairing) => Ok(Some(Tier::Paired)),
+        Some(s) => Ok(a
+            .active_entry_key(s, now)
+            .is_some()
+            .then_some(Tier::Pending)),
+    })?;
     match (tier, route) {
         (None, _) => Err(DeviceError::NotPaired),
         (Some(Tier::Pending), Route::Upload) => Err(DeviceError::UploadNotAuthorized),

@@ -33,8 +33,6 @@ pub enum HostedError {
     NotAnObject,
     /// Any other invalid value; the text says what was expected.
     Invalid(String),
-    /// A request that cannot be done in the server's current state; the text says why.
-    Conflict(String),
     NotFound,
     MethodNotAllowed,
     Storage(StoreError),
@@ -59,7 +57,6 @@ impl HostedError {
             HostedError::InvalidJson => (400, m("Invalid JSON")),
             HostedError::NotAnObject => (400, m("Request body must be a JSON object")),
             HostedError::Invalid(text) => (400, text.clone()),
-            HostedError::Conflict(text) => (409, text.clone()),
             HostedError::NotFound => (404, m("Not found")),
             HostedError::MethodNotAllowed => (405, m("Method not allowed")),
             HostedError::Storage(e) => {
@@ -153,7 +150,6 @@ impl From<AccountsError> for HostedError {
             AccountsError::NotLinked(_) | AccountsError::UnknownDevice(_) => {
                 HostedError::DeviceNotFound
             }
-            e @ AccountsError::OpenModeOwner(_) => HostedError::Conflict(e.to_string()),
             other => HostedError::Invalid(other.to_string()),
         }
     }

@@ -259,10 +259,12 @@ fn schedule(body: &JsonMap) -> Result<Intent, HostedError> {
 }
 
 /// `DELETE /thermostat/{id}` (owner only): unlinks the thermostat from its owner and ends every
-/// share. It keeps its state and keeps working, and can be claimed again with a new entry key.
+/// share. It keeps its state and keeps working, and can be claimed again with a new entry key;
+/// in open mode it is released, so the default user does not take it back.
 pub fn unlink(app: &App, target: &Target, key: &ApiKey) -> Result<Response, HostedError> {
     let open_mode = !app.config.require_device_pairing;
-    accounts::unlink(&app.state, &target.serial, Some(&key.user), open_mode)?;
+    let link = accounts::Link::User(&key.user);
+    accounts::unlink(&app.state, &target.serial, link, open_mode)?;
     Ok(Response::json(
         200,
         &json!({"success": true, "message": "Device deleted successfully"}),

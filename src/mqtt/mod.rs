@@ -37,6 +37,7 @@ use std::time::{Duration, Instant};
 
 use crossbeam_channel::{Receiver, Sender, bounded, select};
 
+use crate::accounts;
 use crate::app::App;
 use crate::config::MqttConfig;
 use crate::hub::ChangeEvent;
@@ -312,13 +313,15 @@ impl Bridge {
             .collect()
     }
 
-    /// The thermostat as MQTT shows it; `None` if it is gone or (with pairing) unclaimed.
+    /// The thermostat as MQTT shows it; `None` if it is gone or pairing applies to it
+    /// (unclaimed with pairing required, or released).
     fn snapshot(&self, serial: &str, held: &HashMap<String, usize>) -> Option<Snapshot> {
-        let owner = self
-            .app
-            .state
-            .accounts(|a| a.owner_of(serial).map(|o| o.user.clone()));
-        if self.app.config.require_device_pairing && owner.is_none() {
+        let pairing = self.app.config.require_device_pairing;
+        let (owner, hidden) = self.app.state.accounts(|a| {
+            let owner = a.owner_of(serial).map(|o| o.user.clone());
+            (owner, accounts::pairing_applies(a, serial, pairing))
+        });
+        if hidden {
             return None;
         }
         let available = self.available(serial, held);

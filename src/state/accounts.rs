@@ -2,7 +2,7 @@
 //! shows). The rules that use them (who may do what, how keys are made and checked) are in
 //! [`crate::accounts`].
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use serde::{Deserialize, Serialize};
 
@@ -22,6 +22,10 @@ pub struct Accounts {
     /// key id → API key (its hash; the key itself is never stored).
     #[serde(default)]
     pub api_keys: BTreeMap<String, ApiKey>,
+    /// Thermostats their owner let go of in open mode: nobody's until claimed or adopted
+    /// again (the rule is [`crate::accounts::release`]'s).
+    #[serde(default)]
+    pub released: BTreeSet<String>,
 }
 
 /// What a user a thermostat is shared with may do.
@@ -166,6 +170,10 @@ impl Accounts {
 
     pub fn owner_of(&self, serial: &str) -> Option<&Owner> {
         self.owners.get(serial)
+    }
+
+    pub fn is_released(&self, serial: &str) -> bool {
+        self.released.contains(serial)
     }
 
     /// The users a thermostat is shared with.

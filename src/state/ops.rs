@@ -76,6 +76,12 @@ pub enum Op {
         id: String,
         at_ms: i64,
     },
+    /// Marks a thermostat as let go of by its owner in open mode (`false`: claimed or adopted
+    /// again).
+    SetReleased {
+        serial: String,
+        released: bool,
+    },
 }
 
 impl Op {
@@ -93,7 +99,8 @@ impl Op {
             | Op::SetShare { .. }
             | Op::PutApiKey { .. }
             | Op::RevokeApiKey { .. }
-            | Op::ApiKeyUsed { .. } => None,
+            | Op::ApiKeyUsed { .. }
+            | Op::SetReleased { .. } => None,
         }
     }
 }
@@ -149,7 +156,8 @@ impl DeviceData {
             | Op::SetShare { .. }
             | Op::PutApiKey { .. }
             | Op::RevokeApiKey { .. }
-            | Op::ApiKeyUsed { .. } => {}
+            | Op::ApiKeyUsed { .. }
+            | Op::SetReleased { .. } => {}
         }
     }
 }
@@ -208,6 +216,13 @@ impl Accounts {
             Op::ApiKeyUsed { id, at_ms } => {
                 if let Some(k) = self.api_keys.get_mut(id) {
                     k.last_used_ms = Some(k.last_used_ms.map_or(*at_ms, |t| t.max(*at_ms)));
+                }
+            }
+            Op::SetReleased { serial, released } => {
+                if *released {
+                    self.released.insert(serial.clone());
+                } else {
+                    self.released.remove(serial);
                 }
             }
             Op::Merge { .. }

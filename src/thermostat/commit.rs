@@ -6,6 +6,7 @@ use super::Intent;
 use super::plan::{BucketKind, plan};
 use super::refusal::Error;
 use super::view::View;
+use crate::accounts;
 use crate::hub::Origin;
 use crate::state::{Stamp, State};
 use crate::util::JsonMap;
@@ -36,31 +37,35 @@ impl Committed {
     }
 }
 
-/// Whether `serial` takes commands now: it exists, and with pairing required it is claimed.
-/// A surface checks this before it reads a command's value, so an unknown thermostat is a 404
-/// whatever the value; [`commit`] checks it again inside the transaction.
+/// Whether `serial` takes commands now: it exists, and pairing does not apply to it (with
+/// pairing required it is claimed; in open mode it was not released). A surface checks this
+/// before it reads a command's value, so an unknown thermostat is a 404 whatever the value;
+/// [`commit`] checks it again.
 pub fn admit(state: &State, serial: &str, pairing: bool) -> Result<(), Error> {
     if !state.device_exists(serial) {
         return Err(Error::NotFound);
     }
-    if pairing && owner(state, serial).is_none() {
+    if state.accounts(|a| accounts::pairing_applies(a, serial, pairing)) {
         return Err(Error::NotClaimed);
     }
     Ok(())
 }
 
 /// Carries out `intent` on the thermostat `serial` as one durable, pushed change. `pairing`:
-/// `REQUIRE_DEVICE_PAIRING`, under which an unclaimed thermostat stores nothing it sends, so
-/// nothing is sent to it either (a command would leave a partial bucket that reaches it once
-/// claimed).
+/// `REQUIRE_DEVICE_PAIRING`. A thermostat pairing applies to (unclaimed with pairing required,
+/// or released) stores nothing it sends, so nothing is sent to it either (a command would
+/// leave a partial bucket that reaches it once claimed).
 pub fn commit(
     state: &State,
     serial: &str,
     intent: &Intent,
     pairing: bool,
 ) -> Result<Committed, Error> {
-    let owner = owner(state, serial);
-    if pairing && owner.is_none() && state.device_exists(serial) {
+    let (owner, refused) = state.accounts(|a| {
+        let owner = a.owner_of(serial).map(|o| o.user.clone());
+        (owner, accounts::pairing_applies(a, serial, pairing))
+    });
+    if refused && state.device_exists(serial) {
         return Err(Error::NotClaimed);
     }
     state.update_device(serial, Origin::Server, |txn| {
@@ -88,8 +93,4 @@ pub fn commit(
         }
         Ok(Committed { writes: applied })
     })
-}
-
-fn owner(state: &State, serial: &str) -> Option<String> {
-    state.accounts(|a| a.owner_of(serial).map(|o| o.user.clone()))
 }
