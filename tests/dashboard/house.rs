@@ -485,3 +485,57 @@ pub fn lock_and_rename(b: &Browser, app: &App, shots: bool) {
     assert_eq!(record(app, s)["name"], json!("Den"));
     b.click(&format!("{card} details.more > summary"));
 }
+
+/// Remove, behind its confirmation: the card goes, the thermostat is nobody's, and it waits
+/// under "Add a thermostat" until Add gives it back; it then boots afresh and its card returns.
+pub fn remove_and_add_back(b: &Browser, app: &App, sim: TestThermostat, device_origin: &str) {
+    let s = TEST_SERIAL;
+    let card = format!("#card-{s}");
+    b.click(&format!("{card} details.more > summary"));
+    b.click("button[aria-label='Remove Den from hearth']");
+    let warning = text_of(b, &format!("{card} .confirm"));
+    assert!(
+        warning.contains("keeps heating and cooling on its own settings"),
+        "{warning}"
+    );
+    assert!(
+        app.state.device_exists(s),
+        "nothing happens before the confirmation"
+    );
+    b.click("button[aria-label='Yes, remove Den']");
+    b.wait_for(
+        "the card gone",
+        &format!("return !document.getElementById('card-{s}')"),
+    );
+    assert!(text_of(b, "#notice").contains("Den was removed"));
+    assert!(!app.state.device_exists(s));
+    assert!(
+        app.state
+            .accounts(|a| a.is_released(s) && a.owner_of(s).is_none())
+    );
+    drop(sim);
+
+    b.js("window.scrollTo(0, 0); return true");
+    b.click("#setup > summary");
+    b.wait_for(
+        "the thermostat waiting to be added",
+        &format!("return !!document.querySelector(\"button[aria-label='Add {s}']\")"),
+    );
+    b.click(&format!("button[aria-label='Add {s}']"));
+    b.wait_for(
+        "the thermostat added",
+        &format!("return document.getElementById('notice').textContent === '{s} was added.'"),
+    );
+    assert!(app.state.accounts(|a| !a.is_released(s)));
+    b.wait_for(
+        "an empty waiting list",
+        "return document.getElementById('waiting-section').hidden",
+    );
+    let again = TestThermostat::start(device_origin);
+    b.wait_for(
+        "the card back",
+        &format!("return !!document.querySelector('#card-{s} svg.chart')"),
+    );
+    drop(again);
+    b.click("#setup > summary");
+}

@@ -291,7 +291,8 @@ fn the_dashboard_in_a_real_browser() {
     house::schedule_editor(&b, &app, control, &sim, true);
     house::fahrenheit_and_fan(&b, &app);
     house::lock_and_rename(&b, &app, true);
-    drop(sim);
+    let device_origin = format!("http://{}", demo.server().device_addr());
+    house::remove_and_add_back(&b, &app, sim, &device_origin);
 
     pairing_form_claims_a_thermostat(&b);
     drop(b);
