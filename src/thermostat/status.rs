@@ -41,11 +41,7 @@ pub fn derive(view: &View, now_ms: i64) -> Value {
         view.flag("has_fan", false),
         view.flag("has_emer_heat", false),
     );
-    let away = structure
-        .and_then(|s| s.get("manual_eco_all").or_else(|| s.get("away")))
-        .or_else(|| sh("away"))
-        .and_then(Value::as_bool)
-        .unwrap_or(false);
+    let away = view.away();
     let structure_id = sh("structure_id")
         .or_else(|| d("structure_id"))
         .cloned()
