@@ -153,7 +153,8 @@ pub enum Lock {
     Off,
     On {
         /// Standard Base64 of the 20-byte SHA-1 of the 4-digit PIN followed by the serial
-        /// (what the firmware compares); the PIN itself is never stored.
+        /// (what the firmware compares; [`super::pin::hash`] makes it from a PIN); the PIN
+        /// itself is never stored.
         pin_hash: String,
         /// °C.
         low: f64,

@@ -12,6 +12,7 @@ pub mod commit;
 pub mod document;
 pub mod intent;
 pub mod names;
+pub mod pin;
 pub mod plan;
 pub mod refusal;
 pub mod schedule;
