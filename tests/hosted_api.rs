@@ -455,14 +455,6 @@ fn bad_requests_get_exact_errors_and_change_nothing() {
         (
             "POST",
             format!("{t}/lock"),
-            json!({"enabled": true, "pin": "1234", "temp_min": 18, "temp_max": 24}),
-            bad(
-                "A plaintext pin is not accepted: send pin_hash, the standard Base64 of SHA-1 of the 4-digit PIN followed by the serial",
-            ),
-        ),
-        (
-            "POST",
-            format!("{t}/lock"),
             json!({"enabled": true, "pin_hash": "7d6e26483cfb49747943cb1bd7773629de072937", "temp_min": 18, "temp_max": 24}),
             bad("pin_hash must be the standard Base64 of a 20-byte SHA-1 digest"),
         ),
@@ -489,7 +481,9 @@ fn bad_requests_get_exact_errors_and_change_nothing() {
             "POST",
             format!("{t}/lock"),
             json!({"enabled": true, "pin_hash": "kFRc/skLylZUKACup2bPzjQDUII="}),
-            bad("temp_min and temp_max must be numbers (°C)"),
+            bad(
+                "temp_min and temp_max (or minTemp and maxTemp) must be numbers (°C, or °F with \"scale\": \"F\")",
+            ),
         ),
         (
             "POST",
