@@ -13,7 +13,9 @@ use super::access::effective_owner;
 use super::release::{end_shares, let_go};
 use super::{AccountsError, user_name};
 use crate::hub::Origin;
-use crate::state::{DEFAULT_USER, Op, Owner, Share, ShareAccess, Stamp, State, structure_id};
+use crate::state::{
+    DEFAULT_USER, Op, Owner, Share, ShareAccess, Stamp, State, structure_id, user_key,
+};
 use crate::util::JsonMap;
 
 /// `XXX-XXXX` or `XXXXXXX`, any case: seven letters and digits, upper-cased.
@@ -95,7 +97,7 @@ fn push_owner_buckets(state: &State, serial: &str, user: &str) -> Result<(), Acc
     state.update_device(serial, Origin::Server, |txn| {
         let mut name = JsonMap::new();
         name.insert("name".into(), Value::String(user.to_string()));
-        txn.merge(&format!("user.{user}"), &name, Stamp::Always);
+        txn.merge(&user_key(Some(user)), &name, Stamp::Always);
         let key = format!("structure.{}", structure_id(user));
         let existing = txn.bucket(&key).map(|b| b.value.to_map());
         let mut devices = existing

@@ -212,7 +212,7 @@ fn lock(value: &Value) -> Result<Lock, ControlError> {
     let pin_hash = body
         .get("pin_hash")
         .and_then(Value::as_str)
-        .filter(|h| thermostat::intent::is_pin_hash(h))
+        .filter(|h| thermostat::pin::is_hash(h))
         .ok_or_else(|| invalid(SET_LOCK_VALUE))?;
     let side = |k: &str| body.get(k).and_then(number);
     match (side("low"), side("high")) {

@@ -17,7 +17,9 @@ use super::{Caller, DeviceError, Tier};
 use crate::app::App;
 use crate::http::{ChunkedBody, ChunkedReply, ChunkedWriter, Reply, Request, Response};
 use crate::hub::{Origin, Sink};
-use crate::state::{Bucket, Compact, DeviceTxn, Stamp, WireObject, WireObjects, structure_id};
+use crate::state::{
+    Bucket, Compact, DeviceTxn, Stamp, WireObject, WireObjects, structure_id, user_key,
+};
 use crate::util::JsonMap;
 
 /// Fields whose presence in an immediate answer earns `X-nl-disable-defer-window`, so the
@@ -234,12 +236,7 @@ fn add_owner_buckets(
     match owner {
         Some(user) => {
             let name = json!({ "name": user });
-            offer(
-                txn,
-                format!("user.{user}"),
-                name.as_object().cloned(),
-                false,
-            );
+            offer(txn, user_key(Some(user)), name.as_object().cloned(), false);
             let home = json!({"name": "Home", "devices": [serial]});
             offer(
                 txn,

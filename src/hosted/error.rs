@@ -118,6 +118,9 @@ impl From<Refusal> for HostedError {
                 "temp_min must be less than temp_max (after clamping to the thermostat's range)"
                     .into()
             }
+            Refusal::PinFormat => {
+                "pin must be a string of exactly 4 digits (\"0000\" to \"9999\")".into()
+            }
             r => r.to_string(),
         })
     }

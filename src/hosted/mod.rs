@@ -202,7 +202,7 @@ fn route(app: &App, req: &Request, key: &ApiKey) -> Result<Response, HostedError
         Action::GetSchedule => read::schedule(app, &target),
         Action::Unlink => write::unlink(app, &target, key),
         Action::Write(w) => {
-            let intent = write::intent(w, &req.body)?;
+            let intent = write::intent(w, &req.body, &target.serial)?;
             write::commit(app, &target, &intent, w.reports())
         }
     }

@@ -1,4 +1,5 @@
-//! The hosted API's reads: the device list, a thermostat's status (its buckets), its schedule.
+//! The hosted API's reads: the device list, a thermostat's status (its buckets, completed as
+//! the interface document lists them), its schedule.
 
 use serde::Serialize;
 use serde_json::{Value, json};
@@ -7,8 +8,8 @@ use super::{HostedError, Target};
 use crate::accounts::access;
 use crate::app::App;
 use crate::http::Response;
-use crate::state::{ApiKey, Bucket, Compact, structure_key};
-use crate::thermostat::{self, View, names};
+use crate::state::ApiKey;
+use crate::thermostat::{self, View, document, names};
 
 /// `{"id","serial","name"}`: the id is the thermostat's stable UUID (its serial if it has none
 /// yet); the name is what the user called it, or null.
@@ -52,48 +53,34 @@ pub fn devices(app: &App, key: &ApiKey) -> Response {
     Response::json(200, &json!({"devices": listed}))
 }
 
-/// A bucket as the hosted status shows it.
-#[derive(Serialize)]
-struct StateEntry<'a> {
-    object_revision: i64,
-    object_timestamp: i64,
-    value: &'a Compact,
-}
-
-/// `GET /thermostat/{id}/status`: `device` and `state` (`shared.S`, `device.S`, the owner's
-/// `user.*` and `structure.*`, and `schedule.S` when there is one).
+/// `GET /thermostat/{id}/status`: `device` and `state`, the thermostat's buckets as the
+/// interface document lists them (see [`document`]): `shared.S`, `device.S`, the owner's
+/// `user.*` and `structure.*` (derived when not stored), and `schedule.S` when there is one,
+/// each `{object_revision, object_timestamp, value}`.
 pub fn status(app: &App, target: &Target) -> Result<Response, HostedError> {
     let serial = &target.serial;
     let owner = owner_of(app, serial);
-    let mut keys = vec![format!("shared.{serial}"), format!("device.{serial}")];
-    if let Some(owner) = &owner {
-        keys.push(format!("user.{owner}"));
-    }
-    keys.push(structure_key(owner.as_deref()));
-    keys.push(format!("schedule.{serial}"));
+    let now = app.config.clock.now_ms();
     let body = app
         .state
         .read_device(serial, |d| {
-            let mut state = serde_json::Map::new();
-            for key in &keys {
-                if let Some(b) = d.buckets.get(key) {
-                    state.insert(key.clone(), entry(b));
-                }
-            }
             let view = View::of(serial, d, owner.as_deref());
+            let state: serde_json::Map<String, Value> =
+                document::entries(&view, |k| d.buckets.get(k), now)
+                    .into_iter()
+                    .map(|e| {
+                        let entry = json!({
+                            "object_revision": e.revision,
+                            "object_timestamp": e.timestamp,
+                            "value": e.value,
+                        });
+                        (e.key, entry)
+                    })
+                    .collect();
             json!({"device": summary(&view), "state": state})
         })
         .ok_or(HostedError::DeviceNotFound)?;
     Ok(Response::json(200, &body))
-}
-
-fn entry(b: &Bucket) -> Value {
-    serde_json::to_value(StateEntry {
-        object_revision: b.revision,
-        object_timestamp: b.timestamp,
-        value: &b.value,
-    })
-    .unwrap_or(Value::Null)
 }
 
 /// `GET /thermostat/{id}/schedule`: `device` and `schedule` (null when there is none). The

@@ -7,9 +7,9 @@
 //! safety bounds. Where a real client sends a documented variant and the meaning is
 //! unambiguous, it is accepted: `mode` left out of a temperature (the iOS app),
 //! `heatValue`/`coolValue` for a range (hanle), fan `{"enabled"}` (the iOS app),
-//! `POST .../eco {"enabled"}` (hanle).
+//! `POST .../eco {"enabled"}` (hanle), a plaintext lock `pin` with `minTemp`/`maxTemp` (hanle;
+//! hashed at once, never stored).
 
-use base64::Engine;
 use serde_json::{Value, json};
 
 use super::{HostedError, Target, Write};
@@ -18,7 +18,7 @@ use crate::app::App;
 use crate::http::Response;
 use crate::state::ApiKey;
 use crate::thermostat::{
-    self, BucketKind, Fan, Intent, Lock, MAX_FAN_SECONDS, Mode, SetpointMode, Step,
+    self, BucketKind, Fan, Intent, Lock, MAX_FAN_SECONDS, Mode, SetpointMode, Step, pin,
     schedule as schedules,
 };
 use crate::util::JsonMap;
@@ -54,15 +54,15 @@ pub fn commit(
     ))
 }
 
-/// What a write endpoint's body asks for.
-pub fn intent(write: Write, bytes: &[u8]) -> Result<Intent, HostedError> {
+/// What a write endpoint's body asks of the thermostat `serial` (as stored).
+pub fn intent(write: Write, bytes: &[u8], serial: &str) -> Result<Intent, HostedError> {
     let body = body(bytes)?;
     match write {
         Write::Temperature => temperature(&body),
         Write::Range => range(&body),
         Write::Away => away(&body, "away"),
         Write::Eco => away(&body, "enabled"),
-        Write::Lock => lock(&body),
+        Write::Lock => lock(&body, serial),
         Write::Mode => mode(&body),
         Write::Fan => fan(&body),
         Write::Schedule => schedule(&body),
@@ -154,16 +154,26 @@ fn away(body: &JsonMap, field: &str) -> Result<Intent, HostedError> {
 }
 
 /// `POST .../lock`: `{"enabled":true,"pin_hash","temp_min","temp_max"}` locks the dial to a
-/// range; `{"enabled":false}` unlocks it. `pin_hash` is stored as given (it must be standard
-/// Base64 of a 20-byte SHA-1 digest, which the hosted documentation computes over the 4-digit
-/// PIN followed by the serial); a plaintext `pin` is refused and never stored.
-fn lock(body: &JsonMap) -> Result<Intent, HostedError> {
-    if body.contains_key("pin") {
-        return Err(invalid(
-            "A plaintext pin is not accepted: send pin_hash, the standard Base64 of SHA-1 of the \
-             4-digit PIN followed by the serial",
-        ));
-    }
+/// range; `{"enabled":false}` unlocks it (and ignores the temperatures). hanle's
+/// `{"enabled":true,"pin","minTemp","maxTemp"}` is accepted too: the `pin`, a string of exactly
+/// 4 digits (a JSON number would lose leading zeros, so it is refused), is hashed at once for
+/// this thermostat the hosted documentation's way and only the hash is kept. A `pin_hash` is
+/// stored as given; it must be standard Base64 of a 20-byte SHA-1 digest. Either is checked
+/// whenever sent; both at once is refused. The temperatures are always °C (the interface
+/// document says so of this endpoint), so a `scale` is ignored here.
+fn lock(body: &JsonMap, serial: &str) -> Result<Intent, HostedError> {
+    let pin_hash = match (body.get("pin"), body.get("pin_hash")) {
+        (Some(_), Some(_)) => return Err(invalid("Send pin or pin_hash, not both")),
+        (Some(Value::String(pin)), None) => Some(pin::hash(pin, serial)?),
+        (Some(_), None) => return Err(thermostat::Refusal::PinFormat.into()),
+        (None, Some(Value::String(h))) if pin::is_hash(h) => Some(h.clone()),
+        (None, Some(_)) => {
+            return Err(invalid(
+                "pin_hash must be the standard Base64 of a 20-byte SHA-1 digest",
+            ));
+        }
+        (None, None) => None,
+    };
     let enabled = body
         .get("enabled")
         .and_then(Value::as_bool)
@@ -171,20 +181,20 @@ fn lock(body: &JsonMap) -> Result<Intent, HostedError> {
     if !enabled {
         return Ok(Intent::Lock(Lock::Off));
     }
-    let pin_hash = body
-        .get("pin_hash")
-        .and_then(Value::as_str)
-        .filter(|h| {
-            base64::engine::general_purpose::STANDARD
-                .decode(h)
-                .is_ok_and(|d| d.len() == 20)
-        })
-        .ok_or_else(|| invalid("pin_hash must be the standard Base64 of a 20-byte SHA-1 digest"))?;
-    let (Some(low), Some(high)) = (number(body, "temp_min"), number(body, "temp_max")) else {
-        return Err(invalid("temp_min and temp_max must be numbers (°C)"));
+    let pin_hash = pin_hash.ok_or_else(|| {
+        invalid(
+            "Send pin (4 digits, as a string) or pin_hash (the standard Base64 of SHA-1 of the \
+             PIN followed by the serial)",
+        )
+    })?;
+    let read = |a: &str, b: &str| number(body, a).or_else(|| number(body, b));
+    let (Some(low), Some(high)) = (read("temp_min", "minTemp"), read("temp_max", "maxTemp")) else {
+        return Err(invalid(
+            "temp_min and temp_max (or minTemp and maxTemp) must be numbers (°C)",
+        ));
     };
     Ok(Intent::Lock(Lock::On {
-        pin_hash: pin_hash.to_string(),
+        pin_hash,
         low,
         high,
     }))

@@ -154,6 +154,12 @@ pub fn structure_key(owner: Option<&str>) -> String {
     format!("structure.{}", owner.map_or("default", structure_id))
 }
 
+/// The user bucket of a thermostat's owner, as the device protocol names it (`user.<name>`);
+/// an unowned thermostat's is the default user's, whose it is in open mode.
+pub fn user_key(owner: Option<&str>) -> String {
+    format!("user.{}", owner.unwrap_or(DEFAULT_USER))
+}
+
 impl Accounts {
     /// The newest entry key made for a serial, claimed or not.
     pub fn latest_entry_key(&self, serial: &str) -> Option<&EntryKey> {
@@ -193,5 +199,7 @@ mod tests {
         assert_eq!(structure_id("user_"), "");
         assert_eq!(structure_key(None), "structure.default");
         assert_eq!(structure_key(Some("user_x")), "structure.x");
+        assert_eq!(user_key(None), "user.owner");
+        assert_eq!(user_key(Some("user_x")), "user.user_x");
     }
 }

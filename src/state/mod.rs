@@ -31,7 +31,7 @@ use serde::{Deserialize, Serialize};
 
 pub use accounts::{
     Accounts, ApiKey, DEFAULT_USER, EntryKey, Owner, Scope, Share, ShareAccess, User, structure_id,
-    structure_key,
+    structure_key, user_key,
 };
 pub use bucket::{Bucket, WireObject, WireObjects};
 pub use compact::Compact;

@@ -170,22 +170,14 @@ impl ScheduleMode {
     }
 }
 
-/// Whether `hash` has the shape the firmware compares a PIN with: the standard Base64 of a
-/// 20-byte SHA-1 digest.
-pub fn is_pin_hash(hash: &str) -> bool {
-    use base64::Engine;
-    base64::engine::general_purpose::STANDARD
-        .decode(hash)
-        .is_ok_and(|d| d.len() == 20)
-}
-
 /// The temperature lock: the dial stays within a range until the PIN is entered.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Lock {
     Off,
     On {
         /// Standard Base64 of the 20-byte SHA-1 of the 4-digit PIN followed by the serial
-        /// (what the firmware compares); the PIN itself is never stored.
+        /// (what the firmware compares; [`super::pin::hash`] makes it from a PIN); the PIN
+        /// itself is never stored.
         pin_hash: String,
         /// °C.
         low: f64,

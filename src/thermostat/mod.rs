@@ -1,15 +1,18 @@
 //! The thermostat core, below every surface: what a person can ask of a thermostat
 //! ([`Intent`]), the one planner from an intent and the thermostat's [`View`] to bucket writes
 //! ([`plan()`]), its refusals ([`Refusal`]), the one commit through the state's mutation path
-//! ([`commit()`]), and the status a thermostat is derived to ([`status`]).
+//! ([`commit()`]), the status a thermostat is derived to ([`status`]), and its buckets as the
+//! interface document lists them ([`document`]).
 //!
 //! A surface (the device protocol aside) only parses its own dialect into intents and maps
 //! refusals to its own wire errors; a new control is one intent and one planner rule here,
 //! then a line of parsing per surface.
 
 pub mod commit;
+pub mod document;
 pub mod intent;
 pub mod names;
+pub mod pin;
 pub mod plan;
 pub mod refusal;
 pub mod schedule;

@@ -25,6 +25,8 @@ pub enum Refusal {
     /// One setpoint asked for with the mode left to the thermostat, which is not in heat or
     /// cool mode (its mode, if it has one).
     NotHeatingOrCooling(Option<String>),
+    /// A lock PIN that is not exactly 4 digits (the PIN itself is never repeated back).
+    PinFormat,
     /// The intent would write nothing.
     NothingToChange,
     /// A value the rules refuse (a schedule, a device setting); the text says what was expected.
@@ -61,6 +63,7 @@ impl fmt::Display for Refusal {
                 "A single setpoint needs heat or cool mode: the thermostat is in {} mode",
                 mode.as_deref().unwrap_or("no")
             ),
+            Refusal::PinFormat => f.write_str("The PIN must be exactly 4 digits (0000 to 9999)"),
             Refusal::NothingToChange => f.write_str("No values to update"),
             Refusal::Invalid(text) => f.write_str(text),
         }

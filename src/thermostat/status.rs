@@ -48,11 +48,7 @@ pub fn derive(view: &View, now_ms: i64) -> Value {
         "low": dev("temperature_lock_low_temp"),
         "high": dev("temperature_lock_high_temp"),
     });
-    let away = structure
-        .and_then(|s| s.get("manual_eco_all").or_else(|| s.get("away")))
-        .or_else(|| sh("away"))
-        .and_then(Value::as_bool)
-        .unwrap_or(false);
+    let away = view.away();
     let structure_id = sh("structure_id")
         .or_else(|| d("structure_id"))
         .cloned()

@@ -1,11 +1,11 @@
-//! A thermostat as the rules read it: its `shared`, `device` and structure buckets, built by one
-//! function ([`View::build`]) from whatever holds the buckets (the stored data, or a
-//! transaction that sees its own writes). Capabilities, the safety bounds every setpoint is
-//! clamped to, and the fields every surface reads come from here.
+//! A thermostat as the rules read it: its `shared`, `device`, owner's user and structure
+//! buckets, built by one function ([`View::build`]) from whatever holds the buckets (the stored
+//! data, or a transaction that sees its own writes). Capabilities, the safety bounds every
+//! setpoint is clamped to, and the fields every surface reads come from here.
 
 use serde_json::Value;
 
-use crate::state::{Bucket, DeviceData, DeviceMeta, DeviceTxn, structure_key};
+use crate::state::{Bucket, DeviceData, DeviceMeta, DeviceTxn, structure_key, user_key};
 use crate::util::JsonMap;
 
 /// Setpoints outside these are clamped (45–95 °F), unless the thermostat reports its own
@@ -33,6 +33,9 @@ pub struct View {
     /// Its owner's structure bucket (`structure.default` while it has none): where away lives.
     pub structure: Option<JsonMap>,
     pub structure_key: String,
+    /// Its owner's user bucket (the default user's, `user.owner`, while it has none).
+    pub user: Option<JsonMap>,
+    pub user_key: String,
     /// The stable id (the hosted API's device id), once it has one.
     pub id: Option<String>,
     /// The password of its Basic auth (its settings API key), once it sent one.
@@ -49,12 +52,15 @@ impl View {
         bucket: impl Fn(&str) -> Option<&'a Bucket>,
     ) -> View {
         let structure_key = structure_key(owner);
+        let user_key = user_key(owner);
         let value = |key: &str| bucket(key).map(|b| b.value.to_map());
         View {
             shared: value(&format!("shared.{serial}")),
             device: value(&format!("device.{serial}")),
             structure: value(&structure_key),
             structure_key,
+            user: value(&user_key),
+            user_key,
             serial: serial.to_string(),
             id: meta.map(|m| m.id.clone()),
             api_key: meta.and_then(|m| m.api_key.clone()),
@@ -89,6 +95,17 @@ impl View {
 
     pub fn structure_field(&self, name: &str) -> Option<&Value> {
         non_null(self.structure.as_ref(), name)
+    }
+
+    /// Whether the home is away: manual eco on its structure (what away writes), else the
+    /// structure's own `away`, else `shared.away`; false when none says.
+    pub fn away(&self) -> bool {
+        self.structure
+            .as_ref()
+            .and_then(|s| s.get("manual_eco_all").or_else(|| s.get("away")))
+            .or_else(|| self.shared_field("away"))
+            .and_then(Value::as_bool)
+            .unwrap_or(false)
     }
 
     /// A capability flag (`can_heat`, `has_fan`, ...): shared, then device, then `default`.

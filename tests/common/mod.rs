@@ -2,6 +2,8 @@
 //! directory, raw HTTP helpers, and simulated thermostats whose events arrive on a channel.
 #![allow(dead_code)]
 
+pub mod hosted;
+
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::path::{Path, PathBuf};

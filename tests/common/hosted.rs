@@ -1,0 +1,41 @@
+//! Calling the hosted API (`/api/v1`) as its clients do: with a Bearer key.
+
+use hearth::accounts::keys::{self, KeySpec};
+use hearth::http::client::{self, ClientResponse};
+use serde_json::Value;
+
+use super::{TIMEOUT, TestServer, url};
+
+/// `method /api/v1{path}` with `key` and a JSON body (none for `null`).
+pub fn api(s: &TestServer, method: &str, path: &str, key: &str, body: Value) -> ClientResponse {
+    let auth = format!("Bearer {key}");
+    let body = if body.is_null() {
+        String::new()
+    } else {
+        body.to_string()
+    };
+    client::request(
+        &url(s.control(), &format!("/api/v1{path}")),
+        method,
+        &[
+            ("Authorization", auth.as_str()),
+            ("Content-Type", "application/json"),
+        ],
+        body.as_bytes(),
+        TIMEOUT,
+    )
+    .expect("request")
+}
+
+/// A key for `user` (created if new) with `scopes`, limited to `serials` if any.
+pub fn new_key(s: &TestServer, user: &str, scopes: &str, serials: &[&str]) -> String {
+    hearth::accounts::add_user(&s.app().state, user).unwrap();
+    let spec = KeySpec {
+        user: user.into(),
+        name: "test".into(),
+        scopes: keys::parse_scopes(scopes).unwrap(),
+        serials: serials.iter().map(|s| s.to_string()).collect(),
+        expires_days: None,
+    };
+    keys::create(&s.app().state, &spec).unwrap().key
+}
