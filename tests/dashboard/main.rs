@@ -315,6 +315,16 @@ fn pairing_form_claims_a_thermostat(b: &Browser) {
         "the pairing form",
         "return !document.getElementById('pairing').hidden && !document.getElementById('empty').hidden",
     );
+    // The thermostat showing its code is listed as waiting, pointing at the code form.
+    let waiting = b.wait_for(
+        "the thermostat waiting to be claimed",
+        "return document.getElementById('waiting-section').hidden ? '' : document.getElementById('waiting').textContent",
+    );
+    assert!(
+        waiting.as_str().unwrap().contains(SERIAL)
+            && waiting.as_str().unwrap().contains("Claim it with the entry code"),
+        "{waiting}"
+    );
     let result = "return document.getElementById('pairing-result').textContent";
     b.type_into("#pairing-code", "AB");
     b.click("#pairing-form button[type=submit]");
