@@ -14,7 +14,8 @@
 //!   socket), [`migrate`] (imports), [`info`]; [`app`], what every handler is given.
 //! - [`thermostat`]: the core below every surface. The intents a person can express, the one
 //!   planner from an intent and a thermostat's view to bucket writes, its refusals, the one
-//!   commit, and the status every surface shows. [`accounts`]: users, ownership, shares, keys.
+//!   commit, the status and the hosted document every surface shows. [`accounts`]: users,
+//!   ownership, shares, keys, and released thermostats.
 //! - [`state`] (buckets, accounts and the one mutation path) over [`store`] (the durable
 //!   journal and snapshots) and [`hub`] (held subscribes, pushes and change events);
 //!   [`events`] (live event streams), [`presence`], [`weather`], [`config`], [`http`] (the
