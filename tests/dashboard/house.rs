@@ -184,6 +184,19 @@ pub fn schedule_editor(
     let s = TEST_SERIAL;
     let card = format!("#card-{s}");
     open_schedule(b, s);
+    // With the editor and the settings open, every control is named, readable and reachable.
+    b.click(&format!("{card} details.more > summary"));
+    let labels = b.js(&format!("{}{}", crate::SHOWN, crate::UNLABELLED));
+    assert!(labels["total"].as_i64().unwrap() >= 80, "{labels}");
+    assert_eq!(labels["unlabelled"], json!([]), "{labels}");
+    let contrast = b.js(crate::LOW_CONTRAST);
+    assert_eq!(contrast["bad"], json!([]), "{contrast}");
+    assert_eq!(crate::unreachable_by_tab(b), Vec::<String>::new());
+    b.click(&format!("{card} details.more > summary"));
+    // Everything the page sends from here on is counted, so "nothing was sent" can fail.
+    b.js("if (!window.__sent) { window.__sent = 0; const f = window.fetch;
+          window.fetch = (url, o) => { if (o && o.method && o.method !== 'GET') window.__sent++; return f(url, o); }; }
+          return true");
     let monday = text_of(b, &format!("{card} section[data-day='0']"));
     assert!(
         monday.contains("00:00 19.0°C, carried over from Sunday"),
@@ -219,6 +232,7 @@ pub fn schedule_editor(
 
     // Checked before sending: too hot is named, and nothing is sent.
     let (before, _) = stored(app, s, "schedule");
+    let sent = b.js("return window.__sent");
     set_input(
         b,
         &format!("{card} input[aria-label='Temperature at 12:30 on Thursday, °C']"),
@@ -240,6 +254,7 @@ pub fn schedule_editor(
         b.js("return document.activeElement.getAttribute('aria-label')"),
         json!("Temperature at 12:30 on Thursday, °C")
     );
+    assert_eq!(b.js("return window.__sent"), sent);
     assert_eq!(stored(app, s, "schedule").0, before);
     set_input(
         b,
@@ -280,8 +295,15 @@ pub fn schedule_editor(
         json!([79200, 19.0, "setpoint"]),
     ];
     assert_eq!(day(&schedule, "1"), tuesday);
-    assert_eq!(day(&schedule, "3"), tuesday);
     assert_eq!(day(&schedule, "4"), tuesday);
+    // Each carried-over entry follows the day before: Wednesday now ends at 07:00's 21.0.
+    let mut thursday = tuesday.clone();
+    thursday[0] = json!([0, 21.0, "continuation"]);
+    assert_eq!(day(&schedule, "3"), thursday);
+    assert!(
+        text_of(b, &format!("{card} section[data-day='3']"))
+            .contains("00:00 21.0°C, carried over from Wednesday")
+    );
     assert_eq!(
         day(&schedule, "0"),
         vec![
@@ -364,6 +386,31 @@ pub fn schedule_editor(
     let (_, schedule) = stored(app, s, "schedule");
     assert_eq!(day(&schedule, "0")[1], json!([25200, 21.5, "setpoint"]));
     assert_eq!(day(&schedule, "6").len(), 3, "the person chose their edit");
+
+    // Or the person takes the thermostat's: the edit goes, what is stored comes back.
+    set_input(b, &monday_7, "18");
+    let mut elsewhere = schedule.clone();
+    elsewhere["days"]["0"]["1"]["temp"] = json!(23.0);
+    let r = command(control, s, "set_schedule", elsewhere);
+    assert_eq!(r.status, 200, "{}", r.text());
+    b.wait_for(
+        "the conflict warning",
+        &format!("return !document.querySelector('{card} .banner').hidden"),
+    );
+    b.js(&format!(
+        "[...document.querySelectorAll('{card} .banner button')].find((x) => x.textContent === 'Load the new schedule').click(); return true"
+    ));
+    b.wait_for(
+        "the thermostat's schedule in the editor",
+        &format!(
+            "return document.querySelector({})?.value === '23'",
+            js_str(&monday_7)
+        ),
+    );
+    assert_eq!(
+        day(&stored(app, s, "schedule").1, "0")[1],
+        json!([25200, 23.0, "setpoint"])
+    );
     b.click(&format!("{card} details:not(.more) > summary"));
 }
 
@@ -379,6 +426,11 @@ pub fn fahrenheit_and_fan(b: &Browser, app: &App) {
         &format!("{card} input[aria-label='Temperature at 23:00 on Friday, °F']"),
         "68",
     );
+    set_input(
+        b,
+        &format!("{card} input[aria-label='Temperature at 07:00 on Saturday, °F']"),
+        "71",
+    );
     b.click(&format!("#schedule-save-{s}"));
     b.wait_for(
         "the saved message",
@@ -389,8 +441,10 @@ pub fn fahrenheit_and_fan(b: &Browser, app: &App) {
     let (_, schedule) = stored(app, s, "schedule");
     let friday = day(&schedule, "4");
     assert_eq!(friday.last().unwrap(), &json!([82800, 20.0, "setpoint"]));
-    // Entries nobody touched keep their stored Celsius exactly.
+    // Entries nobody touched keep their stored Celsius exactly; 71 °F is 21.67 °C, stored on
+    // the 0.5 °C grid as 21.5 (70.7 °F, shown as 71 again).
     assert_eq!(friday[1], json!([25200, 21.0, "setpoint"]));
+    assert_eq!(day(&schedule, "5")[1], json!([25200, 21.5, "setpoint"]));
     b.click(&format!("{card} details:not(.more) > summary"));
 
     b.click(&format!("{card} details.more > summary"));

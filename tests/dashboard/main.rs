@@ -81,7 +81,7 @@ for (const el of document.querySelectorAll("body *")) {
 return { checked, bad };
 "#;
 
-/// Presses Tab until every visible control has had the focus (or 300 presses); returns the
+/// Presses Tab until every visible control has had the focus (or 500 presses); returns the
 /// controls never reached.
 fn unreachable_by_tab(b: &Browser) -> Vec<String> {
     b.js(r#"
@@ -97,7 +97,7 @@ fn unreachable_by_tab(b: &Browser) -> Vec<String> {
           .filter((el) => shown(el) && !window.__reached.has(el))
           .map((el) => el.getAttribute("aria-label") || el.id || el.textContent.trim());"#
     );
-    for _ in 0..30 {
+    for _ in 0..50 {
         b.press(&"\u{E004}".repeat(10));
         if b.js(&remaining).as_array().unwrap().is_empty() {
             break;
@@ -322,7 +322,10 @@ fn pairing_form_claims_a_thermostat(b: &Browser) {
     );
     assert!(
         waiting.as_str().unwrap().contains(SERIAL)
-            && waiting.as_str().unwrap().contains("Claim it with the entry code"),
+            && waiting
+                .as_str()
+                .unwrap()
+                .contains("Claim it with the entry code"),
         "{waiting}"
     );
     let result = "return document.getElementById('pairing-result').textContent";
