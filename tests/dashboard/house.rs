@@ -67,6 +67,21 @@ fn scroll_to(b: &Browser, css: &str) {
     b.painted();
 }
 
+/// `<name>-1280.png` and `<name>-360.png` with `css` at the top; the phone's page must not
+/// scroll sideways.
+fn screenshots(b: &Browser, css: &str, name: &str) {
+    b.viewport(1280, 900, false);
+    scroll_to(b, css);
+    b.screenshot(&format!("{name}-1280.png"));
+    b.viewport(360, 780, true);
+    b.wait_for("the phone's width", "return window.innerWidth === 360");
+    scroll_to(b, css);
+    let width = b.js("return document.documentElement.scrollWidth");
+    assert!(width.as_i64().unwrap() <= 360, "{width} px wide at 360");
+    b.screenshot(&format!("{name}-360.png"));
+    b.viewport(1280, 900, false);
+}
+
 fn stored(app: &App, serial: &str, bucket: &str) -> (i64, Value) {
     let key = format!("{bucket}.{serial}");
     app.state
@@ -137,16 +152,7 @@ pub fn setup_panel(b: &Browser, app: &App, fake: &SettingsApi, shots: bool) {
     );
     b.type_into(&format!("{row} form input[type=password]"), FAKE_KEY);
     if shots {
-        b.viewport(1280, 900, false);
-        scroll_to(b, "#setup");
-        b.screenshot("setup-1280.png");
-        b.viewport(360, 780, true);
-        b.wait_for("the phone's width", "return window.innerWidth === 360");
-        scroll_to(b, "#setup");
-        let width = b.js("return document.documentElement.scrollWidth");
-        assert!(width.as_i64().unwrap() <= 360, "{width} px wide at 360");
-        b.screenshot("setup-360.png");
-        b.viewport(1280, 900, false);
+        screenshots(b, "#setup", "setup");
     }
     b.click(&format!("{row} form button[type=submit]"));
     b.wait_for(
@@ -265,16 +271,7 @@ pub fn schedule_editor(
     assert_eq!(text_of(b, &format!("#schedule-error-{s}")), "");
 
     if shots {
-        b.viewport(1280, 900, false);
-        scroll_to(b, &format!("{card} details:not(.more)"));
-        b.screenshot("schedule-1280.png");
-        b.viewport(360, 780, true);
-        b.wait_for("the phone's width", "return window.innerWidth === 360");
-        scroll_to(b, &format!("{card} details:not(.more)"));
-        let width = b.js("return document.documentElement.scrollWidth");
-        assert!(width.as_i64().unwrap() <= 360, "{width} px wide at 360");
-        b.screenshot("schedule-360.png");
-        b.viewport(1280, 900, false);
+        screenshots(b, &format!("{card} details:not(.more)"), "schedule");
     }
 
     // Save: the whole schedule, durable and pushed to the thermostat's held subscribe.
@@ -512,16 +509,7 @@ pub fn lock_and_rename(b: &Browser, app: &App, shots: bool) {
         "return !document.querySelector(\"button[aria-label='Unlock the temperature of Test Room']\").hidden",
     );
     if shots {
-        b.viewport(1280, 900, false);
-        scroll_to(b, &format!("{card} details.more"));
-        b.screenshot("settings-1280.png");
-        b.viewport(360, 780, true);
-        b.wait_for("the phone's width", "return window.innerWidth === 360");
-        scroll_to(b, &format!("{card} details.more"));
-        let width = b.js("return document.documentElement.scrollWidth");
-        assert!(width.as_i64().unwrap() <= 360, "{width} px wide at 360");
-        b.screenshot("settings-360.png");
-        b.viewport(1280, 900, false);
+        screenshots(b, &format!("{card} details.more"), "settings");
     }
     b.click("button[aria-label='Unlock the temperature of Test Room']");
     b.wait_for(
