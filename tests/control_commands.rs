@@ -364,3 +364,53 @@ fn the_temperature_lock_takes_a_pin_hash_and_shows_its_range() {
     assert_eq!(r.status, 200);
     assert_eq!(status()["temperature_lock"]["enabled"], json!(false));
 }
+
+#[test]
+fn set_schedule_with_if_revision_replaces_only_the_schedule_it_names() {
+    let s = TestServer::start();
+    let (_sim, _events, _held) = booted_and_held(&s, SERIAL);
+    let key = format!("schedule.{SERIAL}");
+    let schedule = json!({"ver": 2, "name": "", "schedule_mode": "HEAT",
+        "days": {"0": [{"time": 25200, "type": "HEAT", "temp": 20.5}]}});
+    let send = |if_revision: Value| {
+        let body = json!({"serial": SERIAL, "command": "set_schedule", "value": schedule,
+                          "if_revision": if_revision});
+        call(s.control(), "POST", "/command", &body.to_string())
+    };
+    let before = s.bucket(SERIAL, &key).unwrap();
+    // Stale: refused, and nothing written.
+    for stale in [json!(before.revision - 1), Value::Null] {
+        let r = send(stale.clone());
+        assert_eq!(r.status, 409, "{stale}: {}", r.text());
+        assert_eq!(
+            r.json()["message"],
+            json!(format!(
+                "The schedule changed since it was read (it is now revision {0}): load it again, or send the edit with if_revision {0}",
+                before.revision
+            ))
+        );
+        assert_eq!(s.bucket(SERIAL, &key).unwrap().revision, before.revision);
+    }
+    // The revision it was read at: replaced.
+    let r = send(json!(before.revision));
+    assert_eq!(r.status, 200, "{}", r.text());
+    let after = s.bucket(SERIAL, &key).unwrap();
+    assert!(after.revision > before.revision);
+    assert_eq!(after.value.to_map()["days"]["0"]["0"]["temp"], json!(20.5));
+    // Only with set_schedule, and only a whole number or null.
+    let r = call(
+        s.control(),
+        "POST",
+        "/command",
+        &json!({"serial": SERIAL, "command": "set_away", "value": true, "if_revision": 1})
+            .to_string(),
+    );
+    assert_eq!(r.status, 400);
+    assert_eq!(
+        r.json()["message"],
+        json!("if_revision goes only with set_schedule")
+    );
+    let r = send(json!("3"));
+    assert_eq!(r.status, 400);
+    assert_eq!(s.bucket(SERIAL, &key).unwrap().revision, after.revision);
+}

@@ -14,8 +14,8 @@ use super::input;
 use crate::app::App;
 use crate::http::Response;
 use crate::thermostat::{
-    self, Fan, Intent, Lock, MAX_FAN_SECONDS, MODES, Mode, ScheduleMode, SetpointMode, Step,
-    schedule, settings,
+    self, Fan, Intent, Lock, MAX_FAN_SECONDS, MODES, Mode, ScheduleMode, ScheduleRevision,
+    SetpointMode, Step, schedule, settings,
 };
 use crate::util::{JsonMap, number};
 
@@ -76,7 +76,18 @@ pub fn run(app: &App, body: &[u8]) -> Result<Response, ControlError> {
     let value = body.get("value").unwrap_or(&Value::Null);
     let pairing = app.config.require_device_pairing;
     thermostat::admit(&app.state, &serial, pairing).map_err(|e| ControlError::of(e, &serial))?;
-    let intent = intent(command, value)?;
+    let mut intent = intent(command, value)?;
+    if let Some(asked) = body.get("if_revision") {
+        let Intent::Schedule { only_over, .. } = &mut intent else {
+            return Err(invalid("if_revision goes only with set_schedule"));
+        };
+        *only_over = match asked {
+            Value::Null => ScheduleRevision::None,
+            v => ScheduleRevision::Is(v.as_i64().ok_or_else(|| {
+                invalid("if_revision must be the schedule's object_revision (a whole number), or null when it has none")
+            })?),
+        };
+    }
     let committed = thermostat::commit(&app.state, &serial, &intent, pairing)
         .map_err(|e| ControlError::of(e, &serial))?;
     // The answer names the command's own bucket, as the Python server's does.
@@ -151,9 +162,10 @@ pub fn intent(command: Command, value: &Value) -> Result<Intent, ControlError> {
             let (low, high) = low_high(range, SET_ECO_VALUE)?;
             Intent::EcoRange { low, high }
         }
-        Command::SetSchedule => {
-            Intent::Schedule(schedule::validate(value, schedule::CONTROL_LAST_TIME)?)
-        }
+        Command::SetSchedule => Intent::Schedule {
+            schedule: schedule::validate(value, schedule::CONTROL_LAST_TIME)?,
+            only_over: ScheduleRevision::Any,
+        },
         Command::SetScheduleMode => Intent::ScheduleMode(
             value
                 .as_str()
@@ -349,7 +361,7 @@ mod tests {
                 "set_schedule",
                 json!({"ver": 2, "schedule_mode": "HEAT", "days": {}})
             ),
-            Ok(Intent::Schedule(_))
+            Ok(Intent::Schedule { .. })
         ));
         assert_eq!(
             parse(

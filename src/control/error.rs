@@ -69,6 +69,9 @@ pub enum ControlError {
     HistoryUnreadable,
     /// The change could not be made durable; nothing was applied.
     Storage(StoreError),
+    /// `set_schedule` with `if_revision`: the stored schedule is no longer that one (its
+    /// revision now, or `None`).
+    ScheduleChanged(Option<i64>),
     /// Onboarding: a scan is already running.
     ScanRunning,
     /// Onboarding: the thermostat's settings API wants its key.
@@ -164,6 +167,17 @@ impl ControlError {
                 log::error!("refused a control write: {e}");
                 (503, m("Storage unavailable; the change was not saved"))
             }
+            ControlError::ScheduleChanged(now) => (
+                409,
+                match now {
+                    Some(r) => format!(
+                        "The schedule changed since it was read (it is now revision {r}): load it again, or send the edit with if_revision {r}"
+                    ),
+                    None => m(
+                        "The schedule changed since it was read (it has none now): load it again, or send the edit with if_revision null",
+                    ),
+                },
+            ),
             ControlError::ScanRunning => (409, m("A network scan is already running")),
             ControlError::ThermostatKeyRequired => (401, m(crate::onboarding::point::KEY_HELP)),
             ControlError::Thermostat { status, message } => (*status, message.clone()),
@@ -223,6 +237,7 @@ impl ControlError {
         match e {
             thermostat::Error::NotFound => ControlError::DeviceNotFound,
             thermostat::Error::NotClaimed => ControlError::NotClaimed(serial.to_string()),
+            thermostat::Error::ScheduleChanged(revision) => ControlError::ScheduleChanged(revision),
             thermostat::Error::Refused(r) => r.into(),
             thermostat::Error::Storage(e) => ControlError::Storage(e),
         }

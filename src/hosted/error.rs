@@ -134,6 +134,8 @@ impl From<thermostat::Error> for HostedError {
             thermostat::Error::NotFound | thermostat::Error::NotClaimed => {
                 HostedError::DeviceNotFound
             }
+            // The hosted API replaces whatever is stored; it never asks for a revision.
+            thermostat::Error::ScheduleChanged(_) => HostedError::Invalid(e.to_string()),
             thermostat::Error::Refused(r) => r.into(),
             thermostat::Error::Storage(e) => HostedError::Storage(e),
         }

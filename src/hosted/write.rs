@@ -18,8 +18,8 @@ use crate::app::App;
 use crate::http::Response;
 use crate::state::ApiKey;
 use crate::thermostat::{
-    self, BucketKind, Fan, Intent, Lock, MAX_FAN_SECONDS, Mode, SetpointMode, Step, pin,
-    schedule as schedules,
+    self, BucketKind, Fan, Intent, Lock, MAX_FAN_SECONDS, Mode, ScheduleRevision, SetpointMode,
+    Step, pin, schedule as schedules,
 };
 use crate::util::JsonMap;
 
@@ -262,10 +262,10 @@ fn schedule(body: &JsonMap) -> Result<Intent, HostedError> {
             "schedule is required: send {\"schedule\": {\"ver\": 2, \"name\", \"schedule_mode\", \"days\"}}",
         ));
     };
-    Ok(Intent::Schedule(schedules::validate(
-        schedule,
-        schedules::HOSTED_LAST_TIME,
-    )?))
+    Ok(Intent::Schedule {
+        schedule: schedules::validate(schedule, schedules::HOSTED_LAST_TIME)?,
+        only_over: ScheduleRevision::Any,
+    })
 }
 
 /// `DELETE /thermostat/{id}` (owner only): unlinks the thermostat from its owner and ends every

@@ -2,10 +2,10 @@
 //! and written through the state's one mutation path as a server-side change, so it is durable
 //! before anyone hears of it and then pushed at once to every held subscribe.
 
-use super::Intent;
 use super::plan::{BucketKind, plan};
 use super::refusal::Error;
 use super::view::View;
+use super::{Intent, ScheduleRevision};
 use crate::accounts;
 use crate::hub::Origin;
 use crate::state::{Stamp, State};
@@ -74,6 +74,17 @@ pub fn commit(
             return Err(Error::NotFound);
         }
         let view = View::of_txn(txn, owner.as_deref());
+        if let Intent::Schedule { only_over, .. } = intent {
+            let current = view.schedule_revision;
+            let unchanged = match only_over {
+                ScheduleRevision::Any => true,
+                ScheduleRevision::None => current.is_none(),
+                ScheduleRevision::Is(r) => current == Some(*r),
+            };
+            if !unchanged {
+                return Err(Error::ScheduleChanged(current));
+            }
+        }
         let writes = plan(intent, &view, txn.now_ms())?;
         let mut applied = Vec::with_capacity(writes.len());
         for write in writes {

@@ -41,8 +41,12 @@ pub enum Intent {
         low: Option<f64>,
         high: Option<f64>,
     },
-    /// A whole schedule, already checked by [`super::schedule::validate`].
-    Schedule(JsonMap),
+    /// A whole schedule, already checked by [`super::schedule::validate`], replacing the stored
+    /// one if it is still the one `only_over` names.
+    Schedule {
+        schedule: JsonMap,
+        only_over: ScheduleRevision,
+    },
     ScheduleMode(ScheduleMode),
     /// Device settings, already checked by [`super::settings::validate`].
     Settings(JsonMap),
@@ -140,6 +144,18 @@ pub enum Fan {
     Auto,
     /// Run for this many seconds (1 to [`MAX_FAN_SECONDS`]).
     For(i64),
+}
+
+/// Which stored schedule a new one may replace: an editor says which one it was shown, so a
+/// change it has not seen is never overwritten.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ScheduleRevision {
+    /// Whatever is stored.
+    Any,
+    /// Only when there is none yet.
+    None,
+    /// Only the schedule of this revision.
+    Is(i64),
 }
 
 /// What the schedule's setpoints control.

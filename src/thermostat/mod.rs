@@ -22,7 +22,8 @@ pub mod view;
 
 pub use commit::{Applied, Committed, admit, commit};
 pub use intent::{
-    Fan, Intent, Lock, MAX_FAN_SECONDS, MAX_NAME_CHARS, Mode, ScheduleMode, SetpointMode, Step,
+    Fan, Intent, Lock, MAX_FAN_SECONDS, MAX_NAME_CHARS, Mode, ScheduleMode, ScheduleRevision,
+    SetpointMode, Step,
 };
 pub use plan::{BucketKind, Write, fan_run_seconds, json_number, plan};
 pub use refusal::{Error, MODES, Refusal};

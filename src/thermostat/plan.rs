@@ -134,7 +134,7 @@ pub fn plan(intent: &Intent, view: &View, now_ms: i64) -> Result<Vec<Write>, Ref
             range(view, (*low, *high), fields, Step::Exact, &mut values)?;
             BucketKind::Device
         }
-        Intent::Schedule(schedule) => {
+        Intent::Schedule { schedule, .. } => {
             return Ok(vec![Write {
                 bucket: BucketKind::Schedule,
                 values: schedule.clone(),
@@ -642,7 +642,10 @@ mod tests {
     #[test]
     fn a_schedule_replaces_the_whole_bucket() {
         let schedule = json!({"ver": 2, "name": "", "schedule_mode": "HEAT", "days": {}});
-        let intent = Intent::Schedule(schedule.as_object().cloned().unwrap());
+        let intent = Intent::Schedule {
+            schedule: schedule.as_object().cloned().unwrap(),
+            only_over: crate::thermostat::ScheduleRevision::Any,
+        };
         for (kind, view) in kinds() {
             let writes = plan(&intent, &view, NOW).unwrap();
             assert_eq!(writes.len(), 1, "{kind}");

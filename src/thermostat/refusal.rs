@@ -78,6 +78,9 @@ pub enum Error {
     /// Pairing is required and nobody has claimed the thermostat: it stores nothing it sends,
     /// so nothing is sent to it either.
     NotClaimed,
+    /// A schedule sent to replace one revision of the stored schedule, which has changed since
+    /// (its revision now, or `None` if it has none).
+    ScheduleChanged(Option<i64>),
     Refused(Refusal),
     /// The change could not be made durable.
     Storage(StoreError),
@@ -90,6 +93,10 @@ impl fmt::Display for Error {
             Error::NotClaimed => {
                 f.write_str("the thermostat is not claimed yet (pairing is required)")
             }
+            Error::ScheduleChanged(_) => f.write_str(
+                "The schedule changed since it was read: load it again, or send the edit for its \
+                 new revision",
+            ),
             Error::Refused(r) => write!(f, "{r}"),
             Error::Storage(e) => write!(f, "{e}"),
         }

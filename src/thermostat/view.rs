@@ -40,6 +40,8 @@ pub struct View {
     pub id: Option<String>,
     /// The password of its Basic auth (its settings API key), once it sent one.
     pub api_key: Option<String>,
+    /// The revision of its schedule bucket, if it has one.
+    pub schedule_revision: Option<i64>,
 }
 
 impl View {
@@ -64,6 +66,7 @@ impl View {
             serial: serial.to_string(),
             id: meta.map(|m| m.id.clone()),
             api_key: meta.and_then(|m| m.api_key.clone()),
+            schedule_revision: bucket(&format!("schedule.{serial}")).map(|b| b.revision),
         }
     }
 

@@ -408,6 +408,22 @@ pub fn schedule_editor(
         day(&stored(app, s, "schedule").1, "0")[1],
         json!([25200, 23.0, "setpoint"])
     );
+
+    // A change the page never heard of (its event stream was away) is still not overwritten:
+    // the server refuses the save, and the page asks.
+    b.js("window.scheduleChanged = () => {}; return true");
+    set_input(b, &monday_7, "18");
+    let (before, mut unseen) = stored(app, s, "schedule");
+    unseen["days"]["0"]["1"]["temp"] = json!(24.0);
+    assert_eq!(command(control, s, "set_schedule", unseen).status, 200);
+    b.click(&format!("#schedule-save-{s}"));
+    b.wait_for(
+        "the conflict warning",
+        &format!("return !document.querySelector('{card} .banner').hidden"),
+    );
+    let (after, kept) = stored(app, s, "schedule");
+    assert!(after > before);
+    assert_eq!(day(&kept, "0")[1], json!([25200, 24.0, "setpoint"]));
     b.click(&format!("{card} details:not(.more) > summary"));
 }
 
