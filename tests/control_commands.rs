@@ -3,6 +3,7 @@
 
 mod common;
 
+use common::hosted::{api, new_key};
 use common::*;
 use hearth::simulator::Event;
 use serde_json::{Value, json};
@@ -263,27 +264,9 @@ fn set_away_is_the_same_away_the_hosted_api_sets() {
 fn a_name_set_once_is_the_name_every_surface_shows() {
     let s = TestServer::start();
     let (mut sim, _events, mut held) = booted_and_held(&s, SERIAL);
-    let spec = hearth::accounts::keys::KeySpec {
-        user: "owner".into(),
-        name: "test".into(),
-        scopes: hearth::accounts::keys::parse_scopes("read").unwrap(),
-        serials: vec![],
-        expires_days: None,
-    };
-    let key = hearth::accounts::keys::create(&s.app().state, &spec)
-        .unwrap()
-        .key;
-    let hosted_name = || {
-        let r = hearth::http::client::request(
-            &url(s.control(), "/api/v1/devices"),
-            "GET",
-            &[("Authorization", &format!("Bearer {key}"))],
-            b"",
-            std::time::Duration::from_secs(10),
-        )
-        .unwrap();
-        r.json()["devices"][0]["name"].clone()
-    };
+    let key = new_key(&s, "owner", "read", &[]);
+    let hosted_name =
+        || api(&s, "GET", "/devices", &key, Value::Null).json()["devices"][0]["name"].clone();
     let status_name =
         || get(s.control(), &format!("/status?serial={SERIAL}")).json()["name"].clone();
     assert_eq!(status_name(), json!(SERIAL));

@@ -8,6 +8,7 @@ mod common;
 
 use std::time::Duration;
 
+use common::hosted::{api, new_key};
 use common::*;
 use hearth::http::client::{self, ClientResponse};
 use hearth::state::ShareAccess;
@@ -16,32 +17,6 @@ use serde_json::{Value, json};
 
 const OTHER: &str = "02AA01AC0000SIM2";
 
-fn hosted(s: &TestServer, method: &str, path: &str, key: &str) -> ClientResponse {
-    let auth = format!("Bearer {key}");
-    client::request(
-        &url(s.control(), &format!("/api/v1{path}")),
-        method,
-        &[("Authorization", auth.as_str())],
-        &[],
-        TIMEOUT,
-    )
-    .expect("request")
-}
-
-fn new_key(s: &TestServer, user: &str) -> String {
-    hearth::accounts::add_user(&s.app().state, user).unwrap();
-    let spec = hearth::accounts::keys::KeySpec {
-        user: user.into(),
-        name: "test".into(),
-        scopes: hearth::accounts::keys::parse_scopes("read,write").unwrap(),
-        serials: Vec::new(),
-        expires_days: None,
-    };
-    hearth::accounts::keys::create(&s.app().state, &spec)
-        .unwrap()
-        .key
-}
-
 fn share_with(s: &TestServer, user: &str) {
     hearth::accounts::add_user(&s.app().state, user).unwrap();
     hearth::accounts::share(&s.app().state, SERIAL, user, ShareAccess::Control, true).unwrap();
@@ -49,7 +24,7 @@ fn share_with(s: &TestServer, user: &str) {
 
 /// The serials `key`'s user sees in the hosted device list.
 fn hosted_list(s: &TestServer, key: &str) -> Vec<Value> {
-    let r = hosted(s, "GET", "/devices", key);
+    let r = api(s, "GET", "/devices", key, Value::Null);
     assert_eq!(r.status, 200, "{}", r.text());
     r.json()["devices"]
         .as_array()
@@ -101,9 +76,9 @@ fn the_owners_delete_in_open_mode_releases_the_thermostat_until_it_is_claimed() 
     let time = ManualClock::starting_now();
     let s = TestServer::start_with(|c| c.clock = time.clock());
     let (mut sim, _events, _held) = booted_and_held(&s, SERIAL);
-    let owner = new_key(&s, "owner");
+    let owner = new_key(&s, "owner", "read,write", &[]);
     share_with(&s, "bob");
-    let bob = new_key(&s, "bob");
+    let bob = new_key(&s, "bob", "read,write", &[]);
     // Listed everywhere, and a PUT from it is stored: what the checks below would see.
     assert_eq!(hosted_list(&s, &owner), [json!(SERIAL)]);
     assert_eq!(hosted_list(&s, &bob), [json!(SERIAL)]);
@@ -114,7 +89,13 @@ fn the_owners_delete_in_open_mode_releases_the_thermostat_until_it_is_claimed() 
     sim.put().unwrap();
     assert_eq!(current_temperature(&s), json!(19.5));
 
-    let r = hosted(&s, "DELETE", &format!("/thermostat/{SERIAL}"), &owner);
+    let r = api(
+        &s,
+        "DELETE",
+        &format!("/thermostat/{SERIAL}"),
+        &owner,
+        Value::Null,
+    );
     assert_eq!(
         (r.status, r.json()),
         (
@@ -159,7 +140,7 @@ fn the_owners_delete_in_open_mode_releases_the_thermostat_until_it_is_claimed() 
     let r = register(&s, &code, "alice");
     assert_eq!(r.status, 200, "{}", r.text());
     assert!(!released(&s));
-    let alice = new_key(&s, "alice");
+    let alice = new_key(&s, "alice", "read,write", &[]);
     assert_eq!(hosted_list(&s, &alice), [json!(SERIAL)]);
     assert!(hosted_list(&s, &owner).is_empty());
     assert_eq!(waiting(&s), json!({"devices": []}));
@@ -174,8 +155,14 @@ fn adopting_gives_a_released_thermostat_back_and_refusals_change_nothing() {
     let s = TestServer::start();
     let (mut sim, _events, _held) = booted_and_held(&s, SERIAL);
     let (_sim2, _events2, _held2) = booted_and_held(&s, OTHER);
-    let owner = new_key(&s, "owner");
-    let r = hosted(&s, "DELETE", &format!("/thermostat/{SERIAL}"), &owner);
+    let owner = new_key(&s, "owner", "read,write", &[]);
+    let r = api(
+        &s,
+        "DELETE",
+        &format!("/thermostat/{SERIAL}"),
+        &owner,
+        Value::Null,
+    );
     assert_eq!(r.status, 200, "{}", r.text());
     let listed = waiting(&s);
     assert_eq!(listed["devices"][0]["serial"], json!(SERIAL));
@@ -362,7 +349,7 @@ fn unlinking_a_claimed_thermostat_through_the_control_api_releases_it_in_open_mo
     let (sim, _events, _held) = booted_and_held(&s, SERIAL);
     let (code, _) = sim.passphrase().unwrap();
     assert_eq!(register(&s, &code, "alice").status, 200);
-    let owner = new_key(&s, "owner");
+    let owner = new_key(&s, "owner", "read,write", &[]);
     // The default user would see it if it fell back to them: it sees OTHER, unclaimed.
     let (_sim2, _events2, _held2) = booted_and_held(&s, OTHER);
     assert_eq!(hosted_list(&s, &owner), [json!(OTHER)]);
@@ -399,8 +386,14 @@ fn a_release_survives_restarts_and_snapshots() {
     {
         let (_sim, _events, _held) = booted_and_held(&s, SERIAL);
     }
-    let owner = new_key(&s, "owner");
-    let r = hosted(&s, "DELETE", &format!("/thermostat/{SERIAL}"), &owner);
+    let owner = new_key(&s, "owner", "read,write", &[]);
+    let r = api(
+        &s,
+        "DELETE",
+        &format!("/thermostat/{SERIAL}"),
+        &owner,
+        Value::Null,
+    );
     assert_eq!(r.status, 200, "{}", r.text());
     let dir = s.stop();
 
@@ -443,19 +436,7 @@ fn a_release_survives_restarts_and_snapshots() {
 #[test]
 fn waiting_and_adopt_want_the_household_key_when_the_control_api_requires_one() {
     let s = TestServer::start_with(|c| c.control_require_key = true);
-    let read = {
-        hearth::accounts::add_user(&s.app().state, "owner").unwrap();
-        let spec = hearth::accounts::keys::KeySpec {
-            user: "owner".into(),
-            name: "read".into(),
-            scopes: hearth::accounts::keys::parse_scopes("read").unwrap(),
-            serials: Vec::new(),
-            expires_days: None,
-        };
-        hearth::accounts::keys::create(&s.app().state, &spec)
-            .unwrap()
-            .key
-    };
+    let read = new_key(&s, "owner", "read", &[]);
     let with = |method: &str, target: &str, key: Option<&str>| {
         let auth = key.map(|k| format!("Bearer {k}"));
         let headers: Vec<(&str, &str)> =

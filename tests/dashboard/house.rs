@@ -169,6 +169,25 @@ pub fn setup_panel(b: &Browser, app: &App, fake: &SettingsApi, shots: bool) {
     b.click("#setup > summary");
 }
 
+/// Save, and wait until the page says the thermostat has it.
+fn save_schedule(b: &Browser, serial: &str) {
+    b.click(&format!("#schedule-save-{serial}"));
+    b.wait_for(
+        "the saved message",
+        &format!(
+            "return document.getElementById('schedule-status-{serial}').textContent === 'Saved, and sent to the thermostat.'"
+        ),
+    );
+}
+
+/// Clicks the conflict warning's button with this text.
+fn choose(b: &Browser, serial: &str, button: &str) {
+    b.js(&format!(
+        "[...document.querySelectorAll('#card-{serial} .banner button')].find((x) => x.textContent === {}).click(); return true",
+        js_str(button)
+    ));
+}
+
 fn open_schedule(b: &Browser, serial: &str) {
     b.click(&format!("#card-{serial} details:not(.more) > summary"));
     b.wait_for(
@@ -370,16 +389,8 @@ pub fn schedule_editor(
         &format!("return document.getElementById('schedule-error-{s}').textContent.includes('first choose')"),
     );
     assert_eq!(stored(app, s, "schedule").0, changed);
-    b.js(&format!(
-        "[...document.querySelectorAll('{card} .banner button')].find((x) => x.textContent === 'Keep my changes').click(); return true"
-    ));
-    b.click(&format!("#schedule-save-{s}"));
-    b.wait_for(
-        "the saved message",
-        &format!(
-            "return document.getElementById('schedule-status-{s}').textContent === 'Saved, and sent to the thermostat.'"
-        ),
-    );
+    choose(b, s, "Keep my changes");
+    save_schedule(b, s);
     let (_, schedule) = stored(app, s, "schedule");
     assert_eq!(day(&schedule, "0")[1], json!([25200, 21.5, "setpoint"]));
     assert_eq!(day(&schedule, "6").len(), 3, "the person chose their edit");
@@ -394,9 +405,7 @@ pub fn schedule_editor(
         "the conflict warning",
         &format!("return !document.querySelector('{card} .banner').hidden"),
     );
-    b.js(&format!(
-        "[...document.querySelectorAll('{card} .banner button')].find((x) => x.textContent === 'Load the new schedule').click(); return true"
-    ));
+    choose(b, s, "Load the new schedule");
     b.wait_for(
         "the thermostat's schedule in the editor",
         &format!(
@@ -444,13 +453,7 @@ pub fn fahrenheit_and_fan(b: &Browser, app: &App) {
         &format!("{card} input[aria-label='Temperature at 07:00 on Saturday, °F']"),
         "71",
     );
-    b.click(&format!("#schedule-save-{s}"));
-    b.wait_for(
-        "the saved message",
-        &format!(
-            "return document.getElementById('schedule-status-{s}').textContent === 'Saved, and sent to the thermostat.'"
-        ),
-    );
+    save_schedule(b, s);
     let (_, schedule) = stored(app, s, "schedule");
     let friday = day(&schedule, "4");
     assert_eq!(friday.last().unwrap(), &json!([82800, 20.0, "setpoint"]));
