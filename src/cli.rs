@@ -665,7 +665,7 @@ fn bench(args: BenchArgs) -> ExitCode {
 
 fn serve(args: ServeArgs) -> ExitCode {
     let env = |k: &str| std::env::var(k).ok();
-    let config = match Config::resolve(&args.settings.sources(&env)) {
+    let mut config = match Config::resolve(&args.settings.sources(&env)) {
         Ok(c) => c,
         Err(e) => {
             eprintln!("hearth: {e}");
@@ -673,6 +673,14 @@ fn serve(args: ServeArgs) -> ExitCode {
         }
     };
     init_logging(config.debug_logging);
+    if let Some(path) = &config.options_file {
+        log::info!("settings from {}", path.display());
+    }
+    // As a Home Assistant add-on: the origin and the MQTT broker the options leave out.
+    if let Err(e) = crate::supervisor::complete(&mut config) {
+        log::error!("{e}");
+        return ExitCode::from(2);
+    }
     std::panic::set_hook(Box::new(|info| log::error!("panic: {info}")));
     // A write past the file-size limit (RLIMIT_FSIZE) then fails with EFBIG, which the store
     // answers with 503 like a full disk, instead of killing the process.

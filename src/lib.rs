@@ -20,7 +20,7 @@
 //!   journal and snapshots) and [`hub`] (held subscribes, pushes and change events);
 //!   [`events`] (live event streams), [`presence`], [`weather`], [`config`], [`http`] (the
 //!   tiny_http edge: handlers are plain functions from a parsed request to a reply),
-//!   [`service`] (systemd), [`simulator`] (a simulated thermostat), [`util`].
+//!   [`service`] (systemd), [`supervisor`] (Home Assistant's, for the add-on), [`simulator`] (a simulated thermostat), [`util`].
 
 pub mod accounts;
 pub mod admin;
@@ -49,6 +49,7 @@ pub mod service;
 pub mod simulator;
 pub mod state;
 pub mod store;
+pub mod supervisor;
 pub mod thermostat;
 pub mod util;
 pub mod weather;

@@ -999,6 +999,25 @@ fn an_unlinked_thermostat_can_be_claimed_again() {
     );
 }
 
+/// Home Assistant's ingress proxy speaks for people Home Assistant has signed in: with a key
+/// required, its requests need none, and a request from any other address still does.
+#[test]
+fn the_ingress_proxy_needs_no_key() {
+    let status = format!("/status?serial={SERIAL}");
+    for (proxy, wanted) in [("127.0.0.2", 401), ("127.0.0.1", 200)] {
+        let s = TestServer::start_with(|c| {
+            c.control_require_key = true;
+            c.ingress_proxy = Some(proxy.parse().unwrap());
+        });
+        let (_sim, _events, _held) = booted_and_held(&s, SERIAL);
+        // This client connects from 127.0.0.1.
+        let r = get(s.control(), &status);
+        assert_eq!(r.status, wanted, "proxy {proxy}: {}", r.text());
+        // The hosted API wants its key from everyone.
+        assert_eq!(get(s.control(), "/api/v1/devices").status, 401);
+    }
+}
+
 #[test]
 fn the_control_api_can_require_a_key_of_the_household() {
     let s = TestServer::start_with(|c| c.control_require_key = true);

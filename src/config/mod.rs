@@ -6,7 +6,9 @@
 //! into the `--help` lines and the README's table. This module depends on nothing else in the
 //! crate but [`crate::util`], so every other module can read its settings from here.
 
+pub mod addon;
 pub mod docs;
+mod options_file;
 mod origin;
 pub mod settings;
 mod sources;
@@ -17,7 +19,7 @@ use std::time::Duration;
 
 pub use origin::ApiOrigin;
 use settings::{boolean, ip, number, text};
-pub use sources::{ConfigError, Sources};
+pub use sources::{ConfigError, Given, Sources};
 
 /// A live event stream with nothing to send gets a comment line this often, so proxies keep it.
 pub const EVENT_KEEP_ALIVE: Duration = Duration::from_secs(15);
@@ -76,8 +78,22 @@ pub struct Config {
     pub history_interval: Duration,
     /// MQTT publishing and Home Assistant discovery; `None` (no `MQTT_HOST`) turns it off.
     pub mqtt: Option<MqttConfig>,
+    /// The options file the settings were read from, if there was one.
+    pub options_file: Option<PathBuf>,
+    /// Home Assistant's Supervisor, when hearth runs as its add-on (`SUPERVISOR_TOKEN`).
+    pub supervisor: Option<SupervisorConfig>,
+    /// Requests from this address (Home Assistant's ingress proxy) need no API key.
+    pub ingress_proxy: Option<IpAddr>,
     /// Not a setting: where the server reads the time (tests drive a manual clock).
     pub clock: crate::util::clock::Clock,
+}
+
+/// How to reach Home Assistant's Supervisor (see [`crate::supervisor`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SupervisorConfig {
+    /// `http://supervisor`, without a trailing slash.
+    pub url: String,
+    pub token: String,
 }
 
 /// Where and how to publish over MQTT (see [`crate::mqtt`]).
@@ -160,6 +176,9 @@ impl Default for Config {
                 const { number("HISTORY_INTERVAL_SECONDS").default },
             ),
             mqtt: None,
+            options_file: None,
+            supervisor: None,
+            ingress_proxy: None,
             clock: crate::util::clock::Clock::system(),
         }
     }
@@ -191,9 +210,26 @@ impl Config {
             .unwrap_or_else(|| self.data_dir.join("device-logs"))
     }
 
-    /// Builds a configuration from flags (which win), environment variables and the declared
-    /// defaults. Fields no setting changes keep [`Config::default`]'s values.
+    /// Builds a configuration from flags (which win), the options file (`OPTIONS_FILE`),
+    /// environment variables and the declared defaults. Fields no setting changes keep
+    /// [`Config::default`]'s values.
     pub fn resolve(sources: &Sources<'_>) -> Result<Config, ConfigError> {
+        let options_path = sources
+            .text(const { text("OPTIONS_FILE") }, any_text)?
+            .map(PathBuf::from);
+        let options = match &options_path {
+            Some(path) => options_file::read(path)?,
+            None => None,
+        };
+        let options_file = options.is_some().then_some(options_path).flatten();
+        let layered;
+        let sources = match options {
+            Some(options) => {
+                layered = sources.with_options(options);
+                &layered
+            }
+            None => sources,
+        };
         let d = Config::default();
         let device_bind = sources
             .ip(const { ip("SERVER_HOST") })?
@@ -245,8 +281,32 @@ impl Config {
                 sources.number(const { number("HISTORY_INTERVAL_SECONDS") })?,
             ),
             mqtt: mqtt(sources)?,
+            options_file,
+            supervisor: supervisor(sources)?,
+            ingress_proxy: sources.ip(const { ip("INGRESS_PROXY") })?,
             ..d
         })
+    }
+}
+
+/// The Supervisor, if `SUPERVISOR_TOKEN` is set (the Supervisor sets it in every add-on).
+fn supervisor(sources: &Sources<'_>) -> Result<Option<SupervisorConfig>, ConfigError> {
+    let url = sources.text(const { text("SUPERVISOR_API") }, parse_http_url)?;
+    let token = sources.text(const { text("SUPERVISOR_TOKEN") }, any_text)?;
+    match (token, url) {
+        (Some(token), url) => Ok(Some(SupervisorConfig {
+            url: url
+                .as_deref()
+                .unwrap_or("http://supervisor")
+                .trim_end_matches('/')
+                .to_string(),
+            token,
+        })),
+        (None, Some(_)) => Err(sources.error(
+            "SUPERVISOR_API",
+            "needs SUPERVISOR_TOKEN as well (the Supervisor answers no one without it)",
+        )),
+        (None, None) => Ok(None),
     }
 }
 
@@ -265,7 +325,7 @@ fn mqtt(sources: &Sources<'_>) -> Result<Option<MqttConfig>, ConfigError> {
     let password = sources.text(const { text("MQTT_PASSWORD") }, any_text)?;
     if password.is_some() && user.is_none() {
         // MQTT 3.1.1 sends a password only with a user name; the broker would never accept us.
-        return Err(ConfigError::new(
+        return Err(sources.error(
             "MQTT_PASSWORD",
             "needs MQTT_USER as well (MQTT 3.1.1 has no password without a user name)",
         ));
@@ -503,6 +563,8 @@ mod tests {
             format!("{:?}", Config::resolve(&Sources::new(&env)).unwrap())
         };
         let unchanged = resolve(&[]);
+        let options = std::env::temp_dir().join(format!("hearth-options-{}", std::process::id()));
+        std::fs::write(&options, "{}").unwrap();
         for s in SETTINGS {
             let value = match (&s.kind, s.variable) {
                 (Kind::Number { max, default, .. }, _) if default != max => max.to_string(),
@@ -512,10 +574,191 @@ mod tests {
                 (_, "API_ORIGIN") => "http://10.9.8.7:1".into(),
                 (_, "WEATHER_URL") => "http://weather.example".into(),
                 (_, "MQTT_TOPIC_PREFIX" | "MQTT_DISCOVERY_PREFIX") => "a/b".into(),
+                (_, "OPTIONS_FILE") => options.display().to_string(),
+                (_, "SUPERVISOR_API") => continue, // needs SUPERVISOR_TOKEN: see `supervisor`
                 _ => "other".into(),
             };
             let changed = resolve(&[(s.variable, value.clone())]);
             assert_ne!(changed, unchanged, "{}={value} changed nothing", s.variable);
         }
+        std::fs::remove_file(&options).unwrap();
+    }
+
+    /// A temporary options file holding `json`, removed when dropped.
+    struct OptionsFile(PathBuf);
+
+    impl OptionsFile {
+        fn new(tag: &str, json: &str) -> OptionsFile {
+            let path = std::env::temp_dir()
+                .join(format!("hearth-options-{tag}-{}.json", std::process::id()));
+            std::fs::write(&path, json).unwrap();
+            OptionsFile(path)
+        }
+
+        fn path(&self) -> String {
+            self.0.display().to_string()
+        }
+    }
+
+    impl Drop for OptionsFile {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_file(&self.0);
+        }
+    }
+
+    #[test]
+    fn options_file_sits_between_flags_and_environment() {
+        let file = OptionsFile::new(
+            "layers",
+            r#"{"server_port": 9543, "debug_logging": true, "mqtt_host": "core-mosquitto",
+                "mqtt_user": "", "mqtt_password": null, "entry_key_ttl_seconds": 1800,
+                "require_device_pairing": false}"#,
+        );
+        let path = file.path();
+        let env = |k: &str| match k {
+            "OPTIONS_FILE" => Some(path.clone()),
+            "SERVER_PORT" => Some("9000".into()),
+            "ENTRY_KEY_TTL_SECONDS" => Some("60".into()),
+            "MQTT_USER" => Some("from-env".into()),
+            "CONTROL_PORT" => Some("9082".into()),
+            _ => None,
+        };
+        let mut sources = Sources::new(&env);
+        sources.flag("ENTRY_KEY_TTL_SECONDS", Some("7200".into()));
+        let c = Config::resolve(&sources).unwrap();
+        assert_eq!(c.options_file, Some(PathBuf::from(&path)));
+        assert_eq!(c.device_port, 9543, "the option wins over the environment");
+        assert_eq!(c.entry_key_ttl_secs, 7200, "the flag wins over the option");
+        assert_eq!(
+            c.control_port, 9082,
+            "the environment fills what the file leaves out"
+        );
+        assert!(c.debug_logging);
+        let mqtt = c.mqtt.unwrap();
+        assert_eq!(mqtt.host, "core-mosquitto");
+        // An option left empty is unset: it does not fall through to the environment.
+        assert_eq!(mqtt.user, None);
+        assert_eq!(mqtt.password, None);
+    }
+
+    #[test]
+    fn a_missing_options_file_counts_as_empty() {
+        let env = |k: &str| (k == "OPTIONS_FILE").then(|| "/nonexistent/options.json".into());
+        let c = Config::resolve(&Sources::new(&env)).unwrap();
+        assert_eq!(c.options_file, None);
+        assert_eq!(c.device_port, 8000);
+    }
+
+    /// Each bad option stops start-up with a message naming it as the add-on's page does.
+    #[test]
+    fn bad_options_are_named_as_the_add_on_page_shows_them() {
+        let cases = [
+            (
+                r#"{"mqtt_port": 0}"#,
+                r#"invalid option "MQTT port" (mqtt_port): must be a whole number from 1 to 65535 (got "0")"#,
+            ),
+            (
+                r#"{"api_origin": "192.168.1.10:9543"}"#,
+                r#"invalid option "Address thermostats use" (api_origin): must look like http://192.168.1.10:8000 (scheme, host, optional port, no path) (got "192.168.1.10:9543")"#,
+            ),
+            (
+                r#"{"require_device_pairing": "maybe"}"#,
+                r#"invalid option "Require pairing" (require_device_pairing): must be true or false (also 1/0, yes/no, on/off) (got "maybe")"#,
+            ),
+            (
+                r#"{"entry_key_ttl_seconds": 1.5}"#,
+                r#"invalid option "Entry key lifetime" (entry_key_ttl_seconds): must be a whole number from 1 to 604800 (got "1.5")"#,
+            ),
+            (
+                r#"{"mqtt_host": "b", "mqtt_password": "pw"}"#,
+                r#"invalid option "MQTT password" (mqtt_password): needs MQTT_USER as well (MQTT 3.1.1 has no password without a user name)"#,
+            ),
+            (
+                r#"{"mqtt_topic_prefix": ["a"]}"#,
+                r#"invalid option "MQTT topic prefix" (mqtt_topic_prefix): must be text, a number or true/false, not a list or an object"#,
+            ),
+            // A setting the add-on's page does not offer is named by its name alone.
+            (
+                r#"{"http_workers": 0}"#,
+                r#"invalid option http_workers: must be a whole number from 1 to 64 (got "0")"#,
+            ),
+        ];
+        for (i, (json, message)) in cases.into_iter().enumerate() {
+            let file = OptionsFile::new(&format!("bad{i}"), json);
+            let path = file.path();
+            let env = |k: &str| (k == "OPTIONS_FILE").then(|| path.clone());
+            let err = Config::resolve(&Sources::new(&env)).unwrap_err();
+            assert_eq!(err.given, Given::OptionsFile, "{json}");
+            assert_eq!(err.to_string(), message, "{json}");
+        }
+        // The same value from the environment is named by its variable and option.
+        let env = |k: &str| (k == "MQTT_PORT").then(|| "0".into());
+        let err = Config::resolve(&Sources::new(&env)).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            r#"invalid MQTT_PORT (--mqtt-port): must be a whole number from 1 to 65535 (got "0")"#
+        );
+    }
+
+    #[test]
+    fn a_broken_options_file_is_named() {
+        for (i, (json, says)) in [
+            ("not json", "is not a JSON object of settings"),
+            ("[1]", "is not a JSON object of settings"),
+            (
+                r#"{"mqtt_hots": "b"}"#,
+                r#"has an option hearth does not know: "mqtt_hots""#,
+            ),
+            (
+                r#"{"options_file": "/x"}"#,
+                "cannot name another options file",
+            ),
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            let file = OptionsFile::new(&format!("broken{i}"), json);
+            let path = file.path();
+            let env = |k: &str| (k == "OPTIONS_FILE").then(|| path.clone());
+            let err = Config::resolve(&Sources::new(&env)).unwrap_err();
+            assert_eq!(err.variable, "OPTIONS_FILE", "{json}");
+            let text = err.to_string();
+            assert!(text.contains(&path) && text.contains(says), "{text}");
+        }
+    }
+
+    #[test]
+    fn supervisor_settings() {
+        let env = env_of(&[]);
+        assert_eq!(
+            Config::resolve(&Sources::new(&env)).unwrap().supervisor,
+            None
+        );
+        let env = env_of(&[("SUPERVISOR_TOKEN", "t0k")]);
+        let s = Config::resolve(&Sources::new(&env))
+            .unwrap()
+            .supervisor
+            .unwrap();
+        assert_eq!(
+            (s.url.as_str(), s.token.as_str()),
+            ("http://supervisor", "t0k")
+        );
+        let env = env_of(&[
+            ("SUPERVISOR_TOKEN", "t0k"),
+            ("SUPERVISOR_API", "http://127.0.0.1:1234/"),
+        ]);
+        let s = Config::resolve(&Sources::new(&env))
+            .unwrap()
+            .supervisor
+            .unwrap();
+        assert_eq!(s.url, "http://127.0.0.1:1234");
+        let env = env_of(&[("SUPERVISOR_API", "http://127.0.0.1:1234")]);
+        let err = Config::resolve(&Sources::new(&env)).unwrap_err();
+        assert_eq!(err.variable, "SUPERVISOR_API");
+        let env = env_of(&[("INGRESS_PROXY", "172.30.32.2")]);
+        assert_eq!(
+            Config::resolve(&Sources::new(&env)).unwrap().ingress_proxy,
+            Some("172.30.32.2".parse().unwrap())
+        );
     }
 }

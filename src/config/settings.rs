@@ -318,6 +318,51 @@ pub const SETTINGS: &[Setting] = &[
         help: "seconds between [history](#history-get-apihistory) samples of each thermostat",
     },
     Setting {
+        name: "options_file",
+        variable: "OPTIONS_FILE",
+        option: "--options-file",
+        kind: Kind::Text {
+            allowed: "a JSON object of settings by name, such as `{\"mqtt_port\": 1884}`",
+            unset: Unset::Means("unset"),
+        },
+        help: "settings by name (this table's names in snake_case) from a file, over the \
+               environment, under the options; a missing file counts as empty. The \
+               [Home Assistant add-on](#home-assistant) reads its `/data/options.json` this way",
+    },
+    Setting {
+        name: "supervisor_token",
+        variable: "SUPERVISOR_TOKEN",
+        option: "--supervisor-token",
+        kind: Kind::Text {
+            allowed: "the token Home Assistant's Supervisor gives an add-on",
+            unset: Unset::Means("unset (not an add-on)"),
+        },
+        help: "set by the Supervisor in the [add-on](#home-assistant): hearth then asks it for \
+               this host's address and the device port's host port (when `API_ORIGIN` is \
+               unset) and for its MQTT broker (when `MQTT_HOST` is unset)",
+    },
+    Setting {
+        name: "supervisor_api",
+        variable: "SUPERVISOR_API",
+        option: "--supervisor-api",
+        kind: Kind::Text {
+            allowed: "an `http://` URL; needs `SUPERVISOR_TOKEN`",
+            unset: Unset::Means("`http://supervisor`"),
+        },
+        help: "where the Supervisor answers",
+    },
+    Setting {
+        name: "ingress_proxy",
+        variable: "INGRESS_PROXY",
+        option: "--ingress-proxy",
+        kind: Kind::Ip {
+            unset: Unset::Means("none"),
+        },
+        help: "Home Assistant's ingress proxy (`172.30.32.2`; the add-on sets it): its \
+               requests come from people Home Assistant has signed in, so \
+               `CONTROL_REQUIRE_KEY` does not ask them for a key",
+    },
+    Setting {
         name: "mqtt_host",
         variable: "MQTT_HOST",
         option: "--mqtt-host",
@@ -477,7 +522,7 @@ impl<T: Copy> Unset<T> {
 }
 
 /// [`find`] for `const` blocks: a variable that is not declared stops the build.
-const fn declared(variable: &str) -> &'static Setting {
+pub(super) const fn declared(variable: &str) -> &'static Setting {
     let mut i = 0;
     while i < SETTINGS.len() {
         if same(SETTINGS[i].variable.as_bytes(), variable.as_bytes()) {

@@ -1,5 +1,5 @@
-//! Where settings' values come from (flags, which win, then the environment) and how each kind
-//! of declared setting is read and checked.
+//! Where settings' values come from (flags, which win, then an options file, then the
+//! environment) and how each kind of declared setting is read and checked.
 
 use std::collections::HashMap;
 use std::fmt;
@@ -7,10 +7,22 @@ use std::net::IpAddr;
 
 use super::settings::{self, Bool, Ip, Number, Text, Unset};
 
-/// Where settings come from: explicit flag values (keyed by the environment variable's name)
-/// and an environment lookup.
+/// Where a setting's value was given, so an error can say where to fix it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Given {
+    /// A command-line option.
+    Flag,
+    /// The options file (`OPTIONS_FILE`): a Home Assistant add-on's Configuration page.
+    OptionsFile,
+    Environment,
+}
+
+/// Where settings come from: explicit flag values and the options file's values (both keyed by
+/// the environment variable's name) and an environment lookup.
+#[derive(Clone)]
 pub struct Sources<'a> {
     flags: HashMap<&'static str, String>,
+    options: HashMap<&'static str, String>,
     env: &'a dyn Fn(&str) -> Option<String>,
 }
 
@@ -18,6 +30,7 @@ impl<'a> Sources<'a> {
     pub fn new(env: &'a dyn Fn(&str) -> Option<String>) -> Sources<'a> {
         Sources {
             flags: HashMap::new(),
+            options: HashMap::new(),
             env,
         }
     }
@@ -29,15 +42,33 @@ impl<'a> Sources<'a> {
         }
     }
 
-    /// The raw value: flag first, then environment. Empty values count as unset, so a systemd
-    /// environment file can list a variable without setting it.
-    fn get(&self, variable: &str) -> Option<String> {
-        self.flags
-            .get(variable)
-            .cloned()
-            .or_else(|| (self.env)(variable))
-            .map(|v| v.trim().to_string())
-            .filter(|v| !v.is_empty())
+    /// These sources with an options file's values (by variable) between flags and environment.
+    pub(super) fn with_options(&self, options: HashMap<&'static str, String>) -> Sources<'a> {
+        Sources {
+            options,
+            ..self.clone()
+        }
+    }
+
+    /// The raw value and where it was given: flag first, then options file, then environment.
+    /// Empty values count as unset, so a systemd environment file can list a variable without
+    /// setting it (and an add-on option left empty is unset).
+    fn get(&self, variable: &str) -> Option<(String, Given)> {
+        let given = if let Some(v) = self.flags.get(variable) {
+            (v.clone(), Given::Flag)
+        } else if let Some(v) = self.options.get(variable) {
+            (v.clone(), Given::OptionsFile)
+        } else {
+            ((self.env)(variable)?, Given::Environment)
+        };
+        let value = given.0.trim();
+        (!value.is_empty()).then(|| (value.to_string(), given.1))
+    }
+
+    /// An error about `variable`'s value, naming where it was given.
+    pub(super) fn error(&self, variable: &'static str, message: &str) -> ConfigError {
+        let given = self.get(variable).map_or(Given::Environment, |(_, g)| g);
+        ConfigError::new(variable, message).given(given)
     }
 
     /// The value given for `variable`, checked by `parse`; `None` when unset.
@@ -48,9 +79,9 @@ impl<'a> Sources<'a> {
     ) -> Result<Option<T>, ConfigError> {
         match self.get(variable) {
             None => Ok(None),
-            Some(raw) => parse(&raw)
-                .map(Some)
-                .map_err(|why| ConfigError::new(variable, &format!("{why} (got {raw:?})"))),
+            Some((raw, given)) => parse(&raw).map(Some).map_err(|why| {
+                ConfigError::new(variable, &format!("{why} (got {raw:?})")).given(given)
+            }),
         }
     }
 
@@ -111,11 +142,13 @@ fn parse_ip(raw: &str) -> Result<IpAddr, String> {
         .map_err(|_| "must be an IP address such as 0.0.0.0 or 192.168.1.10".to_string())
 }
 
-/// A setting that failed validation; the message names the variable, its flag and the range.
+/// A setting that failed validation; the message names the setting as it was given (the
+/// variable and its option, or the add-on option and its title) and what it allows.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ConfigError {
     pub variable: &'static str,
     pub message: String,
+    pub given: Given,
 }
 
 impl ConfigError {
@@ -123,19 +156,34 @@ impl ConfigError {
         ConfigError {
             variable,
             message: message.to_string(),
+            given: Given::Environment,
         }
+    }
+
+    pub(super) fn given(self, given: Given) -> ConfigError {
+        ConfigError { given, ..self }
     }
 }
 
 impl fmt::Display for ConfigError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match settings::find(self.variable) {
-            Some(s) => write!(
+        let Some(s) = settings::find(self.variable) else {
+            return write!(f, "invalid {}: {}", self.variable, self.message);
+        };
+        match (self.given, super::addon::title(s.name)) {
+            (Given::OptionsFile, Some(title)) => write!(
+                f,
+                "invalid option \"{title}\" ({}): {}",
+                s.name, self.message
+            ),
+            (Given::OptionsFile, None) => {
+                write!(f, "invalid option {}: {}", s.name, self.message)
+            }
+            _ => write!(
                 f,
                 "invalid {} ({}): {}",
                 self.variable, s.option, self.message
             ),
-            None => write!(f, "invalid {}: {}", self.variable, self.message),
         }
     }
 }

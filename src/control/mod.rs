@@ -69,10 +69,16 @@ impl ControlApi {
 
 impl ControlApi {
     /// With `CONTROL_REQUIRE_KEY`: a valid key of the default user with no serial limit, and
-    /// the scope the method needs. `/health` stays open for probes. Gives the key's id.
+    /// the scope the method needs. `/health` stays open for probes, and Home Assistant's
+    /// ingress proxy (`INGRESS_PROXY`) speaks for people Home Assistant has signed in. Gives
+    /// the key's id.
     fn check_key(&self, req: &Request) -> Result<Option<String>, ControlError> {
         // The dashboard page holds no data; it asks for a key when its requests are refused.
         if !self.app.config.control_require_key || req.path == "/health" || req.path == "/" {
+            return Ok(None);
+        }
+        let proxy = self.app.config.ingress_proxy;
+        if proxy.is_some() && req.remote.map(|r| r.ip().to_canonical()) == proxy {
             return Ok(None);
         }
         let key = keys::authenticate(
