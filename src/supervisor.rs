@@ -288,7 +288,7 @@ pub fn complete(config: &mut Config) -> Result<(), String> {
                 Some(MqttConfig {
                     user: service.username,
                     password: service.password,
-                    ..MqttConfig::new(service.host, service.port)
+                    ..config.mqtt_names.broker(service.host, service.port)
                 })
             }
             Ok(None) => {

@@ -78,6 +78,9 @@ pub struct Config {
     pub history_interval: Duration,
     /// MQTT publishing and Home Assistant discovery; `None` (no `MQTT_HOST`) turns it off.
     pub mqtt: Option<MqttConfig>,
+    /// The topic prefixes and client id given, also without `MQTT_HOST`: a broker found
+    /// later (the one Home Assistant's Supervisor offers) is used with them.
+    pub mqtt_names: MqttNames,
     /// The options file the settings were read from, if there was one.
     pub options_file: Option<PathBuf>,
     /// Home Assistant's Supervisor, when hearth runs as its add-on (`SUPERVISOR_TOKEN`).
@@ -94,6 +97,40 @@ pub struct SupervisorConfig {
     /// `http://supervisor`, without a trailing slash.
     pub url: String,
     pub token: String,
+}
+
+/// What hearth calls itself and its topics on a broker (see [`Config::mqtt_names`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MqttNames {
+    pub topic_prefix: String,
+    pub discovery_prefix: String,
+    /// `None`: `hearth-` and 8 random hex digits, chosen when a broker is.
+    pub client_id: Option<String>,
+}
+
+impl Default for MqttNames {
+    fn default() -> MqttNames {
+        MqttNames {
+            topic_prefix: const { text("MQTT_TOPIC_PREFIX").unset.value() }.into(),
+            discovery_prefix: const { text("MQTT_DISCOVERY_PREFIX").unset.value() }.into(),
+            client_id: None,
+        }
+    }
+}
+
+impl MqttNames {
+    /// A broker on `host:port`, without credentials, used with these names.
+    pub fn broker(&self, host: impl Into<String>, port: u16) -> MqttConfig {
+        MqttConfig {
+            host: host.into(),
+            port,
+            user: None,
+            password: None,
+            topic_prefix: self.topic_prefix.clone(),
+            discovery_prefix: self.discovery_prefix.clone(),
+            client_id: self.client_id.clone().unwrap_or_else(default_client_id),
+        }
+    }
 }
 
 /// Where and how to publish over MQTT (see [`crate::mqtt`]).
@@ -113,15 +150,7 @@ pub struct MqttConfig {
 impl MqttConfig {
     /// A broker on `host:port` with every other setting at its default.
     pub fn new(host: impl Into<String>, port: u16) -> MqttConfig {
-        MqttConfig {
-            host: host.into(),
-            port,
-            user: None,
-            password: None,
-            topic_prefix: const { text("MQTT_TOPIC_PREFIX").unset.value() }.into(),
-            discovery_prefix: const { text("MQTT_DISCOVERY_PREFIX").unset.value() }.into(),
-            client_id: default_client_id(),
-        }
+        MqttNames::default().broker(host, port)
     }
 }
 
@@ -176,6 +205,7 @@ impl Default for Config {
                 const { number("HISTORY_INTERVAL_SECONDS").default },
             ),
             mqtt: None,
+            mqtt_names: MqttNames::default(),
             options_file: None,
             supervisor: None,
             ingress_proxy: None,
@@ -280,6 +310,7 @@ impl Config {
             history_interval: Duration::from_secs(
                 sources.number(const { number("HISTORY_INTERVAL_SECONDS") })?,
             ),
+            mqtt_names: mqtt_names(sources)?,
             mqtt: mqtt(sources)?,
             options_file,
             supervisor: supervisor(sources)?,
@@ -310,14 +341,25 @@ fn supervisor(sources: &Sources<'_>) -> Result<Option<SupervisorConfig>, ConfigE
     }
 }
 
+/// The topic prefixes and client id given (else their defaults).
+fn mqtt_names(sources: &Sources<'_>) -> Result<MqttNames, ConfigError> {
+    let d = MqttNames::default();
+    Ok(MqttNames {
+        topic_prefix: sources
+            .text(const { text("MQTT_TOPIC_PREFIX") }, parse_topic_prefix)?
+            .unwrap_or(d.topic_prefix),
+        discovery_prefix: sources
+            .text(const { text("MQTT_DISCOVERY_PREFIX") }, parse_topic_prefix)?
+            .unwrap_or(d.discovery_prefix),
+        client_id: sources.text(const { text("MQTT_CLIENT_ID") }, parse_client_id)?,
+    })
+}
+
 /// The MQTT settings, if `MQTT_HOST` is set. The other `MQTT_*` settings are still checked
 /// when it is not, so a typo is reported rather than ignored.
 fn mqtt(sources: &Sources<'_>) -> Result<Option<MqttConfig>, ConfigError> {
     let port = to_u16(sources.number(const { number("MQTT_PORT") })?);
-    let topic_prefix = sources.text(const { text("MQTT_TOPIC_PREFIX") }, parse_topic_prefix)?;
-    let discovery_prefix =
-        sources.text(const { text("MQTT_DISCOVERY_PREFIX") }, parse_topic_prefix)?;
-    let client_id = sources.text(const { text("MQTT_CLIENT_ID") }, parse_client_id)?;
+    let names = mqtt_names(sources)?;
     let Some(host) = sources.text(const { text("MQTT_HOST") }, parse_host)? else {
         return Ok(None);
     };
@@ -330,14 +372,10 @@ fn mqtt(sources: &Sources<'_>) -> Result<Option<MqttConfig>, ConfigError> {
             "needs MQTT_USER as well (MQTT 3.1.1 has no password without a user name)",
         ));
     }
-    let d = MqttConfig::new(host, port);
     Ok(Some(MqttConfig {
         user,
         password,
-        topic_prefix: topic_prefix.unwrap_or(d.topic_prefix),
-        discovery_prefix: discovery_prefix.unwrap_or(d.discovery_prefix),
-        client_id: client_id.unwrap_or(d.client_id),
-        ..d
+        ..names.broker(host, port)
     }))
 }
 
