@@ -3,207 +3,22 @@
 
 mod common;
 
-use std::collections::HashMap;
-use std::net::{TcpListener, TcpStream};
-use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
-use std::sync::{Arc, Mutex};
+use std::net::TcpListener;
 use std::time::{Duration, Instant};
 
-use bytes::Bytes;
+use common::mqtt::{Broker, Watcher};
 use common::*;
 use hearth::config::MqttConfig;
 use hearth::process::ServerProcess;
 use hearth::util::clock::ManualClock;
 use serde_json::Value;
-use symqtt::v3::{Client, ConnectOptions, InboundHandler, Publish, PublishMessage, QoS, Session};
-use symqtt_transport::tcp::TcpTransport;
 
 const PREFIX: &str = "nle";
-
-/// A mosquitto broker, killed when dropped. No persistence: a restart forgets everything
-/// retained, as a broker restarted without a database does.
-struct Broker {
-    child: Child,
-    port: u16,
-    dir: Option<TempDir>,
-}
-
-impl Broker {
-    fn start() -> Broker {
-        let port = TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
-        Broker::on(port)
-    }
-
-    fn on(port: u16) -> Broker {
-        Broker::with(port, TempDir::new("mosquitto"), false)
-    }
-
-    /// A broker that keeps what is retained in `dir` across a [`Broker::terminate`].
-    fn with(port: u16, dir: TempDir, persistent: bool) -> Broker {
-        let conf = dir.path().join("mosquitto.conf");
-        let persistence = if persistent {
-            // Run as root (as in CI), mosquitto would otherwise become the `mosquitto` user,
-            // which cannot write to the test's directory; as anyone else `user` is ignored.
-            format!(
-                "persistence true\npersistence_location {}/\nuser root\n",
-                dir.path().display()
-            )
-        } else {
-            "persistence false\n".to_string()
-        };
-        std::fs::write(
-            &conf,
-            format!("listener {port} 127.0.0.1\nallow_anonymous true\n{persistence}"),
-        )
-        .unwrap();
-        let exe = ["/usr/sbin/mosquitto", "/usr/bin/mosquitto"]
-            .into_iter()
-            .map(PathBuf::from)
-            .find(|p| p.exists())
-            .expect("mosquitto is not installed (apt-get install mosquitto; .ci/run does)");
-        let child = Command::new(exe)
-            .arg("-c")
-            .arg(&conf)
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        wait_until(&format!("mosquitto listening on {port}"), || {
-            TcpStream::connect(("127.0.0.1", port)).is_ok()
-        });
-        Broker {
-            child,
-            port,
-            dir: Some(dir),
-        }
-    }
-
-    /// Stops the broker the way a service manager does (SIGTERM: it saves what it retains)
-    /// and gives back its directory.
-    fn terminate(mut self) -> TempDir {
-        // SAFETY: kill(2) on our own child's pid; no memory is shared.
-        unsafe { libc::kill(self.child.id() as libc::pid_t, libc::SIGTERM) };
-        let _ = self.child.wait();
-        self.dir.take().unwrap()
-    }
-}
-
-impl Drop for Broker {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
 
 fn mqtt_config(port: u16) -> MqttConfig {
     MqttConfig {
         topic_prefix: PREFIX.into(),
         ..MqttConfig::new("127.0.0.1", port)
-    }
-}
-
-type Log = Arc<Mutex<Vec<(String, String)>>>;
-
-struct Recorder(Log);
-
-impl InboundHandler for Recorder {
-    fn on_publish(&self, msg: &Publish) {
-        let payload = String::from_utf8_lossy(&msg.payload).to_string();
-        self.0.lock().unwrap().push((msg.topic.clone(), payload));
-    }
-}
-
-/// A test client subscribed to everything, keeping every message in order.
-struct Watcher {
-    client: Client<Recorder, TcpTransport>,
-    log: Log,
-}
-
-impl Watcher {
-    fn connect(port: u16) -> Watcher {
-        let log: Log = Arc::default();
-        let mut connected = None;
-        wait_until("a watcher's connection to the broker", || {
-            let attempt = TcpTransport::builder(("127.0.0.1", port))
-                .connect()
-                .map_err(|e| e.to_string())
-                .and_then(|t| {
-                    let options = ConnectOptions {
-                        client_id: format!("watcher-{}", std::process::id()),
-                        clean_session: true,
-                        keep_alive: Duration::from_secs(30),
-                        will: None,
-                        username: None,
-                        password: None,
-                        connect_timeout: Some(TIMEOUT),
-                        ping_timeout: None,
-                    };
-                    Client::connect(options, Recorder(Arc::clone(&log)), Session::new(), t)
-                        .map_err(|e| e.to_string())
-                });
-            match attempt {
-                Ok(c) => connected = Some(c),
-                Err(e) => eprintln!("watcher not connected yet: {e}"),
-            }
-            connected.is_some()
-        });
-        let client = connected.unwrap();
-        client
-            .subscribe(&[("#", QoS::AtLeastOnce)], Some(TIMEOUT))
-            .unwrap()
-            .wait_timeout(TIMEOUT)
-            .unwrap();
-        Watcher { client, log }
-    }
-
-    /// The latest payload of each topic.
-    fn latest(&self) -> HashMap<String, String> {
-        self.log.lock().unwrap().iter().cloned().collect()
-    }
-
-    fn count(&self, topic: &str) -> usize {
-        self.log
-            .lock()
-            .unwrap()
-            .iter()
-            .filter(|(t, _)| t == topic)
-            .count()
-    }
-
-    /// Waits until the latest payloads satisfy `pred`.
-    fn wait(
-        &self,
-        what: &str,
-        pred: impl Fn(&HashMap<String, String>) -> bool,
-    ) -> HashMap<String, String> {
-        let mut latest = HashMap::new();
-        wait_until(what, || {
-            latest = self.latest();
-            pred(&latest)
-        });
-        latest
-    }
-
-    fn wait_for(&self, topic: &str, payload: &str) {
-        self.wait(&format!("{topic} = {payload:?}"), |m| {
-            m.get(topic).map(String::as_str) == Some(payload)
-        });
-    }
-
-    fn publish(&self, topic: &str, payload: &str) {
-        let message =
-            PublishMessage::new(topic, Bytes::from(payload.to_string())).qos(QoS::AtLeastOnce);
-        self.client
-            .publish(&message)
-            .unwrap()
-            .unwrap()
-            .wait_timeout(TIMEOUT)
-            .unwrap();
     }
 }
 

@@ -3,6 +3,7 @@
 #![allow(dead_code)]
 
 pub mod hosted;
+pub mod mqtt;
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
