@@ -1,0 +1,91 @@
+#!/usr/bin/env bash
+# The Home Assistant add-on and one OCI image per architecture, from static binaries:
+#   cross/addon.sh [--out DIR] [--name IMAGE] ARCH=BINARY...    ARCH: amd64, aarch64 or armv7
+# cross/build.sh runs it with the binaries it built. Output, under DIR (default target/):
+#   addon/                      an add-on repository: repository.yaml and hearth/ (the manifest
+#                               listing the architectures given, Dockerfile, documentation,
+#                               icon, logo, translations, bin/ARCH/hearth). Copy addon/hearth
+#                               into Home Assistant's /addons, or publish addon/ as a repository;
+#                               Home Assistant builds the image from it, offline.
+#   hearth-VERSION-ARCH.oci.tar the same image, built with podman from scratch (the binary
+#                               and an empty /data), as an OCI archive named IMAGE:VERSION-ARCH
+#                               (default localhost/hearth, also left in podman's store): load it
+#                               with `podman load -i FILE`, or push it with
+#                               `skopeo copy oci-archive:FILE docker://REGISTRY/...`.
+# Fails when an image holds anything but the binary, or unpacks to more than the binary and
+# 64 KiB (tar headers).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+out=target
+name=localhost/hearth
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --out) out=$2; shift 2 ;;
+    --name) name=$2; shift 2 ;;
+    *) break ;;
+  esac
+done
+[ $# -gt 0 ] || { echo "usage: $0 [--out DIR] [--name IMAGE] ARCH=BINARY..." >&2; exit 2; }
+command -v podman >/dev/null || { echo "podman is needed for the images (apt-get install podman)" >&2; exit 1; }
+
+version=$(sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -n1)
+grep -qx "version: \"$version\"" cross/addon/hearth/config.yaml ||
+  { echo "cross/addon/hearth/config.yaml's version is not $version (Cargo.toml)" >&2; exit 1; }
+
+declare -A binary
+for pair in "$@"; do
+  arch=${pair%%=*}
+  case "$arch" in amd64|aarch64|armv7) ;; *) echo "unknown architecture: $arch" >&2; exit 2 ;; esac
+  binary[$arch]=${pair#*=}
+  [ -x "${binary[$arch]}" ] || { echo "not an executable: ${binary[$arch]}" >&2; exit 1; }
+done
+
+repo="$out/addon"
+rm -rf "$repo"
+mkdir -p "$repo"
+cp cross/addon/repository.yaml "$repo/"
+cp -r cross/addon/hearth "$repo/hearth"
+# The manifest lists only the architectures there are binaries for.
+awk -v have=" ${!binary[*]} " '
+  /^arch:/ { in_arch = 1; print; next }
+  in_arch && /^  - / { if (index(have, " " $2 " ")) print; next }
+  { in_arch = 0; print }
+' cross/addon/hearth/config.yaml > "$repo/hearth/config.yaml"
+for arch in "${!binary[@]}"; do
+  install -D -m 0755 "${binary[$arch]}" "$repo/hearth/bin/$arch/hearth"
+done
+
+for arch in amd64 aarch64 armv7; do
+  [ -n "${binary[$arch]:-}" ] || continue
+  case "$arch" in
+    amd64) platform=linux/amd64 ;;
+    aarch64) platform=linux/arm64 ;;
+    armv7) platform=linux/arm/v7 ;;
+  esac
+  image="$out/hearth-$version-$arch.oci.tar"
+  # --timestamp 0: the same binary gives the same image, byte for byte; --layers=false: one
+  # layer, and no intermediate images left in podman's store.
+  podman build --quiet --layers=false --platform "$platform" --timestamp 0 \
+    --build-arg "BUILD_ARCH=$arch" --build-arg "BUILD_VERSION=$version" \
+    -t "$name:$version-$arch" "$repo/hearth" >/dev/null
+  rm -f "$image"
+  podman save --quiet --format oci-archive -o "$image" "$name:$version-$arch"
+
+  # What is in it: /hearth and the empty /data (WORKDIR), nothing else.
+  look=$(mktemp -d)
+  tar -xf "$image" -C "$look"
+  manifest=$(sed -n 's/.*"digest":"sha256:\([0-9a-f]*\)".*/\1/p' "$look/index.json")
+  layers=$(sed 's/.*"layers":\[\([^]]*\)\].*/\1/' "$look/blobs/sha256/$manifest" |
+    grep -o 'sha256:[0-9a-f]*' | cut -d: -f2)
+  files=$(for l in $layers; do tar -tf "$look/blobs/sha256/$l"; done | sort | tr '\n' ' ')
+  content=$(for l in $layers; do gzip -dcf "$look/blobs/sha256/$l"; done | wc -c)
+  rm -rf "$look"
+  [ "$files" = "data/ hearth " ] || { echo "$image holds more than the binary: $files" >&2; exit 1; }
+  bin_size=$(stat -c %s "${binary[$arch]}")
+  size=$(stat -c %s "$image")
+  [ "$content" -le $((bin_size + 65536)) ] ||
+    { echo "$image unpacks to $content bytes, more than its binary ($bin_size) and 64 KiB" >&2; exit 1; }
+  echo "$image: $size bytes (unpacked $content; the binary is $bin_size)"
+done
+echo "$repo: the add-on repository (architectures: ${!binary[*]})"
