@@ -6,7 +6,8 @@
 #                               listing the architectures given, Dockerfile, documentation,
 #                               icon, logo, translations, bin/ARCH/hearth). Copy addon/hearth
 #                               into Home Assistant's /addons, or publish addon/ as a repository;
-#                               Home Assistant builds the image from it, offline.
+#                               Home Assistant builds the image from it (FROM scratch: nothing
+#                               to download but its own builder).
 #   hearth-VERSION-ARCH.oci.tar the same image, built with podman from scratch (the binary
 #                               and an empty /data), as an OCI archive named IMAGE:VERSION-ARCH
 #                               (default localhost/hearth, also left in podman's store): load it
@@ -15,31 +16,34 @@
 # Fails when an image holds anything but the binary, or unpacks to more than the binary and
 # 64 KiB (tar headers).
 set -euo pipefail
-cd "$(dirname "$0")/.."
+usage() { echo "usage: $0 [--out DIR] [--name IMAGE] ARCH=BINARY..." >&2; exit 2; }
 
 out=target
 name=localhost/hearth
 while [ $# -gt 0 ]; do
   case "$1" in
-    --out) out=$2; shift 2 ;;
-    --name) name=$2; shift 2 ;;
+    --out) [ -n "${2:-}" ] || usage; out=$(realpath -m "$2"); shift 2 ;;
+    --name) [ -n "${2:-}" ] || usage; name=$2; shift 2 ;;
     *) break ;;
   esac
 done
-[ $# -gt 0 ] || { echo "usage: $0 [--out DIR] [--name IMAGE] ARCH=BINARY..." >&2; exit 2; }
+[ $# -gt 0 ] || usage
+# Binaries and --out as given from where the script was run; everything else from the repo.
+declare -A binary
+for pair in "$@"; do
+  arch=${pair%%=*}
+  case "$arch" in amd64|aarch64|armv7) ;; *) echo "unknown architecture: $arch" >&2; exit 2 ;; esac
+  binary[$arch]=$(realpath -m "${pair#*=}")
+  [ -x "${binary[$arch]}" ] || { echo "not an executable: ${binary[$arch]}" >&2; exit 1; }
+done
+cd "$(dirname "$0")/.."
+look=$(mktemp -d)
+trap 'rm -rf "$look"' EXIT
 command -v podman >/dev/null || { echo "podman is needed for the images (apt-get install podman)" >&2; exit 1; }
 
 version=$(sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -n1)
 grep -qx "version: \"$version\"" cross/addon/hearth/config.yaml ||
   { echo "cross/addon/hearth/config.yaml's version is not $version (Cargo.toml)" >&2; exit 1; }
-
-declare -A binary
-for pair in "$@"; do
-  arch=${pair%%=*}
-  case "$arch" in amd64|aarch64|armv7) ;; *) echo "unknown architecture: $arch" >&2; exit 2 ;; esac
-  binary[$arch]=${pair#*=}
-  [ -x "${binary[$arch]}" ] || { echo "not an executable: ${binary[$arch]}" >&2; exit 1; }
-done
 
 repo="$out/addon"
 rm -rf "$repo"
@@ -73,14 +77,13 @@ for arch in amd64 aarch64 armv7; do
   podman save --quiet --format oci-archive -o "$image" "$name:$version-$arch"
 
   # What is in it: /hearth and the empty /data (WORKDIR), nothing else.
-  look=$(mktemp -d)
+  rm -rf "${look:?}"/*
   tar -xf "$image" -C "$look"
   manifest=$(sed -n 's/.*"digest":"sha256:\([0-9a-f]*\)".*/\1/p' "$look/index.json")
   layers=$(sed 's/.*"layers":\[\([^]]*\)\].*/\1/' "$look/blobs/sha256/$manifest" |
     grep -o 'sha256:[0-9a-f]*' | cut -d: -f2)
   files=$(for l in $layers; do tar -tf "$look/blobs/sha256/$l"; done | sort | tr '\n' ' ')
   content=$(for l in $layers; do gzip -dcf "$look/blobs/sha256/$l"; done | wc -c)
-  rm -rf "$look"
   [ "$files" = "data/ hearth " ] || { echo "$image holds more than the binary: $files" >&2; exit 1; }
   bin_size=$(stat -c %s "${binary[$arch]}")
   size=$(stat -c %s "$image")

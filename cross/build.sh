@@ -32,7 +32,8 @@ for t in "${triples[@]}"; do
   case "$t" in
     x86_64-*)
       [ "$(uname -m)" = x86_64 ] || { echo "amd64 is built on an x86_64 machine" >&2; exit 1; }
-      out=$(dirname "$(scripts/build-static.sh)") ;;
+      built=$(scripts/build-static.sh)   # its own line: a failure stops the script (set -e)
+      out=$(dirname "$built") ;;
     *)
       [ -d "/opt/rust-cross/usr/lib/rustlib/$t/lib" ] || { echo "no std for $t: run cross/setup-toolchain.sh" >&2; exit 1; }
       debian_cargo --config cross/config.toml build --release --locked --target "$t"

@@ -8,7 +8,8 @@
 //!   Without an answer hearth does not start: a wrong origin handed to a thermostat would
 //!   cut it off.
 //! - No `mqtt_host`: the broker the Supervisor offers (`GET /services/mqtt`, the Mosquitto
-//!   add-on), with its credentials; with none, hearth runs without MQTT and says so once.
+//!   add-on), with its credentials; with none, hearth runs without MQTT and says so once. It
+//!   is asked at start-up only: a broker installed later is used after a restart.
 //! - The control port given a host port while no API key is required: a warning, since the
 //!   control API is then open to the whole network (see the add-on's documentation).
 //!
@@ -148,11 +149,16 @@ impl Supervisor {
     }
 
     /// The broker Home Assistant offers add-ons, or `None` when there is none (no MQTT add-on
-    /// installed: 400 "Service not enabled").
+    /// installed: 400 "Service not enabled"; any other refusal is an error).
     pub fn mqtt(&self) -> Result<Option<MqttService>, SupervisorError> {
         let data = match self.get("/services/mqtt") {
             Ok(data) => data,
-            Err(SupervisorError::Refused { status: 400, .. }) => return Ok(None),
+            Err(SupervisorError::Refused {
+                status: 400,
+                message,
+            }) if message == "Service not enabled" => {
+                return Ok(None);
+            }
             Err(e) => return Err(e),
         };
         let text = |k: &str| {
@@ -204,8 +210,8 @@ fn host_address_in(data: &Map<String, Value>) -> Option<Ipv4Addr> {
         .or_else(|| connected.clone().find_map(first_ipv4))
 }
 
-/// The host port mapped to container port `port`/tcp: `Ok(None)` when the user left it
-/// unmapped.
+/// The host port mapped to container port `port`/tcp: `None` when the user left it unmapped
+/// (or the manifest has no such port).
 pub fn host_port(map: &Map<String, Value>, port: u16) -> Option<u16> {
     [format!("{port}/tcp"), port.to_string()]
         .iter()
@@ -294,7 +300,7 @@ pub fn complete(config: &mut Config) -> Result<(), String> {
             Ok(None) => {
                 log::info!(
                     "MQTT off: no broker is set and Home Assistant offers none (install the \
-                     Mosquitto broker add-on, or set \"MQTT broker\")"
+                     Mosquitto broker add-on and restart hearth, or set \"MQTT broker\")"
                 );
                 None
             }

@@ -2,9 +2,9 @@
 //! title the page shows for each (from the add-on's `translations/en.yaml`). An error in an
 //! option names it by that title, as the person reading the log saw it.
 //!
-//! The add-on's manifest (`cross/addon/config.yaml`) and translations must offer exactly these
-//! settings with these titles; `tests/addon.rs` checks both against this list and against the
-//! Supervisor's rules.
+//! The add-on's manifest (`cross/addon/hearth/config.yaml`) and translations must offer exactly
+//! these settings with these titles; `tests/addon/manifest.rs` checks both against this list
+//! and against the Supervisor's rules.
 
 use super::settings::{Setting, declared};
 

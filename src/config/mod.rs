@@ -21,6 +21,10 @@ pub use origin::ApiOrigin;
 use settings::{boolean, ip, number, text};
 pub use sources::{ConfigError, Given, Sources};
 
+/// Where the Supervisor's ingress proxy connects from (its address on Home Assistant's add-on
+/// network): the default `INGRESS_PROXY` in the add-on, and nowhere else.
+pub const SUPERVISOR_INGRESS_PROXY: IpAddr = IpAddr::V4(Ipv4Addr::new(172, 30, 32, 2));
+
 /// A live event stream with nothing to send gets a comment line this often, so proxies keep it.
 pub const EVENT_KEEP_ALIVE: Duration = Duration::from_secs(15);
 
@@ -261,6 +265,7 @@ impl Config {
             None => sources,
         };
         let d = Config::default();
+        let supervisor = supervisor(sources)?;
         let device_bind = sources
             .ip(const { ip("SERVER_HOST") })?
             .unwrap_or(d.device_bind);
@@ -313,8 +318,10 @@ impl Config {
             mqtt_names: mqtt_names(sources)?,
             mqtt: mqtt(sources)?,
             options_file,
-            supervisor: supervisor(sources)?,
-            ingress_proxy: sources.ip(const { ip("INGRESS_PROXY") })?,
+            ingress_proxy: sources
+                .ip(const { ip("INGRESS_PROXY") })?
+                .or_else(|| supervisor.is_some().then_some(SUPERVISOR_INGRESS_PROXY)),
+            supervisor,
             ..d
         })
     }
@@ -658,6 +665,7 @@ mod tests {
             "SERVER_PORT" => Some("9000".into()),
             "ENTRY_KEY_TTL_SECONDS" => Some("60".into()),
             "MQTT_USER" => Some("from-env".into()),
+            "MQTT_PASSWORD" => Some("from-env".into()),
             "CONTROL_PORT" => Some("9082".into()),
             _ => None,
         };
@@ -674,7 +682,7 @@ mod tests {
         assert!(c.debug_logging);
         let mqtt = c.mqtt.unwrap();
         assert_eq!(mqtt.host, "core-mosquitto");
-        // An option left empty is unset: it does not fall through to the environment.
+        // An option left empty (or null) is unset: the environment does not show through.
         assert_eq!(mqtt.user, None);
         assert_eq!(mqtt.password, None);
     }
@@ -793,10 +801,21 @@ mod tests {
         let env = env_of(&[("SUPERVISOR_API", "http://127.0.0.1:1234")]);
         let err = Config::resolve(&Sources::new(&env)).unwrap_err();
         assert_eq!(err.variable, "SUPERVISOR_API");
-        let env = env_of(&[("INGRESS_PROXY", "172.30.32.2")]);
+        // The ingress proxy is trusted in the add-on only, unless one is named.
+        let env = env_of(&[]);
         assert_eq!(
             Config::resolve(&Sources::new(&env)).unwrap().ingress_proxy,
-            Some("172.30.32.2".parse().unwrap())
+            None
+        );
+        let env = env_of(&[("SUPERVISOR_TOKEN", "t0k")]);
+        assert_eq!(
+            Config::resolve(&Sources::new(&env)).unwrap().ingress_proxy,
+            Some(SUPERVISOR_INGRESS_PROXY)
+        );
+        let env = env_of(&[("SUPERVISOR_TOKEN", "t0k"), ("INGRESS_PROXY", "10.0.0.2")]);
+        assert_eq!(
+            Config::resolve(&Sources::new(&env)).unwrap().ingress_proxy,
+            Some("10.0.0.2".parse().unwrap())
         );
     }
 }

@@ -39,7 +39,8 @@ pub(super) fn read(path: &Path) -> Result<Option<HashMap<&'static str, String>>,
             )));
         }
         let text = match value {
-            Value::Null => continue,
+            // Unset, as an empty value is: the environment does not show through.
+            Value::Null => String::new(),
             Value::Bool(b) => b.to_string(),
             Value::Number(n) => n.to_string(),
             Value::String(s) => s,

@@ -356,11 +356,10 @@ pub const SETTINGS: &[Setting] = &[
         variable: "INGRESS_PROXY",
         option: "--ingress-proxy",
         kind: Kind::Ip {
-            unset: Unset::Means("none"),
+            unset: Unset::Means("`172.30.32.2` with `SUPERVISOR_TOKEN` (in the add-on), else none"),
         },
-        help: "Home Assistant's ingress proxy (`172.30.32.2`; the add-on sets it): its \
-               requests come from people Home Assistant has signed in, so \
-               `CONTROL_REQUIRE_KEY` does not ask them for a key",
+        help: "Home Assistant's ingress proxy: its requests come from people Home Assistant has \
+               signed in, so `CONTROL_REQUIRE_KEY` does not ask them for a key",
     },
     Setting {
         name: "mqtt_host",

@@ -4,7 +4,11 @@
 //! build), reads the image's configuration back from the OCI archive, unpacks its one layer,
 //! and runs the binary as the entrypoint says, with the image's environment, an
 //! `options.json` from the manifest's defaults, and a fake Supervisor. It also plays the port
-//! mapping (host port 9543 to the container's 8000) and the ingress proxy.
+//! mapping (host port 9543 to the container's device port) and the ingress proxy.
+//!
+//! The "container" listens on its own loopback address, on free ports rather than the image's
+//! 8000 and 8082 (a hearth or Python server running on this machine holds those on every
+//! address), and the host port is 9543 unless something here holds that too.
 
 use std::collections::BTreeSet;
 use std::io;
@@ -167,8 +171,13 @@ struct PortMap {
 }
 
 impl PortMap {
-    fn start(from: &str, to: &str) -> PortMap {
-        let listener = TcpListener::bind(from).unwrap();
+    /// Maps `port` on `ip` (else a free port there, when something holds that one) to `to`;
+    /// gives the map and the port it listens on.
+    fn start(ip: &str, port: u16, to: &str) -> (PortMap, u16) {
+        let listener = TcpListener::bind((ip, port))
+            .or_else(|_| TcpListener::bind((ip, 0)))
+            .unwrap();
+        let port = listener.local_addr().unwrap().port();
         let stop = Arc::new(AtomicBool::new(false));
         let (stopped, to) = (Arc::clone(&stop), to.to_string());
         std::thread::spawn(move || {
@@ -183,10 +192,11 @@ impl PortMap {
                 relay(&server, &client);
             }
         });
-        PortMap {
+        let map = PortMap {
             stop,
-            from: from.to_string(),
-        }
+            from: format!("{ip}:{port}"),
+        };
+        (map, port)
     }
 }
 
@@ -204,6 +214,15 @@ impl Drop for PortMap {
         self.stop.store(true, Ordering::SeqCst);
         let _ = TcpStream::connect(&self.from);
     }
+}
+
+/// A free port on `ip`.
+fn free_port(ip: &str) -> u16 {
+    TcpListener::bind((ip, 0))
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
 }
 
 /// The server process, stopped with SIGKILL if the test ends early.
@@ -245,7 +264,6 @@ fn the_image_runs_as_home_assistant_runs_it() {
     for wanted in [
         ("DATA_DIR", "/data"),
         ("OPTIONS_FILE", "/data/options.json"),
-        ("INGRESS_PROXY", "172.30.32.2"),
     ] {
         assert!(
             env.iter().any(|(k, v)| (k.as_str(), v.as_str()) == wanted),
@@ -265,21 +283,22 @@ fn the_image_runs_as_home_assistant_runs_it() {
         0
     );
 
-    // Home Assistant around it: its MQTT broker (only the add-on's user gets in), its
-    // Supervisor, and the thermostat port's host port.
+    // Home Assistant around it: the thermostat port's host port, its MQTT broker (only the
+    // add-on's user gets in) and its Supervisor.
+    let (device_port, control_port) = (free_port(CONTAINER), free_port(CONTAINER));
+    let (_mapped, host_port) = PortMap::start(HOST, 9543, &format!("{CONTAINER}:{device_port}"));
     let broker = Broker::with_user("addons", "Ohg5ee");
+    let mut network = serde_json::Map::new();
+    network.insert(format!("{device_port}/tcp"), json!(host_port));
+    network.insert(format!("{control_port}/tcp"), Value::Null);
     let supervisor = FakeSupervisor::start(&[
         ("/network/info", network_info(HOST)),
-        (
-            "/addons/self/info",
-            addon_info(json!({"8000/tcp": 9543, "8082/tcp": null})),
-        ),
+        ("/addons/self/info", addon_info(Value::Object(network))),
         (
             "/services/mqtt",
             mqtt_service("127.0.0.1", broker.port, "addons", "Ohg5ee"),
         ),
     ]);
-    let _mapped = PortMap::start(&format!("{HOST}:9543"), &format!("{CONTAINER}:8000"));
     let watcher = Watcher::connect_as(broker.port, Some(("addons", "Ohg5ee")));
 
     // The Configuration page as the Supervisor writes it: the manifest's defaults, with an
@@ -311,34 +330,41 @@ fn the_image_runs_as_home_assistant_runs_it() {
         .current_dir(&data)
         // Inside the container hearth listens on every address; here, on the container's.
         .env("SERVER_HOST", CONTAINER)
+        .env("SERVER_PORT", device_port.to_string())
+        .env("CONTROL_PORT", control_port.to_string())
         // What the Supervisor gives every add-on; `http://supervisor` is the fake one.
         .env("SUPERVISOR_TOKEN", TOKEN)
         .env("SUPERVISOR_API", &supervisor.url)
-        // The ingress proxy is this test, which connects from 127.0.0.1.
+        // The ingress proxy (172.30.32.2 in the add-on) is this test, which connects from
+        // 127.0.0.1.
         .env("INGRESS_PROXY", "127.0.0.1")
         .env("NOTIFY_SOCKET", &notify)
         .stdout(Stdio::null())
         .stderr(std::fs::File::create(&log).unwrap());
     let mut server = Running(command.spawn().unwrap());
     let mut buf = [0u8; 512];
-    let n = ready.recv(&mut buf).expect("READY=1 from hearth");
+    let log_text = || std::fs::read_to_string(&log).unwrap();
+    let n = ready
+        .recv(&mut buf)
+        .unwrap_or_else(|e| panic!("no READY=1 from hearth ({e}); its log:\n{}", log_text()));
     let status = String::from_utf8_lossy(&buf[..n]).into_owned();
-    let entry = format!("http://{HOST}:9543/entry");
+    let origin = format!("http://{HOST}:{host_port}");
+    let entry = format!("{origin}/entry");
     assert!(
         status.starts_with("READY=1\n")
             && status.contains(&format!("STATUS=thermostats register at {entry}")),
         "{status:?}\n{}",
-        std::fs::read_to_string(&log).unwrap()
+        log_text()
     );
 
-    // The device port's /info, reached as thermostats reach it, gives the 9543 URL.
-    let device = format!("{HOST}:9543").parse().unwrap();
+    // The device port's /info, reached as thermostats reach it, gives the host port's URL.
+    let device = format!("{HOST}:{host_port}").parse().unwrap();
     let info = get(device, "/info").json();
     assert_eq!(info["cloudregisterurl"], entry.as_str());
-    assert_eq!(info["api_origin"], format!("http://{HOST}:9543"));
+    assert_eq!(info["api_origin"], origin);
 
     // A thermostat registers there and holds a subscribe through the port mapping.
-    let (mut thermostat, events) = thermostat(&format!("http://{HOST}:9543"), SERIAL);
+    let (mut thermostat, events) = thermostat(&origin, SERIAL);
     thermostat.boot().unwrap();
     let registered = expect_event(&events, "registration", |e| {
         matches!(e, hearth::simulator::Event::Registered { .. })
@@ -346,10 +372,7 @@ fn the_image_runs_as_home_assistant_runs_it() {
     let hearth::simulator::Event::Registered { transport } = registered else {
         unreachable!()
     };
-    assert!(
-        transport.starts_with(&format!("http://{HOST}:9543")),
-        "{transport}"
-    );
+    assert!(transport.starts_with(&origin), "{transport}");
     let _held = thermostat.open_subscribe().unwrap();
 
     // Home Assistant learns of it by MQTT discovery, on the Supervisor's broker.
@@ -362,7 +385,7 @@ fn the_image_runs_as_home_assistant_runs_it() {
 
     // The sidebar: the dashboard under its ingress prefix, and the thermostat's status with
     // no API key, because the request comes from the ingress proxy.
-    let control = format!("{CONTAINER}:8082").parse().unwrap();
+    let control = format!("{CONTAINER}:{control_port}").parse().unwrap();
     let page = client::request(
         &url(control, "/"),
         "GET",
@@ -384,16 +407,16 @@ fn the_image_runs_as_home_assistant_runs_it() {
     let text = std::fs::read_to_string(&log).unwrap();
     for line in [
         format!("settings from {}", data.join("options.json").display()),
-        format!("address from the Supervisor: http://{HOST}:9543"),
+        format!("address from the Supervisor: {origin}"),
         format!("MQTT: the Supervisor's broker 127.0.0.1:{}", broker.port),
         format!("thermostats register at {entry}"),
     ] {
         assert!(text.contains(&line), "{line:?} not in the log:\n{text}");
     }
-    assert!(!text.contains(":8000/entry"), "{text}");
+    assert!(!text.contains(&format!(":{device_port}/entry")), "{text}");
     assert!(
         !text.contains("the control port has host port"),
-        "no warning: 8082 has no host port"
+        "no warning: the control port has no host port"
     );
 
     // Home Assistant stops an add-on with SIGTERM.
