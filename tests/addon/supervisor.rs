@@ -102,6 +102,8 @@ fn without_a_broker_to_offer_hearth_runs_without_mqtt() {
         no_mqtt_service(),
         // A manifest without `mqtt:want` is refused the service.
         error(403, "No access to mqtt service!"),
+        // A Supervisor not ready to answer (logged as an error, not as "no broker").
+        error(400, "System is not ready with state: setup"),
         // A broker hearth cannot speak to.
         tls,
         ok(json!({"port": 1883})),
