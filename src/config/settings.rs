@@ -11,7 +11,7 @@ use std::net::{IpAddr, Ipv4Addr};
 /// One setting: the names it goes by, the values it takes, its default and what it does.
 #[derive(Debug)]
 pub struct Setting {
-    /// snake_case, for configuration files (a Home Assistant add-on's options).
+    /// The variable in lower case, for configuration files (a Home Assistant add-on's options).
     pub name: &'static str,
     /// The environment variable: the Python server's name where it had the setting.
     pub variable: &'static str,
@@ -325,9 +325,10 @@ pub const SETTINGS: &[Setting] = &[
             allowed: "a JSON object of settings by name, such as `{\"mqtt_port\": 1884}`",
             unset: Unset::Means("unset"),
         },
-        help: "settings by name (this table's names in snake_case) from a file, over the \
-               environment, under the options; a missing file counts as empty. The \
-               [Home Assistant add-on](#home-assistant) reads its `/data/options.json` this way",
+        help: "settings from a file, each by its variable's name in lower case (`mqtt_port` \
+               for `MQTT_PORT`), over the environment and under the options; a missing file \
+               counts as empty. The [Home Assistant add-on](#home-assistant) reads its \
+               `/data/options.json` this way",
     },
     Setting {
         name: "supervisor_token",
@@ -554,8 +555,7 @@ mod tests {
     #[test]
     fn names_variables_and_options_are_unique_and_well_formed() {
         for (i, s) in SETTINGS.iter().enumerate() {
-            let snake = |c: char| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_';
-            assert!(s.name.chars().all(snake), "{}", s.name);
+            assert_eq!(s.name, s.variable.to_ascii_lowercase());
             let upper = |c: char| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_';
             assert!(s.variable.chars().all(upper), "{}", s.variable);
             let kebab = |c: char| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-';
