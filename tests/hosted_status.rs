@@ -8,59 +8,12 @@ mod common;
 use common::hosted::{api, new_key};
 use common::*;
 use hearth::state::ShareAccess;
+use hearth::thermostat::document::LISTED;
 use serde_json::{Value, json};
 
 const HEAT_ONLY: &str = "02AA01AC0000SIM2";
 const LOCKED: &str = "02AA01AC0000SIM3";
 const PIN_HASH: &str = "kFRc/skLylZUKACup2bPzjQDUII=";
-
-/// The interface document's fields by bucket, each with its JSON type.
-const LISTED: &[(&str, &[(&str, &str)])] = &[
-    (
-        "shared",
-        &[
-            ("current_temperature", "number"),
-            ("target_temperature", "number"),
-            ("target_temperature_type", "string"),
-            ("target_temperature_low", "number"),
-            ("target_temperature_high", "number"),
-            ("hvac_heater_state", "boolean"),
-            ("hvac_ac_state", "boolean"),
-            ("hvac_fan_state", "boolean"),
-            ("fan_mode", "string"),
-            ("auto_away", "number"),
-            ("can_cool", "boolean"),
-            ("can_heat", "boolean"),
-            ("leaf", "boolean"),
-            ("postal_code", "string"),
-            ("country_code", "string"),
-        ],
-    ),
-    (
-        "device",
-        &[
-            ("temperature_scale", "string"),
-            ("fan_timer_timeout", "number"),
-            ("compressor_lockout_enabled", "boolean"),
-            ("eco_mode_enabled", "boolean"),
-            ("temperature_lock_enabled", "boolean"),
-        ],
-    ),
-    (
-        "user",
-        &[("away", "boolean"), ("name", "string"), ("email", "string")],
-    ),
-    (
-        "structure",
-        &[
-            ("name", "string"),
-            ("away", "boolean"),
-            ("postal_code", "string"),
-            ("country_code", "string"),
-            ("time_zone", "string"),
-        ],
-    ),
-];
 
 fn type_of(v: &Value) -> &'static str {
     match v {
@@ -91,17 +44,25 @@ fn status(s: &TestServer, key: &str, serial: &str, user: &str, structure: &str) 
     let (shared, device) = (format!("shared.{serial}"), format!("device.{serial}"));
     let (user, structure) = (format!("user.{user}"), format!("structure.{structure}"));
     assert_eq!(keys, [&shared, &device, &user, &structure], "{serial}");
-    for ((bucket, fields), key) in LISTED.iter().zip([&shared, &device, &user, &structure]) {
+    let buckets = [
+        ("shared", &shared),
+        ("device", &device),
+        ("user", &user),
+        ("structure", &structure),
+    ];
+    for (_, key) in buckets {
         let entry = &state[key.as_str()];
         assert!(entry["object_revision"].is_i64(), "{key}: {entry}");
         assert!(entry["object_timestamp"].is_i64(), "{key}: {entry}");
-        for (field, ty) in *fields {
-            assert_eq!(
-                type_of(&entry["value"][field]),
-                *ty,
-                "{serial}: {bucket}.{field} in {entry}"
-            );
-        }
+    }
+    for (bucket, field, ty) in LISTED {
+        let key = buckets.iter().find(|(b, _)| b == bucket).unwrap().1;
+        let entry = &state[key.as_str()];
+        assert_eq!(
+            type_of(&entry["value"][field]),
+            *ty,
+            "{serial}: {bucket}.{field} in {entry}"
+        );
     }
     body
 }

@@ -44,6 +44,17 @@ fn control_list(s: &TestServer) -> Vec<Value> {
         .collect()
 }
 
+/// `SERIAL` deleted through the hosted API with `key`.
+fn hosted_delete(s: &TestServer, key: &str) -> ClientResponse {
+    api(
+        s,
+        "DELETE",
+        &format!("/thermostat/{SERIAL}"),
+        key,
+        Value::Null,
+    )
+}
+
 fn waiting(s: &TestServer) -> Value {
     let r = get(s.control(), "/api/waiting");
     assert_eq!(r.status, 200, "{}", r.text());
@@ -89,13 +100,7 @@ fn the_owners_delete_in_open_mode_releases_the_thermostat_until_it_is_claimed() 
     sim.put().unwrap();
     assert_eq!(current_temperature(&s), json!(19.5));
 
-    let r = api(
-        &s,
-        "DELETE",
-        &format!("/thermostat/{SERIAL}"),
-        &owner,
-        Value::Null,
-    );
+    let r = hosted_delete(&s, &owner);
     assert_eq!(
         (r.status, r.json()),
         (
@@ -156,13 +161,7 @@ fn adopting_gives_a_released_thermostat_back_and_refusals_change_nothing() {
     let (mut sim, _events, _held) = booted_and_held(&s, SERIAL);
     let (_sim2, _events2, _held2) = booted_and_held(&s, OTHER);
     let owner = new_key(&s, "owner", "read,write", &[]);
-    let r = api(
-        &s,
-        "DELETE",
-        &format!("/thermostat/{SERIAL}"),
-        &owner,
-        Value::Null,
-    );
+    let r = hosted_delete(&s, &owner);
     assert_eq!(r.status, 200, "{}", r.text());
     let listed = waiting(&s);
     assert_eq!(listed["devices"][0]["serial"], json!(SERIAL));
@@ -387,13 +386,7 @@ fn a_release_survives_restarts_and_snapshots() {
         let (_sim, _events, _held) = booted_and_held(&s, SERIAL);
     }
     let owner = new_key(&s, "owner", "read,write", &[]);
-    let r = api(
-        &s,
-        "DELETE",
-        &format!("/thermostat/{SERIAL}"),
-        &owner,
-        Value::Null,
-    );
+    let r = hosted_delete(&s, &owner);
     assert_eq!(r.status, 200, "{}", r.text());
     let dir = s.stop();
 

@@ -266,6 +266,7 @@ impl Config {
         };
         let d = Config::default();
         let supervisor = supervisor(sources)?;
+        let mqtt_names = mqtt_names(sources)?;
         let device_bind = sources
             .ip(const { ip("SERVER_HOST") })?
             .unwrap_or(d.device_bind);
@@ -315,8 +316,8 @@ impl Config {
             history_interval: Duration::from_secs(
                 sources.number(const { number("HISTORY_INTERVAL_SECONDS") })?,
             ),
-            mqtt_names: mqtt_names(sources)?,
-            mqtt: mqtt(sources)?,
+            mqtt: mqtt(sources, &mqtt_names)?,
+            mqtt_names,
             options_file,
             ingress_proxy: sources
                 .ip(const { ip("INGRESS_PROXY") })?
@@ -362,11 +363,10 @@ fn mqtt_names(sources: &Sources<'_>) -> Result<MqttNames, ConfigError> {
     })
 }
 
-/// The MQTT settings, if `MQTT_HOST` is set. The other `MQTT_*` settings are still checked
-/// when it is not, so a typo is reported rather than ignored.
-fn mqtt(sources: &Sources<'_>) -> Result<Option<MqttConfig>, ConfigError> {
+/// The MQTT settings, if `MQTT_HOST` is set, with `names`. The port is still checked when it
+/// is not (as `names` were), so a typo is reported rather than ignored.
+fn mqtt(sources: &Sources<'_>, names: &MqttNames) -> Result<Option<MqttConfig>, ConfigError> {
     let port = to_u16(sources.number(const { number("MQTT_PORT") })?);
-    let names = mqtt_names(sources)?;
     let Some(host) = sources.text(const { text("MQTT_HOST") }, parse_host)? else {
         return Ok(None);
     };

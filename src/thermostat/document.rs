@@ -217,6 +217,40 @@ fn location<'a>(view: &'a View, field: &str) -> &'a str {
         .unwrap_or("")
 }
 
+/// Every field the interface document lists for the hosted status, as (bucket kind, field, JSON
+/// type): what this module fills in, for claimed and unclaimed thermostats alike. Its own tests
+/// and `tests/hosted_status.rs` check the status against it.
+pub const LISTED: &[(&str, &str, &str)] = &[
+    ("shared", "current_temperature", "number"),
+    ("shared", "target_temperature", "number"),
+    ("shared", "target_temperature_type", "string"),
+    ("shared", "target_temperature_low", "number"),
+    ("shared", "target_temperature_high", "number"),
+    ("shared", "hvac_heater_state", "boolean"),
+    ("shared", "hvac_ac_state", "boolean"),
+    ("shared", "hvac_fan_state", "boolean"),
+    ("shared", "fan_mode", "string"),
+    ("shared", "auto_away", "number"),
+    ("shared", "can_cool", "boolean"),
+    ("shared", "can_heat", "boolean"),
+    ("shared", "leaf", "boolean"),
+    ("shared", "postal_code", "string"),
+    ("shared", "country_code", "string"),
+    ("device", "temperature_scale", "string"),
+    ("device", "fan_timer_timeout", "number"),
+    ("device", "compressor_lockout_enabled", "boolean"),
+    ("device", "eco_mode_enabled", "boolean"),
+    ("device", "temperature_lock_enabled", "boolean"),
+    ("user", "away", "boolean"),
+    ("user", "name", "string"),
+    ("user", "email", "string"),
+    ("structure", "name", "string"),
+    ("structure", "away", "boolean"),
+    ("structure", "postal_code", "string"),
+    ("structure", "country_code", "string"),
+    ("structure", "time_zone", "string"),
+];
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -252,38 +286,6 @@ mod tests {
             _ => unreachable!("{kind}"),
         }
     }
-
-    /// The interface document's fields, each with its JSON type.
-    const LISTED: &[(&str, &str, &str)] = &[
-        ("shared", "current_temperature", "number"),
-        ("shared", "target_temperature", "number"),
-        ("shared", "target_temperature_type", "string"),
-        ("shared", "target_temperature_low", "number"),
-        ("shared", "target_temperature_high", "number"),
-        ("shared", "hvac_heater_state", "boolean"),
-        ("shared", "hvac_ac_state", "boolean"),
-        ("shared", "hvac_fan_state", "boolean"),
-        ("shared", "fan_mode", "string"),
-        ("shared", "auto_away", "number"),
-        ("shared", "can_cool", "boolean"),
-        ("shared", "can_heat", "boolean"),
-        ("shared", "leaf", "boolean"),
-        ("shared", "postal_code", "string"),
-        ("shared", "country_code", "string"),
-        ("device", "temperature_scale", "string"),
-        ("device", "fan_timer_timeout", "number"),
-        ("device", "compressor_lockout_enabled", "boolean"),
-        ("device", "eco_mode_enabled", "boolean"),
-        ("device", "temperature_lock_enabled", "boolean"),
-        ("user", "away", "boolean"),
-        ("user", "name", "string"),
-        ("user", "email", "string"),
-        ("structure", "name", "string"),
-        ("structure", "away", "boolean"),
-        ("structure", "postal_code", "string"),
-        ("structure", "country_code", "string"),
-        ("structure", "time_zone", "string"),
-    ];
 
     fn type_of(v: &Value) -> &'static str {
         match v {
