@@ -3,6 +3,7 @@
 
 use std::collections::HashMap;
 
+use serde::Serialize;
 use serde_json::{Value, json};
 
 use super::ControlError;
@@ -11,12 +12,22 @@ use crate::accounts;
 use crate::app::App;
 use crate::http::{Request, Response};
 use crate::thermostat;
+use crate::thermostat::status::Status;
 use crate::util::clock;
 
 pub fn status(app: &App, req: &Request) -> Result<Response, ControlError> {
     let serial = input::query_serial(req)?;
-    let record = record(app, &serial).ok_or(ControlError::DeviceNotFound)?;
-    Ok(Response::json(200, &record))
+    let status = typed_record(app, &serial).ok_or(ControlError::DeviceNotFound)?;
+    Ok(Response::json(200, &status))
+}
+
+/// A thermostat in `/api/devices`: its status record, then who holds it.
+#[derive(Serialize)]
+struct Listed {
+    #[serde(flatten)]
+    status: Status,
+    subscription_count: usize,
+    owner: Option<String>,
 }
 
 /// `{"devices":[status + subscription_count + owner], "total": n}`. Thermostats pairing
@@ -39,18 +50,14 @@ pub fn devices(app: &App) -> Response {
             .collect();
         (owners, listed)
     });
-    let devices: Vec<Value> = listed
+    let devices: Vec<Listed> = listed
         .into_iter()
         .filter_map(|serial| {
-            let mut record = record(app, &serial)?;
-            if let Value::Object(m) = &mut record {
-                m.insert(
-                    "subscription_count".into(),
-                    Value::from(counts.get(&serial).copied().unwrap_or(0)),
-                );
-                m.insert("owner".into(), json!(owners.get(&serial)));
-            }
-            Some(record)
+            Some(Listed {
+                status: typed_record(app, &serial)?,
+                subscription_count: counts.get(&serial).copied().unwrap_or(0),
+                owner: owners.get(&serial).cloned(),
+            })
         })
         .collect();
     let total = devices.len();
@@ -84,8 +91,13 @@ pub fn stats(app: &App) -> Response {
     )
 }
 
-/// The status record of a known thermostat (see [`thermostat::status`]).
+/// The status record of a known thermostat (see [`thermostat::status`]), as a JSON value.
 pub fn record(app: &App, serial: &str) -> Option<Value> {
+    typed_record(app, serial).map(|s| s.to_value())
+}
+
+/// The status record of a known thermostat.
+fn typed_record(app: &App, serial: &str) -> Option<Status> {
     let view = thermostat::view(&app.state, serial)?;
     let availability = app.availability(serial);
     Some(thermostat::status::record(

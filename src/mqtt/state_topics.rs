@@ -58,7 +58,9 @@ pub fn payload(v: &Value) -> String {
 pub fn raw(s: &Snapshot) -> Vec<(String, String)> {
     let mut out = Vec::new();
     for (kind, bucket) in [("device", &s.view.device), ("shared", &s.view.shared)] {
-        let Some(bucket) = bucket else { continue };
+        let Some(bucket) = bucket.as_ref().map(|b| b.to_map()) else {
+            continue;
+        };
         out.push((kind.to_string(), Value::Object(bucket.clone()).to_string()));
         // A field name that cannot be one topic level (empty, long, a `/`, a wildcard or a
         // control character in it) is left out; the whole bucket above still carries it.

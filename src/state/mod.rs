@@ -19,6 +19,7 @@ pub mod accounts;
 pub mod bucket;
 pub mod compact;
 pub mod device;
+pub mod fields;
 pub mod ops;
 pub mod txn;
 
@@ -36,6 +37,7 @@ pub use accounts::{
 pub use bucket::{Bucket, WireObject, WireObjects};
 pub use compact::Compact;
 pub use device::{DeviceData, DeviceMeta};
+pub use fields::Fields;
 pub use ops::Op;
 pub use txn::{AccountsTxn, DeviceTxn, Stamp, Written};
 

@@ -18,7 +18,7 @@ use serde_json::{Value, json};
 
 use super::plan::{BucketKind, fan_running};
 use super::view::{View, truthy};
-use crate::state::Bucket;
+use crate::state::{Bucket, Fields};
 use crate::util::JsonMap;
 
 /// Setpoints for a thermostat that has not reported its own: what the hosted clients assume
@@ -168,8 +168,8 @@ pub fn structure(view: &View) -> JsonMap {
 }
 
 /// `stored` (or an empty value) with each of `fields` it lacks or holds as null added.
-fn complete<const N: usize>(stored: Option<&JsonMap>, fields: [(&str, Value); N]) -> JsonMap {
-    let mut value = stored.cloned().unwrap_or_default();
+fn complete<const N: usize>(stored: Option<&Fields>, fields: [(&str, Value); N]) -> JsonMap {
+    let mut value = stored.map(Fields::to_map).unwrap_or_default();
     for (name, derived) in fields {
         if value.get(name).is_none_or(Value::is_null) {
             value.insert(name.to_string(), derived);
@@ -263,11 +263,11 @@ mod tests {
     fn view(shared: Value, device: Value, structure: Value, user: Value) -> View {
         View {
             serial: "S".into(),
-            shared: shared.as_object().cloned(),
-            device: device.as_object().cloned(),
-            structure: structure.as_object().cloned(),
+            shared: shared.as_object().map(Fields::from_map),
+            device: device.as_object().map(Fields::from_map),
+            structure: structure.as_object().map(Fields::from_map),
             structure_key: "structure.default".into(),
-            user: user.as_object().cloned(),
+            user: user.as_object().map(Fields::from_map),
             user_key: "user.owner".into(),
             ..View::default()
         }

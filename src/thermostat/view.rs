@@ -5,8 +5,7 @@
 
 use serde_json::Value;
 
-use crate::state::{Bucket, DeviceData, DeviceMeta, DeviceTxn, structure_key, user_key};
-use crate::util::JsonMap;
+use crate::state::{Bucket, DeviceData, DeviceMeta, DeviceTxn, Fields, structure_key, user_key};
 
 /// Setpoints outside these are clamped (45–95 °F), unless the thermostat reports its own
 /// `safety_temp_min` / `safety_temp_max`.
@@ -24,17 +23,17 @@ pub fn truthy(v: Option<&Value>) -> bool {
     }
 }
 
-/// One thermostat's buckets, parsed, with the keys they live under.
+/// One thermostat's buckets, read field by field ([`Fields`]), with the keys they live under.
 #[derive(Clone, Debug, Default)]
 pub struct View {
     pub serial: String,
-    pub shared: Option<JsonMap>,
-    pub device: Option<JsonMap>,
+    pub shared: Option<Fields>,
+    pub device: Option<Fields>,
     /// Its owner's structure bucket (`structure.default` while it has none): where away lives.
-    pub structure: Option<JsonMap>,
+    pub structure: Option<Fields>,
     pub structure_key: String,
     /// Its owner's user bucket (the default user's, `user.owner`, while it has none).
-    pub user: Option<JsonMap>,
+    pub user: Option<Fields>,
     pub user_key: String,
     /// The stable id (the hosted API's device id), once it has one.
     pub id: Option<String>,
@@ -55,7 +54,7 @@ impl View {
     ) -> View {
         let structure_key = structure_key(owner);
         let user_key = user_key(owner);
-        let value = |key: &str| bucket(key).map(|b| b.value.to_map());
+        let value = |key: &str| bucket(key).map(|b| Fields::of(&b.value));
         View {
             shared: value(&format!("shared.{serial}")),
             device: value(&format!("device.{serial}")),
@@ -167,7 +166,7 @@ impl View {
     }
 }
 
-fn non_null<'a>(map: Option<&'a JsonMap>, name: &str) -> Option<&'a Value> {
+fn non_null<'a>(map: Option<&'a Fields>, name: &str) -> Option<&'a Value> {
     map.and_then(|m| m.get(name)).filter(|v| !v.is_null())
 }
 
@@ -180,8 +179,8 @@ pub mod tests {
     pub fn view(shared: Value, device: Value) -> View {
         View {
             serial: "S".into(),
-            shared: shared.as_object().cloned(),
-            device: device.as_object().cloned(),
+            shared: shared.as_object().map(Fields::from_map),
+            device: device.as_object().map(Fields::from_map),
             structure_key: "structure.default".into(),
             ..View::default()
         }
