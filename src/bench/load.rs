@@ -1,6 +1,7 @@
 //! The timed parts of the benchmark: commands to held thermostats, command and `/status`
 //! throughput from keep-alive clients, start-up, and CPU time while idle.
 
+use std::collections::HashMap;
 use std::path::Path;
 use std::sync::Arc;
 use std::thread;
@@ -38,51 +39,116 @@ fn send_command(client: &mut KeepAlive, serial: &str, i: usize) -> Result<(), St
     Ok(())
 }
 
-/// `count` commands, one at a time, spread round the fleet: each timed from sending
-/// `POST /command` (keep-alive connection; the journal fsync included) to the thermostat having
-/// read the pushed `shared` object off its held subscribe. Latencies in µs.
+/// `count` commands from `commanders` concurrent clients, each on its own keep-alive
+/// connection and with its own share of the fleet, one command at a time: each timed from
+/// sending `POST /command` (the journal fsync included) to the thermostat having read the
+/// pushed `shared` object off its held subscribe. Latencies in µs.
 pub fn timed_commands(
     server: &ServerProcess,
     fleet: &HeldFleet,
     count: usize,
+    commanders: usize,
 ) -> Result<Vec<u64>, String> {
-    let mut client = KeepAlive::connect(&control_url(server, "/"), Duration::from_secs(10))
-        .map_err(|e| e.to_string())?;
-    let mut out = Vec::with_capacity(count);
-    for i in 0..count {
-        let serial = &fleet.serials[i % fleet.serials.len()];
-        let wanted = format!("shared.{serial}");
-        while fleet.pushes.try_recv().is_ok() {}
-        let started = Instant::now();
-        send_command(&mut client, serial, i)?;
-        let deadline = started + Duration::from_secs(10);
+    let commanders = commanders.clamp(1, fleet.serials.len());
+    // Each thermostat belongs to one commander; pushes are routed to the commander of the
+    // thermostat that read them.
+    let mut routes = HashMap::new();
+    let mut inboxes = Vec::with_capacity(commanders);
+    let mut shares: Vec<Vec<String>> = vec![Vec::new(); commanders];
+    for (i, serial) in fleet.serials.iter().enumerate() {
+        shares[i % commanders].push(serial.clone());
+    }
+    let mut receivers = Vec::with_capacity(commanders);
+    for (c, share) in shares.iter().enumerate() {
+        let (tx, rx) = crossbeam_channel::unbounded::<Instant>();
+        for serial in share {
+            routes.insert(format!("shared.{serial}"), c);
+        }
+        inboxes.push(tx);
+        receivers.push(rx);
+    }
+    let pushes = fleet.pushes.clone();
+    let (finished, done) = crossbeam_channel::bounded::<()>(0);
+    let router = thread::spawn(move || {
         loop {
-            let left = deadline.saturating_duration_since(Instant::now());
-            match fleet.pushes.recv_timeout(left) {
-                Ok((key, at)) if key == wanted => {
-                    out.push(at.duration_since(started).as_micros() as u64);
-                    break;
-                }
-                Ok(_) => {}
-                Err(_) => return Err(format!("{serial} did not receive its push within 10 s")),
+            crossbeam_channel::select! {
+                recv(pushes) -> push => match push {
+                    Ok((key, at)) => {
+                        if let Some(&c) = routes.get(&key) {
+                            let _ = inboxes[c].send(at);
+                        }
+                    }
+                    Err(_) => return,
+                },
+                // Every commander is done once this is dropped.
+                recv(done) -> _ => return,
             }
         }
+    });
+    let url = control_url(server, "/");
+    let threads: Vec<_> = shares
+        .into_iter()
+        .zip(receivers)
+        .enumerate()
+        .map(|(c, (share, inbox))| {
+            let n = count / commanders + usize::from(c < count % commanders);
+            let url = url.clone();
+            thread::spawn(move || -> Result<Vec<u64>, String> {
+                let mut client =
+                    KeepAlive::connect(&url, Duration::from_secs(10)).map_err(|e| e.to_string())?;
+                let mut out = Vec::with_capacity(n);
+                for i in 0..n {
+                    let serial = &share[i % share.len()];
+                    while inbox.try_recv().is_ok() {}
+                    let started = Instant::now();
+                    send_command(&mut client, serial, i * commanders + c)?;
+                    let left = (started + Duration::from_secs(10))
+                        .saturating_duration_since(Instant::now());
+                    let at = inbox.recv_timeout(left).map_err(|_| {
+                        format!("{serial} did not receive its push within 10 s")
+                    })?;
+                    out.push(at.saturating_duration_since(started).as_micros() as u64);
+                }
+                Ok(out)
+            })
+        })
+        .collect();
+    let mut all = Vec::with_capacity(count);
+    let mut failure = None;
+    for t in threads {
+        match t.join().map_err(|_| "a commander panicked".to_string()) {
+            Ok(Ok(times)) => all.extend(times),
+            Ok(Err(e)) | Err(e) => failure = failure.or(Some(e)),
+        }
     }
-    Ok(out)
+    drop(finished);
+    let _ = router.join();
+    failure.map_or(Ok(all), Err)
 }
 
 /// One request of a load client: its connection and the request's running index.
 type Request = Arc<dyn Fn(&mut KeepAlive, usize) -> Result<(), String> + Send + Sync>;
 
+/// What a load measured.
+pub struct Load {
+    pub per_sec: f64,
+    /// Each request's latency in µs.
+    pub latencies: Vec<u64>,
+    /// The server's CPU time (user + system, all threads) over the load, divided by the
+    /// requests answered, in µs.
+    pub server_cpu_us: f64,
+}
+
 /// Runs `clients` threads for `seconds`, each with its own keep-alive connection, calling
-/// `request(client, index)` until time is up. Returns requests per second and the latencies.
+/// `request(client, index)` until time is up.
 fn keep_alive_load(
     server: &ServerProcess,
     clients: usize,
     seconds: u64,
     request: Request,
-) -> Result<(f64, Vec<u64>), String> {
+) -> Result<Load, String> {
     let url = control_url(server, "/");
+    let cpu_before = server.cpu_time().ok_or("no CPU time for the server")?;
     let until = Instant::now() + Duration::from_secs(seconds);
     let started = Instant::now();
     let workers: Vec<_> = (0..clients)
@@ -107,7 +173,16 @@ fn keep_alive_load(
     for w in workers {
         all.extend(w.join().map_err(|_| "a load client panicked")??);
     }
-    Ok((all.len() as f64 / started.elapsed().as_secs_f64(), all))
+    let elapsed = started.elapsed();
+    let cpu = server
+        .cpu_time()
+        .ok_or("no CPU time for the server")?
+        .saturating_sub(cpu_before);
+    Ok(Load {
+        per_sec: all.len() as f64 / elapsed.as_secs_f64(),
+        server_cpu_us: cpu.as_secs_f64() * 1e6 / all.len().max(1) as f64,
+        latencies: all,
+    })
 }
 
 /// Acknowledged `POST /command set_temperature` from `clients` keep-alive clients: each answer
@@ -117,7 +192,7 @@ pub fn command_load(
     serials: &[String],
     clients: usize,
     seconds: u64,
-) -> Result<(f64, Vec<u64>), String> {
+) -> Result<Load, String> {
     let serials = serials.to_vec();
     let request: Request =
         Arc::new(move |client, i| send_command(client, &serials[i % serials.len()], i));
@@ -130,17 +205,34 @@ pub fn status_load(
     serials: &[String],
     clients: usize,
     seconds: u64,
-) -> Result<(f64, Vec<u64>), String> {
+) -> Result<Load, String> {
     let targets: Vec<String> = serials
         .iter()
         .map(|s| format!("/status?serial={s}"))
         .collect();
+    get_load(server, targets, clients, seconds)
+}
+
+/// `GET /health` (what every request costs: reading it, handing it to a worker, answering)
+/// from `clients` keep-alive clients.
+pub fn health_load(server: &ServerProcess, clients: usize, seconds: u64) -> Result<Load, String> {
+    get_load(server, vec!["/health".to_string()], clients, seconds)
+}
+
+/// `GET` of `targets` in turn; anything but a 200 is an error.
+fn get_load(
+    server: &ServerProcess,
+    targets: Vec<String>,
+    clients: usize,
+    seconds: u64,
+) -> Result<Load, String> {
     let request: Request = Arc::new(move |client, i| {
+        let target = &targets[i % targets.len()];
         let r = client
-            .request("GET", &targets[i % targets.len()], &[], &[])
+            .request("GET", target, &[], &[])
             .map_err(|e| e.to_string())?;
         if r.status != 200 {
-            return Err(format!("/status answered {}", r.status));
+            return Err(format!("{target} answered {}", r.status));
         }
         Ok(())
     });

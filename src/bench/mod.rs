@@ -7,15 +7,18 @@
 //!    12 s after the last one is held: the steady state, once tiny_http's spare pool threads
 //!    have exited (after 5 s idle) and hearth has given the boot burst's freed heap back (at
 //!    the first quiet maintenance tick, within 10 s).
-//! 3. Command → push: `POST /command set_temperature`, one at a time and spread round the N
-//!    thermostats, each timed until the thermostat has read the pushed object off its held
-//!    subscribe (journal fsync included): p50, p99, max.
+//! 3. Command → push: `POST /command set_temperature` from 4 concurrent clients, each sending
+//!    one at a time to its own quarter of the N thermostats, each command timed until the
+//!    thermostat has read the pushed object off its held subscribe (journal fsync included):
+//!    p50, p99, max.
 //! 4. Start-up: the server is stopped (SIGTERM, which writes a snapshot) and started again on
 //!    the same data directory, now holding N thermostats' state, and timed from spawn to the
 //!    first 200 from `/health`, once the simulated thermostats' threads have ended.
 //! 5. Acknowledged (durable) `POST /command` per second from 8 keep-alive clients, against
 //!    that restarted server.
 //! 6. `GET /status` per second from 8 keep-alive clients, with its p99 latency.
+//! 5–6 and a `GET /health` load (the path every request shares) also give the server's CPU
+//! time per request: its user + system time over the load divided by the requests answered.
 //! 7. A third server with 100 held subscribes: its CPU time over 60 idle seconds.
 //!
 //! Everything it starts is stopped, and its temporary directories removed, before it returns.
@@ -51,6 +54,8 @@ pub struct BenchOptions {
 
 /// Concurrent keep-alive clients of the throughput figures.
 const CLIENTS: usize = 8;
+/// Concurrent clients of the command → push figure.
+const COMMANDERS: usize = 4;
 
 pub fn run(opts: &BenchOptions) -> Result<Report, String> {
     let exe = match &opts.server {
@@ -68,7 +73,7 @@ pub fn run(opts: &BenchOptions) -> Result<Report, String> {
     thread::sleep(Duration::from_secs(12));
     let held_rss_kb = server.status_field("VmRSS:").ok_or("no VmRSS")?;
     let held_threads = server.status_field("Threads:").unwrap_or(0);
-    let mut push_us = load::timed_commands(&server, &fleet, opts.commands)
+    let mut push_us = load::timed_commands(&server, &fleet, opts.commands, COMMANDERS)
         .map_err(|e| failed("command -> push", &e, &server))?;
     let serials = fleet.serials.clone();
     fleet.stop();
@@ -79,11 +84,12 @@ pub fn run(opts: &BenchOptions) -> Result<Report, String> {
     fleet.finish(Duration::from_secs(30));
 
     let (server, startup) = load::start_and_time(&exe, &dir.0)?;
-    let (commands_per_sec, _) = load::command_load(&server, &serials, CLIENTS, opts.load_seconds)
+    let commands = load::command_load(&server, &serials, CLIENTS, opts.load_seconds)
         .map_err(|e| failed("durable commands", &e, &server))?;
-    let (status_per_sec, mut status_us) =
-        load::status_load(&server, &serials, CLIENTS, opts.load_seconds)
-            .map_err(|e| failed("GET /status", &e, &server))?;
+    let mut status = load::status_load(&server, &serials, CLIENTS, opts.load_seconds)
+        .map_err(|e| failed("GET /status", &e, &server))?;
+    let health = load::health_load(&server, CLIENTS, opts.load_seconds)
+        .map_err(|e| failed("GET /health", &e, &server))?;
     drop(server);
 
     let idle_dir = TempDir::new("idle")?;
@@ -97,21 +103,26 @@ pub fn run(opts: &BenchOptions) -> Result<Report, String> {
     drop(server);
 
     push_us.sort_unstable();
-    status_us.sort_unstable();
+    status.latencies.sort_unstable();
     Ok(Report {
         idle_rss_kb,
         held_thermostats: opts.thermostats,
         held_rss_kb,
         held_threads,
         commands_timed: push_us.len(),
+        commanders: COMMANDERS,
         push_p50_us: quantile(&push_us, 0.5),
         push_p99_us: quantile(&push_us, 0.99),
         push_max_us: push_us.last().copied().unwrap_or(0),
         clients: CLIENTS,
         load_seconds: opts.load_seconds,
-        commands_per_sec: commands_per_sec.round() as u64,
-        status_per_sec: status_per_sec.round() as u64,
-        status_p99_us: quantile(&status_us, 0.99),
+        commands_per_sec: commands.per_sec.round() as u64,
+        command_cpu_us: commands.server_cpu_us,
+        status_per_sec: status.per_sec.round() as u64,
+        status_p99_us: quantile(&status.latencies, 0.99),
+        status_cpu_us: status.server_cpu_us,
+        health_per_sec: health.per_sec.round() as u64,
+        health_cpu_us: health.server_cpu_us,
         startup_ms: startup.as_secs_f64() * 1000.0,
         idle_held: opts.idle_thermostats,
         idle_seconds: opts.idle_seconds,
