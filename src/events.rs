@@ -19,7 +19,7 @@ use crossbeam_channel::{Receiver, Sender, select, unbounded};
 use serde::Serialize;
 
 use crate::http::ChunkedWriter;
-use crate::hub::{ChangeEvent, Origin};
+use crate::hub::{ChangeEvent, Interest, Origin};
 
 /// Streams open at once; one more gets 503.
 pub const MAX_STREAMS: usize = 64;
@@ -194,6 +194,13 @@ impl EventStreams {
     /// Streams open (or being opened).
     pub fn open_count(&self) -> usize {
         self.open.load(Ordering::SeqCst)
+    }
+
+    /// Whether a change is wanted: only while a stream is open (or being opened), so with
+    /// no dashboard watching the streams' thread is not woken for every change.
+    pub fn interest(&self) -> Interest {
+        let open = Arc::clone(&self.open);
+        Box::new(move |_| open.load(Ordering::SeqCst) > 0)
     }
 
     /// Ends every stream and stops [`EventStreams::run`].

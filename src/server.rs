@@ -152,7 +152,7 @@ impl Server {
         })?;
         let events = spawn("events", {
             let app = Arc::clone(&app);
-            let changes = hub.watch();
+            let changes = hub.watch_if(app.events.interest());
             move || {
                 app.events.run(changes, |id| {
                     let now = app.config.clock.now_ms();

@@ -11,13 +11,14 @@
 
 pub mod file;
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::thread::{self, JoinHandle};
 use std::time::Duration;
 
 use crossbeam_channel::{Receiver, Sender, bounded, select};
+use parking_lot::RwLock;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -115,12 +116,16 @@ impl Recorder {
         let dir = dir(app);
         crate::store::files::create_private_dir(&dir)?;
         let (stop, stopped) = bounded(1);
+        let settled = Arc::new(RwLock::new(HashSet::new()));
         let run = Run {
             app: Arc::clone(app),
             dir,
             known: HashMap::new(),
+            settled: Arc::clone(&settled),
         };
-        let changes = app.hub().watch();
+        let changes = app.hub().watch_if(Box::new(move |e: &ChangeEvent| {
+            may_matter(e, |serial| settled.read().contains(serial))
+        }));
         let handle = thread::Builder::new()
             .name("history".into())
             .stack_size(256 * 1024)
@@ -146,6 +151,20 @@ struct Run {
     app: Arc<App>,
     dir: PathBuf,
     known: HashMap<String, Known>,
+    /// The serials whose HVAC state is known (recorded since start), shared with the filter
+    /// of the changes the recorder is woken for.
+    settled: Arc<RwLock<HashSet<String>>>,
+}
+
+/// Whether a change may be worth a sample ([`Run::on_change`] decides): one to a thermostat's
+/// `shared` or `device` bucket that removes it, changes an `hvac_*` field, or comes before its
+/// HVAC state is known. Setpoints and readings are left to the periodic samples.
+fn may_matter(event: &ChangeEvent, settled: impl Fn(&str) -> bool) -> bool {
+    let bucket = event.change.key.strip_suffix(event.serial.as_str());
+    matches!(bucket, Some("shared." | "device."))
+        && (event.change.deleted
+            || event.change.changed.iter().any(|f| f.starts_with("hvac_"))
+            || !settled(&event.serial))
 }
 
 impl Run {
@@ -185,6 +204,7 @@ impl Run {
         }
         if event.change.deleted {
             self.known.remove(serial);
+            self.settled.write().remove(serial);
             if let Err(e) = file::remove(&self.dir, serial) {
                 log::warn!("could not remove the history of {serial}: {e}");
             }
@@ -240,6 +260,9 @@ impl Run {
         match file::append(&self.dir, serial, segment, sample) {
             Ok(segment) => {
                 known.segment = Some(segment);
+                if known.hvac.is_none() {
+                    self.settled.write().insert(serial.to_string());
+                }
                 known.hvac = Some(sample.hvac());
             }
             Err(e) => {
@@ -254,7 +277,41 @@ impl Run {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::hub::{BucketChange, Origin};
     use serde_json::json;
+
+    #[test]
+    fn the_recorder_is_woken_only_for_changes_that_may_matter() {
+        let event = |key: &str, changed: &[&str], deleted: bool| ChangeEvent {
+            serial: "S1".into(),
+            origin: Origin::Device,
+            change: BucketChange {
+                key: key.into(),
+                revision: 1,
+                timestamp: 1,
+                changed: changed.iter().map(|f| f.to_string()).collect(),
+                deleted,
+            },
+        };
+        let known = |_: &str| true;
+        let unknown = |_: &str| false;
+        let setpoint = event("shared.S1", &["target_temperature"], false);
+        assert!(!may_matter(&setpoint, known));
+        assert!(may_matter(&setpoint, unknown));
+        assert!(may_matter(
+            &event("shared.S1", &["hvac_heater_state"], false),
+            known
+        ));
+        assert!(may_matter(&event("device.S1", &[], true), known));
+        assert!(!may_matter(
+            &event("schedule.S1", &["hvac_x"], false),
+            unknown
+        ));
+        assert!(!may_matter(
+            &event("structure.owner", &["away"], false),
+            unknown
+        ));
+    }
 
     fn at(t: i64, heating: bool, cooling: bool) -> Sample {
         Sample {

@@ -2,13 +2,17 @@
 //!
 //! - Held subscribes. A worker that decides a thermostat's subscribe must wait writes the
 //!   chunked response head, parks the raw writer here with its deadline, and goes back to
-//!   serving requests. One notifier thread, woken by a condition variable when a push arrives
-//!   or a deadline comes due, has its writer threads write each push as one chunk
-//!   `{"objects":[...]}`, keeps the
-//!   response open for further pushes until 3 s pass without one, and ends it with the
-//!   zero-length chunk. A subscribe with no push is ended at its deadline. Every held subscribe
-//!   of a serial gets every push; a push that could not be written is replayed to that serial's
-//!   next held subscribe.
+//!   serving requests. Each push is written as one chunk `{"objects":[...]}` by one of a few
+//!   writer threads; the response is kept open for further pushes until 3 s pass without one,
+//!   and ended with the zero-length chunk. A subscribe with no push is ended at its deadline.
+//!   Every held subscribe of a serial gets every push; a push that could not be written is
+//!   replayed to that serial's next held subscribe.
+//! - Scheduling. Whenever a subscribe changes (held, pushed to, written, released), the hub
+//!   decides at once what it needs next ([`Hub::schedule`]): a write now, handed straight to a
+//!   writer thread; a wake-up at its deadline or at the end of its batch window, kept in a timer
+//!   set; or nothing. The notifier thread, woken by a condition variable, only ends the
+//!   subscribes whose timers ran out. So a push costs the publisher a look-up of its serial's
+//!   subscribes and one hand-over, never a pass over every held subscribe.
 //! - Change watchers (the control API's live stream, the MQTT bridge): every committed bucket
 //!   change, from any origin, as a [`ChangeEvent`].
 //!
@@ -17,7 +21,7 @@
 mod change;
 mod notifier;
 
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 use std::io;
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -102,20 +106,38 @@ struct Sub {
     peer: Option<SocketAddr>,
     phase: Phase,
     queue: Vec<Arc<Push>>,
-    /// `None` while reserved or while the notifier is writing to it.
+    /// `None` while reserved or while a write to it is under way.
     writer: Option<Writer>,
     /// End as soon as possible (the connection sent another request).
     release: bool,
+    /// Its entry in [`Inner::timers`], if it has one.
+    timer: Option<Instant>,
 }
+
+/// A change watcher: where its events go, and which it wants (all when `None`).
+struct Watcher {
+    events: Sender<Arc<ChangeEvent>>,
+    wants: Option<Interest>,
+}
+
+/// Whether a watcher wants an event. Asked in the publisher's thread: it must be quick.
+pub type Interest = Box<dyn Fn(&ChangeEvent) -> bool + Send>;
 
 #[derive(Default)]
 struct Inner {
     subs: HashMap<u64, Sub>,
+    by_serial: HashMap<String, Vec<u64>>,
     by_peer: HashMap<SocketAddr, u64>,
+    /// When parked subscribes next need the notifier (their deadline or batch window's end).
+    timers: BTreeSet<(Instant, u64)>,
+    /// Subscribes due now that no writer thread took: the notifier writes them itself.
+    ready: Vec<u64>,
+    /// Where writes go: the writer threads' queue, while they run.
+    writers: Option<crossbeam_channel::Sender<notifier::Job>>,
     next_id: u64,
     /// Pushes no subscribe could take, with when they were made.
     replay: HashMap<String, Vec<(Instant, Arc<Push>)>>,
-    watchers: Vec<Sender<Arc<ChangeEvent>>>,
+    watchers: Vec<Watcher>,
     stopping: bool,
     notifier_done: bool,
 }
@@ -128,7 +150,21 @@ impl Inner {
                 self.by_peer.remove(&peer);
             }
         }
+        if let Some(at) = sub.timer {
+            self.timers.remove(&(at, id));
+        }
+        if let Some(ids) = self.by_serial.get_mut(&sub.serial) {
+            ids.retain(|i| *i != id);
+            if ids.is_empty() {
+                self.by_serial.remove(&sub.serial);
+            }
+        }
         Some(sub)
+    }
+
+    /// The subscribes of `serial` (held or reserved).
+    fn ids_of(&self, serial: &str) -> &[u64] {
+        self.by_serial.get(serial).map_or(&[], Vec::as_slice)
     }
 }
 
@@ -157,8 +193,14 @@ impl Hub {
                 queue: Vec::new(),
                 writer: None,
                 release: false,
+                timer: None,
             },
         );
+        inner
+            .by_serial
+            .entry(serial.to_string())
+            .or_default()
+            .push(id);
         Reservation {
             id,
             hub: Arc::clone(self),
@@ -211,7 +253,7 @@ impl Hub {
         if let Some(peer) = peer {
             by_peer.insert(peer, id);
         }
-        self.wake.notify_all();
+        self.schedule(&mut inner, id, Instant::now());
         Ok(())
     }
 
@@ -224,27 +266,23 @@ impl Hub {
         };
         if let Some(sub) = inner.subs.get_mut(&id) {
             sub.release = true;
-            self.wake.notify_all();
+            self.schedule(&mut inner, id, Instant::now());
         }
     }
 
     /// Subscribes of `serial` that are held or about to be.
     pub fn subscriptions_of(&self, serial: &str) -> usize {
-        self.inner
-            .lock()
-            .subs
-            .values()
-            .filter(|s| s.serial == serial)
-            .count()
+        self.inner.lock().ids_of(serial).len()
     }
 
     /// Subscribes held (or about to be) per serial, for every serial that has any.
     pub fn subscription_counts(&self) -> HashMap<String, usize> {
-        let mut counts = HashMap::new();
-        for sub in self.inner.lock().subs.values() {
-            *counts.entry(sub.serial.clone()).or_insert(0) += 1;
-        }
-        counts
+        self.inner
+            .lock()
+            .by_serial
+            .iter()
+            .map(|(serial, ids)| (serial.clone(), ids.len()))
+            .collect()
     }
 
     /// Delivers committed changes: `push` (a whole `{"objects":[...]}` document, for
@@ -264,12 +302,15 @@ impl Hub {
                 bytes,
                 delivered: AtomicBool::new(false),
             });
-            for sub in inner.subs.values_mut().filter(|s| s.serial == serial) {
-                sub.queue.push(Arc::clone(&push));
-                queued += 1;
-            }
-            if queued > 0 {
-                self.wake.notify_all();
+            let now = Instant::now();
+            // Scheduling never adds or removes a subscribe, so the list stays as it is.
+            for i in 0..inner.ids_of(serial).len() {
+                let id = inner.ids_of(serial)[i];
+                if let Some(sub) = inner.subs.get_mut(&id) {
+                    sub.queue.push(Arc::clone(&push));
+                    queued += 1;
+                    self.schedule(&mut inner, id, now);
+                }
             }
         }
         if !inner.watchers.is_empty() {
@@ -279,16 +320,19 @@ impl Hub {
                     origin,
                     change,
                 });
-                inner
-                    .watchers
-                    .retain(|w| match w.try_send(Arc::clone(&event)) {
+                inner.watchers.retain(|w| {
+                    if w.wants.as_ref().is_some_and(|wants| !wants(&event)) {
+                        return true;
+                    }
+                    match w.events.try_send(Arc::clone(&event)) {
                         Ok(()) => true,
                         Err(TrySendError::Full(_)) => {
                             log::debug!("a change watcher is not keeping up; it missed an event");
                             true
                         }
                         Err(TrySendError::Disconnected(_)) => false,
-                    });
+                    }
+                });
             }
         }
         queued
@@ -296,8 +340,18 @@ impl Hub {
 
     /// A stream of every committed change. Dropping the receiver unsubscribes.
     pub fn watch(&self) -> Receiver<Arc<ChangeEvent>> {
-        let (tx, rx) = crossbeam_channel::bounded(WATCH_BUFFER);
-        self.inner.lock().watchers.push(tx);
+        self.watcher(None)
+    }
+
+    /// A stream of the committed changes `wants` says yes to, so a watcher that has no use
+    /// for an event (nobody is listening) is not woken for it.
+    pub fn watch_if(&self, wants: Interest) -> Receiver<Arc<ChangeEvent>> {
+        self.watcher(Some(wants))
+    }
+
+    fn watcher(&self, wants: Option<Interest>) -> Receiver<Arc<ChangeEvent>> {
+        let (events, rx) = crossbeam_channel::bounded(WATCH_BUFFER);
+        self.inner.lock().watchers.push(Watcher { events, wants });
         rx
     }
 

@@ -1,6 +1,7 @@
-//! The notifier: one thread that decides which held subscribe is due (a push queued, its
-//! deadline or batch window over, the server stopping) and hands the write to a small pool of
-//! writer threads.
+//! Scheduling held subscribes: [`Hub::schedule`] decides what one needs next whenever it
+//! changes; writes go to a small pool of writer threads; the notifier thread ends the
+//! subscribes whose deadline or batch window ran out, and writes itself when no writer thread
+//! could be started.
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
@@ -15,9 +16,9 @@ use super::{
 };
 
 impl Hub {
-    /// The notifier loop; runs on its own thread until [`Hub::shutdown`]. It decides what is
-    /// due and hands each write to one of [`WRITERS`] threads, so a thermostat that stopped
-    /// reading holds up only the writer it is on, until the connection's send timeout
+    /// The notifier loop; runs on its own thread until [`Hub::shutdown`]. It starts
+    /// [`WRITERS`] threads that do every write, so a thermostat that stopped reading holds up
+    /// only the writer it is on, until the connection's send timeout
     /// ([`crate::http::socket::PARKED_SEND_TIMEOUT`]) drops it, and not every other push. A
     /// subscribe has at most one write in flight, so its pushes stay in order.
     pub fn run_notifier(&self) {
@@ -33,7 +34,6 @@ impl Hub {
                         for job in queue {
                             let done = job.run();
                             self.settle(&mut self.inner.lock(), done, Instant::now());
-                            self.wake.notify_all();
                         }
                     });
                 match spawned {
@@ -42,44 +42,107 @@ impl Hub {
                 }
             }
             // With no writer thread the notifier writes itself, one job after another.
-            self.dispatch(|job| match writers {
-                0 => Err(job),
-                _ => jobs.send(job).map_err(|e| e.into_inner()),
-            });
-            drop(jobs);
+            if writers > 0 {
+                self.inner.lock().writers = Some(jobs);
+            } else {
+                drop(jobs);
+            }
+            self.dispatch();
+            // The writers end once the queue's last sender is gone.
+            self.inner.lock().writers = None;
         });
         self.inner.lock().notifier_done = true;
         self.wake.notify_all();
     }
 
-    /// Takes every due subscribe's writer and passes the job to `send`, or runs it here if
-    /// `send` gives it back; returns once stopping and nothing is parked or being written.
-    fn dispatch(&self, send: impl Fn(Job) -> Result<(), Job>) {
+    /// Decides what subscribe `id` needs next, after anything about it changed: a write now
+    /// (handed to a writer thread, else left for the notifier), a wake-up at its deadline or
+    /// the end of its batch window, or nothing (reserved, or a write is under way).
+    pub(super) fn schedule(&self, inner: &mut Inner, id: u64, now: Instant) {
+        let Inner {
+            subs,
+            timers,
+            ready,
+            writers,
+            stopping,
+            ..
+        } = inner;
+        let Some(sub) = subs.get_mut(&id) else {
+            return;
+        };
+        if let Some(at) = sub.timer.take() {
+            timers.remove(&(at, id));
+        }
+        match sub.due_at(now, *stopping) {
+            None => {}
+            Some(when) if when <= now => {
+                let Some(job) = sub.take_job(id, *stopping) else {
+                    return;
+                };
+                let unsent = match writers {
+                    Some(writers) => writers.send(job).err().map(|e| e.into_inner()),
+                    None => Some(job),
+                };
+                if let Some(job) = unsent {
+                    // Given back, for the notifier to write.
+                    sub.writer = Some(job.writer);
+                    sub.queue = job.chunks;
+                    ready.push(id);
+                    self.wake.notify_all();
+                }
+            }
+            Some(when) => {
+                // The notifier sleeps until the earliest timer: wake it only for an earlier one.
+                let sooner = timers.first().is_none_or(|(first, _)| when < *first);
+                sub.timer = Some(when);
+                timers.insert((when, id));
+                if sooner {
+                    self.wake.notify_all();
+                }
+            }
+        }
+    }
+
+    /// Ends every subscribe whose timer ran out, and writes what no writer thread took;
+    /// returns once stopping and nothing is parked or being written.
+    fn dispatch(&self) {
         let mut inner = self.inner.lock();
         loop {
             let now = Instant::now();
             let stopping = inner.stopping;
-            let mut due = Vec::new();
-            let mut next_wake: Option<Instant> = None;
-            for (id, sub) in inner.subs.iter_mut() {
-                let Some(when) = sub.due_at(now, stopping) else {
+            let mut due = std::mem::take(&mut inner.ready);
+            while let Some(&(at, id)) = inner.timers.first() {
+                if at > now && !stopping {
+                    break;
+                }
+                inner.timers.pop_first();
+                if let Some(sub) = inner.subs.get_mut(&id) {
+                    sub.timer = None;
+                }
+                due.push(id);
+            }
+            if stopping {
+                // Held subscribes with nothing queued and no timer (none today) end too.
+                due.extend(
+                    inner
+                        .subs
+                        .iter()
+                        .filter(|(_, s)| s.writer.is_some())
+                        .map(|(id, _)| *id),
+                );
+            }
+            let mut jobs = Vec::new();
+            for id in due {
+                let Some(sub) = inner.subs.get_mut(&id) else {
                     continue;
                 };
-                if when <= now {
-                    let end = stopping || sub.release || sub.queue.is_empty();
-                    if let Some(writer) = sub.writer.take() {
-                        due.push(Job {
-                            id: *id,
-                            writer,
-                            chunks: std::mem::take(&mut sub.queue),
-                            end,
-                        });
-                    }
-                } else {
-                    next_wake = Some(next_wake.map_or(when, |t| t.min(when)));
+                match sub.due_at(now, stopping) {
+                    Some(when) if when <= now => jobs.extend(sub.take_job(id, stopping)),
+                    // Not due after all (its batch window was extended): wait again.
+                    _ => self.schedule(&mut inner, id, now),
                 }
             }
-            if due.is_empty() {
+            if jobs.is_empty() {
                 // A subscribe being written is held or batching, so this waits for its writer.
                 if stopping
                     && inner
@@ -89,16 +152,20 @@ impl Hub {
                 {
                     return;
                 }
-                match next_wake {
-                    Some(t) => {
-                        self.wake.wait_until(&mut inner, t);
+                match inner.timers.first() {
+                    Some(&(at, _)) if !stopping => {
+                        self.wake.wait_until(&mut inner, at);
                     }
-                    None => self.wake.wait(&mut inner),
+                    _ => self.wake.wait(&mut inner),
                 }
                 continue;
             }
-            for job in due {
-                if let Err(job) = send(job) {
+            for job in jobs {
+                let unsent = match &inner.writers {
+                    Some(writers) => writers.send(job).err().map(|e| e.into_inner()),
+                    None => Some(job),
+                };
+                if let Some(job) = unsent {
                     let done = MutexGuard::unlocked(&mut inner, || job.run());
                     self.settle(&mut inner, done, Instant::now());
                 }
@@ -106,7 +173,13 @@ impl Hub {
         }
     }
 
+    /// After a write: the subscribe goes on (batching, or written again at once if pushes
+    /// arrived meanwhile) or is removed, its unwritten pushes kept for the serial's next one.
     fn settle(&self, inner: &mut Inner, done: Done, written_at: Instant) {
+        if inner.stopping {
+            // The notifier waits for writes in flight before it stops.
+            self.wake.notify_all();
+        }
         let Some(sub) = inner.subs.get_mut(&done.id) else {
             return;
         };
@@ -121,6 +194,7 @@ impl Hub {
                 until: (written_at + BATCH_WINDOW).min(cap),
                 cap,
             };
+            self.schedule(inner, done.id, written_at);
             return;
         }
         let Some(mut sub) = inner.remove(done.id) else {
@@ -142,7 +216,19 @@ impl Hub {
 }
 
 impl Sub {
-    /// When this subscribe next needs the notifier, if it is parked.
+    /// Its writer and queued pushes, as a write to do now; ends the response when nothing is
+    /// queued (its time is up) or it must end.
+    fn take_job(&mut self, id: u64, stopping: bool) -> Option<Job> {
+        let end = stopping || self.release || self.queue.is_empty();
+        Some(Job {
+            id,
+            writer: self.writer.take()?,
+            chunks: std::mem::take(&mut self.queue),
+            end,
+        })
+    }
+
+    /// When this subscribe next needs a write, if it is parked.
     fn due_at(&self, now: Instant, stopping: bool) -> Option<Instant> {
         self.writer.as_ref()?;
         if stopping || self.release || !self.queue.is_empty() {
@@ -156,7 +242,7 @@ impl Sub {
     }
 }
 
-struct Job {
+pub(super) struct Job {
     id: u64,
     writer: Writer,
     chunks: Vec<Arc<Push>>,
