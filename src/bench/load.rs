@@ -104,9 +104,9 @@ pub fn timed_commands(
                     send_command(&mut client, serial, i * commanders + c)?;
                     let left = (started + Duration::from_secs(10))
                         .saturating_duration_since(Instant::now());
-                    let at = inbox.recv_timeout(left).map_err(|_| {
-                        format!("{serial} did not receive its push within 10 s")
-                    })?;
+                    let at = inbox
+                        .recv_timeout(left)
+                        .map_err(|_| format!("{serial} did not receive its push within 10 s"))?;
                     out.push(at.saturating_duration_since(started).as_micros() as u64);
                 }
                 Ok(out)

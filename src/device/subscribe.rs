@@ -18,7 +18,7 @@ use crate::app::App;
 use crate::http::{ChunkedBody, ChunkedReply, ChunkedWriter, Reply, Request, Response};
 use crate::hub::{Origin, Sink};
 use crate::state::{
-    Bucket, Compact, DeviceTxn, Stamp, WireObject, WireObjects, structure_id, user_key,
+    Bucket, Compact, DeviceTxn, Fields, Stamp, WireObject, WireObjects, structure_id, user_key,
 };
 use crate::util::JsonMap;
 
@@ -60,8 +60,8 @@ pub fn subscribe(app: &App, caller: &Caller, req: &Request) -> Result<Reply, Dev
     let now_or_hold = if !outdated.is_empty() {
         drop(reservation);
         if outdated.iter().any(|(_, b)| {
-            let value = b.value.to_map();
-            SETPOINT_FIELDS.iter().any(|f| value.contains_key(*f))
+            let value = Fields::of(&b.value);
+            SETPOINT_FIELDS.iter().any(|f| value.contains_key(f))
         }) {
             headers.push((
                 "X-nl-disable-defer-window".into(),

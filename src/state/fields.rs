@@ -117,6 +117,55 @@ impl Fields {
     pub fn text(&self) -> &str {
         &self.text
     }
+
+    /// The text with each of `set`'s fields written into it: a field it has gets the new value
+    /// where the old one was (its last occurrence), a new one is added at the end. That is the
+    /// text of the value as a map with `set` inserted, serialized again (insertion order, as
+    /// the map keeps it), without parsing and rewriting every other field.
+    pub fn merged_text(&self, set: &JsonMap) -> String {
+        let mut replaced: Vec<(Range<usize>, &Value)> = Vec::new();
+        let mut added: Vec<(&String, &Value)> = Vec::new();
+        for (name, value) in set {
+            let wanted = hash(name);
+            match self
+                .entries
+                .iter()
+                .rev()
+                .find(|e| e.hash == wanted && self.name(e) == name)
+            {
+                Some(entry) => replaced.push((entry.value.clone(), value)),
+                None => added.push((name, value)),
+            }
+        }
+        replaced.sort_by_key(|(range, _)| range.start);
+        let mut out = String::with_capacity(self.text.len() + 64 * set.len());
+        let mut copied = 0;
+        for (range, value) in replaced {
+            out.push_str(&self.text[copied..range.start]);
+            push_json(&mut out, value);
+            copied = range.end;
+        }
+        // What is left ends with the object's closing brace; new fields go before it.
+        let rest = &self.text[copied..];
+        let close = rest.rfind('}').unwrap_or(rest.len());
+        out.push_str(&rest[..close]);
+        for (name, value) in added {
+            if !self.entries.is_empty() || !out.ends_with('{') {
+                out.push(',');
+            }
+            push_json(&mut out, name);
+            out.push(':');
+            push_json(&mut out, value);
+        }
+        out.push_str(&rest[close..]);
+        out
+    }
+}
+
+/// Appends `value` as compact JSON (what serializing a map writes for it).
+fn push_json(out: &mut String, value: &(impl serde::Serialize + ?Sized)) {
+    // Serializing a string or a JSON value cannot fail.
+    out.push_str(&serde_json::to_string(value).unwrap_or_else(|_| "null".into()));
 }
 
 impl fmt::Debug for Fields {
@@ -221,6 +270,40 @@ mod tests {
         assert_eq!(&f.to_map(), map);
         // Asked twice, parsed once, same answer.
         assert_eq!(f.get("o"), f.get("o"));
+    }
+
+    #[test]
+    fn a_merge_written_into_the_text_is_the_map_merged_and_serialized() {
+        let stored = json!({
+            "a": 1, "s": "x,}{\"y", "o": {"n": [1, {"m": "}"}]}, "é\n": true, "z": null
+        });
+        let cases = [
+            json!({}),
+            json!({"a": 2}),
+            json!({"o": "flat", "a": [1.5, 2], "new": {"k": "}"}}),
+            json!({"z": 0, "later": 1, "é\n": false, "\"q\"": "v"}),
+        ];
+        for set in cases {
+            let set = set.as_object().unwrap();
+            let mut map = stored.as_object().unwrap().clone();
+            for (k, v) in set {
+                map.insert(k.clone(), v.clone());
+            }
+            let expected = serde_json::to_string(&map).unwrap();
+            let f = fields(stored.clone());
+            assert_eq!(f.merged_text(set), expected, "{set:?}");
+        }
+        let empty = Fields::from_text("{}");
+        let set = json!({"a": 1, "b": "c"});
+        assert_eq!(
+            empty.merged_text(set.as_object().unwrap()),
+            r#"{"a":1,"b":"c"}"#
+        );
+        // Spaced or repeated fields (not what hearth writes) still merge to the right value.
+        let odd = Fields::from_text(r#"{ "a" : 1 , "a" : 2 }"#);
+        let merged = odd.merged_text(json!({"a": 3, "b": 4}).as_object().unwrap());
+        let read: JsonMap = serde_json::from_str(&merged).unwrap();
+        assert_eq!(Value::Object(read), json!({"a": 3, "b": 4}));
     }
 
     #[test]

@@ -115,11 +115,11 @@ pub fn apply_to_bucket(previous: Option<&Bucket>, op: &Op) -> Option<Bucket> {
             set,
             ..
         } => {
-            let mut value = previous.map(|b| b.value.to_map()).unwrap_or_default();
-            for (k, v) in set {
-                value.insert(k.clone(), v.clone());
-            }
-            (rev, ts, updated, Compact::from_map(&value))
+            let value = match previous {
+                Some(b) => b.value.merged(set),
+                None => Compact::from_map(set),
+            };
+            (rev, ts, updated, value)
         }
         Op::Replace {
             rev,

@@ -7,6 +7,7 @@ use indexmap::IndexMap;
 use super::accounts::Accounts;
 use super::bucket::Bucket;
 use super::device::{DeviceData, DeviceMeta};
+use super::fields::Fields;
 use super::ops::{Op, apply_to_bucket};
 use crate::hub::BucketChange;
 use crate::util::JsonMap;
@@ -143,10 +144,10 @@ impl<'a> DeviceTxn<'a> {
 
     /// Shallow-merges `delta` into the bucket (creating it if missing) and stamps it.
     pub fn merge(&mut self, key: &str, delta: &JsonMap, stamp: Stamp) -> Written {
-        let previous = self.bucket(key).map(|b| b.value.to_map());
+        let previous = self.bucket(key).map(|b| Fields::of(&b.value));
         let set: JsonMap = delta
             .iter()
-            .filter(|(k, v)| previous.as_ref().and_then(|b| b.get(*k)) != Some(*v))
+            .filter(|(k, v)| previous.as_ref().and_then(|b| b.get(k)) != Some(*v))
             .map(|(k, v)| (k.clone(), v.clone()))
             .collect();
         let changed: Vec<String> = set.keys().cloned().collect();

@@ -154,9 +154,9 @@ pub fn status(view: &View, now_ms: i64) -> Status {
         .or_else(|| d("structure_id"))
         .cloned()
         .or_else(|| {
-            view.structure.as_ref().map(|_| {
-                Value::String(view.structure_key.trim_start_matches("structure.").into())
-            })
+            view.structure
+                .as_ref()
+                .map(|_| Value::String(view.structure_key.trim_start_matches("structure.").into()))
         })
         .unwrap_or(Value::Null);
     Status {
@@ -198,9 +198,7 @@ pub fn status(view: &View, now_ms: i64) -> Status {
         is_online: d("is_online").and_then(Value::as_bool).unwrap_or(false),
         has_leaf: d("leaf").and_then(Value::as_bool).unwrap_or(false),
         software_version: dev("current_version"),
-        temperature_scale: d("temperature_scale")
-            .cloned()
-            .unwrap_or(Value::from("C")),
+        temperature_scale: d("temperature_scale").cloned().unwrap_or(Value::from("C")),
         capabilities: Capabilities {
             can_heat,
             can_cool,
