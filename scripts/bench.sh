@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The performance figures and their budgets, measured on 127.0.0.1 with simulated thermostats:
 # idle RSS; RSS with N held subscribes (default 1,000); POST /command -> push p50/p99/max over
-# 1,000 commands spread across them; start-up with their state stored; durable commands/s and
-# GET /status/s (with p99) from 8 keep-alive clients for 10 s; CPU time over 60 idle seconds
+# 1,000 commands from 4 concurrent clients spread across them; start-up with their state
+# stored; durable commands/s, GET /status/s (with p99) and GET /health/s from 8 keep-alive
+# clients for 10 s each, with the server's CPU time per request; CPU time over 60 idle seconds
 # with 100 held subscribes. Builds the shipped binary first; prints one table; stops every
 # process it started and removes its temporary data directories.
 # Arguments go to `hearth bench` (see `hearth bench --help`), e.g.

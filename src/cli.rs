@@ -415,8 +415,8 @@ struct BenchArgs {
     /// simulated thermostats holding subscribes (default 1000)
     #[argh(option, default = "1000")]
     thermostats: usize,
-    /// commands timed from POST /command to the pushed chunk, spread across the thermostats
-    /// (default 1000)
+    /// commands timed from POST /command to the pushed chunk, sent by 4 concurrent clients and
+    /// spread across the thermostats (default 1000)
     #[argh(option, default = "1000")]
     commands: usize,
     /// seconds of each throughput run (default 10)

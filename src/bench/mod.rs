@@ -16,9 +16,10 @@
 //!    first 200 from `/health`, once the simulated thermostats' threads have ended.
 //! 5. Acknowledged (durable) `POST /command` per second from 8 keep-alive clients, against
 //!    that restarted server.
-//! 6. `GET /status` per second from 8 keep-alive clients, with its p99 latency.
-//! 5–6 and a `GET /health` load (the path every request shares) also give the server's CPU
-//! time per request: its user + system time over the load divided by the requests answered.
+//! 6. `GET /status` per second from 8 keep-alive clients, with its p99 latency, then the same
+//!    for `GET /health` (the path every request shares). 5, 6 and `/health` also give the
+//!    server's CPU time per request: its user + system time over the load divided by the
+//!    requests answered.
 //! 7. A third server with 100 held subscribes: its CPU time over 60 idle seconds.
 //!
 //! Everything it starts is stopped, and its temporary directories removed, before it returns.
