@@ -156,9 +156,10 @@ struct Run {
     settled: Arc<RwLock<HashSet<String>>>,
 }
 
-/// Whether a change may be worth a sample ([`Run::on_change`] decides): one to a thermostat's
-/// `shared` or `device` bucket that removes it, changes an `hvac_*` field, or comes before its
-/// HVAC state is known. Setpoints and readings are left to the periodic samples.
+/// Whether a change may be worth a sample: one to a thermostat's `shared` or `device` bucket
+/// that removes it, changes an `hvac_*` field (the HVAC flags are those fields, so a reading or
+/// a setpoint cannot change them), or comes before its HVAC state is known (`settled`).
+/// Setpoints and readings are left to the periodic samples.
 fn may_matter(event: &ChangeEvent, settled: impl Fn(&str) -> bool) -> bool {
     let bucket = event.change.key.strip_suffix(event.serial.as_str());
     matches!(bucket, Some("shared." | "device."))
@@ -198,8 +199,9 @@ impl Run {
 
     fn on_change(&mut self, event: &ChangeEvent) {
         let serial = &event.serial;
-        let key = &event.change.key;
-        if *key != format!("shared.{serial}") && *key != format!("device.{serial}") {
+        let last = self.known.get(serial).and_then(|k| k.hvac);
+        // The same rule as the filter the hub applies, with this thread's own knowledge.
+        if !may_matter(event, |_| last.is_some()) {
             return;
         }
         if event.change.deleted {
@@ -208,14 +210,6 @@ impl Run {
             if let Err(e) = file::remove(&self.dir, serial) {
                 log::warn!("could not remove the history of {serial}: {e}");
             }
-            return;
-        }
-        let last = self.known.get(serial).and_then(|k| k.hvac);
-        // The HVAC flags are the `hvac_*` fields: a change without one (a reading, a setpoint)
-        // cannot change them, so the state is not read again for it.
-        let hvac_may_differ =
-            last.is_none() || event.change.changed.iter().any(|f| f.starts_with("hvac_"));
-        if !hvac_may_differ {
             return;
         }
         if let Some(sample) = sample_now(&self.app, serial) {

@@ -79,11 +79,7 @@ impl Hub {
                 let Some(job) = sub.take_job(id, *stopping) else {
                     return;
                 };
-                let unsent = match writers {
-                    Some(writers) => writers.send(job).err().map(|e| e.into_inner()),
-                    None => Some(job),
-                };
-                if let Some(job) = unsent {
+                if let Some(job) = hand_over(writers, job) {
                     // Given back, for the notifier to write.
                     sub.writer = Some(job.writer);
                     sub.queue = job.chunks;
@@ -161,11 +157,7 @@ impl Hub {
                 continue;
             }
             for job in jobs {
-                let unsent = match &inner.writers {
-                    Some(writers) => writers.send(job).err().map(|e| e.into_inner()),
-                    None => Some(job),
-                };
-                if let Some(job) = unsent {
+                if let Some(job) = hand_over(&inner.writers, job) {
                     let done = MutexGuard::unlocked(&mut inner, || job.run());
                     self.settle(&mut inner, done, Instant::now());
                 }
@@ -212,6 +204,14 @@ impl Hub {
             let excess = replay.len().saturating_sub(REPLAY_LIMIT);
             replay.drain(..excess);
         }
+    }
+}
+
+/// Gives `job` to the writer threads; gives it back when there are none.
+fn hand_over(writers: &Option<crossbeam_channel::Sender<Job>>, job: Job) -> Option<Job> {
+    match writers {
+        Some(writers) => writers.send(job).err().map(|e| e.into_inner()),
+        None => Some(job),
     }
 }
 

@@ -88,24 +88,25 @@ impl Fields {
         }
     }
 
-    /// A field's value. A name the text repeats reads as its last value, as a map reads it.
-    pub fn get(&self, name: &str) -> Option<&Value> {
+    /// The field called `name`: its last occurrence, as a map reads a repeated name.
+    fn entry(&self, name: &str) -> Option<&Entry> {
         let wanted = hash(name);
-        let entry = self
-            .entries
+        self.entries
             .iter()
             .rev()
-            .find(|e| e.hash == wanted && self.name(e) == name)?;
+            .find(|e| e.hash == wanted && self.name(e) == name)
+    }
+
+    /// A field's value.
+    pub fn get(&self, name: &str) -> Option<&Value> {
+        let entry = self.entry(name)?;
         Some(entry.parsed.get_or_init(|| {
             serde_json::from_str(&self.text[entry.value.clone()]).unwrap_or(Value::Null)
         }))
     }
 
     pub fn contains_key(&self, name: &str) -> bool {
-        let wanted = hash(name);
-        self.entries
-            .iter()
-            .any(|e| e.hash == wanted && self.name(e) == name)
+        self.entry(name).is_some()
     }
 
     /// The whole value as a map.
@@ -126,13 +127,7 @@ impl Fields {
         let mut replaced: Vec<(Range<usize>, &Value)> = Vec::new();
         let mut added: Vec<(&String, &Value)> = Vec::new();
         for (name, value) in set {
-            let wanted = hash(name);
-            match self
-                .entries
-                .iter()
-                .rev()
-                .find(|e| e.hash == wanted && self.name(e) == name)
-            {
+            match self.entry(name) {
                 Some(entry) => replaced.push((entry.value.clone(), value)),
                 None => added.push((name, value)),
             }
@@ -171,12 +166,6 @@ fn push_json(out: &mut String, value: &(impl serde::Serialize + ?Sized)) {
 impl fmt::Debug for Fields {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&self.text)
-    }
-}
-
-impl PartialEq for Fields {
-    fn eq(&self, other: &Self) -> bool {
-        self.text == other.text || self.to_map() == other.to_map()
     }
 }
 
