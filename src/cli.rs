@@ -3,6 +3,8 @@
 
 use std::io::Write;
 use std::process::ExitCode;
+
+use signal_hook::iterator::Signals;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -682,12 +684,13 @@ fn serve(args: ServeArgs) -> ExitCode {
         return ExitCode::from(2);
     }
     std::panic::set_hook(Box::new(|info| log::error!("panic: {info}")));
-    // A write past the file-size limit (RLIMIT_FSIZE) then fails with EFBIG, which the store
-    // answers with 503 like a full disk, instead of killing the process.
-    // SAFETY: setting a signal's disposition to "ignore" before any thread starts.
-    unsafe { libc::signal(libc::SIGXFSZ, libc::SIG_IGN) };
-    // Block SIGTERM/SIGINT before any thread starts, so only `wait_for_signal` receives them.
-    let signals = block_termination_signals();
+    let mut signals = match survive_file_size_limit().and_then(|()| termination_signals()) {
+        Ok(signals) => signals,
+        Err(e) => {
+            eprintln!("hearth: could not install signal handlers: {e}");
+            return ExitCode::from(1);
+        }
+    };
     let on_fatal = Arc::new(|why: String| {
         log::error!("{why}; exiting so the service manager restarts hearth");
         std::process::exit(70);
@@ -703,7 +706,7 @@ fn serve(args: ServeArgs) -> ExitCode {
         "READY=1\nSTATUS=thermostats register at {}",
         server.app().origin.cloud_register_url()
     ));
-    let signal = wait_for_signal(&signals);
+    let signal = wait_for_signal(&mut signals);
     log::info!("signal {signal}: shutting down");
     crate::service::notify("STOPPING=1");
     server.shutdown();
@@ -729,7 +732,13 @@ fn demo(args: DemoArgs) -> ExitCode {
         }
     };
     init_logging(false);
-    let signals = block_termination_signals();
+    let mut signals = match termination_signals() {
+        Ok(signals) => signals,
+        Err(e) => {
+            eprintln!("hearth demo: could not install signal handlers: {e}");
+            return ExitCode::from(1);
+        }
+    };
     let suffix = match crate::util::random::hex(4) {
         Ok(s) => s,
         Err(e) => {
@@ -747,7 +756,7 @@ fn demo(args: DemoArgs) -> ExitCode {
                 data_dir.display()
             );
             println!("Open the dashboard at http://127.0.0.1:{port}/ (Ctrl-C stops the demo)");
-            let signal = wait_for_signal(&signals);
+            let signal = wait_for_signal(&mut signals);
             log::info!("signal {signal}: stopping the demo");
             demo.stop();
             ExitCode::SUCCESS
@@ -797,21 +806,23 @@ fn init_logging(debug: bool) {
         .init();
 }
 
-fn block_termination_signals() -> libc::sigset_t {
-    // SAFETY: plain libc signal-set manipulation on a local, zero-initialised set.
-    unsafe {
-        let mut set: libc::sigset_t = std::mem::zeroed();
-        libc::sigemptyset(&mut set);
-        libc::sigaddset(&mut set, libc::SIGTERM);
-        libc::sigaddset(&mut set, libc::SIGINT);
-        libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut());
-        set
-    }
+/// A write past the file-size limit (`RLIMIT_FSIZE`) raises SIGXFSZ, whose default action ends
+/// the process. With a handler installed (it only sets a flag nobody reads) the write fails
+/// with EFBIG instead, which the store answers with 503 like a full disk.
+fn survive_file_size_limit() -> std::io::Result<()> {
+    let ignored = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    signal_hook::flag::register(signal_hook::consts::SIGXFSZ, ignored).map(drop)
 }
 
-fn wait_for_signal(set: &libc::sigset_t) -> i32 {
-    let mut signal = 0;
-    // SAFETY: sigwait on a valid set with a valid out pointer.
-    unsafe { libc::sigwait(set, &mut signal) };
-    signal
+/// SIGTERM and SIGINT, from now on delivered to [`wait_for_signal`] instead of ending the
+/// process. Installed before any thread starts, so one sent during start-up waits there too.
+fn termination_signals() -> std::io::Result<Signals> {
+    Signals::new([signal_hook::consts::SIGTERM, signal_hook::consts::SIGINT])
+}
+
+fn wait_for_signal(signals: &mut Signals) -> i32 {
+    signals
+        .forever()
+        .next()
+        .unwrap_or(signal_hook::consts::SIGTERM)
 }

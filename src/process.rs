@@ -4,11 +4,13 @@
 use std::ffi::OsStr;
 use std::io::{BufRead, BufReader};
 use std::net::SocketAddr;
-use std::os::unix::process::CommandExt;
 use std::path::Path;
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
+
+use rustix::process::Pid;
+pub use rustix::process::Signal;
 
 pub struct ServerProcess {
     child: Child,
@@ -45,7 +47,7 @@ impl ServerProcess {
         extra: &[&str],
         env: &[(&str, &OsStr)],
     ) -> Result<ServerProcess, String> {
-        let mut command = Command::new(exe);
+        let mut command = orphan_killing_command(exe);
         command
             .args([
                 "serve",
@@ -64,14 +66,6 @@ impl ServerProcess {
             .envs(env.iter().copied())
             .stdout(Stdio::null())
             .stderr(Stdio::piped());
-        // SAFETY: prctl is async-signal-safe and touches no memory of ours. If whoever started
-        // the server dies (a benchmark or crash test interrupted), the server goes with it.
-        unsafe {
-            command.pre_exec(|| {
-                libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
-                Ok(())
-            });
-        }
         let mut child = command
             .spawn()
             .map_err(|e| format!("could not start {}: {e}", exe.display()))?;
@@ -150,9 +144,7 @@ impl ServerProcess {
         let rest = &stat[stat.rfind(')')? + 1..];
         let fields: Vec<&str> = rest.split_whitespace().collect();
         let ticks = fields.get(11)?.parse::<u64>().ok()? + fields.get(12)?.parse::<u64>().ok()?;
-        // SAFETY: sysconf has no preconditions.
-        let per_second = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
-        let per_second = u64::try_from(per_second).ok().filter(|t| *t > 0)?;
+        let per_second = Some(rustix::param::clock_ticks_per_second()).filter(|t| *t > 0)?;
         Some(Duration::from_micros(ticks * 1_000_000 / per_second))
     }
 
@@ -163,18 +155,13 @@ impl ServerProcess {
     }
 
     /// Sends `signal` (the process is reaped when this is dropped).
-    pub fn signal(&self, signal: libc::c_int) {
-        if let Ok(pid) = libc::pid_t::try_from(self.child.id()) {
-            // SAFETY: signalling our own child process, which is not reaped before drop.
-            unsafe { libc::kill(pid, signal) };
-        }
+    pub fn signal(&self, signal: Signal) {
+        let _ = rustix::process::kill_process(Pid::from_child(&self.child), signal);
     }
 
     /// SIGTERM, then wait for the exit.
     pub fn terminate(mut self) -> std::io::Result<ExitStatus> {
-        let pid = libc::pid_t::try_from(self.child.id()).map_err(std::io::Error::other)?;
-        // SAFETY: signalling our own child process.
-        unsafe { libc::kill(pid, libc::SIGTERM) };
+        rustix::process::kill_process(Pid::from_child(&self.child), Signal::TERM)?;
         self.child.wait()
     }
 }
@@ -183,5 +170,19 @@ impl Drop for ServerProcess {
     fn drop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
+    }
+}
+
+/// `exe`, started so that it gets SIGKILL if whoever started it dies (a benchmark or crash
+/// test interrupted): through util-linux's `setpriv --pdeathsig`, which sets that and then
+/// replaces itself with `exe` (same process). Without `setpriv`, `exe` is started directly.
+fn orphan_killing_command(exe: &Path) -> Command {
+    const SETPRIV: &str = "/usr/bin/setpriv";
+    if Path::new(SETPRIV).exists() {
+        let mut command = Command::new(SETPRIV);
+        command.args(["--pdeathsig", "KILL", "--"]).arg(exe);
+        command
+    } else {
+        Command::new(exe)
     }
 }

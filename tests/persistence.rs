@@ -39,7 +39,7 @@ fn read_bucket(addr: SocketAddr, serial: &str, key: &str) -> Value {
 /// (`TimeoutStopSec=20` in the unit): a server that waited for its held subscribes (minutes)
 /// would miss it; how fast it stops is for the benchmarks.
 fn terminate(mut p: ServerProcess) -> std::process::ExitStatus {
-    p.signal(libc::SIGTERM);
+    p.signal(hearth::process::Signal::TERM);
     let mut status = None;
     wait_until("the exit after SIGTERM", || {
         status = p.exited();

@@ -8,7 +8,6 @@
 
 use std::io::{self, Read, Write};
 use std::os::unix::fs::PermissionsExt;
-use std::os::unix::io::AsRawFd;
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -71,8 +70,7 @@ impl AdminSocket {
         self.stopping.store(true, Ordering::SeqCst);
         // Wakes the blocking accept, which then fails. A connection would wake it too, but not
         // once the socket's file is deleted: shutting down stopped hanging for ever.
-        // SAFETY: shutdown(2) on a descriptor this struct owns.
-        unsafe { libc::shutdown(self.waker.as_raw_fd(), libc::SHUT_RDWR) };
+        let _ = rustix::net::shutdown(&self.waker, rustix::net::Shutdown::Both);
         let _ = self.thread.join();
         let _ = std::fs::remove_file(&self.path);
     }
@@ -101,8 +99,7 @@ fn serve(mut stream: UnixStream, handler: &Handler) -> io::Result<()> {
     stream.set_read_timeout(Some(IO_TIMEOUT))?;
     stream.set_write_timeout(Some(IO_TIMEOUT))?;
     let reply = match peer_uid(&stream) {
-        // SAFETY: getuid has no preconditions.
-        Some(uid) if uid == 0 || uid == unsafe { libc::getuid() } => {
+        Some(uid) if uid == 0 || uid == rustix::process::getuid().as_raw() => {
             let mut body = Vec::new();
             (&mut stream).take(MAX_REQUEST).read_to_end(&mut body)?;
             match serde_json::from_slice::<AdminRequest>(&body) {
@@ -134,23 +131,9 @@ fn summary(request: &AdminRequest) -> String {
 }
 
 fn peer_uid(stream: &UnixStream) -> Option<u32> {
-    let mut cred = libc::ucred {
-        pid: 0,
-        uid: 0,
-        gid: 0,
-    };
-    let mut len = std::mem::size_of::<libc::ucred>() as libc::socklen_t;
-    // SAFETY: getsockopt writes at most `len` bytes into `cred`, which is that large.
-    let rc = unsafe {
-        libc::getsockopt(
-            stream.as_raw_fd(),
-            libc::SOL_SOCKET,
-            libc::SO_PEERCRED,
-            (&mut cred as *mut libc::ucred).cast(),
-            &mut len,
-        )
-    };
-    (rc == 0).then_some(cred.uid)
+    rustix::net::sockopt::socket_peercred(stream)
+        .ok()
+        .map(|cred| cred.uid.as_raw())
 }
 
 /// Sends one request to the server listening at `path` and returns its reply.

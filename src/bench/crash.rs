@@ -227,7 +227,7 @@ fn write_until_killed(server: ServerProcess, dir: &Path, acks: Acks) -> Result<A
     thread::sleep(Duration::from_millis(u64::from(delay)));
     // Kill first, then tell the writers to stop: acknowledgements that raced with the kill
     // are kept.
-    server.signal(libc::SIGKILL);
+    server.signal(crate::process::Signal::KILL);
     killed.store(true, Ordering::SeqCst);
     let (put_n, put_count) = puts.join().map_err(|_| "the PUT writer panicked")?;
     let (command_n, command_count) = commands.join().map_err(|_| "the command writer panicked")?;

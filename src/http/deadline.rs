@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use parking_lot::{Condvar, Mutex};
 
-use super::socket::{find_socket, with_socket};
+use super::socket::find_socket;
 
 #[derive(Default)]
 struct Deadlines {
@@ -97,8 +97,8 @@ fn reap(d: &Deadlines) {
             .collect();
         parking_lot::MutexGuard::unlocked(&mut w, || {
             for (peer, port) in targets {
-                if let Some(fd) = find_socket(peer, port) {
-                    with_socket(fd, |s| s.shutdown(Shutdown::Both).ok());
+                if let Some(socket) = find_socket(peer, port) {
+                    let _ = socket.shutdown(Shutdown::Both);
                     log::warn!("{peer} stopped sending its request body; closed the connection");
                 }
             }

@@ -14,12 +14,13 @@
 //! is reading or handling ([`Busy`]), however long that takes.
 
 use std::collections::HashMap;
-use std::io;
 use std::net::{Shutdown, SocketAddr};
-use std::os::unix::io::{AsRawFd, RawFd};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd};
 use std::time::Duration;
 
-use super::socket::{open_descriptors, with_socket};
+use rustix::net::RecvFlags;
+
+use super::socket::{addresses, connection, open_descriptors, with_descriptor};
 
 /// `TCP_ESTABLISHED` in the kernel's `tcp_states.h` (the libc crate does not name it).
 const TCP_ESTABLISHED: u8 = 1;
@@ -67,15 +68,17 @@ pub fn close_idle(ports: &[u16], idle: Duration) -> usize {
     let idle_ms = u32::try_from(idle.as_millis()).unwrap_or(u32::MAX);
     let mut closed = 0;
     for fd in open_descriptors() {
-        if !is_idle(fd, ports, idle_ms) {
-            continue;
-        }
-        // Our own duplicate refers to the socket itself, so the check that follows and the
-        // shutdown are about the same connection even if `fd` is closed and reused meanwhile.
-        let Ok(own) = with_socket(fd, |s| s.try_clone()) else {
+        let Some((peer, port)) = with_descriptor(fd, |b| idle_connection(b, ports, idle_ms)) else {
             continue;
         };
-        if is_idle(own.as_raw_fd(), ports, idle_ms) && own.shutdown(Shutdown::Both).is_ok() {
+        // Our own duplicate refers to the socket itself, so the check that follows and the
+        // shutdown are about the same connection even if `fd` is closed and reused meanwhile.
+        let Some(own) = connection(fd, peer, port) else {
+            continue;
+        };
+        if idle_connection(own.as_fd(), ports, idle_ms).is_some()
+            && own.shutdown(Shutdown::Both).is_ok()
+        {
             closed += 1;
         }
     }
@@ -83,54 +86,45 @@ pub fn close_idle(ports: &[u16], idle: Duration) -> usize {
 }
 
 /// An established TCP connection on one of `ports` with no data either way for `idle_ms`, and
-/// whose reader (tiny_http's thread) is waiting for bytes that have not come.
-fn is_idle(fd: RawFd, ports: &[u16], idle_ms: u32) -> bool {
-    let Some(info) = tcp_info(fd) else {
-        return false;
-    };
+/// whose reader (tiny_http's thread) is waiting for bytes that have not come: its peer and
+/// port.
+fn idle_connection(fd: BorrowedFd<'_>, ports: &[u16], idle_ms: u32) -> Option<(SocketAddr, u16)> {
+    // TCP_INFO first: one system call, and it fails at once on anything but a TCP socket.
+    let info = tcp_info(fd)?;
     if info.tcpi_state != TCP_ESTABLISHED
         || info.tcpi_last_data_recv < idle_ms
         || info.tcpi_last_data_sent < idle_ms
     {
-        return false;
+        return None;
     }
-    let Ok(port) = with_socket(fd, |s| s.local_addr()).map(|a| a.port()) else {
-        return false;
-    };
-    let Ok(peer) = with_socket(fd, |s| s.peer_addr()) else {
-        return false;
-    };
-    ports.contains(&port) && !is_busy(peer, port) && reader_is_waiting(fd)
+    let (peer, port) = addresses(fd)?;
+    (ports.contains(&port) && !is_busy(peer, port) && reader_is_waiting(fd)).then_some((peer, port))
 }
 
-fn tcp_info(fd: RawFd) -> Option<libc::tcp_info> {
-    // SAFETY: tcp_info is plain old data; getsockopt writes at most `len` bytes into it and
-    // fails harmlessly on a descriptor that is not a TCP socket.
+/// The kernel's `TCP_INFO` for a TCP socket. Neither rustix nor std offers this option.
+fn tcp_info(fd: BorrowedFd<'_>) -> Option<libc::tcp_info> {
+    let mut info = std::mem::MaybeUninit::<libc::tcp_info>::zeroed();
+    let mut len = std::mem::size_of::<libc::tcp_info>() as libc::socklen_t;
+    // SAFETY: getsockopt writes at most `len` bytes (the size of `info`) into `info`, a live
+    // local. Every field of `tcp_info` is an integer, so the zeroed bytes an older kernel's
+    // shorter struct leaves unwritten are valid values, and so is the whole once written.
     unsafe {
-        let mut info: libc::tcp_info = std::mem::zeroed();
-        let mut len = std::mem::size_of::<libc::tcp_info>() as libc::socklen_t;
         let rc = libc::getsockopt(
-            fd,
+            fd.as_raw_fd(),
             libc::IPPROTO_TCP,
             libc::TCP_INFO,
-            (&mut info as *mut libc::tcp_info).cast(),
+            info.as_mut_ptr().cast(),
             &mut len,
         );
-        (rc == 0).then_some(info)
+        (rc == 0).then(|| info.assume_init())
     }
 }
 
 /// Nothing to read yet and not at end of input: a peek would block.
-fn reader_is_waiting(fd: RawFd) -> bool {
-    let mut byte = 0u8;
-    // SAFETY: a one-byte peek into a local buffer; MSG_DONTWAIT keeps it from blocking.
-    let n = unsafe {
-        libc::recv(
-            fd,
-            (&mut byte as *mut u8).cast(),
-            1,
-            libc::MSG_PEEK | libc::MSG_DONTWAIT,
-        )
-    };
-    n < 0 && io::Error::last_os_error().kind() == io::ErrorKind::WouldBlock
+fn reader_is_waiting(fd: BorrowedFd<'_>) -> bool {
+    let mut byte = [0u8; 1];
+    matches!(
+        rustix::net::recv(fd, &mut byte, RecvFlags::PEEK | RecvFlags::DONTWAIT),
+        Err(rustix::io::Errno::AGAIN)
+    )
 }

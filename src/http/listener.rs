@@ -10,12 +10,13 @@
 
 use std::io::{self, Read, Write};
 use std::net::{SocketAddr, TcpListener};
-use std::os::unix::io::AsRawFd;
 use std::panic::{self, AssertUnwindSafe};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
+
+use rustix::net::sockopt;
 
 use super::tls::Peers;
 use super::{
@@ -116,39 +117,15 @@ impl Listener {
 /// writes a response's head and body separately; with Nagle's algorithm the body then waits for
 /// the client's delayed ACK (about 40 ms) on every keep-alive request.
 fn set_no_delay(listener: &TcpListener) -> io::Result<()> {
-    let on: libc::c_int = 1;
-    set_option(listener, libc::IPPROTO_TCP, libc::TCP_NODELAY, &on)
+    Ok(sockopt::set_tcp_nodelay(listener, true)?)
 }
 
 fn set_send_timeout(listener: &TcpListener, timeout: Duration) -> io::Result<()> {
-    let tv = libc::timeval {
-        tv_sec: timeout.as_secs() as libc::time_t,
-        tv_usec: 0,
-    };
-    set_option(listener, libc::SOL_SOCKET, libc::SO_SNDTIMEO, &tv)
-}
-
-fn set_option<T>(
-    listener: &TcpListener,
-    level: libc::c_int,
-    name: libc::c_int,
-    value: &T,
-) -> io::Result<()> {
-    // SAFETY: setsockopt with a pointer to a live value of the size given.
-    let rc = unsafe {
-        libc::setsockopt(
-            listener.as_raw_fd(),
-            level,
-            name,
-            (value as *const T).cast(),
-            std::mem::size_of::<T>() as libc::socklen_t,
-        )
-    };
-    if rc == 0 {
-        Ok(())
-    } else {
-        Err(io::Error::last_os_error())
-    }
+    Ok(sockopt::set_socket_timeout(
+        listener,
+        sockopt::Timeout::Send,
+        Some(timeout),
+    )?)
 }
 
 fn worker(

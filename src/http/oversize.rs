@@ -15,7 +15,7 @@ use std::net::Shutdown;
 
 use super::Response;
 use super::listener::to_tiny;
-use super::socket::{find_socket, with_socket};
+use super::socket::find_socket;
 
 /// Declared lengths up to this are drained safely after the read side is shut down (the
 /// drain buffer is allocated zeroed, so untouched pages cost no memory).
@@ -32,16 +32,13 @@ pub fn reject(rq: tiny_http::Request, declared: u64, local_port: u16, response: 
         .and_then(|peer| find_socket(peer, local_port));
     match socket {
         _ if !tiny_sees_body => respond(rq, response),
-        Some(fd) if declared <= SAFE_DRAIN => {
-            with_socket(fd, |s| s.shutdown(Shutdown::Read).ok());
+        Some(socket) if declared <= SAFE_DRAIN => {
+            let _ = socket.shutdown(Shutdown::Read);
             respond(rq, response);
         }
-        Some(fd) => {
-            let raw = raw_bytes(&response);
-            with_socket(fd, |s| {
-                let _ = s.write_all(&raw);
-                let _ = s.shutdown(Shutdown::Both);
-            });
+        Some(mut socket) => {
+            let _ = socket.write_all(&raw_bytes(&response));
+            let _ = socket.shutdown(Shutdown::Both);
             log::warn!(
                 "refused a {declared}-byte body; its tiny_http connection thread stays parked \
                  (tiny_http 0.12 would allocate the whole length to discard it)"
@@ -65,8 +62,8 @@ pub fn refuse_unread(rq: tiny_http::Request, local_port: u16, response: Response
         .remote_addr()
         .copied()
         .and_then(|peer| find_socket(peer, local_port));
-    if let Some(fd) = socket {
-        with_socket(fd, |s| s.shutdown(Shutdown::Read).ok());
+    if let Some(socket) = socket {
+        let _ = socket.shutdown(Shutdown::Read);
     }
     respond(rq, response);
 }

@@ -3,20 +3,18 @@
 //! releasing tiny_http's thread once a response is parked), so we find our descriptor by its
 //! addresses in `/proc/self/fd`. That costs a scan of the open descriptors (two system calls
 //! each): about a millisecond with 1,000 thermostats connected, once per held subscribe.
+//!
+//! The descriptors are asked about through rustix (`getpeername`, `getsockname`,
+//! `getsockopt`), which on a descriptor that is not a socket just fail, so a file is never
+//! treated as a socket; whatever acts on a connection acts on our own duplicate, checked again
+//! after it was made.
 
 use std::fs;
-use std::mem::ManuallyDrop;
 use std::net::{Shutdown, SocketAddr, TcpStream};
-use std::os::unix::io::{FromRawFd, RawFd};
+use std::os::fd::{AsFd, BorrowedFd, RawFd};
 use std::time::Duration;
 
-/// Runs `f` on a borrowed view of the socket `fd` (the descriptor stays open afterwards).
-pub fn with_socket<R>(fd: RawFd, f: impl FnOnce(&mut TcpStream) -> R) -> R {
-    // SAFETY: `fd` is an open socket owned by tiny_http for as long as the request we hold is
-    // alive; ManuallyDrop keeps this view from closing it.
-    let mut stream = ManuallyDrop::new(unsafe { TcpStream::from_raw_fd(fd) });
-    f(&mut stream)
-}
+use rustix::net::{SocketType, sockopt};
 
 /// This process's open descriptors, as listed when called (empty if `/proc` is unreadable).
 pub fn open_descriptors() -> Vec<RawFd> {
@@ -29,19 +27,41 @@ pub fn open_descriptors() -> Vec<RawFd> {
         .collect()
 }
 
-/// The descriptor of our TCP socket connected to `peer` on `local_port`.
-pub fn find_socket(peer: SocketAddr, local_port: u16) -> Option<RawFd> {
-    for fd in open_descriptors() {
-        // getpeername on a descriptor that is not a connected socket just fails.
-        let matches = with_socket(fd, |s| {
-            s.peer_addr().ok() == Some(peer)
-                && s.local_addr().map(|a| a.port()).ok() == Some(local_port)
-        });
-        if matches {
-            return Some(fd);
-        }
+/// Runs `f` on the descriptor numbered `fd`, found in `/proc/self/fd`.
+pub fn with_descriptor<R>(fd: RawFd, f: impl FnOnce(BorrowedFd<'_>) -> R) -> R {
+    // SAFETY: `fd` was listed open in /proc/self/fd, and the borrow does not outlive `f`. If
+    // another thread closes it meanwhile (and the number is reused), the calls `f` makes on it
+    // (rustix's getpeername, getsockname, getsockopt, a non-blocking peek, dup) touch only
+    // their own buffers and report on or copy whatever the number then refers to; nothing here
+    // closes, reads or writes through it, and every result is checked again on our own
+    // duplicate ([`connection`]) before anything acts on a connection.
+    let borrowed = unsafe { BorrowedFd::borrow_raw(fd) };
+    f(borrowed)
+}
+
+/// The peer and our local port of a connected TCP socket; `None` for anything else.
+pub fn addresses(fd: BorrowedFd<'_>) -> Option<(SocketAddr, u16)> {
+    if sockopt::socket_type(fd).ok()? != SocketType::STREAM {
+        return None;
     }
-    None
+    let peer = SocketAddr::try_from(rustix::net::getpeername(fd).ok()??).ok()?;
+    let local = SocketAddr::try_from(rustix::net::getsockname(fd).ok()?).ok()?;
+    Some((peer, local.port()))
+}
+
+/// Our own duplicate of the descriptor `fd` if it is (still) the connection from `peer` on
+/// `local_port`.
+pub fn connection(fd: RawFd, peer: SocketAddr, local_port: u16) -> Option<TcpStream> {
+    let own = with_descriptor(fd, |b| b.try_clone_to_owned()).ok()?;
+    (addresses(own.as_fd()) == Some((peer, local_port))).then(|| TcpStream::from(own))
+}
+
+/// Our own duplicate of the TCP socket connected to `peer` on `local_port`.
+pub fn find_socket(peer: SocketAddr, local_port: u16) -> Option<TcpStream> {
+    open_descriptors()
+        .into_iter()
+        .find(|fd| with_descriptor(*fd, addresses) == Some((peer, local_port)))
+        .and_then(|fd| connection(fd, peer, local_port))
 }
 
 /// How long a write to a parked connection (a held subscribe, an event stream) may block
@@ -59,21 +79,11 @@ pub const PARKED_SEND_TIMEOUT: Duration = Duration::from_secs(2);
 /// - Writes give up after [`PARKED_SEND_TIMEOUT`] rather than the listener's 10 s, so a
 ///   client that stops reading is dropped soon and holds up the thread writing to it briefly.
 ///
-/// Call it while holding the response's writer, so the connection is alive; the descriptor
-/// found is duplicated and checked again before use, so a descriptor closed and reused
-/// meanwhile is never touched.
+/// Call it while holding the response's writer, so the connection is alive.
 pub fn park(peer: SocketAddr, local_port: u16) {
-    let Some(fd) = find_socket(peer, local_port) else {
+    let Some(own) = find_socket(peer, local_port) else {
         return;
     };
-    let Ok(own) = with_socket(fd, |s| s.try_clone()) else {
-        return;
-    };
-    let same = own.peer_addr().ok() == Some(peer)
-        && own.local_addr().map(|a| a.port()).ok() == Some(local_port);
-    if !same {
-        return;
-    }
     if let Err(e) = own.shutdown(Shutdown::Read) {
         log::debug!("could not stop reading the connection from {peer}: {e}");
     }

@@ -15,7 +15,6 @@ use std::collections::HashMap;
 use std::fmt;
 use std::io::{self, ErrorKind, Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
-use std::os::unix::io::AsRawFd;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -189,8 +188,7 @@ impl TlsFront {
     pub fn stop(self) {
         self.stopping.store(true, Ordering::SeqCst);
         // shutdown() on a listening socket makes a blocked accept() fail at once (Linux).
-        // SAFETY: shutting down a socket we own a descriptor of.
-        unsafe { libc::shutdown(self.listener.as_raw_fd(), libc::SHUT_RDWR) };
+        let _ = rustix::net::shutdown(&self.listener, rustix::net::Shutdown::Both);
         let _ = self.accept.join();
     }
 }

@@ -3,7 +3,6 @@
 use std::fs::{self, DirBuilder, File, OpenOptions};
 use std::io;
 use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
-use std::os::unix::io::AsRawFd;
 use std::path::Path;
 
 /// Creates `dir` (and parents) readable only by this user, if it does not exist.
@@ -34,7 +33,7 @@ pub fn sync_dir(dir: &Path) -> io::Result<()> {
     match File::open(dir)?.sync_all() {
         // Some file systems (vfat, some FUSE) cannot fsync a directory; the data itself is
         // already synced, so this is the best that can be done there.
-        Err(e) if e.raw_os_error() == Some(libc::EINVAL) => Ok(()),
+        Err(e) if e.raw_os_error() == Some(rustix::io::Errno::INVAL.raw_os_error()) => Ok(()),
         other => other,
     }
 }
@@ -48,16 +47,10 @@ pub fn lock_dir(dir: &Path) -> io::Result<Option<File>> {
         .write(true)
         .mode(0o600)
         .open(dir.join("LOCK"))?;
-    // SAFETY: flock on a valid, open descriptor has no memory-safety requirements.
-    let rc = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
-    if rc == 0 {
-        return Ok(Some(file));
-    }
-    let err = io::Error::last_os_error();
-    if err.kind() == io::ErrorKind::WouldBlock {
-        Ok(None)
-    } else {
-        Err(err)
+    match rustix::fs::flock(&file, rustix::fs::FlockOperation::NonBlockingLockExclusive) {
+        Ok(()) => Ok(Some(file)),
+        Err(rustix::io::Errno::WOULDBLOCK) => Ok(None),
+        Err(e) => Err(e.into()),
     }
 }
 
@@ -65,8 +58,7 @@ pub fn lock_dir(dir: &Path) -> io::Result<Option<File>> {
 /// the files root just created in it to that user, so the service can still write them.
 pub fn give_to_dir_owner(dir: &Path) -> io::Result<()> {
     use std::os::unix::fs::MetadataExt;
-    // SAFETY: geteuid has no preconditions.
-    if unsafe { libc::geteuid() } != 0 {
+    if !rustix::process::geteuid().is_root() {
         return Ok(());
     }
     let owner = fs::metadata(dir)?;
