@@ -36,7 +36,7 @@ for t in "${triples[@]}"; do
       out=$(dirname "$built") ;;
     *)
       [ -d "/opt/rust-cross/usr/lib/rustlib/$t/lib" ] || { echo "no std for $t: run cross/setup-toolchain.sh" >&2; exit 1; }
-      debian_cargo --config cross/config.toml build --release --locked --target "$t"
+      debian_cargo --config cross/config.toml build --release --locked --bin hearth --target "$t"
       out="target/$t/release" ;;
   esac
   if readelf -l "$out/hearth" | grep -q INTERP; then echo "$out/hearth is not static" >&2; exit 1; fi

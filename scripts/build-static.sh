@@ -12,5 +12,5 @@ host=$(rustc -vV | sed -n 's/^host: //p')
 flags=(-C target-feature=+crt-static -C "link-arg=-Wl,-T,$PWD/cross/link-order.ld")
 unset RUSTFLAGS
 CARGO_ENCODED_RUSTFLAGS=$(IFS=$'\x1f'; echo "${flags[*]}") \
-  cargo build --release --locked --quiet --target "$host" >&2
+  cargo build --release --locked --quiet --bin hearth --target "$host" >&2
 echo "target/$host/release/hearth"

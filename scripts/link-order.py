@@ -46,7 +46,7 @@ def build(triple):
         RUSTFLAGS="-C target-feature=+crt-static",
     )
     subprocess.run(
-        ["cargo", "build", "--release", "--locked", "--target", triple], cwd=ROOT, env=env, check=True
+        ["cargo", "build", "--release", "--locked", "--bin", "hearth", "--target", triple], cwd=ROOT, env=env, check=True
     )
     return os.path.join(TARGET_DIR, triple, "release", "hearth")
 

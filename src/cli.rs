@@ -1,14 +1,15 @@
 //! The command line: `hearth serve`, the account commands (`users`, `keys`, `claim`, `share`,
-//! `unshare`, `devices`; see [`crate::admin`]), `hearth simulate` and `hearth bench`.
+//! `unshare`, `devices`; see [`crate::admin`]), onboarding (`scan`, `point`), the imports,
+//! `hearth simulate` and `hearth demo`. The developer tools (`bench`, `crash-test`) are the
+//! separate `hearth-dev` binary.
 
 use std::io::Write;
 use std::process::ExitCode;
-
-use signal_hook::iterator::Signals;
 use std::sync::Arc;
 use std::time::Duration;
 
 use argh::{CommandInfo, EarlyExit, FromArgs, SubCommand};
+use signal_hook::iterator::Signals;
 
 use crate::admin::AdminRequest;
 use crate::config::settings::{Setting, number, text};
@@ -45,8 +46,6 @@ enum Command {
     Import(ImportArgs),
     Simulate(SimulateArgs),
     Demo(DemoArgs),
-    Bench(BenchArgs),
-    CrashTest(CrashTestArgs),
 }
 
 #[derive(FromArgs)]
@@ -400,44 +399,6 @@ struct SimulateArgs {
     drift_seconds: u64,
 }
 
-#[derive(FromArgs)]
-#[argh(subcommand, name = "crash-test")]
-/// kill the server with SIGKILL during mixed writes, restart it, and check every acknowledged
-/// write survived (127.0.0.1 only)
-struct CrashTestArgs {
-    /// trials, each one kill and restart (default 100)
-    #[argh(option, default = "100")]
-    trials: usize,
-}
-
-#[derive(FromArgs)]
-#[argh(subcommand, name = "bench")]
-/// measure memory, command-to-push latency, throughput, start-up and idle CPU on 127.0.0.1
-struct BenchArgs {
-    /// simulated thermostats holding subscribes (default 1000)
-    #[argh(option, default = "1000")]
-    thermostats: usize,
-    /// commands timed from POST /command to the pushed chunk, sent by 4 concurrent clients and
-    /// spread across the thermostats (default 1000)
-    #[argh(option, default = "1000")]
-    commands: usize,
-    /// seconds of each throughput run (default 10)
-    #[argh(option, default = "10")]
-    load_seconds: u64,
-    /// held subscribes during the idle-CPU measurement (default 100)
-    #[argh(option, default = "100")]
-    idle_thermostats: usize,
-    /// seconds of the idle-CPU measurement (default 60)
-    #[argh(option, default = "60")]
-    idle_seconds: u64,
-    /// also write the figures as JSON to this file
-    #[argh(option)]
-    json: Option<String>,
-    /// the hearth executable to measure (default: this one), e.g. a static build
-    #[argh(option)]
-    server: Option<String>,
-}
-
 pub fn main() -> ExitCode {
     let cli: Cli = argh::from_env();
     let Some(command) = cli.command else {
@@ -446,7 +407,7 @@ pub fn main() -> ExitCode {
             return ExitCode::SUCCESS;
         }
         eprintln!(
-            "hearth: a command is required (serve, users, keys, claim, share, unshare, devices, scan, point, import-nle, import, simulate, bench, crash-test); see hearth --help"
+            "hearth: a command is required (serve, users, keys, claim, share, unshare, devices, scan, point, import-nle, import, simulate, demo); see hearth --help"
         );
         return ExitCode::from(2);
     };
@@ -518,8 +479,6 @@ pub fn main() -> ExitCode {
         }),
         Command::Simulate(args) => simulate(args),
         Command::Demo(args) => demo(args),
-        Command::Bench(args) => bench(args),
-        Command::CrashTest(args) => crash_test(args),
     }
 }
 
@@ -599,70 +558,6 @@ fn import(
             crate::migrate::import(&export, &config.data_dir, force)
         });
     report(result)
-}
-
-fn crash_test(args: CrashTestArgs) -> ExitCode {
-    init_logging(false);
-    let exe = match std::env::current_exe() {
-        Ok(exe) => exe,
-        Err(e) => {
-            eprintln!("hearth crash-test: {e}");
-            return ExitCode::FAILURE;
-        }
-    };
-    match crate::bench::crash::run(&exe, args.trials.max(1)) {
-        Ok(report) => {
-            for problem in &report.problems {
-                println!("{problem}");
-            }
-            println!(
-                "{} trials: lost {}/{} acknowledged writes ({} thermostat PUTs, {} commands, {} API keys)",
-                report.trials,
-                report.lost,
-                report.acknowledged,
-                report.puts,
-                report.commands,
-                report.keys
-            );
-            if report.lost == 0 && report.problems.is_empty() {
-                ExitCode::SUCCESS
-            } else {
-                ExitCode::FAILURE
-            }
-        }
-        Err(e) => {
-            eprintln!("hearth crash-test: {e}");
-            ExitCode::FAILURE
-        }
-    }
-}
-
-fn bench(args: BenchArgs) -> ExitCode {
-    init_logging(false);
-    let opts = crate::bench::BenchOptions {
-        thermostats: args.thermostats.max(1),
-        commands: args.commands.max(1),
-        load_seconds: args.load_seconds.max(1),
-        idle_thermostats: args.idle_thermostats.max(1),
-        idle_seconds: args.idle_seconds.max(1),
-        server: args.server.map(std::path::PathBuf::from),
-    };
-    let report = match crate::bench::run(&opts) {
-        Ok(r) => r,
-        Err(e) => {
-            eprintln!("hearth bench: {e}");
-            return ExitCode::FAILURE;
-        }
-    };
-    println!("{}", report.table());
-    if let Some(path) = args.json {
-        let text = serde_json::to_string_pretty(&report).unwrap_or_default();
-        if let Err(e) = std::fs::write(&path, text + "\n") {
-            eprintln!("hearth bench: could not write {path}: {e}");
-            return ExitCode::FAILURE;
-        }
-    }
-    ExitCode::SUCCESS
 }
 
 fn serve(args: ServeArgs) -> ExitCode {
@@ -790,7 +685,7 @@ fn simulate(args: SimulateArgs) -> ExitCode {
 }
 
 /// `RUST_LOG` wins; otherwise `info`, or `debug` for hearth itself with DEBUG_LOGGING.
-fn init_logging(debug: bool) {
+pub fn init_logging(debug: bool) {
     let default = if debug { "info,hearth=debug" } else { "info" };
     env_logger::Builder::from_env(env_logger::Env::default().default_filter_or(default))
         .format(|buf, record| {

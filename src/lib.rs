@@ -4,7 +4,9 @@
 //! one that uses it back (`tests/architecture.rs` checks that, and that no surface uses
 //! another).
 //! - [`cli`], [`server`] (starts and stops everything; tests start it in-process), [`demo`],
-//!   [`bench`] and [`process`] (a `hearth serve` child process for benchmarks and tests).
+//!   and [`process`] (a `hearth serve` child process for the tests and for `hearth-dev`, the
+//!   developer tools' binary in `src/bin/hearth-dev`, which the `hearth` binary does not
+//!   contain).
 //! - [`control_port`]: port 8082, where the control API and the hosted API meet.
 //! - The surfaces, each one dialect: [`device`] (the thermostats' protocol, port 8000),
 //!   [`control`] (the flat control API, with the [`dashboard`] page at `/`), [`hosted`] (the
@@ -25,7 +27,6 @@
 pub mod accounts;
 pub mod admin;
 pub mod app;
-pub mod bench;
 pub mod cli;
 pub mod config;
 pub mod control;

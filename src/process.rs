@@ -1,5 +1,6 @@
-//! A `hearth serve` child process on free loopback ports, for `hearth bench` and the tests that
-//! need the real binary (durability across SIGKILL, startup refusals). Killed when dropped.
+//! A `hearth serve` child process on free loopback ports, for `hearth-dev` (benchmarks, the
+//! crash test) and the tests that need the real binary (durability across SIGKILL, startup
+//! refusals). Killed when dropped.
 
 use std::ffi::OsStr;
 use std::io::{BufRead, BufReader};

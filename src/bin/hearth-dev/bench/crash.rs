@@ -1,4 +1,4 @@
-//! `hearth crash-test`: kill the server with SIGKILL in the middle of mixed writes, start it
+//! `hearth-dev crash-test`: kill the server with SIGKILL in the middle of mixed writes, start it
 //! again on the same data directory, and check that every write it acknowledged is there.
 //!
 //! Each trial starts `hearth serve` on 127.0.0.1, runs three writers at once (thermostat PUTs
@@ -14,6 +14,13 @@
 //!
 //! One data directory serves all trials, so later trials load ever larger journals and
 //! snapshots.
+//!
+//! Connections: the thermostat writer opens a new one for every PUT, as a thermostat does; the
+//! command writer and the checks keep theirs open (HTTP keep-alive), as control clients do.
+//! Thousands of new connections a second would otherwise fill the connection-tracking table
+//! of a machine with netfilter (262,144 entries, each kept 120 s after the close), and
+//! connects would time out halfway through a long run. An error names the trial and the step
+//! it happened in.
 
 use std::path::Path;
 use std::sync::Arc;
@@ -24,11 +31,11 @@ use std::time::Duration;
 use serde_json::{Value, json};
 
 use super::TempDir;
-use crate::admin::AdminRequest;
-use crate::admin::socket as admin;
-use crate::http::client::{self, Url};
-use crate::process::ServerProcess;
-use crate::util::random;
+use hearth::admin::AdminRequest;
+use hearth::admin::socket as admin;
+use hearth::http::client::{self, ClientResponse, KeepAlive, Url};
+use hearth::process::ServerProcess;
+use hearth::util::random;
 
 const PUT_SERIAL: &str = "02AA01ACCRASH0PUT";
 const COMMAND_SERIAL: &str = "02AA01ACCRASH0CMD";
@@ -69,13 +76,14 @@ pub fn run(exe: &Path, trials: usize) -> Result<CrashReport, String> {
     let mut report = CrashReport::default();
     let mut acks = Acks::default();
     for trial in 1..=trials {
+        let step = |what: &'static str| move |e: String| format!("trial {trial}, {what}: {e}");
         let server = ServerProcess::start(exe, &dir.0)
             .map_err(|log| format!("trial {trial}: the server did not start:\n{log}"))?;
         if trial == 1 {
-            prepare(&server, &dir.0)?;
+            prepare(&server, &dir.0).map_err(step("preparing"))?;
         }
         let before = (acks.puts, acks.commands, acks.keys.len());
-        acks = write_until_killed(server, &dir.0, acks)?;
+        acks = write_until_killed(server, &dir.0, acks).map_err(step("writing"))?;
         report.puts = acks.puts;
         report.commands = acks.commands;
         report.keys = acks.keys.len();
@@ -84,7 +92,7 @@ pub fn run(exe: &Path, trials: usize) -> Result<CrashReport, String> {
         let server = ServerProcess::start(exe, &dir.0).map_err(|log| {
             format!("trial {trial}: the store did not load after SIGKILL:\n{log}")
         })?;
-        let (lost, problems) = check(&server, &acks)?;
+        let (lost, problems) = check(&server, &acks).map_err(step("checking after the restart"))?;
         report.lost += lost;
         report
             .problems
@@ -102,7 +110,7 @@ fn prepare(server: &ServerProcess, dir: &Path) -> Result<(), String> {
     let add = AdminRequest::UsersAdd {
         name: KEY_USER.into(),
     };
-    let reply = admin::send(&socket, &add).map_err(|e| format!("admin socket: {e}"))?;
+    let reply = admin::send(&socket, &add).map_err(|e| format!("the admin socket: {e}"))?;
     if !reply.ok {
         return Err(format!("adding the user: {}", reply.text));
     }
@@ -112,23 +120,24 @@ fn prepare(server: &ServerProcess, dir: &Path) -> Result<(), String> {
     Ok(())
 }
 
+/// A thermostat's PUT, on a new connection.
 fn put(server: &ServerProcess, serial: &str, n: u64) -> Result<(), String> {
     let body =
         json!({"objects": [{"object_key": format!("shared.{serial}"), "value": {"crash_n": n}}]});
     let target = format!("http://{}/nest/transport/v7/put", server.device);
-    post_ok(&target, &[("Authorization", &basic(serial))], &body)
-}
-
-/// POSTs `body` and wants a 200 (that is, an acknowledged write).
-fn post_ok(target: &str, headers: &[(&str, &str)], body: &Value) -> Result<(), String> {
-    let r = client::request(
-        &Url::parse(target)?,
+    let r = client::request_keep_alive(
+        &Url::parse(&target)?,
         "POST",
-        headers,
+        &[("Authorization", &basic(serial))],
         body.to_string().as_bytes(),
         TIMEOUT,
     )
-    .map_err(|e| e.to_string())?;
+    .map_err(|e| format!("PUT {target}: {e}"))?;
+    ok(&target, &r)
+}
+
+/// A 200, that is an acknowledged write.
+fn ok(target: &str, r: &ClientResponse) -> Result<(), String> {
     if r.status == 200 {
         Ok(())
     } else {
@@ -151,11 +160,25 @@ fn command_value(n: u64) -> f64 {
     10.0 + (n % 20) as f64 * 0.5
 }
 
-fn command(server: &ServerProcess, n: u64) -> Result<(), String> {
+/// A command, on the control client's kept-open connection.
+fn command(control: &mut KeepAlive, n: u64) -> Result<(), String> {
     let body =
         json!({"serial": COMMAND_SERIAL, "command": "set_temperature", "value": command_value(n)});
-    let target = format!("http://{}/command", server.control);
-    post_ok(&target, &[("Content-Type", "application/json")], &body)
+    let r = control
+        .request(
+            "POST",
+            "/command",
+            &[("Content-Type", "application/json")],
+            body.to_string().as_bytes(),
+        )
+        .map_err(|e| format!("POST /command: {e}"))?;
+    ok("/command", &r)
+}
+
+/// A kept-open connection to `addr`.
+fn keep_alive(addr: std::net::SocketAddr) -> Result<KeepAlive, String> {
+    let url = Url::parse(&format!("http://{addr}/"))?;
+    KeepAlive::connect(&url, TIMEOUT).map_err(|e| format!("connecting to {addr}: {e}"))
 }
 
 fn create_key(dir: &Path, n: usize) -> Result<String, String> {
@@ -182,30 +205,21 @@ fn create_key(dir: &Path, n: usize) -> Result<String, String> {
 /// acknowledged writes added to `acks`.
 fn write_until_killed(server: ServerProcess, dir: &Path, acks: Acks) -> Result<Acks, String> {
     let server = Arc::new(server);
+    // `killing` is set before the SIGKILL, `killed` after it: a write that fails before
+    // `killing` failed for another reason (a connect timing out, say) and ends the test; one
+    // acknowledged before `killed` counts.
+    let killing = Arc::new(AtomicBool::new(false));
     let killed = Arc::new(AtomicBool::new(false));
     let puts = {
-        let (server, killed, from) = (Arc::clone(&server), Arc::clone(&killed), acks.put_n);
-        thread::spawn(move || {
-            let mut last = from;
-            let mut count = 0;
-            while !killed.load(Ordering::SeqCst) && put(&server, PUT_SERIAL, last + 1).is_ok() {
-                last += 1;
-                count += 1;
-            }
-            (last, count)
-        })
+        let (server, from) = (Arc::clone(&server), acks.put_n);
+        let writer = Writer::new(&killing, &killed, "the thermostat writer");
+        thread::spawn(move || writer.run(from, |n| put(&server, PUT_SERIAL, n)))
     };
+    let mut control = keep_alive(server.control)?;
     let commands = {
-        let (server, killed, from) = (Arc::clone(&server), Arc::clone(&killed), acks.command_n);
-        thread::spawn(move || {
-            let mut last = from;
-            let mut count = 0;
-            while !killed.load(Ordering::SeqCst) && command(&server, last + 1).is_ok() {
-                last += 1;
-                count += 1;
-            }
-            (last, count)
-        })
+        let writer = Writer::new(&killing, &killed, "the command writer");
+        let from = acks.command_n;
+        thread::spawn(move || writer.run(from, |n| command(&mut control, n)))
     };
     let keys = {
         let (killed, dir, start) = (Arc::clone(&killed), dir.to_path_buf(), acks.keys.len());
@@ -227,10 +241,15 @@ fn write_until_killed(server: ServerProcess, dir: &Path, acks: Acks) -> Result<A
     thread::sleep(Duration::from_millis(u64::from(delay)));
     // Kill first, then tell the writers to stop: acknowledgements that raced with the kill
     // are kept.
-    server.signal(crate::process::Signal::KILL);
+    killing.store(true, Ordering::SeqCst);
+    server.signal(hearth::process::Signal::KILL);
     killed.store(true, Ordering::SeqCst);
-    let (put_n, put_count) = puts.join().map_err(|_| "the PUT writer panicked")?;
-    let (command_n, command_count) = commands.join().map_err(|_| "the command writer panicked")?;
+    let (put_n, put_count) = puts
+        .join()
+        .map_err(|_| "the thermostat writer panicked")??;
+    let (command_n, command_count) = commands
+        .join()
+        .map_err(|_| "the command writer panicked")??;
     let mut keys_made = keys.join().map_err(|_| "the key writer panicked")?;
     let keys_made_count = keys_made.len();
     let mut all_keys = acks.keys;
@@ -245,11 +264,54 @@ fn write_until_killed(server: ServerProcess, dir: &Path, acks: Acks) -> Result<A
     })
 }
 
+/// One writer's loop: numbered writes until the server is killed.
+struct Writer {
+    killing: Arc<AtomicBool>,
+    killed: Arc<AtomicBool>,
+    name: &'static str,
+}
+
+impl Writer {
+    fn new(killing: &Arc<AtomicBool>, killed: &Arc<AtomicBool>, name: &'static str) -> Writer {
+        Writer {
+            killing: Arc::clone(killing),
+            killed: Arc::clone(killed),
+            name,
+        }
+    }
+
+    /// Writes `from + 1`, `from + 2`, … until told the server is killed or a write fails
+    /// after the kill began; the last acknowledged number and how many were.
+    fn run(
+        &self,
+        from: u64,
+        mut write: impl FnMut(u64) -> Result<(), String>,
+    ) -> Result<(u64, usize), String> {
+        let (mut last, mut count) = (from, 0);
+        while !self.killed.load(Ordering::SeqCst) {
+            match write(last + 1) {
+                Ok(()) => {
+                    last += 1;
+                    count += 1;
+                }
+                Err(e) if !self.killing.load(Ordering::SeqCst) => {
+                    return Err(format!("{} failed before the kill: {e}", self.name));
+                }
+                Err(_) => break,
+            }
+        }
+        Ok((last, count))
+    }
+}
+
 /// Lost acknowledged writes, and a line about each stream that lost some.
 fn check(server: &ServerProcess, acks: &Acks) -> Result<(usize, Vec<String>), String> {
     let mut lost = 0;
     let mut problems = Vec::new();
-    let stored_n = shared(server, PUT_SERIAL)?["crash_n"].as_u64().unwrap_or(0);
+    let mut device = keep_alive(server.device)?;
+    let stored_n = shared(&mut device, PUT_SERIAL)?["crash_n"]
+        .as_u64()
+        .unwrap_or(0);
     if stored_n < acks.put_n || stored_n > acks.put_n + 1 {
         lost += usize::try_from(acks.put_n.saturating_sub(stored_n)).unwrap_or(usize::MAX);
         problems.push(format!(
@@ -257,7 +319,7 @@ fn check(server: &ServerProcess, acks: &Acks) -> Result<(usize, Vec<String>), St
             acks.put_n
         ));
     }
-    let target = shared(server, COMMAND_SERIAL)?["target_temperature"].as_f64();
+    let target = shared(&mut device, COMMAND_SERIAL)?["target_temperature"].as_f64();
     let expected = [
         command_value(acks.command_n),
         command_value(acks.command_n + 1),
@@ -269,7 +331,7 @@ fn check(server: &ServerProcess, acks: &Acks) -> Result<(usize, Vec<String>), St
             acks.command_n, expected[0]
         ));
     }
-    let devices = Url::parse(&format!("http://{}/api/v1/devices", server.control))?;
+    let mut control = keep_alive(server.control)?;
     // This trial's keys, and up to 20 from earlier trials (each was checked in its own trial;
     // the sample shows that later restarts kept them).
     let mut to_check: Vec<&String> = acks.keys[acks.keys_before..].iter().collect();
@@ -280,8 +342,9 @@ fn check(server: &ServerProcess, acks: &Acks) -> Result<(usize, Vec<String>), St
     }
     for key in to_check {
         let auth = format!("Bearer {key}");
-        let r = client::request(&devices, "GET", &[("Authorization", &auth)], &[], TIMEOUT)
-            .map_err(|e| e.to_string())?;
+        let r = control
+            .request("GET", "/api/v1/devices", &[("Authorization", &auth)], &[])
+            .map_err(|e| format!("GET /api/v1/devices with a key: {e}"))?;
         if r.status != 200 {
             lost += 1;
             problems.push(format!(
@@ -295,19 +358,18 @@ fn check(server: &ServerProcess, acks: &Acks) -> Result<(usize, Vec<String>), St
 }
 
 /// The stored value of `shared.<serial>`, read back the way a thermostat reads it.
-fn shared(server: &ServerProcess, serial: &str) -> Result<Value, String> {
-    let url = Url::parse(&format!("http://{}/nest/transport", server.device))?;
+fn shared(device: &mut KeepAlive, serial: &str) -> Result<Value, String> {
     let key = format!("shared.{serial}");
     let body =
         json!({"objects": [{"object_key": key, "object_revision": 0, "object_timestamp": 0}]});
-    let r = client::request(
-        &url,
-        "POST",
-        &[("Authorization", &basic(serial))],
-        body.to_string().as_bytes(),
-        TIMEOUT,
-    )
-    .map_err(|e| e.to_string())?;
+    let r = device
+        .request(
+            "POST",
+            "/nest/transport",
+            &[("Authorization", &basic(serial))],
+            body.to_string().as_bytes(),
+        )
+        .map_err(|e| format!("reading {key}: {e}"))?;
     if r.status != 200 {
         return Err(format!("reading {key} answered {}", r.status));
     }

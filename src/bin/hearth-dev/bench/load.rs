@@ -10,8 +10,8 @@ use std::time::{Duration, Instant};
 use serde_json::json;
 
 use super::fleet::HeldFleet;
-use crate::http::client::{self, KeepAlive, Url};
-use crate::process::ServerProcess;
+use hearth::http::client::{self, KeepAlive, Url};
+use hearth::process::ServerProcess;
 
 fn control_url(server: &ServerProcess, target: &str) -> Url {
     Url {

@@ -1,5 +1,5 @@
-//! `hearth bench`: the performance figures, measured on 127.0.0.1 against real `hearth serve`
-//! processes (this executable) with fresh data directories, driven by simulated thermostats
+//! `hearth-dev bench`: the performance figures, measured on 127.0.0.1 against real
+//! `hearth serve` processes with fresh data directories, driven by simulated thermostats
 //! and HTTP clients that run in the bench process.
 //!
 //! 1. Idle RSS (VmRSS) of a server 2 s after start.
@@ -35,8 +35,8 @@ use std::time::Duration;
 
 pub use report::Report;
 
-use crate::process::ServerProcess;
 use fleet::HeldFleet;
+use hearth::process::ServerProcess;
 
 pub struct BenchOptions {
     /// Thermostats holding subscribes for figures 2–6.
@@ -48,9 +48,9 @@ pub struct BenchOptions {
     /// Held subscribes and seconds of the idle-CPU figure.
     pub idle_thermostats: usize,
     pub idle_seconds: u64,
-    /// The executable run as the server; `None` measures this one. The clients and simulated
-    /// thermostats always run in this process, so two builds are measured by the same load.
-    pub server: Option<PathBuf>,
+    /// The executable run as the server. The clients and simulated thermostats run in this
+    /// process, so two builds are measured by the same load.
+    pub server: PathBuf,
 }
 
 /// Concurrent keep-alive clients of the throughput figures.
@@ -59,12 +59,9 @@ const CLIENTS: usize = 8;
 const COMMANDERS: usize = 4;
 
 pub fn run(opts: &BenchOptions) -> Result<Report, String> {
-    let exe = match &opts.server {
-        Some(path) => path.clone(),
-        None => std::env::current_exe().map_err(|e| e.to_string())?,
-    };
+    let exe = &opts.server;
     let dir = TempDir::new("main")?;
-    let server = ServerProcess::start_with(&exe, &dir.0, &[])
+    let server = ServerProcess::start_with(exe, &dir.0, &[])
         .map_err(|log| format!("the server did not start:\n{log}"))?;
     thread::sleep(Duration::from_secs(2));
     let idle_rss_kb = server.status_field("VmRSS:").ok_or("no VmRSS")?;
@@ -84,7 +81,7 @@ pub fn run(opts: &BenchOptions) -> Result<Report, String> {
     // The start-up measured next is the server's alone.
     fleet.finish(Duration::from_secs(30));
 
-    let (server, startup) = load::start_and_time(&exe, &dir.0)?;
+    let (server, startup) = load::start_and_time(exe, &dir.0)?;
     let commands = load::command_load(&server, &serials, CLIENTS, opts.load_seconds)
         .map_err(|e| failed("durable commands", &e, &server))?;
     let mut status = load::status_load(&server, &serials, CLIENTS, opts.load_seconds)
@@ -94,7 +91,7 @@ pub fn run(opts: &BenchOptions) -> Result<Report, String> {
     drop(server);
 
     let idle_dir = TempDir::new("idle")?;
-    let server = ServerProcess::start_with(&exe, &idle_dir.0, &[])
+    let server = ServerProcess::start_with(exe, &idle_dir.0, &[])
         .map_err(|log| format!("the server did not start:\n{log}"))?;
     let origin = format!("http://{}", server.device);
     let idle_fleet = HeldFleet::start(&origin, "02AA01AC97", opts.idle_thermostats)?;

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use crossbeam_channel::{Receiver, Sender, unbounded};
 
-use crate::simulator::{Event, Observer, Options, Thermostat, fleet};
+use hearth::simulator::{Event, Observer, Options, Thermostat, fleet};
 
 pub struct HeldFleet {
     pub serials: Vec<String>,

@@ -1,0 +1,164 @@
+//! `hearth-dev`: the tools only developers run, kept out of the `hearth` binary that routers
+//! and Raspberry Pis carry (as Redis ships `redis-benchmark` beside `redis-server`):
+//! - `hearth-dev bench`: the performance figures and their budgets ([`bench`]);
+//! - `hearth-dev crash-test`: SIGKILL during mixed writes, and no acknowledged write lost
+//!   ([`bench::crash`]).
+//!
+//! Both run a real `hearth serve` as a child process: by default the `hearth` beside this
+//! executable (cargo builds both into one directory), or the one `--server` names.
+//! `scripts/bench.sh` and `scripts/crash-test.sh` build and run them.
+
+mod bench;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use argh::FromArgs;
+
+#[derive(FromArgs)]
+/// hearth's developer tools: benchmarks and the crash test, against a `hearth serve` child
+/// process on 127.0.0.1
+struct Cli {
+    #[argh(subcommand)]
+    command: Command,
+}
+
+#[derive(FromArgs)]
+#[argh(subcommand)]
+enum Command {
+    Bench(BenchArgs),
+    CrashTest(CrashTestArgs),
+}
+
+#[derive(FromArgs)]
+#[argh(subcommand, name = "crash-test")]
+/// kill the server with SIGKILL during mixed writes, restart it, and check every acknowledged
+/// write survived (127.0.0.1 only)
+struct CrashTestArgs {
+    /// trials, each one kill and restart (default 100)
+    #[argh(option, default = "100")]
+    trials: usize,
+    /// the hearth executable to test (default: the hearth beside this one)
+    #[argh(option)]
+    server: Option<PathBuf>,
+}
+
+#[derive(FromArgs)]
+#[argh(subcommand, name = "bench")]
+/// measure memory, command-to-push latency, throughput, start-up and idle CPU on 127.0.0.1
+struct BenchArgs {
+    /// simulated thermostats holding subscribes (default 1000)
+    #[argh(option, default = "1000")]
+    thermostats: usize,
+    /// commands timed from POST /command to the pushed chunk, sent by 4 concurrent clients and
+    /// spread across the thermostats (default 1000)
+    #[argh(option, default = "1000")]
+    commands: usize,
+    /// seconds of each throughput run (default 10)
+    #[argh(option, default = "10")]
+    load_seconds: u64,
+    /// held subscribes during the idle-CPU measurement (default 100)
+    #[argh(option, default = "100")]
+    idle_thermostats: usize,
+    /// seconds of the idle-CPU measurement (default 60)
+    #[argh(option, default = "60")]
+    idle_seconds: u64,
+    /// also write the figures as JSON to this file
+    #[argh(option)]
+    json: Option<String>,
+    /// the hearth executable to measure (default: the hearth beside this one), e.g. a static
+    /// build
+    #[argh(option)]
+    server: Option<PathBuf>,
+}
+
+fn main() -> ExitCode {
+    let cli: Cli = argh::from_env();
+    hearth::cli::init_logging(false);
+    match cli.command {
+        Command::Bench(args) => bench(args),
+        Command::CrashTest(args) => crash_test(args),
+    }
+}
+
+/// `server`, or the `hearth` executable in this one's directory.
+fn server_executable(server: Option<PathBuf>) -> Result<PathBuf, String> {
+    if let Some(path) = server {
+        return Ok(path);
+    }
+    let me = std::env::current_exe().map_err(|e| format!("where is this executable? {e}"))?;
+    let beside = me.with_file_name("hearth");
+    if beside.is_file() {
+        Ok(beside)
+    } else {
+        Err(format!(
+            "no hearth executable at {} (build it with `cargo build --release`, or name one \
+             with --server)",
+            beside.display()
+        ))
+    }
+}
+
+fn crash_test(args: CrashTestArgs) -> ExitCode {
+    let report =
+        server_executable(args.server).and_then(|exe| bench::crash::run(&exe, args.trials.max(1)));
+    match report {
+        Ok(report) => {
+            for problem in &report.problems {
+                println!("{problem}");
+            }
+            println!(
+                "{} trials: lost {}/{} acknowledged writes ({} thermostat PUTs, {} commands, {} API keys)",
+                report.trials,
+                report.lost,
+                report.acknowledged,
+                report.puts,
+                report.commands,
+                report.keys
+            );
+            if report.lost == 0 && report.problems.is_empty() {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::FAILURE
+            }
+        }
+        Err(e) => {
+            eprintln!("hearth-dev crash-test: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn bench(args: BenchArgs) -> ExitCode {
+    let server = match server_executable(args.server) {
+        Ok(server) => server,
+        Err(e) => {
+            eprintln!("hearth-dev bench: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let opts = bench::BenchOptions {
+        thermostats: args.thermostats.max(1),
+        commands: args.commands.max(1),
+        load_seconds: args.load_seconds.max(1),
+        idle_thermostats: args.idle_thermostats.max(1),
+        idle_seconds: args.idle_seconds.max(1),
+        server,
+    };
+    let report = match bench::run(&opts) {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("hearth-dev bench: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    println!("{}", report.table());
+    if let Some(path) = args.json {
+        let text = serde_json::to_string_pretty(&report).unwrap_or_default();
+        if let Err(e) = std::fs::write(&path, text + "\n") {
+            eprintln!("hearth-dev bench: could not write {path}: {e}");
+            return ExitCode::FAILURE;
+        }
+    }
+    ExitCode::SUCCESS
+}
