@@ -578,7 +578,13 @@ fn serve(args: ServeArgs) -> ExitCode {
         log::error!("{e}");
         return ExitCode::from(2);
     }
-    std::panic::set_hook(Box::new(|info| log::error!("panic: {info}")));
+    // Every thread of hearth's own is named; an unnamed one is tiny_http's (its accept loop or
+    // a connection's thread), which says whether a listener may have died with it.
+    std::panic::set_hook(Box::new(|info| {
+        let thread = std::thread::current();
+        let name = thread.name().unwrap_or("unnamed");
+        log::error!("panic in thread {name}: {info}");
+    }));
     let mut signals = match survive_file_size_limit().and_then(|()| termination_signals()) {
         Ok(signals) => signals,
         Err(e) => {

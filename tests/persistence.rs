@@ -365,6 +365,117 @@ fn a_write_the_disk_cannot_take_is_answered_503_and_never_acknowledged() {
     assert_eq!(o["value"]["note"], json!("x".repeat(10)));
 }
 
+fn open_descriptors(p: &ServerProcess) -> u64 {
+    std::fs::read_dir(format!("/proc/{}/fd", p.pid()))
+        .unwrap()
+        .count() as u64
+}
+
+/// A server whose device-port accept loop died of the clone's panic; `None` if instead
+/// `accept` itself found no descriptor left (the server then reports that itself and exits).
+fn accept_loop_killed_by_its_clone(dir: &Path) -> Option<ServerProcess> {
+    use rustix::process::{Pid, Resource, Rlimit, prlimit};
+    use std::io::{Read, Write};
+    let mut p = ServerProcess::start_with(
+        Path::new(env!("CARGO_BIN_EXE_hearth")),
+        dir,
+        // Probes every second (the maintenance tick is at most half the idle timeout).
+        &[
+            "--watchdog-interval-seconds",
+            "1",
+            "--idle-timeout-seconds",
+            "2",
+        ],
+    )
+    .unwrap();
+    assert_eq!(
+        get(p.device, "/health").status,
+        200,
+        "the device port answers"
+    );
+    let pid = Pid::from_raw(p.pid() as i32).unwrap();
+    // The server inherited this process's limit.
+    let original = rustix::process::getrlimit(Resource::Nofile);
+    // One descriptor left, then a connection. The server's own brief descriptors (start-up,
+    // a probe, the idle scan) make this one off now and then: then the connection is served
+    // (try again), or `accept` fails (a new server).
+    for _ in 0..50 {
+        let one_left = Rlimit {
+            current: Some(open_descriptors(&p) + 1),
+            maximum: original.maximum,
+        };
+        prlimit(Some(pid), Resource::Nofile, one_left).unwrap();
+        let mut conn = std::net::TcpStream::connect(p.device).unwrap();
+        conn.write_all(b"GET /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+            .unwrap();
+        conn.set_read_timeout(Some(Duration::from_millis(50)))
+            .unwrap();
+        let mut byte = [0u8; 1];
+        let (mut died, mut served) = (false, false);
+        wait_until_within(
+            Duration::from_secs(20),
+            "the connection served, or a panic",
+            || {
+                died = p.log().contains("refined_tcp_stream.rs");
+                served = matches!(conn.read(&mut byte), Ok(1));
+                died || served || p.exited().is_some()
+            },
+        );
+        let _ = prlimit(Some(pid), Resource::Nofile, original);
+        if died {
+            return Some(p);
+        }
+        if p.exited().is_some() {
+            assert!(
+                p.log().contains("stopped accepting"),
+                "exited otherwise:\n{}",
+                p.log()
+            );
+            return None;
+        }
+    }
+    panic!("the clone never failed in 50 tries:\n{}", p.log());
+}
+
+/// tiny_http's accept loop gives each accepted connection a second descriptor
+/// (`RefinedTcpStream::new` clones the stream with `try_clone().unwrap()`). With one descriptor
+/// left, `accept` succeeds and the clone panics, which ends the accept thread without a word
+/// to anyone: the listener's socket stays open, connections queue unanswered, and the rest of
+/// the process lives on. The watchdog's self-probe is what notices: after three failed probes
+/// the server exits with 70, for systemd (`Restart=always`) to start it again.
+#[test]
+fn a_dead_accept_loop_is_noticed_and_the_server_exits_for_a_restart() {
+    let dir = TempDir::new("dead-accept");
+    let mut p = (0..10)
+        .find_map(|_| accept_loop_killed_by_its_clone(dir.path()))
+        .expect("the clone never panicked on 10 servers");
+    assert!(
+        p.log().contains("panic in thread unnamed"),
+        "the panic is in tiny_http's accept thread, which hearth did not name:\n{}",
+        p.log()
+    );
+    // The process and the other listener live on; only the watchdog can tell.
+    assert_eq!(get(p.control, "/health").status, 200);
+    wait_until_within(Duration::from_secs(30), "the watchdog's exit", || {
+        p.exited().is_some()
+    });
+    let log = p.log();
+    assert_eq!(p.exited().unwrap().code(), Some(70), "{log}");
+    let device = p.device;
+    assert!(
+        log.contains(&format!("self-probe of {device} failed (3 in a row)")),
+        "{log}"
+    );
+    assert!(
+        log.contains(&format!("listener {device} stopped answering")),
+        "{log}"
+    );
+    assert!(
+        !log.contains(&format!("self-probe of {} failed", p.control)),
+        "{log}"
+    );
+}
+
 #[test]
 fn with_descriptors_exhausted_the_server_recovers_or_exits_for_a_restart() {
     let dir = TempDir::new("nofile");
@@ -394,23 +505,13 @@ fn with_descriptors_exhausted_the_server_recovers_or_exits_for_a_restart() {
         ],
     )
     .unwrap();
-    let open_now = std::fs::read_dir(format!("/proc/{}/fd", p.pid()))
-        .unwrap()
-        .count() as u64;
-    let limit = libc::rlimit {
-        rlim_cur: open_now + 8,
-        rlim_max: open_now + 8,
+    let open_now = open_descriptors(&p);
+    let limit = rustix::process::Rlimit {
+        current: Some(open_now + 8),
+        maximum: Some(open_now + 8),
     };
-    // SAFETY: prlimit on our own child with a valid rlimit and no old-limit output.
-    let rc = unsafe {
-        libc::prlimit(
-            p.pid() as libc::pid_t,
-            libc::RLIMIT_NOFILE,
-            &limit,
-            std::ptr::null_mut(),
-        )
-    };
-    assert_eq!(rc, 0, "{}", std::io::Error::last_os_error());
+    let pid = rustix::process::Pid::from_raw(p.pid() as i32).unwrap();
+    rustix::process::prlimit(Some(pid), rustix::process::Resource::Nofile, limit).unwrap();
     // Far more connections than descriptors left, on both ports, held until the watchdog's
     // self-probe has failed (it needs a descriptor too), or the server has exited.
     let hogs: Vec<std::net::TcpStream> = (0..40)
