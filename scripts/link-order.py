@@ -101,6 +101,9 @@ def profile(binary, work, load):
         for line in f:
             if line.startswith("fn="):
                 name = re.sub(r"^fn=(\(\d+\) )?", "", line.strip())
+                # callgrind names a recursive call's inner levels fn'2, fn'3, ...: the same
+                # function (and a quote is not valid in a linker script).
+                name = re.sub(r"'\d+$", "", name)
                 if name and name not in names:
                     names.append(name)
     return names
