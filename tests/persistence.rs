@@ -307,20 +307,13 @@ fn invalid_configuration_stops_startup_with_the_setting_and_its_range() {
 
 /// Caps the size any file of process `pid` may grow to (RLIMIT_FSIZE), as a full disk would.
 fn limit_file_size(pid: u32, bytes: Option<u64>) {
-    let limit = libc::rlimit {
-        rlim_cur: bytes.unwrap_or(libc::RLIM_INFINITY),
-        rlim_max: libc::RLIM_INFINITY,
+    use rustix::process::{Pid, Resource, Rlimit, prlimit};
+    let limit = Rlimit {
+        current: bytes,
+        maximum: None,
     };
-    // SAFETY: prlimit on our own child with a valid rlimit and no old-limit output.
-    let rc = unsafe {
-        libc::prlimit(
-            pid as libc::pid_t,
-            libc::RLIMIT_FSIZE,
-            &limit,
-            std::ptr::null_mut(),
-        )
-    };
-    assert_eq!(rc, 0, "{}", std::io::Error::last_os_error());
+    let pid = Pid::from_raw(pid as i32).unwrap();
+    prlimit(Some(pid), Resource::Fsize, limit).unwrap();
 }
 
 #[test]

@@ -219,8 +219,7 @@ fn install_refuses_bad_arguments_and_changes_nothing() {
 /// Runs a script without root and without `--root`: as this user if it is not root, else as
 /// `nobody` through setpriv.
 fn unprivileged(name: &str, args: &[&str]) -> Output {
-    // SAFETY: geteuid has no preconditions.
-    let mut command = if unsafe { libc::geteuid() } == 0 {
+    let mut command = if rustix::process::geteuid().is_root() {
         let mut c = Command::new("setpriv");
         c.args(["--reuid=65534", "--regid=65534", "--clear-groups", "bash"]);
         c

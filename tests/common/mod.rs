@@ -245,16 +245,18 @@ pub fn raw(addr: SocketAddr, bytes: &[u8], timeout: Duration) -> String {
 /// `/proc/self/task/*/syscall`, which gives the system call a sleeping thread is in and its
 /// first argument, the descriptor.
 pub fn blocked_writing_on(local: SocketAddr) -> bool {
-    use std::os::unix::io::FromRawFd;
     let accepted: Vec<u64> = std::fs::read_dir("/proc/self/fd")
         .unwrap()
         .flatten()
         .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
         .filter(|fd| {
-            // SAFETY: the descriptor is only asked for its addresses and never closed (the
-            // stream is not dropped); one closed meanwhile just answers with an error.
-            let socket = std::mem::ManuallyDrop::new(unsafe { TcpStream::from_raw_fd(*fd) });
-            socket.local_addr().ok() == Some(local) && socket.peer_addr().is_ok()
+            // SAFETY: the descriptor is only asked for its addresses, which fails harmlessly
+            // on one that is not a socket or was closed meanwhile.
+            let socket = unsafe { std::os::fd::BorrowedFd::borrow_raw(*fd) };
+            let ours = rustix::net::getsockname(socket)
+                .ok()
+                .and_then(|a| SocketAddr::try_from(a).ok());
+            ours == Some(local) && matches!(rustix::net::getpeername(socket), Ok(Some(_)))
         })
         .filter_map(|fd| u64::try_from(fd).ok())
         .collect();

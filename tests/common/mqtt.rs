@@ -103,8 +103,8 @@ impl Broker {
     /// Stops the broker the way a service manager does (SIGTERM: it saves what it retains)
     /// and gives back its directory.
     pub fn terminate(mut self) -> TempDir {
-        // SAFETY: kill(2) on our own child's pid; no memory is shared.
-        unsafe { libc::kill(self.child.id() as libc::pid_t, libc::SIGTERM) };
+        let pid = rustix::process::Pid::from_child(&self.child);
+        let _ = rustix::process::kill_process(pid, rustix::process::Signal::TERM);
         let _ = self.child.wait();
         self.dir.take().unwrap()
     }
