@@ -18,7 +18,7 @@ cd "$(dirname "$0")/.."
 binary=$(scripts/build-static.sh)
 cargo build --release --locked --quiet --bin hearth-dev
 case " $* " in
-  *" --server "* | *" --server="*) ;;
+  *" --server "*) ;;
   *) set -- --server "$binary" "$@" ;;
 esac
 exec target/release/hearth-dev bench "$@"

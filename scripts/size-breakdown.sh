@@ -28,8 +28,12 @@ ln -s /usr/bin/cargo "$work/bin/cargo"
 sed -e '/^strip = /d' \
     -e 's|"-C", "link-arg=-Wl,-T,cross/link-order.ld"\]|"-C", "target-feature=+crt-static"]|' \
     cross/config.toml > "$work/config.toml"
+if grep -q link-order.ld "$work/config.toml"; then
+  echo "$0: could not take the link order out of cross/config.toml (its format changed?)" >&2
+  exit 1
+fi
 bloat() {
-  env -u RUSTFLAGS PATH="$work/bin:$PATH" RUSTC=/usr/bin/rustc RUSTDOC=/usr/bin/rustdoc \
+  env -u RUSTFLAGS -u CARGO_ENCODED_RUSTFLAGS -u CARGO_BUILD_RUSTFLAGS PATH="$work/bin:$PATH" RUSTC=/usr/bin/rustc RUSTDOC=/usr/bin/rustdoc \
     cargo bloat --config "$work/config.toml" --release --locked --target "$t" \
     --target-dir target/size-breakdown --bin hearth "$@"
 }

@@ -463,8 +463,10 @@ fn a_dead_accept_loop_is_noticed_and_the_server_exits_for_a_restart() {
         log.contains(&format!("listener {device} stopped answering")),
         "{log}"
     );
+    // (A probe of the control port may have failed once, while the descriptors were still
+    // limited; only the device port's listener is given up on.)
     assert!(
-        !log.contains(&format!("self-probe of {} failed", p.control)),
+        !log.contains(&format!("listener {} stopped answering", p.control)),
         "{log}"
     );
 }

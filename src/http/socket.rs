@@ -1,8 +1,9 @@
 //! Reaching the socket behind a tiny_http request. tiny_http 0.12 hides it, but a few things
 //! need it (shutting down a connection whose body never arrives, refusing a huge body, and
 //! releasing tiny_http's thread once a response is parked), so we find our descriptor by its
-//! addresses in `/proc/self/fd`. That costs a scan of the open descriptors (two system calls
-//! each): about a millisecond with 1,000 thermostats connected, once per held subscribe.
+//! addresses in `/proc/self/fd`. That costs a scan of the open descriptors once per held
+//! subscribe: one system call each (`getpeername`; the one whose peer matches is then checked
+//! in full). It took about a millisecond with 1,000 thermostats connected when it was two.
 //!
 //! The descriptors are asked about through rustix (`getpeername`, `getsockname`,
 //! `getsockopt`), which on a descriptor that is not a socket just fail, so a file is never
@@ -31,22 +32,27 @@ pub fn open_descriptors() -> Vec<RawFd> {
 pub fn with_descriptor<R>(fd: RawFd, f: impl FnOnce(BorrowedFd<'_>) -> R) -> R {
     // SAFETY: `fd` was listed open in /proc/self/fd, and the borrow does not outlive `f`. If
     // another thread closes it meanwhile (and the number is reused), the calls `f` makes on it
-    // (rustix's getpeername, getsockname, getsockopt, a non-blocking peek, dup) touch only
-    // their own buffers and report on or copy whatever the number then refers to; nothing here
-    // closes, reads or writes through it, and every result is checked again on our own
-    // duplicate ([`connection`]) before anything acts on a connection.
+    // (rustix's getpeername, getsockname, getsockopt, a non-blocking peek that consumes
+    // nothing, dup) touch only their own buffers and report on or copy whatever the number
+    // then refers to; nothing here closes, consumes from or writes through it, and every
+    // result is checked again on our own duplicate ([`connection`]) before anything acts on a
+    // connection. (Closing a duplicate of a reused number would drop that file's fcntl record
+    // locks; hearth takes none, its one lock is flock's, which a duplicate's close keeps.)
     let borrowed = unsafe { BorrowedFd::borrow_raw(fd) };
     f(borrowed)
 }
 
+/// The peer of a connected IP socket; `None` for anything else.
+fn peer(fd: BorrowedFd<'_>) -> Option<SocketAddr> {
+    SocketAddr::try_from(rustix::net::getpeername(fd).ok()??).ok()
+}
+
 /// The peer and our local port of a connected TCP socket; `None` for anything else.
 pub fn addresses(fd: BorrowedFd<'_>) -> Option<(SocketAddr, u16)> {
-    if sockopt::socket_type(fd).ok()? != SocketType::STREAM {
-        return None;
-    }
-    let peer = SocketAddr::try_from(rustix::net::getpeername(fd).ok()??).ok()?;
+    let peer = peer(fd)?;
     let local = SocketAddr::try_from(rustix::net::getsockname(fd).ok()?).ok()?;
-    Some((peer, local.port()))
+    let stream = sockopt::socket_type(fd).ok()? == SocketType::STREAM;
+    stream.then_some((peer, local.port()))
 }
 
 /// Our own duplicate of the descriptor `fd` if it is (still) the connection from `peer` on
@@ -58,10 +64,13 @@ pub fn connection(fd: RawFd, peer: SocketAddr, local_port: u16) -> Option<TcpStr
 
 /// Our own duplicate of the TCP socket connected to `peer` on `local_port`.
 pub fn find_socket(peer: SocketAddr, local_port: u16) -> Option<TcpStream> {
-    open_descriptors()
-        .into_iter()
-        .find(|fd| with_descriptor(*fd, addresses) == Some((peer, local_port)))
-        .and_then(|fd| connection(fd, peer, local_port))
+    // Only a descriptor with that peer is looked at further.
+    open_descriptors().into_iter().find_map(|fd| {
+        let candidate = with_descriptor(fd, self::peer) == Some(peer);
+        candidate
+            .then(|| connection(fd, peer, local_port))
+            .flatten()
+    })
 }
 
 /// How long a write to a parked connection (a held subscribe, an event stream) may block

@@ -19,8 +19,10 @@
 //! command writer and the checks keep theirs open (HTTP keep-alive), as control clients do.
 //! Thousands of new connections a second would otherwise fill the connection-tracking table
 //! of a machine with netfilter (262,144 entries, each kept 120 s after the close), and
-//! connects would time out halfway through a long run. An error names the trial and the step
-//! it happened in.
+//! connects would time out halfway through a long run. The PUTs alone (about 1,300 a second)
+//! stay under that table for the default 100 trials; a smaller table (they are sized by
+//! memory) or a much longer run can still fill it. An error names the trial and the step it
+//! happened in.
 
 use std::path::Path;
 use std::sync::Arc;
@@ -189,7 +191,8 @@ fn create_key(dir: &Path, n: usize) -> Result<String, String> {
         serials: Vec::new(),
         expires_days: None,
     };
-    let reply = admin::send(&dir.join(admin::SOCKET_FILE), &request).map_err(|e| e.to_string())?;
+    let reply = admin::send(&dir.join(admin::SOCKET_FILE), &request)
+        .map_err(|e| format!("the admin socket: {e}"))?;
     if !reply.ok {
         return Err(reply.text);
     }
@@ -210,34 +213,35 @@ fn write_until_killed(server: ServerProcess, dir: &Path, acks: Acks) -> Result<A
     // acknowledged before `killed` counts.
     let killing = Arc::new(AtomicBool::new(false));
     let killed = Arc::new(AtomicBool::new(false));
+    // Everything that can fail is done before the writers start, so an early return never
+    // leaves a writer holding the server (which is killed when the last holder drops it).
+    let mut control = keep_alive(server.control)?;
+    let delay = 50 + random::below(1450).map_err(|e| e.to_string())?;
     let puts = {
         let (server, from) = (Arc::clone(&server), acks.put_n);
         let writer = Writer::new(&killing, &killed, "the thermostat writer");
         thread::spawn(move || writer.run(from, |n| put(&server, PUT_SERIAL, n)))
     };
-    let mut control = keep_alive(server.control)?;
     let commands = {
         let writer = Writer::new(&killing, &killed, "the command writer");
         let from = acks.command_n;
         thread::spawn(move || writer.run(from, |n| command(&mut control, n)))
     };
     let keys = {
-        let (killed, dir, start) = (Arc::clone(&killed), dir.to_path_buf(), acks.keys.len());
+        let writer = Writer::new(&killing, &killed, "the key writer");
+        let (dir, start) = (dir.to_path_buf(), acks.keys.len());
         thread::spawn(move || {
             let mut made = Vec::new();
-            while !killed.load(Ordering::SeqCst) {
-                match create_key(&dir, start + made.len()) {
-                    Ok(key) => made.push(key),
-                    Err(_) => break,
-                }
-                // Keys are made now and then, not thousands a second: every request with a key
-                // is checked against every stored hash.
+            writer.run(0, |n| {
+                made.push(create_key(&dir, start + n as usize)?);
+                // Keys are made now and then, not thousands a second: every request with a
+                // key is checked against every stored hash.
                 thread::sleep(Duration::from_millis(20));
-            }
-            made
+                Ok(())
+            })?;
+            Ok::<_, String>(made)
         })
     };
-    let delay = 50 + random::below(1450).map_err(|e| e.to_string())?;
     thread::sleep(Duration::from_millis(u64::from(delay)));
     // Kill first, then tell the writers to stop: acknowledgements that raced with the kill
     // are kept.
@@ -250,7 +254,7 @@ fn write_until_killed(server: ServerProcess, dir: &Path, acks: Acks) -> Result<A
     let (command_n, command_count) = commands
         .join()
         .map_err(|_| "the command writer panicked")??;
-    let mut keys_made = keys.join().map_err(|_| "the key writer panicked")?;
+    let mut keys_made = keys.join().map_err(|_| "the key writer panicked")??;
     let keys_made_count = keys_made.len();
     let mut all_keys = acks.keys;
     all_keys.append(&mut keys_made);

@@ -242,7 +242,7 @@ fn get_load(
 /// Starts `exe serve` on `data_dir` and times it until `/health` answers 200.
 pub fn start_and_time(exe: &Path, data_dir: &Path) -> Result<(ServerProcess, Duration), String> {
     let started = Instant::now();
-    let server = ServerProcess::start_with(exe, data_dir, &[])
+    let server = ServerProcess::start_for_timing(exe, data_dir, &[])
         .map_err(|log| format!("the server did not start:\n{log}"))?;
     let health = control_url(&server, "/health");
     loop {
