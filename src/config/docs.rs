@@ -1,10 +1,10 @@
 //! The settings' documentation, from their declarations ([`super::settings::SETTINGS`]): the
-//! README's table and each option's `--help` line.
+//! table in docs/configuration.md and each option's `--help` line.
 
 use super::settings::{Kind, SETTINGS, Setting, Unset};
 
-/// The README's settings table (Markdown), one row per declared setting.
-pub fn readme_table() -> String {
+/// The settings table of docs/configuration.md (Markdown), one row per declared setting.
+pub fn settings_table() -> String {
     let mut out = String::from(
         "| Variable | Option | Default | Allowed | What it does |\n|---|---|---|---|---|\n",
     );
@@ -96,20 +96,20 @@ mod tests {
     use super::*;
     use std::path::Path;
 
-    /// The README's table sits between these lines.
+    /// The table in docs/configuration.md sits between these lines.
     const START: &str = "<!-- settings table: generated from src/config/settings.rs; \
-                         HEARTH_BLESS=1 cargo test --lib readme rewrites it -->\n";
+                         HEARTH_BLESS=1 cargo test --lib settings_table rewrites it -->\n";
     const END: &str = "<!-- end of settings table -->\n";
 
-    /// Fails when the README's table is not what the declarations say; with `HEARTH_BLESS=1`
-    /// it rewrites the table instead.
+    /// Fails when docs/configuration.md's table is not what the declarations say; with
+    /// `HEARTH_BLESS=1` it rewrites the table instead.
     #[test]
-    fn readme_table_matches_the_declarations() {
-        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md");
-        let readme = std::fs::read_to_string(&path).unwrap();
-        let (before, rest) = readme.split_once(START).expect("the README's start marker");
-        let (table, after) = rest.split_once(END).expect("the README's end marker");
-        let wanted = readme_table();
+    fn settings_table_matches_the_declarations() {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/configuration.md");
+        let page = std::fs::read_to_string(&path).unwrap();
+        let (before, rest) = page.split_once(START).expect("the page's start marker");
+        let (table, after) = rest.split_once(END).expect("the page's end marker");
+        let wanted = settings_table();
         if table == wanted {
             return;
         }
@@ -118,8 +118,8 @@ mod tests {
             return;
         }
         panic!(
-            "README.md's settings table differs from src/config/settings.rs; \
-             `HEARTH_BLESS=1 cargo test --lib readme` rewrites it. Wanted:\n{wanted}"
+            "docs/configuration.md's settings table differs from src/config/settings.rs; \
+             `HEARTH_BLESS=1 cargo test --lib settings_table` rewrites it. Wanted:\n{wanted}"
         );
     }
 

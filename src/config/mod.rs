@@ -3,8 +3,9 @@
 //! invalid value stops startup with a message naming the setting and its allowed range.
 //!
 //! Each setting is declared once, in [`settings::SETTINGS`]; [`docs`] turns the declarations
-//! into the `--help` lines and the README's table. This module depends on nothing else in the
-//! crate but [`crate::util`], so every other module can read its settings from here.
+//! into the `--help` lines and the table in docs/configuration.md. This module depends on
+//! nothing else in the crate but [`crate::util`], so every other module can read its settings
+//! from here.
 
 pub mod addon;
 pub mod docs;

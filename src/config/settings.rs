@@ -1,6 +1,7 @@
 //! Every setting of `hearth serve`, declared once: [`SETTINGS`]. The command-line options and
 //! their `--help` (see `crate::cli`), the checks of [`Config::resolve`](super::Config::resolve)
-//! and the README's settings table (see [`super::docs`]) all come from these declarations.
+//! and the settings table in docs/configuration.md (see [`super::docs`]) all come from these
+//! declarations.
 //!
 //! [`Config::resolve`](super::Config::resolve) finds each declaration by its variable with
 //! [`number`], [`boolean`], [`ip`] or [`text`] in a `const` block, so a misspelt variable or a
@@ -18,7 +19,8 @@ pub struct Setting {
     /// The `hearth serve` option, which wins over the variable.
     pub option: &'static str,
     pub kind: Kind,
-    /// What it does. Markdown (backticks, links to README sections); `--help` drops the markup.
+    /// What it does. Markdown (backticks; links relative to docs/configuration.md, where the
+    /// table is); `--help` drops the markup.
     pub help: &'static str,
 }
 
@@ -50,7 +52,7 @@ pub enum Unset<T> {
 /// Both topic prefixes take the same values.
 const TOPIC_LEVELS: &str = "topic levels such as `home/nest`: no `+`, `#` or empty level";
 
-/// The order of `hearth serve --help` and of the README's table.
+/// The order of `hearth serve --help` and of the table in docs/configuration.md.
 pub const SETTINGS: &[Setting] = &[
     Setting {
         name: "data_dir",
@@ -315,7 +317,8 @@ pub const SETTINGS: &[Setting] = &[
             max: 3600,
             default: 300,
         },
-        help: "seconds between [history](#history-get-apihistory) samples of each thermostat",
+        help: "seconds between [history](control-api.md#history-get-apihistory) samples of each \
+               thermostat",
     },
     Setting {
         name: "options_file",
@@ -327,8 +330,9 @@ pub const SETTINGS: &[Setting] = &[
         },
         help: "settings from a file, each by its variable's name in lower case (`mqtt_port` \
                for `MQTT_PORT`), over the environment and under the options; a missing file \
-               counts as empty. The [Home Assistant add-on](#home-assistant) reads its \
-               `/data/options.json` this way",
+               counts as empty. The \
+               [Home Assistant add-on](mqtt-home-assistant.md#home-assistant-add-on) reads \
+               its `/data/options.json` this way",
     },
     Setting {
         name: "supervisor_token",
@@ -338,8 +342,9 @@ pub const SETTINGS: &[Setting] = &[
             allowed: "the token Home Assistant's Supervisor gives an add-on",
             unset: Unset::Means("unset (not an add-on)"),
         },
-        help: "set by the Supervisor in the [add-on](#home-assistant): hearth then asks it for \
-               this host's address and the device port's host port (when `API_ORIGIN` is \
+        help: "set by the Supervisor in the \
+               [add-on](mqtt-home-assistant.md#home-assistant-add-on): hearth then asks it \
+               for this host's address and the device port's host port (when `API_ORIGIN` is \
                unset) and for its MQTT broker (when `MQTT_HOST` is unset)",
     },
     Setting {
@@ -370,7 +375,7 @@ pub const SETTINGS: &[Setting] = &[
             allowed: "a host name or IP address",
             unset: Unset::Means("unset (MQTT off)"),
         },
-        help: "the [MQTT](#mqtt-and-home-assistant) broker's host",
+        help: "the [MQTT](mqtt-home-assistant.md#mqtt-and-home-assistant) broker's host",
     },
     Setting {
         name: "mqtt_port",
