@@ -342,7 +342,7 @@ fn hearth_on(s: &TestServer, thermostat_api_port: u16, verb: &[&str]) -> (bool, 
     run_hearth(&[verb, &common[..]].concat())
 }
 
-/// The README's "Your first thermostat", end to end: scan, point, and the thermostat (the
+/// "Your first thermostat" (docs/onboarding.md), end to end: scan, point, and the thermostat (the
 /// simulator, registering at whatever URL its settings API now holds) shows in `/status`.
 #[test]
 fn your_first_thermostat_from_scan_to_status() {

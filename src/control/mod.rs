@@ -1,5 +1,5 @@
 //! The control API (port 8082): what curl, dashboards, Home Assistant, Homebridge and
-//! Matterbridge use. Every route is listed in the README with a curl example.
+//! Matterbridge use. Every route is listed in docs/control-api.md with a curl example.
 //!
 //! Bodies are JSON whatever their Content-Type, and may arrive chunked. By default there is no
 //! authentication on this API (an `Authorization` header is ignored); keep port 8082 on the

@@ -1,5 +1,5 @@
 //! The thermostats' cloud protocol (port 8000): URL normalisation, then identification, then
-//! the pairing checks, then the route. See the README's "Device protocol" section.
+//! the pairing checks, then the route. See docs/device-protocol.md.
 
 mod entry;
 pub mod error;

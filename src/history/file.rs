@@ -84,7 +84,7 @@ pub fn append(dir: &Path, serial: &str, segment: Segment, sample: &Sample) -> io
     line.push(b'\n');
     let path = current_path(dir, serial);
     let mut file = match files::open_append(&path) {
-        // The directory was deleted while hearth ran (the README says it may be).
+        // The directory was deleted while hearth ran (docs/running.md says it may be).
         Err(e) if e.kind() == io::ErrorKind::NotFound => {
             files::create_private_dir(dir)?;
             files::open_append(&path)?

@@ -1,12 +1,12 @@
 //! One tiny_http listener: our own `TcpListener`, a small pool of named worker threads, bounded
 //! body reading, and the translation between tiny_http and [`Request`]/[`Reply`].
 //!
-//! Mitigations for tiny_http 0.12 (see DESIGN.md): `SO_SNDTIMEO` on the listening socket (Linux
-//! accepted sockets inherit it) bounds writes to clients that stop reading; `TCP_NODELAY`
-//! (inherited too) keeps keep-alive answers from waiting on delayed ACKs; every request,
-//! including the drop of tiny_http's `Request`, runs inside `catch_unwind`; bodies are read with
-//! a hard cap and oversized ones are refused unread; an accept loop that dies is reported to
-//! `on_fatal` so the process can exit and be restarted.
+//! Mitigations for tiny_http 0.12 (see docs/known-limits.md): `SO_SNDTIMEO` on the listening
+//! socket (Linux accepted sockets inherit it) bounds writes to clients that stop reading;
+//! `TCP_NODELAY` (inherited too) keeps keep-alive answers from waiting on delayed ACKs; every
+//! request, including the drop of tiny_http's `Request`, runs inside `catch_unwind`; bodies are
+//! read with a hard cap and oversized ones are refused unread; an accept loop that dies is
+//! reported to `on_fatal` so the process can exit and be restarted.
 
 use std::io::{self, Read, Write};
 use std::net::{SocketAddr, TcpListener};

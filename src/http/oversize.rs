@@ -7,8 +7,8 @@
 //! client sends them. So before answering we find the connection's socket and shut its read
 //! side: the drain then ends at once. For lengths too large to allocate even lazily we cannot
 //! let tiny_http drop the request at all: the 413 is written straight to the socket and the
-//! request is leaked (one parked tiny_http connection thread and its two descriptors; see the
-//! README's "Known limits").
+//! request is leaked (one parked tiny_http connection thread and its two descriptors; see
+//! docs/known-limits.md).
 
 use std::io::Write;
 use std::net::Shutdown;

@@ -134,7 +134,7 @@ fn raw(bucket: &str, field: &str, v: &Value) -> Result<Intent, String> {
         }
         _ => {
             return Err(format!(
-                "{bucket}.{field} cannot be set over MQTT (see the README's command topics)"
+                "{bucket}.{field} cannot be set over MQTT (see docs/mqtt-home-assistant.md)"
             ));
         }
     })

@@ -1,5 +1,5 @@
 //! MQTT: thermostat state published to a broker, Home Assistant discovery, and command topics
-//! (on when `MQTT_HOST` is set). The README's "MQTT and Home Assistant" section lists the topics.
+//! (on when `MQTT_HOST` is set). docs/mqtt-home-assistant.md lists the topics.
 //!
 //! One thread, the bridge, owns the connection. It learns of changes from the hub's watch
 //! channel (which never blocks a committer: a bridge that falls behind misses events, and its

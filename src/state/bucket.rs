@@ -20,7 +20,8 @@ pub struct Bucket {
 }
 
 /// An object as sent to a thermostat. Field order is the wire contract: the firmware's parser
-/// is order-sensitive and needs revision and timestamp before the key (see DESIGN.md).
+/// is order-sensitive and needs revision and timestamp before the key (see
+/// docs/device-protocol.md).
 #[derive(Serialize)]
 pub struct WireObject<'a> {
     pub object_revision: i64,

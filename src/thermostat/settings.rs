@@ -63,7 +63,7 @@ const FIELDS: &[(&str, Kind)] = &[
     ("country_code", Kind::Text),
 ];
 
-/// Names of every writable field, for the README and error messages.
+/// Names of every writable field, for docs/control-api.md and error messages.
 pub fn names() -> impl Iterator<Item = &'static str> {
     FIELDS.iter().map(|(n, _)| *n)
 }

@@ -1,6 +1,6 @@
-//! The status a thermostat is derived to: one flat record (see the README's field table) that
-//! `/status`, `/api/devices`, the dashboard, MQTT and history all read, so every surface shows a
-//! thermostat the same way.
+//! The status a thermostat is derived to: one flat record (see the field table in
+//! docs/control-api.md) that `/status`, `/api/devices`, the dashboard, MQTT and history all
+//! read, so every surface shows a thermostat the same way.
 //!
 //! The record is a typed struct whose fields serialize in the documented order: building and
 //! writing it takes a few microseconds, where the same record as a map of JSON values (every

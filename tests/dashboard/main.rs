@@ -4,7 +4,7 @@
 //! `HEARTH_REQUIRE_BROWSER=1`, which CI sets so a missing browser fails it.
 //!
 //! Screenshots at 1280 and 360 px are written to `target/tmp/dashboard/`, and also to
-//! `$HEARTH_SCREENSHOTS_DIR` when set (`HEARTH_SCREENSHOTS_DIR=docs` refreshes the README's).
+//! `$HEARTH_SCREENSHOTS_DIR` when set (`HEARTH_SCREENSHOTS_DIR=docs` refreshes the docs' own).
 
 mod browser;
 #[path = "../common/mod.rs"]
