@@ -164,17 +164,7 @@ fn command_value(n: u64) -> f64 {
 
 /// A command, on the control client's kept-open connection.
 fn command(control: &mut KeepAlive, n: u64) -> Result<(), String> {
-    let body =
-        json!({"serial": COMMAND_SERIAL, "command": "set_temperature", "value": command_value(n)});
-    let r = control
-        .request(
-            "POST",
-            "/command",
-            &[("Content-Type", "application/json")],
-            body.to_string().as_bytes(),
-        )
-        .map_err(|e| format!("POST /command: {e}"))?;
-    ok("/command", &r)
+    super::load::set_temperature(control, COMMAND_SERIAL, command_value(n))
 }
 
 /// A kept-open connection to `addr`.

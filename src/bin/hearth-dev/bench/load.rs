@@ -24,7 +24,17 @@ fn control_url(server: &ServerProcess, target: &str) -> Url {
 /// `POST /command set_temperature` (a value from the request's index) on a keep-alive
 /// connection; anything but a 200 is an error.
 fn send_command(client: &mut KeepAlive, serial: &str, i: usize) -> Result<(), String> {
-    let body = json!({"serial": serial, "command": "set_temperature", "value": 16.0 + (i % 20) as f64 * 0.5});
+    set_temperature(client, serial, 16.0 + (i % 20) as f64 * 0.5)
+}
+
+/// `POST /command set_temperature` on a keep-alive connection, as a control client sends it;
+/// anything but a 200 (an acknowledged, durable write) is an error.
+pub(super) fn set_temperature(
+    client: &mut KeepAlive,
+    serial: &str,
+    value: f64,
+) -> Result<(), String> {
+    let body = json!({"serial": serial, "command": "set_temperature", "value": value});
     let r = client
         .request(
             "POST",
@@ -32,7 +42,7 @@ fn send_command(client: &mut KeepAlive, serial: &str, i: usize) -> Result<(), St
             &[("Content-Type", "application/json")],
             body.to_string().as_bytes(),
         )
-        .map_err(|e| e.to_string())?;
+        .map_err(|e| format!("POST /command: {e}"))?;
     if r.status != 200 {
         return Err(format!("/command answered {}: {}", r.status, r.text()));
     }
