@@ -159,14 +159,7 @@ impl ServerProcess {
     /// user plus system), from `/proc/<pid>/stat`. Its resolution is the kernel's clock tick
     /// (`CLK_TCK`, 10 ms on Linux).
     pub fn cpu_time(&self) -> Option<Duration> {
-        let stat = std::fs::read_to_string(format!("/proc/{}/stat", self.child.id())).ok()?;
-        // Fields after the command name, which is in parentheses and may contain spaces:
-        // state is field 3, utime 14 and stime 15.
-        let rest = &stat[stat.rfind(')')? + 1..];
-        let fields: Vec<&str> = rest.split_whitespace().collect();
-        let ticks = fields.get(11)?.parse::<u64>().ok()? + fields.get(12)?.parse::<u64>().ok()?;
-        let per_second = Some(rustix::param::clock_ticks_per_second()).filter(|t| *t > 0)?;
-        Some(Duration::from_micros(ticks * 1_000_000 / per_second))
+        cpu_time_of(&self.child.id().to_string())
     }
 
     /// SIGKILL, as a power cut would (for the process; the kernel keeps written data).
@@ -211,4 +204,18 @@ fn orphan_killing_command(exe: &Path) -> Command {
         });
         Command::new(exe)
     }
+}
+
+/// CPU time process `pid` (a number, or `self`) has used so far: all threads, including those
+/// that have exited, user plus system, from `/proc/<pid>/stat`, in clock ticks (`CLK_TCK`,
+/// 10 ms on Linux).
+pub fn cpu_time_of(pid: &str) -> Option<Duration> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // Fields after the command name, which is in parentheses and may contain spaces:
+    // state is field 3, utime 14 and stime 15.
+    let rest = &stat[stat.rfind(')')? + 1..];
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    let ticks = fields.get(11)?.parse::<u64>().ok()? + fields.get(12)?.parse::<u64>().ok()?;
+    let per_second = Some(rustix::param::clock_ticks_per_second()).filter(|t| *t > 0)?;
+    Some(Duration::from_micros(ticks * 1_000_000 / per_second))
 }

@@ -52,13 +52,13 @@ pub(super) fn set_temperature(
 /// `count` commands from `commanders` concurrent clients, each on its own keep-alive
 /// connection and with its own share of the fleet, one command at a time: each timed from
 /// sending `POST /command` (the journal fsync included) to the thermostat having read the
-/// pushed `shared` object off its held subscribe. Latencies in µs.
+/// pushed `shared` object off its held subscribe.
 pub fn timed_commands(
     server: &ServerProcess,
     fleet: &HeldFleet,
     count: usize,
     commanders: usize,
-) -> Result<Vec<u64>, String> {
+) -> Result<Pushes, String> {
     let commanders = commanders.clamp(1, fleet.serials.len());
     // Each thermostat belongs to one commander; pushes are routed to the commander of the
     // thermostat that read them.
@@ -96,6 +96,8 @@ pub fn timed_commands(
         }
     });
     let url = control_url(server, "/");
+    let cpu_before = Cpu::now(server)?;
+    let started = Instant::now();
     let threads: Vec<_> = shares
         .into_iter()
         .zip(receivers)
@@ -131,9 +133,55 @@ pub fn timed_commands(
             Ok(Err(e)) | Err(e) => failure = failure.or(Some(e)),
         }
     }
+    let elapsed = started.elapsed();
+    let cpu = Cpu::now(server)?.since(&cpu_before);
     drop(finished);
     let _ = router.join();
-    failure.map_or(Ok(all), Err)
+    if let Some(e) = failure {
+        return Err(e);
+    }
+    let per_command = |t: Duration| t.as_secs_f64() * 1e6 / all.len().max(1) as f64;
+    Ok(Pushes {
+        per_sec: all.len() as f64 / elapsed.as_secs_f64(),
+        server_cpu_us: per_command(cpu.server),
+        bench_cpu_us: per_command(cpu.bench),
+        latencies: all,
+    })
+}
+
+/// What the command → push run measured.
+pub struct Pushes {
+    /// Each command's latency to its push, in µs.
+    pub latencies: Vec<u64>,
+    pub per_sec: f64,
+    /// CPU time per timed command, in µs, of the server (the command, its push, and the
+    /// thermostat's acknowledging PUT and new subscribe) and of this process (the simulated
+    /// thermostats and the clients). With no pause between commands, the run is limited by
+    /// the two together: a command waits for the cores as much as for anything else.
+    pub server_cpu_us: f64,
+    pub bench_cpu_us: f64,
+}
+
+/// CPU time so far of the server and of this process.
+struct Cpu {
+    server: Duration,
+    bench: Duration,
+}
+
+impl Cpu {
+    fn now(server: &ServerProcess) -> Result<Cpu, String> {
+        Ok(Cpu {
+            server: server.cpu_time().ok_or("no CPU time for the server")?,
+            bench: hearth::process::cpu_time_of("self").ok_or("no CPU time for this process")?,
+        })
+    }
+
+    fn since(&self, before: &Cpu) -> Cpu {
+        Cpu {
+            server: self.server.saturating_sub(before.server),
+            bench: self.bench.saturating_sub(before.bench),
+        }
+    }
 }
 
 /// One request of a load client: its connection and the request's running index.

@@ -7,7 +7,7 @@
 //!    12 s after the last one is held: the steady state, once tiny_http's spare pool threads
 //!    have exited (after 5 s idle) and hearth has given the boot burst's freed heap back (at
 //!    the first quiet maintenance tick, within 10 s).
-//! 3. Command → push: `POST /command set_temperature` from 4 concurrent clients, each sending
+//! 3. Command → push: `POST /command set_temperature` from 4 concurrent clients (`--commanders`), each sending
 //!    one at a time to its own quarter of the N thermostats, each command timed until the
 //!    thermostat has read the pushed object off its held subscribe (journal fsync included):
 //!    p50, p99, max.
@@ -41,8 +41,9 @@ use hearth::process::ServerProcess;
 pub struct BenchOptions {
     /// Thermostats holding subscribes for figures 2–6.
     pub thermostats: usize,
-    /// Commands timed to their push.
+    /// Commands timed to their push, and the concurrent clients sending them.
     pub commands: usize,
+    pub commanders: usize,
     /// Seconds of each throughput run.
     pub load_seconds: u64,
     /// Held subscribes and seconds of the idle-CPU figure.
@@ -55,8 +56,6 @@ pub struct BenchOptions {
 
 /// Concurrent keep-alive clients of the throughput figures.
 const CLIENTS: usize = 8;
-/// Concurrent clients of the command → push figure.
-const COMMANDERS: usize = 4;
 
 pub fn run(opts: &BenchOptions) -> Result<Report, String> {
     let exe = &opts.server;
@@ -71,7 +70,7 @@ pub fn run(opts: &BenchOptions) -> Result<Report, String> {
     thread::sleep(Duration::from_secs(12));
     let held_rss_kb = server.status_field("VmRSS:").ok_or("no VmRSS")?;
     let held_threads = server.status_field("Threads:").unwrap_or(0);
-    let mut push_us = load::timed_commands(&server, &fleet, opts.commands, COMMANDERS)
+    let mut pushes = load::timed_commands(&server, &fleet, opts.commands, opts.commanders)
         .map_err(|e| failed("command -> push", &e, &server))?;
     let serials = fleet.serials.clone();
     fleet.stop();
@@ -100,6 +99,7 @@ pub fn run(opts: &BenchOptions) -> Result<Report, String> {
     drop(idle_fleet);
     drop(server);
 
+    let push_us = &mut pushes.latencies;
     push_us.sort_unstable();
     status.latencies.sort_unstable();
     Ok(Report {
@@ -108,10 +108,13 @@ pub fn run(opts: &BenchOptions) -> Result<Report, String> {
         held_rss_kb,
         held_threads,
         commands_timed: push_us.len(),
-        commanders: COMMANDERS,
-        push_p50_us: quantile(&push_us, 0.5),
-        push_p99_us: quantile(&push_us, 0.99),
+        commanders: opts.commanders,
+        push_p50_us: quantile(push_us, 0.5),
+        push_p99_us: quantile(push_us, 0.99),
         push_max_us: push_us.last().copied().unwrap_or(0),
+        pushes_per_sec: pushes.per_sec.round() as u64,
+        push_server_cpu_us: pushes.server_cpu_us,
+        push_bench_cpu_us: pushes.bench_cpu_us,
         clients: CLIENTS,
         load_seconds: opts.load_seconds,
         commands_per_sec: commands.per_sec.round() as u64,

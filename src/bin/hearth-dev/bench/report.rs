@@ -13,6 +13,11 @@ pub struct Report {
     pub push_p50_us: u64,
     pub push_p99_us: u64,
     pub push_max_us: u64,
+    /// Timed commands per second, and CPU time per timed command (µs) of the server and of
+    /// the bench process (simulated thermostats and clients).
+    pub pushes_per_sec: u64,
+    pub push_server_cpu_us: f64,
+    pub push_bench_cpu_us: f64,
     pub clients: usize,
     pub load_seconds: u64,
     pub commands_per_sec: u64,
@@ -76,6 +81,22 @@ impl Report {
             Row {
                 figure: "command -> push, max".into(),
                 value: ms(self.push_max_us),
+                budget: "",
+                met: true,
+            },
+            Row {
+                figure: "timed commands/s".into(),
+                value: self.pushes_per_sec.to_string(),
+                budget: "",
+                met: true,
+            },
+            Row {
+                figure: "CPU per timed command: server + bench".into(),
+                value: format!(
+                    "{} + {}",
+                    cpu(self.push_server_cpu_us),
+                    cpu(self.push_bench_cpu_us)
+                ),
                 budget: "",
                 met: true,
             },
