@@ -11,6 +11,7 @@ use crate::events::EventStreams;
 use crate::hub::Hub;
 use crate::presence::{Availability, Presence};
 use crate::state::State;
+use crate::thermostat::StatusCache;
 use crate::weather::Weather;
 
 pub struct App {
@@ -20,6 +21,8 @@ pub struct App {
     pub presence: Presence,
     pub weather: Weather,
     pub events: EventStreams,
+    /// Status records as JSON, kept between changes for `GET /status`.
+    pub status_json: StatusCache,
     /// Held while `/api/scan-network` runs: one scan at a time.
     pub scanning: Mutex<()>,
     /// Serials that have subscribed since this process started (the structure bucket is
@@ -37,6 +40,7 @@ impl App {
             origin,
             weather: Weather::default(),
             events: EventStreams::new(keep_alive),
+            status_json: StatusCache::default(),
             scanning: Mutex::new(()),
             subscribed_since_start: Mutex::new(HashSet::new()),
         }

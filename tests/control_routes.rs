@@ -3,8 +3,84 @@
 
 mod common;
 
+use std::time::Duration;
+
 use common::*;
+use hearth::util::clock::ManualClock;
 use serde_json::{Value, json};
+
+/// `/status` answers are kept between changes (`thermostat::StatusCache`). What moves without a
+/// write must still show at once: the fan timer running out, availability lapsing and coming
+/// back, and the owner changing. After every step the answer is the
+/// record built afresh.
+#[test]
+fn status_is_never_stale_between_changes() {
+    let time = ManualClock::starting_now();
+    let s = TestServer::start_with(|c| {
+        c.clock = time.clock();
+        c.availability_timeout = Duration::from_secs(3600);
+    });
+    let (mut sim, _events) = thermostat(&s.origin(), SERIAL);
+    sim.boot().unwrap();
+    let status = || {
+        let r = get(s.control(), &format!("/status?serial={SERIAL}"));
+        assert_eq!(r.status, 200, "{}", r.text());
+        let answered = r.json();
+        let fresh = hearth::control::status::record(s.app(), SERIAL).unwrap();
+        assert_eq!(
+            answered, fresh,
+            "/status differs from the record built afresh"
+        );
+        answered
+    };
+    assert_eq!(
+        command(s.control(), SERIAL, "set_fan", json!(900)).status,
+        200
+    );
+    let running = status();
+    assert_eq!(running["fan_timer_active"], json!(true));
+    // Nothing changed: the same answer, now the kept one.
+    assert_eq!(status(), running);
+    // A change to its data alone.
+    let set = command(s.control(), SERIAL, "set_temperature", json!(22.5));
+    assert_eq!(set.status, 200, "{}", set.text());
+    assert_eq!(status()["target_temperature"], json!(22.5));
+    time.advance(Duration::from_secs(899));
+    assert_eq!(status()["fan_timer_active"], json!(true));
+    time.advance(Duration::from_secs(1));
+    assert_eq!(status()["fan_timer_active"], json!(false));
+
+    // Last seen at the boot, 900 s ago: available until 3600 s have passed.
+    assert_eq!(status()["is_available"], json!(true));
+    time.advance(Duration::from_secs(2700));
+    assert_eq!(status()["is_available"], json!(true));
+    time.advance(Duration::from_millis(1));
+    assert_eq!(status()["is_available"], json!(false));
+    // The thermostat comes back (its subscribe is answered at once with the fan command it
+    // missed).
+    let held = sim.open_subscribe().unwrap();
+    assert_eq!(status()["is_available"], json!(true));
+    drop(held);
+
+    // Claimed by a user, whose structure the record then reads, and unlinked again.
+    let owner = || {
+        s.app()
+            .state
+            .accounts(|a| a.owner_of(SERIAL).map(|o| o.user.clone()))
+    };
+    assert_eq!(owner(), None);
+    let (code, _) = sim.passphrase().unwrap();
+    let body = json!({"code": code, "userId": "dave"}).to_string();
+    let claimed = call(s.control(), "POST", "/api/register", &body);
+    assert_eq!(claimed.status, 200, "{}", claimed.text());
+    assert_eq!(owner().as_deref(), Some("dave"));
+    status();
+    let target = format!("/api/registered-devices/{SERIAL}?userId=dave");
+    let unlinked = call(s.control(), "DELETE", &target, "");
+    assert_eq!(unlinked.status, 200, "{}", unlinked.text());
+    assert_eq!(owner(), None);
+    status();
+}
 
 #[test]
 fn status_is_derived_from_the_thermostats_buckets() {

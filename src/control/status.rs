@@ -17,8 +17,12 @@ use crate::util::clock;
 
 pub fn status(app: &App, req: &Request) -> Result<Response, ControlError> {
     let serial = input::query_serial(req)?;
-    let status = typed_record(app, &serial).ok_or(ControlError::DeviceNotFound)?;
-    Ok(Response::json(200, &status))
+    let availability = app.availability(&serial);
+    let json = app
+        .status_json
+        .json(&app.state, &serial, availability, app.config.clock.now_ms())
+        .ok_or(ControlError::DeviceNotFound)?;
+    Ok(Response::json_bytes(200, json.to_vec()))
 }
 
 /// A thermostat in `/api/devices`: its status record, then who holds it.

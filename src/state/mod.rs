@@ -26,6 +26,7 @@ pub mod txn;
 use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use parking_lot::{Mutex, RwLock};
 use serde::{Deserialize, Serialize};
@@ -79,6 +80,19 @@ struct DataRef<'a> {
 struct DeviceSlot {
     writer: Mutex<()>,
     data: RwLock<DeviceData>,
+    /// The data's version (see [`State::device_version`]): set from the state's counter when
+    /// the slot is made and whenever its data changes, with `data`'s write lock held.
+    version: AtomicU64,
+}
+
+impl DeviceSlot {
+    fn new(data: DeviceData, version: u64) -> DeviceSlot {
+        DeviceSlot {
+            writer: Mutex::new(()),
+            data: RwLock::new(data),
+            version: AtomicU64::new(version),
+        }
+    }
 }
 
 pub struct State {
@@ -90,6 +104,9 @@ pub struct State {
     snapshotting: Mutex<()>,
     /// Gives every transaction its time.
     clock: Clock,
+    /// The last version given to a thermostat's data: versions are never reused, even by a
+    /// serial that is deleted and comes back.
+    versions: AtomicU64,
 }
 
 impl State {
@@ -104,14 +121,10 @@ impl State {
         let devices = data
             .devices
             .into_iter()
-            .map(|(serial, d)| {
-                let slot = DeviceSlot {
-                    writer: Mutex::new(()),
-                    data: RwLock::new(d),
-                };
-                (serial, Arc::new(slot))
-            })
-            .collect();
+            .enumerate()
+            .map(|(i, (serial, d))| (serial, Arc::new(DeviceSlot::new(d, i as u64 + 1))))
+            .collect::<HashMap<_, _>>();
+        let versions = AtomicU64::new(devices.len() as u64);
         let state = State {
             devices: RwLock::new(devices),
             accounts: Mutex::new(accounts),
@@ -120,6 +133,7 @@ impl State {
             gate: RwLock::new(()),
             snapshotting: Mutex::new(()),
             clock: Clock::system(),
+            versions,
         };
         Ok((state, report))
     }
@@ -138,6 +152,30 @@ impl State {
         let slot = self.devices.read().get(serial).cloned()?;
         let data = slot.data.read();
         data.exists().then(|| f(&data))
+    }
+
+    /// The version of a known thermostat's data: it changes whenever the data does, and no
+    /// other data ever had it, so anything derived from the data can be kept until it moves.
+    /// `None` for a serial the server has never seen.
+    pub fn device_version(&self, serial: &str) -> Option<u64> {
+        self.read_device_versioned(serial, |_, version| version)
+    }
+
+    /// [`State::read_device`], with the data's [`State::device_version`].
+    pub fn read_device_versioned<R>(
+        &self,
+        serial: &str,
+        f: impl FnOnce(&DeviceData, u64) -> R,
+    ) -> Option<R> {
+        let slot = self.devices.read().get(serial).cloned()?;
+        let data = slot.data.read();
+        // Written under the write lock held by any change: this read lock orders it.
+        let version = slot.version.load(Ordering::Relaxed);
+        data.exists().then(|| f(&data, version))
+    }
+
+    fn next_version(&self) -> u64 {
+        self.versions.fetch_add(1, Ordering::Relaxed) + 1
     }
 
     pub fn device_exists(&self, serial: &str) -> bool {
@@ -222,6 +260,7 @@ impl State {
             for op in &ops {
                 data.apply(op);
             }
+            slot.version.store(self.next_version(), Ordering::Relaxed);
         }
         if !changes.is_empty() {
             let push = (origin == Origin::Server)
@@ -331,10 +370,7 @@ impl State {
         }
         let mut devices = self.devices.write();
         Arc::clone(devices.entry(serial.to_string()).or_insert_with(|| {
-            Arc::new(DeviceSlot {
-                writer: Mutex::new(()),
-                data: RwLock::new(DeviceData::default()),
-            })
+            Arc::new(DeviceSlot::new(DeviceData::default(), self.next_version()))
         }))
     }
 

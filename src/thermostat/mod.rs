@@ -18,6 +18,7 @@ pub mod refusal;
 pub mod schedule;
 pub mod settings;
 pub mod status;
+pub mod status_cache;
 pub mod view;
 
 pub use commit::{Applied, Committed, admit, commit};
@@ -27,6 +28,7 @@ pub use intent::{
 };
 pub use plan::{BucketKind, Write, fan_run_seconds, json_number, plan};
 pub use refusal::{Error, MODES, Refusal};
+pub use status_cache::StatusCache;
 pub use view::View;
 
 use crate::state::State;

@@ -253,9 +253,18 @@ fn fan_timer_timeout(fan: Fan, view: &View, now_ms: i64) -> Result<i64, Refusal>
 
 /// Whether the fan timer is running at `now_ms`.
 pub fn fan_running(view: &View, now_ms: i64) -> bool {
+    fan_running_until(fan_timeout(view), now_ms)
+}
+
+/// The thermostat's `fan_timer_timeout` (Unix seconds), when it has a number there.
+pub fn fan_timeout(view: &View) -> Option<f64> {
     view.device_field("fan_timer_timeout")
         .and_then(Value::as_f64)
-        .is_some_and(|t| t > (now_ms / 1000) as f64)
+}
+
+/// Whether a fan timer ending at `timeout` (Unix seconds) is running at `now_ms`.
+pub fn fan_running_until(timeout: Option<f64>, now_ms: i64) -> bool {
+    timeout.is_some_and(|t| t > (now_ms / 1000) as f64)
 }
 
 /// How long "fan on" runs, in seconds: the thermostat's `fan_timer_duration`, else the Python
