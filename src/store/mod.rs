@@ -100,6 +100,7 @@ impl Store {
         };
 
         let segments = journal::list_segments(dir)?;
+        check_no_gap(dir, snapshot_seq, &segments)?;
         let mut last_seq = snapshot_seq;
         let mut bytes_since_snapshot = 0;
         let mut newest_len = 0;
@@ -297,6 +298,33 @@ impl Store {
     }
 }
 
+/// The journal must go on where the snapshot ends. A snapshot is written after the journal has
+/// moved to a segment named for the record after it, and only then are older segments
+/// deleted, so that segment (or an older one) is always there. When the oldest segment starts
+/// later, records in between are missing: typically a copy of the directory taken while the
+/// server ran, holding an old `state.json` but not the segments a newer snapshot replaced.
+/// Loading it would silently go back in time, so the store refuses.
+fn check_no_gap(
+    dir: &Path,
+    snapshot_seq: u64,
+    segments: &[(u64, PathBuf)],
+) -> Result<(), StoreError> {
+    let Some((oldest, _)) = segments.first() else {
+        return Ok(());
+    };
+    if *oldest <= snapshot_seq + 1 {
+        return Ok(());
+    }
+    Err(StoreError::Corrupt {
+        path: dir.join(snapshot::FILE),
+        detail: format!(
+            "it covers the journal up to record {snapshot_seq}, but the oldest journal file \
+             starts at record {oldest}: the records in between are missing (was this directory \
+             copied while hearth was running?)"
+        ),
+    })
+}
+
 fn truncate(path: &Path, len: u64) -> Result<(), StoreError> {
     let f = std::fs::OpenOptions::new()
         .write(true)
@@ -442,6 +470,56 @@ mod tests {
         assert_eq!(
             value_of(&data, "SERIAL0001").unwrap().value.to_map()["n"],
             serde_json::json!(5)
+        );
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    /// A backup taken while the server ran: the old `state.json`, then only the segment that a
+    /// newer snapshot kept. Loading it would lose records 3 and 4 without a word.
+    #[test]
+    fn a_journal_that_does_not_reach_back_to_the_snapshot_is_refused() {
+        let dir = tempdir("gap");
+        let (store, _, _) = Store::open::<Data>(&dir).unwrap();
+        let mut data = Data::default();
+        let snapshot_at = |store: &Store, data: &Data| {
+            let (last, keep_from) = store.rotate().unwrap();
+            let bytes = snapshot::encode(data, last, 0).unwrap();
+            store.write_snapshot(&bytes, keep_from).unwrap();
+            std::fs::read(dir.join(snapshot::FILE)).unwrap()
+        };
+        for n in 1..=2 {
+            store.append(&[merge("SERIAL0001", n)]).unwrap();
+            data.apply(&merge("SERIAL0001", n));
+        }
+        let old_snapshot = snapshot_at(&store, &data);
+        for n in 3..=4 {
+            store.append(&[merge("SERIAL0001", n)]).unwrap();
+            data.apply(&merge("SERIAL0001", n));
+        }
+        snapshot_at(&store, &data);
+        store.append(&[merge("SERIAL0001", 5)]).unwrap();
+        drop(store);
+        // The directory as it is loads, with every record.
+        let (store, loaded, _) = Store::open::<Data>(&dir).unwrap();
+        assert_eq!(value_of(&loaded, "SERIAL0001").unwrap().revision, 5);
+        drop(store);
+
+        std::fs::write(dir.join(snapshot::FILE), &old_snapshot).unwrap();
+        let before = std::fs::read_dir(&dir).unwrap().count();
+        let err = Store::open::<Data>(&dir).err().expect("a gap is refused");
+        let text = err.to_string();
+        assert!(matches!(err, StoreError::Corrupt { .. }), "{text}");
+        assert!(text.contains("state.json"), "{text}");
+        assert!(text.contains("up to record 2"), "{text}");
+        assert!(text.contains("starts at record 5"), "{text}");
+        assert_eq!(
+            std::fs::read(dir.join(snapshot::FILE)).unwrap(),
+            old_snapshot
+        );
+        assert_eq!(
+            std::fs::read_dir(&dir).unwrap().count(),
+            before,
+            "nothing written"
         );
         let _ = std::fs::remove_dir_all(&dir);
     }
