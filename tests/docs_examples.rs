@@ -405,12 +405,15 @@ impl PageRun {
         }
     }
 
-    /// Waits until the simulated thermostat holds a subscribe, as a real one almost always
-    /// does, so that what a command pushes reaches it.
+    /// Waits until the simulated thermostat has uploaded its state and holds a subscribe, as a
+    /// real one almost always does, so that what a command pushes reaches it. (Its first
+    /// subscribe, before the upload, may be held for a moment too.)
     fn wait_for_thermostat(&self) {
         let server = self.server();
+        let shared = format!("shared.{SERIAL}");
         wait_until("the simulated thermostat holds a subscribe", || {
-            server.app().hub().subscriptions_of(SERIAL) >= 1
+            server.bucket(SERIAL, &shared).is_some()
+                && server.app().hub().subscriptions_of(SERIAL) >= 1
         });
     }
 
