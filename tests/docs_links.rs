@@ -4,39 +4,13 @@
 //! gets `-1`, `-2`, ...). `http(s)://` and `mailto:` links are not followed. Fenced code blocks
 //! and code spans are skipped. The test lists every broken link at once.
 
+mod common;
+
 use std::collections::HashMap;
 use std::fs;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
-/// The pages checked: README.md and every Markdown file directly in docs/.
-fn pages(root: &Path) -> Vec<PathBuf> {
-    let mut pages = vec![root.join("README.md")];
-    let mut docs: Vec<PathBuf> = fs::read_dir(root.join("docs"))
-        .expect("docs/")
-        .map(|e| e.expect("a docs/ entry").path())
-        .filter(|p| p.extension().is_some_and(|e| e == "md"))
-        .collect();
-    docs.sort();
-    pages.extend(docs);
-    pages
-}
-
-/// The lines of a page outside fenced code blocks, with their line numbers (from 1).
-fn prose(text: &str) -> Vec<(usize, &str)> {
-    let mut fence: Option<&str> = None;
-    let mut out = Vec::new();
-    for (i, line) in text.lines().enumerate() {
-        let trimmed = line.trim_start();
-        let marker = ["```", "~~~"].into_iter().find(|m| trimmed.starts_with(m));
-        match (fence, marker) {
-            (None, Some(m)) => fence = Some(m),
-            (Some(open), Some(m)) if open == m => fence = None,
-            (None, None) => out.push((i + 1, line)),
-            _ => {}
-        }
-    }
-    out
-}
+use common::docs::{pages, prose};
 
 /// A line with its code spans (`` `...` ``) removed, so that code is never read as a link.
 fn without_code(line: &str) -> String {
