@@ -149,9 +149,7 @@ impl State {
 
     /// Reads a known thermostat's data; `None` for a serial the server has never seen.
     pub fn read_device<R>(&self, serial: &str, f: impl FnOnce(&DeviceData) -> R) -> Option<R> {
-        let slot = self.devices.read().get(serial).cloned()?;
-        let data = slot.data.read();
-        data.exists().then(|| f(&data))
+        self.read_device_versioned(serial, |data, _| f(data))
     }
 
     /// The version of a known thermostat's data: it changes whenever the data does, and no
