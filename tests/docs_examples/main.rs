@@ -6,6 +6,7 @@
 #[path = "../common/mod.rs"]
 mod common;
 mod markers;
+mod mqtt;
 mod page;
 mod script;
 mod shell;

@@ -9,6 +9,8 @@ pub struct Needs {
     pub fresh: bool,
     pub pairing: bool,
     pub thermostat: bool,
+    pub mqtt: bool,
+    pub tls: bool,
     pub entry_code: Option<String>,
     pub replace: Vec<(String, String)>,
 }
@@ -35,6 +37,8 @@ pub fn needs(block: &Block) -> Result<Needs, String> {
                     None if word == "fresh" => needs.fresh = true,
                     None if word == "pairing" => needs.pairing = true,
                     None if word == "thermostat" => needs.thermostat = true,
+                    None if word == "mqtt" => needs.mqtt = true,
+                    None if word == "tls" => needs.tls = true,
                     Some(("entry-code", code)) => needs.entry_code = Some(code.to_string()),
                     _ => return Err(format!("unknown example marker `{word}`")),
                 }

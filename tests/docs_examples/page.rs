@@ -10,9 +10,11 @@ use hearth::simulator::{Options, Thermostat};
 use hearth::state::{EntryKey, Op};
 
 use crate::common::docs::{Block, blocks};
+use crate::common::tls::{KeyKind, make_certificates};
 use crate::common::{SERIAL, TempDir, TestServer, wait_until};
 use crate::is_shell;
 use crate::markers::{Needs, needs};
+use crate::mqtt::LocalBroker;
 use crate::script::{Cmd, commands, lines_match, refusal};
 use crate::shell::{COMMAND_LIMIT, Shell};
 
@@ -52,9 +54,14 @@ struct PageRun {
     // Field order is drop order: the thermostat stops before its server.
     sim: Option<Sim>,
     server: Option<TestServer>,
+    /// The `mqtt` marker's broker, and the `tls` marker's certificates.
+    broker: Option<LocalBroker>,
+    certs: Option<TempDir>,
     failures: Vec<String>,
     compared: usize,
     run_only: usize,
+    /// `hearth serve` commands, for which the test's server stands.
+    served: usize,
     illustrative: Vec<String>,
     background: usize,
     /// A command did not finish: the shell is stuck, so the page's later examples are not run.
@@ -74,9 +81,12 @@ impl PageRun {
             shell: None,
             sim: None,
             server: None,
+            broker: None,
+            certs: None,
             failures: Vec::new(),
             compared: 0,
             run_only: 0,
+            served: 0,
             illustrative: Vec::new(),
             background: 0,
             stuck: false,
@@ -94,17 +104,36 @@ impl PageRun {
     /// Starts what `needs` asks for: a new server for the page's first block and for a
     /// `fresh` one; a thermostat if asked and none runs yet.
     fn prepare(&mut self, needs: &Needs) {
-        if self.server.is_none() || needs.fresh {
+        if self.server.is_none() || needs.fresh || needs.mqtt || needs.tls {
             self.sim = None;
             self.server = None;
+            self.broker = needs.mqtt.then(LocalBroker::start);
+            self.certs = needs.tls.then(|| {
+                let certs = TempDir::new("docs-certs");
+                make_certificates(certs.path(), KeyKind::Sec1Ec);
+                certs
+            });
             let pairing = needs.pairing;
+            let mqtt = self.broker.as_ref().map(LocalBroker::config);
+            let cert_dir = self.certs.as_ref().map(|c| c.path().to_path_buf());
             self.server = Some(TestServer::start_with(|c| {
-                c.require_device_pairing = pairing
+                c.require_device_pairing = pairing;
+                c.mqtt = mqtt;
+                if cert_dir.is_some() {
+                    // As API_ORIGIN defaults to with CERT_DIR set.
+                    c.api_origin = hearth::config::ApiOrigin::parse("https://127.0.0.1").ok();
+                }
+                c.cert_dir = cert_dir;
             }));
             if self.shell.is_none() {
                 let work = self.dir.path().join("work");
                 std::fs::create_dir_all(&work).unwrap();
                 self.shell = Some(Shell::start(&work, &self.bin));
+            }
+            if let Some(certs) = &self.certs {
+                // The CA the page's client trusts, where the page's command finds it.
+                let ca = self.dir.path().join("work/my-ca.pem");
+                std::fs::copy(certs.path().join("ca.pem"), ca).unwrap();
             }
             let data = self.server().dir.path().display().to_string();
             let (status, out) = self
@@ -159,6 +188,14 @@ impl PageRun {
         let mut text = text
             .replace("localhost:8000", &device.to_string())
             .replace("localhost:8082", &control.to_string());
+        if let Some(broker) = &self.broker {
+            text = broker.rewrite(&text);
+        }
+        if let Some(certs) = &self.certs {
+            text = text
+                .replace("hearth.lan:8082", &control.to_string())
+                .replace("/etc/hearth/certs", &certs.path().display().to_string());
+        }
         for (from, to) in &needs.replace {
             text = text.replace(from, to);
         }
@@ -170,6 +207,10 @@ impl PageRun {
     fn normalise(&self, output: &str) -> String {
         let device = self.server().device();
         let control = self.server().control();
+        let output = match &self.broker {
+            Some(broker) => broker.normalise(output),
+            None => output.to_string(),
+        };
         output
             .replace(&device.to_string(), &format!("{DOC_HOST}:8000"))
             .replace(&control.to_string(), &format!("{DOC_HOST}:8082"))
@@ -236,9 +277,19 @@ impl PageRun {
         self.prepare(&needs);
         let mut background: Vec<(Cmd, PathBuf, String)> = Vec::new();
         for cmd in commands(block) {
+            if is_serve(&cmd.text) {
+                // The server the test started for this block (with what its markers ask
+                // for) stands for it.
+                self.served += 1;
+                continue;
+            }
             if needs.thermostat {
                 self.wait_for_thermostat();
+                if let Some(broker) = &self.broker {
+                    broker.wait_for_thermostat();
+                }
             }
+            let published = self.broker.as_ref().and_then(|b| b.before(&cmd.text));
             let text = self.rewrite(&cmd.text, &needs);
             if cmd.background {
                 let held = self.server().app().hub().subscriptions_of(SERIAL);
@@ -278,7 +329,12 @@ impl PageRun {
                 continue;
             }
             match self.shell().run(&text) {
-                Ok((status, output)) => self.compare(&cmd, status, &output),
+                Ok((status, output)) => {
+                    self.compare(&cmd, status, &output);
+                    if let (0, Some(broker), Some(published)) = (status, &self.broker, published) {
+                        broker.after(published);
+                    }
+                }
                 Err(e) => {
                     self.fail(
                         &cmd,
@@ -311,6 +367,17 @@ impl PageRun {
     }
 }
 
+/// Whether a command starts a server (`hearth serve`, maybe after settings such as
+/// `MQTT_HOST=...`): it would run until stopped, on fixed ports, so the test's own server
+/// stands for it.
+fn is_serve(command: &str) -> bool {
+    let words: Vec<&str> = command
+        .split_whitespace()
+        .skip_while(|w| w.contains('='))
+        .collect();
+    words == ["hearth", "serve"]
+}
+
 /// Runs every shell example of `page` (relative to the crate), failing with every mismatch.
 pub fn run_page(page: &str) {
     if !curl_present() {
@@ -318,6 +385,12 @@ pub fn run_page(page: &str) {
     }
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let text = std::fs::read_to_string(root.join(page)).unwrap();
+    let mqtt = blocks(&text)
+        .iter()
+        .any(|b| needs(b).is_ok_and(|n| n.mqtt && n.illustrative.is_none()));
+    if mqtt && !mqtt_clients_present() {
+        return;
+    }
     let mut run = PageRun::new(page);
     for block in blocks(&text).iter().filter(|b| is_shell(b)) {
         if !run.stuck {
@@ -326,9 +399,10 @@ pub fn run_page(page: &str) {
     }
     eprintln!(
         "{page}: {} commands compared with the page, {} run without shown output, \
-         {} illustrative blocks{}{}",
+         {} `hearth serve` stood for by the test's server, {} illustrative blocks{}{}",
         run.compared,
         run.run_only,
+        run.served,
         run.illustrative.len(),
         if run.illustrative.is_empty() {
             ""
@@ -361,6 +435,28 @@ fn curl_present() -> bool {
             "curl is not installed (apt-get install curl; .ci/run does)"
         );
         eprintln!("skipped: curl is not installed, so the docs' examples cannot run");
+    }
+    ok
+}
+
+/// Whether mosquitto_sub and mosquitto_pub are installed (package `mosquitto-clients`), for
+/// the `mqtt` examples. Without them those pages are skipped with a message, unless
+/// `HEARTH_REQUIRE_MQTT_CLIENTS=1` (CI), which makes that a failure.
+fn mqtt_clients_present() -> bool {
+    let ok = ["mosquitto_sub", "mosquitto_pub"].iter().all(|tool| {
+        Command::new(tool)
+            .arg("--help")
+            .output()
+            .is_ok_and(|o| !o.stdout.is_empty() || !o.stderr.is_empty())
+    });
+    if !ok {
+        assert_ne!(
+            std::env::var("HEARTH_REQUIRE_MQTT_CLIENTS").as_deref(),
+            Ok("1"),
+            "mosquitto_sub/mosquitto_pub are not installed \
+             (apt-get install mosquitto-clients; .ci/run does)"
+        );
+        eprintln!("skipped: mosquitto-clients is not installed, so the MQTT examples cannot run");
     }
     ok
 }
