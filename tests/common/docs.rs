@@ -1,5 +1,5 @@
 //! Reading README.md and docs/*.md: the pages, their prose and their fenced code blocks (for
-//! `tests/docs_links.rs` and `tests/docs_examples.rs`).
+//! `tests/docs_links.rs` and `tests/docs_examples/`).
 
 use std::fs;
 use std::path::{Path, PathBuf};
