@@ -5,6 +5,7 @@
 pub mod docs;
 pub mod hosted;
 pub mod mqtt;
+pub mod nle;
 pub mod tls;
 
 use std::io::{Read, Write};
