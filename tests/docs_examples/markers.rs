@@ -11,6 +11,8 @@ pub struct Needs {
     pub thermostat: bool,
     pub mqtt: bool,
     pub tls: bool,
+    pub lan: bool,
+    pub nle_database: bool,
     pub entry_code: Option<String>,
     pub replace: Vec<(String, String)>,
 }
@@ -39,6 +41,8 @@ pub fn needs(block: &Block) -> Result<Needs, String> {
                     None if word == "thermostat" => needs.thermostat = true,
                     None if word == "mqtt" => needs.mqtt = true,
                     None if word == "tls" => needs.tls = true,
+                    None if word == "lan" => needs.lan = true,
+                    None if word == "nle-database" => needs.nle_database = true,
                     Some(("entry-code", code)) => needs.entry_code = Some(code.to_string()),
                     _ => return Err(format!("unknown example marker `{word}`")),
                 }

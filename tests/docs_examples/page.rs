@@ -1,15 +1,18 @@
 //! Running a page: its server, simulated thermostat and shell, block by block.
 
+use std::net::{Ipv4Addr, SocketAddr};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
+use hearth::simulator::settings_api::{Settings, SettingsApi};
 use hearth::simulator::{Options, Thermostat};
 use hearth::state::{EntryKey, Op};
 
 use crate::common::docs::{Block, blocks};
+use crate::common::nle::make_database;
 use crate::common::tls::{KeyKind, make_certificates};
 use crate::common::{SERIAL, TempDir, TestServer, wait_until};
 use crate::is_shell;
@@ -20,6 +23,16 @@ use crate::shell::{COMMAND_LIMIT, Shell};
 
 /// The documented address the test server stands for in outputs (the docs' LAN address).
 const DOC_HOST: &str = "192.168.1.10";
+
+/// The `lan` marker's stand-in for the docs' LAN: `192.168.` in a command becomes `127.168.`
+/// (loopback on Linux, and as long, so the page's columns stay), and back in the output.
+const DOC_LAN: &str = "192.168.";
+const TEST_LAN: &str = "127.168.";
+/// Where the `lan` marker's server listens (the docs' 192.168.1.10), and its fake thermostat.
+const LAN_SERVER: Ipv4Addr = Ipv4Addr::new(127, 168, 1, 10);
+const LAN_THERMOSTAT: Ipv4Addr = Ipv4Addr::new(127, 168, 1, 50);
+/// A thermostat's `cloudregisterurl` as No Longer Evil's installer leaves it.
+const FACTORY_URL: &str = "https://backdoor.nolongerevil.com/entry";
 
 /// A simulated thermostat running as a real one does (registers, uploads, holds subscribes,
 /// acknowledges), on a thread of its own until stopped.
@@ -57,6 +70,11 @@ struct PageRun {
     /// The `mqtt` marker's broker, and the `tls` marker's certificates.
     broker: Option<LocalBroker>,
     certs: Option<TempDir>,
+    /// The `lan` marker's fake thermostat (its settings API).
+    lan: Option<SettingsApi>,
+    /// The shell's directory (the `nle-database` marker moves it), and how many times it did.
+    work: PathBuf,
+    imports: usize,
     failures: Vec<String>,
     compared: usize,
     run_only: usize,
@@ -83,6 +101,9 @@ impl PageRun {
             server: None,
             broker: None,
             certs: None,
+            lan: None,
+            work: PathBuf::new(),
+            imports: 0,
             failures: Vec::new(),
             compared: 0,
             run_only: 0,
@@ -101,12 +122,76 @@ impl PageRun {
         self.shell.as_mut().expect("a shell")
     }
 
+    /// Runs a line of the test's own in the page's shell (a setting, a `cd`).
+    fn setup(&mut self, line: &str) {
+        let (status, out) = self.shell().run(line).unwrap();
+        assert_eq!(status, 0, "{line}: {out}");
+    }
+
+    /// The `nle-database` marker: no server runs, and the shell is in a new directory holding
+    /// the test's database of the Python server (`database.sqlite`) and `scripts/nle-export.py`,
+    /// with no `DATA_DIR`, so an import goes to `./data`.
+    fn prepare_nle_database(&mut self) {
+        self.sim = None;
+        self.server = None;
+        self.lan = None;
+        self.broker = None;
+        self.certs = None;
+        self.imports += 1;
+        let work = self.dir.path().join(format!("nle-{}", self.imports));
+        std::fs::create_dir_all(work.join("scripts")).unwrap();
+        make_database(&work);
+        let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+        std::fs::copy(
+            root.join("scripts/nle-export.py"),
+            work.join("scripts/nle-export.py"),
+        )
+        .unwrap();
+        if self.shell.is_none() {
+            self.shell = Some(Shell::start(&work, &self.bin));
+        }
+        self.setup(&format!(
+            "cd '{}' && unset DATA_DIR API_ORIGIN THERMOSTAT_API_PORT",
+            work.display()
+        ));
+        self.work = work;
+    }
+
+    /// `hearth serve` in an `nle-database` block: the page's server, on the `./data` just
+    /// imported.
+    fn serve_imported(&mut self) {
+        let data = self.work.join("data");
+        let mut config = hearth::Config::local(&data);
+        config.api_origin = Some(hearth::config::ApiOrigin::parse("http://127.0.0.1").unwrap());
+        self.server = Some(TestServer {
+            server: Some(hearth::Server::start(config).expect("server starts")),
+            dir: TempDir::new("unused"),
+        });
+        self.setup(&format!("export DATA_DIR='{}'", data.display()));
+    }
+
     /// Starts what `needs` asks for: a new server for the page's first block and for a
     /// `fresh` one; a thermostat if asked and none runs yet.
     fn prepare(&mut self, needs: &Needs) {
-        if self.server.is_none() || needs.fresh || needs.mqtt || needs.tls {
+        if needs.nle_database {
+            self.prepare_nle_database();
+            return;
+        }
+        if self.server.is_none() || needs.fresh || needs.mqtt || needs.tls || needs.lan {
             self.sim = None;
             self.server = None;
+            self.lan = needs.lan.then(|| {
+                let settings = Settings {
+                    serial: SERIAL.to_string(),
+                    api_key: "0123456789AB".to_string(),
+                    cloudregisterurl: Some(FACTORY_URL.to_string()),
+                    // In its first 30 minutes after power-on: it takes a URL without a key.
+                    key_required: false,
+                };
+                SettingsApi::start(SocketAddr::from((LAN_THERMOSTAT, 0)), settings)
+                    .expect("the fake thermostat's settings API starts")
+            });
+            let lan_port = self.lan.as_ref().map(|l| l.addr().port());
             self.broker = needs.mqtt.then(LocalBroker::start);
             self.certs = needs.tls.then(|| {
                 let certs = TempDir::new("docs-certs");
@@ -124,11 +209,19 @@ impl PageRun {
                     c.api_origin = hearth::config::ApiOrigin::parse("https://127.0.0.1").ok();
                 }
                 c.cert_dir = cert_dir;
+                if let Some(port) = lan_port {
+                    c.device_bind = LAN_SERVER.into();
+                    c.control_bind = LAN_SERVER.into();
+                    c.api_origin =
+                        hearth::config::ApiOrigin::parse(&format!("http://{LAN_SERVER}")).ok();
+                    c.thermostat_api_port = port;
+                }
             }));
             if self.shell.is_none() {
                 let work = self.dir.path().join("work");
                 std::fs::create_dir_all(&work).unwrap();
                 self.shell = Some(Shell::start(&work, &self.bin));
+                self.work = work;
             }
             if let Some(certs) = &self.certs {
                 // The CA the page's client trusts, where the page's command finds it.
@@ -136,11 +229,16 @@ impl PageRun {
                 std::fs::copy(certs.path().join("ca.pem"), ca).unwrap();
             }
             let data = self.server().dir.path().display().to_string();
-            let (status, out) = self
-                .shell()
-                .run(&format!("export DATA_DIR='{data}'"))
-                .unwrap();
-            assert_eq!(status, 0, "{out}");
+            self.setup(&format!(
+                "export DATA_DIR='{data}'; unset API_ORIGIN THERMOSTAT_API_PORT"
+            ));
+            if let Some(port) = lan_port {
+                // What `hearth scan` and `point` would work out on the docs' LAN machine.
+                let origin = format!("http://{}", self.server().device());
+                self.setup(&format!(
+                    "export API_ORIGIN='{origin}' THERMOSTAT_API_PORT={port}"
+                ));
+            }
         }
         if let Some(code) = &needs.entry_code {
             let code = hearth::accounts::links::entry_code(code).unwrap();
@@ -183,17 +281,21 @@ impl PageRun {
     /// The command as run: documented addresses become the test server's, and the block's
     /// `replace` markers are applied.
     fn rewrite(&self, text: &str, needs: &Needs) -> String {
-        let device = self.server().device();
-        let control = self.server().control();
-        let mut text = text
-            .replace("localhost:8000", &device.to_string())
-            .replace("localhost:8082", &control.to_string());
+        let mut text = text.to_string();
+        if let Some(server) = &self.server {
+            text = text
+                .replace("localhost:8000", &server.device().to_string())
+                .replace("localhost:8082", &server.control().to_string());
+        }
+        if self.lan.is_some() {
+            text = text.replace(DOC_LAN, TEST_LAN);
+        }
         if let Some(broker) = &self.broker {
             text = broker.rewrite(&text);
         }
         if let Some(certs) = &self.certs {
             text = text
-                .replace("hearth.lan:8082", &control.to_string())
+                .replace("hearth.lan:8082", &self.server().control().to_string())
                 .replace("/etc/hearth/certs", &certs.path().display().to_string());
         }
         for (from, to) in &needs.replace {
@@ -205,13 +307,15 @@ impl PageRun {
     /// The output as the page shows it: the test server's addresses written as the docs'
     /// server at 192.168.1.10 with ports 8000 and 8082.
     fn normalise(&self, output: &str) -> String {
-        let device = self.server().device();
-        let control = self.server().control();
         let output = match &self.broker {
             Some(broker) => broker.normalise(output),
             None => output.to_string(),
         };
-        output
+        let Some(server) = &self.server else {
+            return output;
+        };
+        let (device, control) = (server.device(), server.control());
+        let output = output
             .replace(&device.to_string(), &format!("{DOC_HOST}:8000"))
             .replace(&control.to_string(), &format!("{DOC_HOST}:8082"))
             .replace(&format!("\"port\":{}", device.port()), "\"port\":8000")
@@ -219,7 +323,16 @@ impl PageRun {
                 "\"http://127.0.0.1\"",
                 &format!("\"http://{DOC_HOST}:8000\""),
             )
-            .replace("127.0.0.1", DOC_HOST)
+            .replace("127.0.0.1", DOC_HOST);
+        if self.lan.is_some() {
+            // The server's API_ORIGIN has no port, as the test server's (it is its port).
+            output.replace(TEST_LAN, DOC_LAN).replace(
+                &format!("\"http://{DOC_HOST}\""),
+                &format!("\"http://{DOC_HOST}:8000\""),
+            )
+        } else {
+            output
+        }
     }
 
     fn fail(&mut self, cmd: &Cmd, what: &str) {
@@ -279,7 +392,10 @@ impl PageRun {
         for cmd in commands(block) {
             if is_serve(&cmd.text) {
                 // The server the test started for this block (with what its markers ask
-                // for) stands for it.
+                // for) stands for it; after an import, a server on the data imported.
+                if needs.nle_database {
+                    self.serve_imported();
+                }
                 self.served += 1;
                 continue;
             }
