@@ -38,12 +38,21 @@ pub fn wait_until(what: &str, ok: impl FnMut() -> bool) {
 
 /// [`wait_until`] with a deadline of its own (for what is slow by nature, such as a browser
 /// starting).
-pub fn wait_until_within(limit: Duration, what: &str, mut ok: impl FnMut() -> bool) {
+pub fn wait_until_within(limit: Duration, what: &str, ok: impl FnMut() -> bool) {
+    assert!(poll_until(limit, ok), "{what}: not within {limit:?}");
+}
+
+/// [`wait_until_within`] that reports a missed deadline instead of failing, for a caller that
+/// then says better what was missing (the docs' examples compare the output they have).
+pub fn poll_until(limit: Duration, mut ok: impl FnMut() -> bool) -> bool {
     let deadline = Instant::now() + limit;
     while !ok() {
-        assert!(Instant::now() < deadline, "{what}: not within {limit:?}");
+        if Instant::now() >= deadline {
+            return false;
+        }
         std::thread::sleep(POLL);
     }
+    true
 }
 
 /// A directory under the system temp dir, removed when dropped.

@@ -5,7 +5,6 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::{Duration, Instant};
 
 use hearth::simulator::settings_api::{Settings, SettingsApi};
 use hearth::simulator::{Options, Thermostat};
@@ -14,7 +13,7 @@ use hearth::state::{EntryKey, Op};
 use crate::common::docs::{Block, blocks};
 use crate::common::nle::make_database;
 use crate::common::tls::{KeyKind, make_certificates};
-use crate::common::{SERIAL, TempDir, TestServer, wait_until};
+use crate::common::{SERIAL, TempDir, TestServer, poll_until, wait_until};
 use crate::is_shell;
 use crate::markers::{Needs, needs};
 use crate::mqtt::LocalBroker;
@@ -437,10 +436,8 @@ impl PageRun {
                             .unwrap_or_default()
                             .contains('\n')
                 };
-                let deadline = Instant::now() + COMMAND_LIMIT;
-                while !shown() && Instant::now() < deadline {
-                    std::thread::sleep(Duration::from_millis(5));
-                }
+                // A background command that never shows anything fails its comparison below.
+                poll_until(COMMAND_LIMIT, shown);
                 background.push((cmd, file, pid));
                 continue;
             }
@@ -471,10 +468,7 @@ impl PageRun {
                 let lines: Vec<&str> = normal.lines().collect();
                 cmd.expected.as_ref().is_none_or(|e| lines_match(e, &lines))
             };
-            let deadline = Instant::now() + COMMAND_LIMIT;
-            while !complete(&read()) && Instant::now() < deadline {
-                std::thread::sleep(Duration::from_millis(5));
-            }
+            poll_until(COMMAND_LIMIT, || complete(&read()));
             let _ = self.shell().run(&format!("kill {pid}"));
             let text = read();
             let whole = text[..text.rfind('\n').map_or(0, |i| i + 1)].to_string();
