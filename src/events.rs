@@ -214,7 +214,7 @@ impl EventStreams {
     ///
     /// It hands the writes to [`WRITERS`] threads, so a dashboard that stopped reading holds up
     /// only the writer it is on, until the connection's send timeout
-    /// ([`crate::http::socket::PARKED_SEND_TIMEOUT`]) drops it. A stream has at most one write
+    /// ([`crate::http::listener::PARKED_SEND_TIMEOUT`]) drops it. A stream has at most one write
     /// in flight; what arrives meanwhile waits in its backlog, and a stream whose backlog passes
     /// [`BACKLOG_LIMIT`] is dropped.
     pub fn run(&self, changes: Receiver<Arc<ChangeEvent>>, key_valid: impl Fn(&str) -> bool) {

@@ -17,7 +17,6 @@ use crate::control_port::ControlPort;
 use crate::device::DeviceApi;
 use crate::history::Recorder;
 use crate::http::client::{self, Url};
-use crate::http::idle;
 use crate::http::listener::{FatalHook, Limits, Listener};
 use crate::http::tls::{self, Peers, TlsError, TlsFront};
 use crate::hub::Hub;
@@ -136,6 +135,9 @@ impl Server {
         let limits = |front: &Option<Front>| Limits {
             workers: config.http_workers,
             body_timeout: config.body_read_timeout,
+            head_timeout: config.head_timeout,
+            idle_timeout: config.idle_timeout,
+            per_client: config.max_connections_per_client,
             peers: front.as_ref().map(|(_, peers)| Arc::clone(peers)),
         };
         let (device_limits, control_limits) = (limits(&device_front), limits(&control_front));
@@ -329,8 +331,7 @@ fn spawn(name: &str, f: impl FnOnce() + Send + 'static) -> Result<JoinHandle<()>
         .map_err(StartError::Thread)
 }
 
-/// Every few seconds: close connections idle for `idle_timeout` ([`idle::close_idle`]), write a
-/// snapshot if the journal has grown enough, give freed heap back after a burst of requests
+/// Every few seconds: write a snapshot if the journal has grown enough, give freed heap back after a burst of requests
 /// ([`memory::Trimmer`]); and every
 /// `watchdog_interval_secs` probe both listeners, calling `on_fatal` after repeated failures.
 fn start_maintenance(
@@ -343,13 +344,9 @@ fn start_maintenance(
     // A service manager's watchdog (systemd `WatchdogSec=`) is fed from this loop while the
     // self-probes pass, so a hung process (or a dead listener) is restarted.
     let feed_every = service::watchdog_interval();
-    let idle_timeout = app.config.idle_timeout;
-    // Often enough that an idle connection lasts at most half as long again as the timeout.
     let tick = feed_every
         .map_or(Duration::from_secs(5), |f| f.min(Duration::from_secs(5)))
-        .min(idle_timeout / 2)
         .max(Duration::from_millis(100));
-    let ports: Vec<u16> = addrs.iter().map(|a| a.port()).collect();
     let handle = spawn("maintenance", move || {
         let mut failures = vec![0u32; addrs.len()];
         let mut next_probe = Instant::now() + interval;
@@ -359,10 +356,6 @@ fn start_maintenance(
         // would otherwise replay an ever longer journal at every start.
         snapshot_if_due(&app);
         while let Err(crossbeam_channel::RecvTimeoutError::Timeout) = stopped.recv_timeout(tick) {
-            let closed = idle::close_idle(&ports, idle_timeout);
-            if closed > 0 {
-                log::debug!("closed {closed} connections idle for {idle_timeout:?}");
-            }
             trimmer.tick();
             snapshot_if_due(&app);
             if feed_every.is_some() && failures.iter().all(|f| *f == 0) {

@@ -263,7 +263,7 @@ fn a_panicking_handler_answers_500_and_the_listener_keeps_serving() {
     let limits = Limits {
         workers: 1,
         body_timeout: Duration::from_secs(5),
-        peers: None,
+        ..Limits::default()
     };
     let listener = Listener::start("fragile", socket, limits, Arc::new(Fragile), on_fatal).unwrap();
     let addr = listener.addr();

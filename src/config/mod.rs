@@ -63,6 +63,11 @@ pub struct Config {
     /// A connection with no data either way for this long is closed (held subscribes and
     /// event streams excepted).
     pub idle_timeout: Duration,
+    /// A request head still arriving this long after its connection opened (or its first byte
+    /// on a kept-alive connection) is abandoned and its connection closed.
+    pub head_timeout: Duration,
+    /// Open connections per client address on each port.
+    pub max_connections_per_client: usize,
     /// HTTPS on both ports with `fullchain.pem` and `privkey.pem` from this directory.
     pub cert_dir: Option<PathBuf>,
     /// Seconds between self-probes of both listeners; 0 turns the watchdog off.
@@ -195,6 +200,10 @@ impl Default for Config {
             http_workers: to_usize(const { number("HTTP_WORKERS").default }),
             body_read_timeout: Duration::from_secs(30),
             idle_timeout: Duration::from_secs(const { number("IDLE_TIMEOUT_SECONDS").default }),
+            head_timeout: Duration::from_secs(const { number("HEAD_TIMEOUT_SECONDS").default }),
+            max_connections_per_client: to_usize(
+                const { number("MAX_CONNECTIONS_PER_CLIENT").default },
+            ),
             thermostat_api_port: to_u16(const { number("THERMOSTAT_API_PORT").default }),
             cert_dir: None,
             watchdog_interval_secs: const { number("WATCHDOG_INTERVAL_SECONDS").default },
@@ -300,6 +309,12 @@ impl Config {
             http_workers: to_usize(sources.number(const { number("HTTP_WORKERS") })?),
             idle_timeout: Duration::from_secs(
                 sources.number(const { number("IDLE_TIMEOUT_SECONDS") })?,
+            ),
+            head_timeout: Duration::from_secs(
+                sources.number(const { number("HEAD_TIMEOUT_SECONDS") })?,
+            ),
+            max_connections_per_client: to_usize(
+                sources.number(const { number("MAX_CONNECTIONS_PER_CLIENT") })?,
             ),
             cert_dir: sources
                 .text(const { text("CERT_DIR") }, any_text)?

@@ -241,7 +241,7 @@ pub const SETTINGS: &[Setting] = &[
             max: 64,
             default: 4,
         },
-        help: "worker threads per port",
+        help: "requests handled at once per port",
     },
     Setting {
         name: "idle_timeout_seconds",
@@ -254,6 +254,31 @@ pub const SETTINGS: &[Setting] = &[
         },
         help: "seconds after which a connection with no traffic either way is closed; held \
                subscribes and event streams excepted",
+    },
+    Setting {
+        name: "head_timeout_seconds",
+        variable: "HEAD_TIMEOUT_SECONDS",
+        option: "--head-timeout-seconds",
+        kind: Kind::Number {
+            min: 1,
+            max: 3600,
+            default: 10,
+        },
+        help: "seconds a request's head (request line and headers) may take to arrive, from \
+               the connection's opening (or the request's first byte on a kept-alive \
+               connection); a slower one is closed",
+    },
+    Setting {
+        name: "max_connections_per_client",
+        variable: "MAX_CONNECTIONS_PER_CLIENT",
+        option: "--max-connections-per-client",
+        kind: Kind::Number {
+            min: 1,
+            max: 65_535,
+            default: 64,
+        },
+        help: "open connections per client address on each port, held subscribes and event \
+               streams included; one more is answered 503",
     },
     Setting {
         name: "watchdog_interval_seconds",

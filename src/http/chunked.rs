@@ -1,9 +1,9 @@
-//! Raw chunked framing for responses written through tiny_http's `into_writer` (tiny_http does
-//! not flush a streamed `Response` until its body ends, so long-polls are framed by hand).
+//! Raw chunked framing for chunked replies (held subscribes, event streams), written straight
+//! to the connection's socket, each chunk as it comes.
 
 use std::io::{self, Write};
 
-/// A chunked response body on a connection taken over from tiny_http.
+/// A chunked response body on a connection taken over from the listener.
 pub struct ChunkedWriter(Box<dyn Write + Send>);
 
 impl ChunkedWriter {

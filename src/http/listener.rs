@@ -1,99 +1,303 @@
-//! One tiny_http listener: our own `TcpListener`, a small pool of named worker threads, bounded
-//! body reading, and the translation between tiny_http and [`Request`]/[`Reply`].
+//! One listener of hearth's own HTTP/1.1 edge: the accept loop, the per-address and total
+//! connection counts, the threads that serve connections, and the bound on handlers running at
+//! once. [`super::connection`] serves one connection's requests; [`super::head`] and
+//! [`super::body`] read them under their limits; [`super::respond`] writes the answers.
 //!
-//! Mitigations for tiny_http 0.12 (see docs/known-limits.md): `SO_SNDTIMEO` on the listening
-//! socket (Linux accepted sockets inherit it) bounds writes to clients that stop reading;
-//! `TCP_NODELAY` (inherited too) keeps keep-alive answers from waiting on delayed ACKs; every
-//! request, including the drop of tiny_http's `Request`, runs inside `catch_unwind`; bodies are
-//! read with a hard cap and oversized ones are refused unread; an accept loop that dies is
-//! reported to `on_fatal` so the process can exit and be restarted.
+//! Design decisions:
+//! - **Our own edge, not tiny_http.** tiny_http 0.12 buffers a request head without limit, has
+//!   no read timeout, spawns a thread per connection without bound and allocates an unread
+//!   body's whole declared length when a request is dropped; working around that took a scan
+//!   of `/proc/self/fd` and `unsafe`. The edge here owns its sockets, so every bound is a
+//!   plain read with a timeout. Heads are parsed by `httparse` (hyper's parser, fuzzed).
+//! - **A thread per connection**, named `<port>-conn`, 256 KiB of stack (handlers run on it),
+//!   kept for [`SPARE_WAIT`] after its connection ends to take the next one (thermostats open
+//!   a connection per PUT; a rendezvous channel hands a new connection to a waiting thread,
+//!   or a thread is started). A parked reply (a held subscribe, an event stream) takes the
+//!   socket itself and the thread moves on: held connections cost no thread.
+//! - **Handlers run under a permit**, `HTTP_WORKERS` per listener, taken by the connection's
+//!   own thread around `Service::handle` only (not around reading or writing): no hand-off
+//!   between threads, so no wake-up on the way in or out; each port has its own permits, so a
+//!   flood on one cannot starve the other.
+//! - **Connections are counted per client address** (`MAX_CONNECTIONS_PER_CLIENT`, 64 by
+//!   default; behind the TLS front the relayed client's) and in all ([`MAX_CONNECTIONS`] per
+//!   listener), parked ones included since each holds a descriptor. One over a count is
+//!   answered 503 by the accept loop at once (a non-blocking write to a fresh socket) and
+//!   closed unread.
+//! - **Every wait has a deadline**: a head must be complete `HEAD_TIMEOUT_SECONDS` after the
+//!   accept (or after its first byte, on a kept-alive connection), no wait for a head's bytes
+//!   lasts longer than `IDLE_TIMEOUT_SECONDS` (so a quiet keep-alive connection is closed
+//!   then), a body must be complete within `BODY_READ_TIMEOUT`'s 30 s, and writes give up
+//!   after [`SEND_TIMEOUT`] (2 s on a parked connection).
+//! - **Refusals close with a lingering close**: the answer, then our side shut for writing,
+//!   then at most [`LINGER_BYTES`] discarded for at most [`LINGER_TIME`], so the client reads
+//!   the answer before the connection closes.
+//! - **The accept loop never ends on an error**: out of descriptors it backs off (100 ms,
+//!   doubling to 1 s) and the connection waits in the backlog.
 
-use std::io::{self, Read, Write};
-use std::net::{SocketAddr, TcpListener};
-use std::panic::{self, AssertUnwindSafe};
+use std::collections::HashMap;
+use std::io::{self, ErrorKind, Read, Write};
+use std::net::{IpAddr, SocketAddr, TcpListener, TcpStream};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
 
+use crossbeam_channel::{Receiver, TrySendError};
+use parking_lot::{Condvar, Mutex};
 use rustix::net::sockopt;
 
+use super::respond::{self, Persist};
 use super::tls::Peers;
-use super::{
-    ChunkedBody, ChunkedWriter, Method, Reply, Request, Service, deadline, idle, oversize, socket,
-};
+use super::{Method, Response, Service};
+
+pub use super::head::HEAD_LIMIT;
 
 /// Writes to a client that stopped reading give up after this long.
-const SEND_TIMEOUT: Duration = Duration::from_secs(10);
-const WORKER_STACK: usize = 256 * 1024;
-/// Request heads (request line and headers) over this size get 431.
-pub const HEAD_LIMIT: usize = 16 * 1024;
+pub const SEND_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long a write to a parked connection (a held subscribe, an event stream) may block
+/// before the connection is given up. Pushes are small and the kernel buffers a few hundred
+/// KB, so a write blocks only when the client has stopped reading altogether.
+pub const PARKED_SEND_TIMEOUT: Duration = Duration::from_secs(2);
+/// Open connections per listener, from all clients together, parked ones included: 1,000
+/// thermostats' held subscribes (the benchmark's fleet) and a PUT connection for each at the
+/// same moment fit, and both ports together stay within half of the systemd unit's
+/// `LimitNOFILE=8192`.
+pub const MAX_CONNECTIONS: usize = 2048;
+/// A connection's thread waits this long for another connection before it ends.
+const SPARE_WAIT: Duration = Duration::from_secs(5);
+const CONNECTION_STACK: usize = 256 * 1024;
+const ACCEPT_STACK: usize = 128 * 1024;
+/// A refused client's bytes discarded after the answer, at most.
+pub const LINGER_BYTES: usize = 1024 * 1024;
+/// ... for at most this long.
+pub const LINGER_TIME: Duration = Duration::from_secs(2);
 
 pub type FatalHook = Arc<dyn Fn(String) + Send + Sync>;
 
 /// How the listener treats its clients.
 #[derive(Clone, Debug)]
 pub struct Limits {
-    /// Workers (threads that run handlers).
+    /// Handlers running at once (`HTTP_WORKERS`).
     pub workers: usize,
     /// A request body still arriving after this long is abandoned and its connection closed.
     pub body_timeout: Duration,
+    /// A request head still arriving this long after the accept (or after its first byte, on
+    /// a kept-alive connection) is abandoned and its connection closed.
+    pub head_timeout: Duration,
+    /// A connection waiting this long for a request's bytes is closed.
+    pub idle_timeout: Duration,
+    /// Open connections from one client address.
+    pub per_client: usize,
     /// Behind a TLS front: the real client of each relayed connection.
     pub peers: Option<Arc<Peers>>,
 }
 
+impl Default for Limits {
+    fn default() -> Limits {
+        Limits {
+            workers: 4,
+            body_timeout: Duration::from_secs(30),
+            head_timeout: Duration::from_secs(10),
+            idle_timeout: Duration::from_secs(60),
+            per_client: 64,
+            peers: None,
+        }
+    }
+}
+
 pub struct Listener {
-    server: Arc<tiny_http::Server>,
     addr: SocketAddr,
-    stopping: Arc<AtomicBool>,
-    workers: Vec<JoinHandle<()>>,
+    shared: Arc<Shared>,
+    /// The listening socket, kept to wake the accept loop when stopping.
+    socket: TcpListener,
+    accept: JoinHandle<Arc<Live>>,
+}
+
+/// What a listener's threads share.
+pub(super) struct Shared {
+    pub name: &'static str,
+    pub service: Arc<dyn Service>,
+    pub limits: Limits,
+    permits: Permits,
+    stopping: AtomicBool,
+    /// Connections being served (not parked), to end them when stopping.
+    open: Mutex<HashMap<u64, Arc<TcpStream>>>,
+    next_id: AtomicU64,
+}
+
+impl Shared {
+    pub fn stopping(&self) -> bool {
+        self.stopping.load(Ordering::SeqCst)
+    }
+
+    /// Runs `f` while holding one of the listener's handler permits.
+    pub fn with_permit<R>(&self, f: impl FnOnce() -> R) -> R {
+        let _permit = self.permits.take();
+        f()
+    }
+
+    /// Records a connection being served until the returned entry is dropped; `None` when the
+    /// listener is stopping.
+    pub fn enter(self: &Arc<Self>, stream: &Arc<TcpStream>) -> Option<OpenEntry> {
+        let mut open = self.open.lock();
+        if self.stopping() {
+            return None;
+        }
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        open.insert(id, Arc::clone(stream));
+        Some(OpenEntry(Arc::clone(self), id))
+    }
+}
+
+pub(super) struct OpenEntry(Arc<Shared>, u64);
+
+impl Drop for OpenEntry {
+    fn drop(&mut self) {
+        self.0.open.lock().remove(&self.1);
+    }
+}
+
+/// A fixed number of permits, waited for in turn.
+struct Permits {
+    free: Mutex<usize>,
+    freed: Condvar,
+}
+
+struct Permit<'a>(&'a Permits);
+
+impl Permits {
+    fn take(&self) -> Permit<'_> {
+        let mut free = self.free.lock();
+        while *free == 0 {
+            self.freed.wait(&mut free);
+        }
+        *free -= 1;
+        Permit(self)
+    }
+}
+
+impl Drop for Permit<'_> {
+    fn drop(&mut self) {
+        *self.0.free.lock() += 1;
+        self.0.freed.notify_one();
+    }
+}
+
+/// Open connections per client address and in all.
+#[derive(Default)]
+struct Counts {
+    by_address: HashMap<IpAddr, usize>,
+    total: usize,
+}
+
+/// One counted connection; it stops counting when dropped (with the parked writer, for a
+/// parked connection).
+pub(super) struct Slot(Arc<Mutex<Counts>>, IpAddr);
+
+impl Drop for Slot {
+    fn drop(&mut self) {
+        let mut counts = self.0.lock();
+        counts.total = counts.total.saturating_sub(1);
+        if let Some(n) = counts.by_address.get_mut(&self.1) {
+            *n -= 1;
+            if *n == 0 {
+                counts.by_address.remove(&self.1);
+            }
+        }
+    }
+}
+
+/// Takes a slot for a connection from `client`, or says which count is full.
+fn take_slot(
+    counts: &Arc<Mutex<Counts>>,
+    client: IpAddr,
+    per_client: usize,
+) -> Result<Slot, &'static str> {
+    let mut c = counts.lock();
+    if c.total >= MAX_CONNECTIONS {
+        return Err("Too many connections");
+    }
+    let n = c.by_address.entry(client).or_insert(0);
+    if *n >= per_client {
+        return Err("Too many connections from this address");
+    }
+    *n += 1;
+    c.total += 1;
+    Ok(Slot(Arc::clone(counts), client))
+}
+
+/// An accepted connection on its way to a thread.
+pub(super) struct Accepted {
+    pub stream: TcpStream,
+    /// The client: the peer, or behind the TLS front the client it relays.
+    pub client: SocketAddr,
+    pub at: Instant,
+    pub slot: Slot,
+}
+
+/// Threads serving connections, including spare ones; stopping waits for them all.
+#[derive(Default)]
+struct Live {
+    count: Mutex<usize>,
+    changed: Condvar,
+}
+
+impl Live {
+    fn add(&self) {
+        *self.count.lock() += 1;
+    }
+
+    fn done(&self) {
+        *self.count.lock() -= 1;
+        self.changed.notify_all();
+    }
+
+    fn wait_none(&self) {
+        let mut count = self.count.lock();
+        while *count > 0 {
+            self.changed.wait(&mut count);
+        }
+    }
 }
 
 impl Listener {
-    /// Serves `service` on a bound listener with `workers` threads.
+    /// Serves `service` on a bound listener. `on_fatal` is kept for the callers' sake: this
+    /// accept loop does not die (errors are logged and waited out).
     pub fn start(
         name: &'static str,
         listener: TcpListener,
         limits: Limits,
         service: Arc<dyn Service>,
-        on_fatal: FatalHook,
+        _on_fatal: FatalHook,
     ) -> io::Result<Listener> {
-        let workers = limits.workers;
         set_send_timeout(&listener, SEND_TIMEOUT)?;
         set_no_delay(&listener)?;
         let addr = listener.local_addr()?;
-        let server = tiny_http::Server::from_listener(listener, None).map_err(io::Error::other)?;
-        let server = Arc::new(server);
-        let stopping = Arc::new(AtomicBool::new(false));
-        let mut handles = Vec::with_capacity(workers);
-        for i in 0..workers.max(1) {
-            let (server, service, stopping, on_fatal, limits) = (
-                Arc::clone(&server),
-                Arc::clone(&service),
-                Arc::clone(&stopping),
-                Arc::clone(&on_fatal),
-                limits.clone(),
-            );
-            let handle = thread::Builder::new()
-                .name(format!("{name}-{i}"))
-                .stack_size(WORKER_STACK)
-                .spawn(move || {
-                    worker(
-                        &server,
-                        &*service,
-                        &stopping,
-                        addr.port(),
-                        &limits,
-                        &on_fatal,
-                    )
-                })?;
-            handles.push(handle);
-        }
+        let shared = Arc::new(Shared {
+            name,
+            service,
+            permits: Permits {
+                free: Mutex::new(limits.workers.max(1)),
+                freed: Condvar::new(),
+            },
+            limits,
+            stopping: AtomicBool::new(false),
+            open: Mutex::new(HashMap::new()),
+            next_id: AtomicU64::new(0),
+        });
+        let socket = listener.try_clone()?;
+        let accept = thread::Builder::new()
+            .name(format!("{name}-accept"))
+            .stack_size(ACCEPT_STACK)
+            .spawn({
+                let shared = Arc::clone(&shared);
+                move || accept_loop(&listener, &shared)
+            })?;
         Ok(Listener {
-            server,
             addr,
-            stopping,
-            workers: handles,
+            shared,
+            socket,
+            accept,
         })
     }
 
@@ -101,25 +305,31 @@ impl Listener {
         self.addr
     }
 
-    /// Stops the workers (requests already taken are finished first).
+    /// Stops accepting, lets requests being handled finish and be answered, closes the
+    /// connections waiting for a request, and waits for every connection thread to end.
+    /// Parked connections are the hub's to end.
     pub fn stop(self) {
-        self.stopping.store(true, Ordering::SeqCst);
-        for _ in &self.workers {
-            self.server.unblock();
+        self.shared.stopping.store(true, Ordering::SeqCst);
+        // shutdown() on a listening socket makes a blocked accept() fail at once (Linux).
+        let _ = rustix::net::shutdown(&self.socket, rustix::net::Shutdown::Both);
+        let live = match self.accept.join() {
+            Ok(live) => live,
+            Err(_) => return,
+        };
+        for stream in self.shared.open.lock().values() {
+            let _ = stream.shutdown(std::net::Shutdown::Read);
         }
-        for w in self.workers {
-            let _ = w.join();
-        }
+        live.wait_none();
     }
 }
 
-/// `TCP_NODELAY` on the listening socket, which accepted sockets inherit on Linux. tiny_http
-/// writes a response's head and body separately; with Nagle's algorithm the body then waits for
-/// the client's delayed ACK (about 40 ms) on every keep-alive request.
+/// `TCP_NODELAY` on the listening socket, which accepted sockets inherit on Linux: an answer
+/// is one write, and a held subscribe's chunks must not wait for the client's delayed ACK.
 fn set_no_delay(listener: &TcpListener) -> io::Result<()> {
     Ok(sockopt::set_tcp_nodelay(listener, true)?)
 }
 
+/// `SO_SNDTIMEO` on the listening socket, which accepted sockets inherit on Linux.
 fn set_send_timeout(listener: &TcpListener, timeout: Duration) -> io::Result<()> {
     Ok(sockopt::set_socket_timeout(
         listener,
@@ -128,240 +338,156 @@ fn set_send_timeout(listener: &TcpListener, timeout: Duration) -> io::Result<()>
     )?)
 }
 
-fn worker(
-    server: &tiny_http::Server,
-    service: &dyn Service,
-    stopping: &AtomicBool,
-    port: u16,
-    limits: &Limits,
-    on_fatal: &FatalHook,
-) {
+/// Accepts until the listener stops; returns the count of live connection threads for
+/// [`Listener::stop`] to wait on.
+fn accept_loop(listener: &TcpListener, shared: &Arc<Shared>) -> Arc<Live> {
+    let live = Arc::new(Live::default());
+    let counts = Arc::new(Mutex::new(Counts::default()));
+    // A rendezvous: a send succeeds only if a spare thread is waiting for a connection.
+    let (spare_tx, spare_rx) = crossbeam_channel::bounded::<Accepted>(0);
+    let mut backoff = Duration::ZERO;
     loop {
-        let rq = match server.recv() {
-            Ok(rq) => rq,
+        let accepted = listener.accept();
+        if shared.stopping() {
+            return live;
+        }
+        let (stream, peer) = match accepted {
+            Ok(pair) => {
+                backoff = Duration::ZERO;
+                pair
+            }
             Err(e) => {
-                if !stopping.load(Ordering::SeqCst) {
-                    on_fatal(format!("listener on port {port} stopped accepting: {e}"));
-                }
-                return;
+                backoff = accept_failed(&e, shared.name, backoff);
+                continue;
             }
         };
-        // The request is moved in, so its drop (which can panic inside tiny_http) is covered too.
-        let outcome =
-            panic::catch_unwind(AssertUnwindSafe(move || serve(rq, service, port, limits)));
-        if outcome.is_err() {
-            log::error!(
-                "a request handler panicked; the client got a 500 and the server keeps serving"
+        let client = shared
+            .limits
+            .peers
+            .as_ref()
+            .and_then(|p| p.client_of(peer))
+            .unwrap_or(peer);
+        let slot = match take_slot(&counts, client.ip(), shared.limits.per_client) {
+            Ok(slot) => slot,
+            Err(why) => {
+                log::info!("refused a connection from {client}: {why}");
+                refuse_at_once(stream, &shared.service.refusal(Method::Other, "", 503, why));
+                continue;
+            }
+        };
+        let conn = Accepted {
+            stream,
+            client,
+            at: Instant::now(),
+            slot,
+        };
+        let conn = match spare_tx.try_send(conn) {
+            Ok(()) => continue,
+            Err(TrySendError::Full(conn) | TrySendError::Disconnected(conn)) => conn,
+        };
+        if let Err(conn) = start_thread(shared, &live, conn, spare_rx.clone()) {
+            refuse_at_once(
+                conn.stream,
+                &shared
+                    .service
+                    .refusal(Method::Other, "", 503, "Too many connections"),
             );
         }
     }
 }
 
-fn serve(mut rq: tiny_http::Request, service: &dyn Service, port: u16, limits: &Limits) {
-    let started = Instant::now();
-    // While this request is read and handled its connection is busy, however quiet it looks.
-    let _busy = rq.remote_addr().map(|peer| idle::Busy::mark(*peer, port));
-    if !rq.url().starts_with("/health") {
-        crate::util::memory::count_request();
-    }
-    let url = rq.url().to_string();
-    let (path, query) = url.split_once('?').unwrap_or((url.as_str(), ""));
-    let limit = service.body_limit(path);
-
-    let method = method_of(rq.method());
-    let too_large = || service.refusal(method, path, 413, "Request body too large");
-    let declared = declared_length(&rq);
-    if let Some(declared) = declared.filter(|d| *d > limit as u64) {
-        log::info!(
-            "{} {url} -> 413 (declared body of {declared} bytes)",
-            rq.method()
-        );
-        oversize::reject(rq, declared, port, too_large());
-        return;
-    }
-    let head = head_size(&rq);
-    if head > HEAD_LIMIT {
-        log::info!("{} {url} -> 431 (a {head}-byte request head)", rq.method());
-        let refusal = service.refusal(method, path, 431, "Request header fields too large");
-        oversize::refuse_unread(rq, port, refusal);
-        return;
-    }
-    // tiny_http has already read bodies of up to 1 KiB; a longer or chunked one is read here,
-    // under a deadline.
-    let streamed = declared.map_or(is_chunked(&rq), |d| d > 1024);
-    let watch = match (streamed, rq.remote_addr()) {
-        (true, Some(peer)) => deadline::watch(*peer, port, limits.body_timeout),
-        _ => None,
-    };
-    let mut body = Vec::new();
-    let read = rq.as_reader().take(limit as u64 + 1).read_to_end(&mut body);
-    drop(watch);
-    // A body shorter than declared: the client went away or missed the deadline.
-    let complete = read.is_ok() && declared.is_none_or(|d| body.len() as u64 >= d);
-    if !complete {
-        log::debug!(
-            "{} {url}: body incomplete or unreadable ({read:?})",
-            rq.method()
-        );
-        let refusal = service.refusal(method, path, 400, "Could not read the request body");
-        send(rq, Reply::Full(refusal), port);
-        return;
-    }
-    if body.len() > limit {
-        // Only a chunked body can get here (a declared length was checked above). The rest of
-        // it is not read: it may never end.
-        log::info!(
-            "{} {url} -> 413 (chunked body over {limit} bytes)",
-            rq.method()
-        );
-        oversize::refuse_unread(rq, port, too_large());
-        return;
-    }
-
-    let client = client_of(&rq, limits);
-    let request = Request {
-        method,
-        path: path.to_string(),
-        query: query.to_string(),
-        headers: rq
-            .headers()
-            .iter()
-            .map(|h| (h.field.to_string(), h.value.to_string()))
-            .collect(),
-        body,
-        http10: *rq.http_version() == tiny_http::HTTPVersion(1, 0),
-        remote: client,
-    };
-    let method = rq.method().to_string();
-    let status = send(rq, service.handle(request), port);
-    log::debug!(
-        "{method} {url} -> {status} ({} ms)",
-        started.elapsed().as_millis()
+/// Logs a failed accept and waits before the next; returns the next wait. Out of descriptors
+/// (or memory) the wait grows from 100 ms to 1 s: the connection stays in the backlog until
+/// some close.
+fn accept_failed(e: &io::Error, name: &str, backoff: Duration) -> Duration {
+    let scarce = matches!(
+        e.raw_os_error(),
+        Some(libc::EMFILE | libc::ENFILE | libc::ENOBUFS | libc::ENOMEM)
     );
-}
-
-/// The request line and header section as sent, give or take whitespace. tiny_http 0.12 reads
-/// a head of any size before handing the request over, so this cap is applied afterwards; the
-/// memory a huge head took is given back when the request is dropped.
-fn head_size(rq: &tiny_http::Request) -> usize {
-    let line = rq.method().as_str().len() + rq.url().len() + 12;
-    rq.headers().iter().fold(line, |n, h| {
-        n + h.field.as_str().as_str().len() + h.value.as_str().len() + 4
-    })
-}
-
-fn is_chunked(rq: &tiny_http::Request) -> bool {
-    rq.headers()
-        .iter()
-        .any(|h| h.field.equiv("Transfer-Encoding"))
-}
-
-/// The `Content-Length` a request declares, when tiny_http will use it (no Transfer-Encoding).
-fn declared_length(rq: &tiny_http::Request) -> Option<u64> {
-    if is_chunked(rq) {
-        return None;
+    if !scarce {
+        log::debug!("{name} port: accept failed: {e}");
+        thread::sleep(Duration::from_millis(10));
+        return Duration::ZERO;
     }
-    rq.headers()
-        .iter()
-        .find(|h| h.field.equiv("Content-Length"))
-        .and_then(|h| h.value.as_str().trim().parse::<u64>().ok())
-}
-
-fn method_of(m: &tiny_http::Method) -> Method {
-    match m {
-        tiny_http::Method::Get => Method::Get,
-        tiny_http::Method::Head => Method::Head,
-        tiny_http::Method::Post => Method::Post,
-        tiny_http::Method::Put => Method::Put,
-        tiny_http::Method::Delete => Method::Delete,
-        tiny_http::Method::Options => Method::Options,
-        _ => Method::Other,
+    let wait = (backoff * 2).clamp(Duration::from_millis(100), Duration::from_secs(1));
+    if backoff.is_zero() {
+        log::warn!("{name} port: accept failed ({e}); retrying until descriptors free up");
     }
+    thread::sleep(wait);
+    wait
 }
 
-/// A [`Response`] as tiny_http sends it.
-pub(super) fn to_tiny(resp: super::Response) -> tiny_http::Response<std::io::Cursor<Vec<u8>>> {
-    let mut r = tiny_http::Response::from_data(resp.body).with_status_code(resp.status);
-    for (name, value) in &resp.headers {
-        if let Ok(h) = tiny_http::Header::from_bytes(name.as_bytes(), value.as_bytes()) {
-            r.add_header(h);
-        }
-    }
-    r
-}
-
-/// Bodies up to this size are sent with their head in one write ([`respond`]).
-const ONE_WRITE_LIMIT: usize = 64 * 1024;
-
-/// Sends a full response. tiny_http's own `respond` writes the head into its 1 KiB connection
-/// buffer and then the body past it, straight to the socket: two TCP segments, and two
-/// wake-ups of the client, for every answer over about 700 bytes (a `/status` is 1.3 KB).
-/// Here tiny_http formats exactly the same bytes (`raw_print`: status line, `Server`, `Date`,
-/// `Content-Length` or chunking as it chooses, no body for HEAD) into memory, and they leave
-/// in one write. Whether the connection stays open is still tiny_http's decision, taken from
-/// the request as before. Larger bodies go the usual way, so
-/// memory is not doubled for them. Errors from clients that went away are ignored, as
-/// tiny_http does.
-fn respond(rq: tiny_http::Request, resp: super::Response) -> io::Result<()> {
-    if resp.body.len() > ONE_WRITE_LIMIT {
-        return rq.respond(to_tiny(resp));
-    }
-    let mut bytes = Vec::with_capacity(resp.body.len() + 512);
-    let head_only = *rq.method() == tiny_http::Method::Head;
-    let version = rq.http_version().clone();
-    to_tiny(resp).raw_print(&mut bytes, version, rq.headers(), head_only, None)?;
-    let mut writer = rq.into_writer();
-    match writer.write_all(&bytes).and_then(|()| writer.flush()) {
-        Err(e) if !client_went_away(&e) => Err(e),
-        _ => Ok(()),
-    }
-}
-
-fn client_went_away(e: &io::Error) -> bool {
-    matches!(
-        e.kind(),
-        io::ErrorKind::BrokenPipe
-            | io::ErrorKind::ConnectionAborted
-            | io::ErrorKind::ConnectionRefused
-            | io::ErrorKind::ConnectionReset
-    )
-}
-
-/// The client's address: the connection's, or behind TLS the client of our relay.
-fn client_of(rq: &tiny_http::Request, limits: &Limits) -> Option<SocketAddr> {
-    let connection = *rq.remote_addr()?;
-    let relayed = limits.peers.as_ref().and_then(|p| p.client_of(connection));
-    Some(relayed.unwrap_or(connection))
-}
-
-/// Sends a reply and returns its status. `port`: the listener's, to find a parked
-/// connection's socket.
-fn send(rq: tiny_http::Request, reply: Reply, port: u16) -> u16 {
-    match reply {
-        Reply::Full(resp) => {
-            let status = resp.status;
-            if let Err(e) = respond(rq, resp) {
-                log::debug!("could not send a response: {e}");
-            }
-            status
-        }
-        Reply::Chunked(reply) => {
-            let peer = rq.remote_addr().copied();
-            let parked = matches!(reply.body, ChunkedBody::Park(_));
-            let mut w = ChunkedWriter::new(rq.into_writer());
-            if let (true, Some(peer)) = (parked, peer) {
-                socket::park(peer, port);
-            }
-            let head = w.head(&reply.headers);
-            match reply.body {
-                ChunkedBody::Now(chunk) => {
-                    let _ = head.and_then(|()| w.chunk(&chunk)).and_then(|()| w.end());
+/// Starts a thread for `conn` that then serves further connections handed over on `spare`;
+/// gives the connection back if no thread could be started.
+fn start_thread(
+    shared: &Arc<Shared>,
+    live: &Arc<Live>,
+    conn: Accepted,
+    spare: Receiver<Accepted>,
+) -> Result<(), Accepted> {
+    live.add();
+    let handoff: Arc<Mutex<Option<Accepted>>> = Arc::new(Mutex::new(Some(conn)));
+    let spawned = thread::Builder::new()
+        .name(format!("{}-conn", shared.name))
+        .stack_size(CONNECTION_STACK)
+        .spawn({
+            let (shared, live, handoff) =
+                (Arc::clone(shared), Arc::clone(live), Arc::clone(&handoff));
+            move || {
+                let mut next = handoff.lock().take();
+                drop(handoff);
+                while let Some(conn) = next.take() {
+                    super::connection::serve(&shared, conn);
+                    if shared.stopping() {
+                        break;
+                    }
+                    next = spare.recv_timeout(SPARE_WAIT).ok();
                 }
-                // If the head could not be written, dropping `park` frees what it holds.
-                ChunkedBody::Park(park) if head.is_ok() => park(w),
-                ChunkedBody::Park(_) => {}
+                drop(shared);
+                live.done();
             }
-            200
+        });
+    match spawned {
+        Ok(_) => Ok(()),
+        Err(e) => {
+            live.done();
+            log::warn!("could not start a connection thread: {e}");
+            handoff.lock().take().map_or(Ok(()), Err)
+        }
+    }
+}
+
+/// Answers a connection that is not served (a 503) without blocking: a fresh socket takes a
+/// small write at once. Bytes the client already sent are discarded first, so closing does
+/// not reset the connection under the answer.
+fn refuse_at_once(stream: TcpStream, response: &Response) {
+    let _ = stream.set_nonblocking(true);
+    let _ = (&stream).write_all(&respond::encode(response, false, Persist::Close));
+    let _ = stream.shutdown(std::net::Shutdown::Write);
+    let mut scratch = [0u8; 4096];
+    for _ in 0..16 {
+        match (&stream).read(&mut scratch) {
+            Ok(n) if n > 0 => continue,
+            _ => break,
+        }
+    }
+}
+
+/// After a refusal: our side is shut for writing (the client sees the answer's end), then
+/// what the client still sends is discarded until it closes, [`LINGER_BYTES`] have come or
+/// [`LINGER_TIME`] has passed. Closing at once would reset the connection, which can destroy
+/// the answer before the client reads it.
+pub(super) fn linger(stream: &TcpStream) {
+    let _ = stream.shutdown(std::net::Shutdown::Write);
+    let deadline = Instant::now() + LINGER_TIME;
+    let mut scratch = [0u8; 8192];
+    let mut discarded = 0;
+    while discarded < LINGER_BYTES {
+        match super::head::read_by(stream, &mut scratch, deadline) {
+            Ok(0) => return,
+            Ok(n) => discarded += n,
+            Err(e) if e.kind() == ErrorKind::Interrupted => continue,
+            Err(_) => return,
         }
     }
 }

@@ -1,15 +1,18 @@
 //! The HTTP edge. Handlers see a parsed [`Request`] (body already read, within a limit) and
-//! return a [`Reply`]; the tiny_http adapter in [`listener`] does all socket work, so handlers
-//! are plain functions testable without sockets.
+//! return a [`Reply`]; hearth's own HTTP/1.1 server ([`listener`], [`connection`], [`head`],
+//! [`body`], [`respond`]) does all socket work, so handlers are plain functions testable
+//! without sockets.
 
+mod body;
 pub mod chunked;
 pub mod client;
-mod deadline;
-pub mod idle;
+mod connection;
+mod head;
 pub mod listener;
-mod oversize;
-mod socket;
+mod respond;
 pub mod tls;
+
+pub use connection::redact;
 
 use std::net::SocketAddr;
 

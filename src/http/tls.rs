@@ -2,13 +2,14 @@
 //!
 //! With `CERT_DIR` set, each port's public socket belongs to a [`TlsFront`]: it accepts
 //! connections, runs the TLS handshake with rustls 0.23 (ring), and relays the plaintext to
-//! tiny_http listening on a private loopback port, one relay per connection. Everything behind
-//! that (workers, parked responses, body limits, idle connections) works unchanged on the
-//! loopback connection; when either side closes, the relay closes the other. The client's real
-//! address is looked up in [`Peers`] by the loopback connection's port, so logs and rate limits
-//! see the client, not 127.0.0.1.
+//! hearth's HTTP listener on a private loopback port, one relay per connection. Everything
+//! behind that (handler permits, parked responses, body limits, head deadlines, idle
+//! connections) works unchanged on the loopback connection; when either side closes, the relay
+//! closes the other. The client's real address is looked up in [`Peers`] by the loopback
+//! connection's port (recorded before the relay connects), so the per-address connection cap,
+//! logs and rate limits see the client, not 127.0.0.1.
 //!
-//! A relay costs two threads (one per direction) besides tiny_http's. That is fine for the
+//! A relay costs two threads (one per direction) besides the listener's. That is fine for the
 //! control API's few clients; thermostats speak plain HTTP to a LAN server and never use it.
 
 use std::collections::HashMap;
@@ -123,7 +124,7 @@ pub struct TlsFront {
 }
 
 impl TlsFront {
-    /// Accepts TLS on `public` and relays each connection to `inner` (tiny_http). A client
+    /// Accepts TLS on `public` and relays each connection to `inner` (the HTTP listener). A client
     /// that has not finished its handshake within `handshake_timeout` is dropped.
     pub fn start(
         name: &str,
@@ -205,12 +206,13 @@ fn relay(
     let mut tls = ServerConnection::new(config).map_err(io::Error::other)?;
     let sock = client;
     handshake(&mut tls, &sock, handshake_timeout)?;
-    // From here idle connections are tiny_http's to time out (see `idle`); a held response
+    // From here idle connections are the listener's to time out; a held response
     // may be silent for minutes. Writes to a client that stops reading still give up.
     sock.set_read_timeout(None)?;
-    let mut backend = TcpStream::connect(inner)?;
+    // The client is recorded under the relay's port before it connects, so the listener
+    // counts and serves the connection as the client's from its accept on.
+    let (mut backend, _entry) = connect_as(inner, peers, peer)?;
     backend.set_nodelay(true)?;
-    let _entry = peers.enter(backend.local_addr()?.port(), peer);
     // A TLS 1.3 client may send its request right behind its Finished message: rustls has
     // decrypted it already.
     let early = plaintext(&mut tls)?;
@@ -224,7 +226,7 @@ fn relay(
             .spawn(move || server_to_client(&tls, sock, backend))?
     };
     let result = client_to_server(&tls, &sock, &backend);
-    // The client is done sending (or gone): tiny_http still answers what it has, then closes,
+    // The client is done sending (or gone): the listener still answers what it has, then closes,
     // which ends the other direction. A broken connection ends both at once.
     let _ = backend.shutdown(if result.is_ok() {
         Shutdown::Write
@@ -234,6 +236,29 @@ fn relay(
     let _ = outbound.join();
     let _ = sock.shutdown(Shutdown::Both);
     result
+}
+
+/// A connection to `inner` from a loopback port recorded in `peers` as `client`'s first.
+fn connect_as(
+    inner: SocketAddr,
+    peers: &Peers,
+    client: SocketAddr,
+) -> io::Result<(TcpStream, PeerEntry<'_>)> {
+    use rustix::net::{AddressFamily, SocketFlags, SocketType};
+    let family = if inner.is_ipv4() {
+        AddressFamily::INET
+    } else {
+        AddressFamily::INET6
+    };
+    let socket = rustix::net::socket_with(family, SocketType::STREAM, SocketFlags::CLOEXEC, None)?;
+    rustix::net::bind(&socket, &SocketAddr::new(inner.ip(), 0))?;
+    let local = rustix::net::getsockname(&socket)?;
+    let port = SocketAddr::try_from(local)
+        .map_err(|_| io::Error::other("no local address"))?
+        .port();
+    let entry = peers.enter(port, client);
+    rustix::net::connect(&socket, &inner)?;
+    Ok((TcpStream::from(socket), entry))
 }
 
 /// The handshake, which must be over within `timeout` in all (not per read).
@@ -263,7 +288,7 @@ fn plaintext(tls: &mut ServerConnection) -> io::Result<Vec<u8>> {
     }
 }
 
-/// Decrypts what the client sends and passes it on to tiny_http.
+/// Decrypts what the client sends and passes it on to the listener.
 fn client_to_server(
     tls: &Mutex<ServerConnection>,
     sock: &TcpStream,
@@ -281,7 +306,7 @@ fn client_to_server(
         let mut closed = false;
         {
             // TLS records go out under the lock, so the two directions cannot interleave
-            // them; the plaintext goes to tiny_http after it is released.
+            // them; the plaintext goes to the listener after it is released.
             let mut tls = tls.lock();
             let mut input = &buf[..n];
             while !input.is_empty() && !closed {
@@ -304,7 +329,7 @@ fn client_to_server(
     }
 }
 
-/// Encrypts tiny_http's answers for the client; sends close_notify when tiny_http closes.
+/// Encrypts the listener's answers for the client; sends close_notify when it closes.
 fn server_to_client(tls: &Mutex<ServerConnection>, sock: TcpStream, mut backend: TcpStream) {
     let mut buf = vec![0u8; BUFFER];
     loop {

@@ -19,7 +19,7 @@ impl Hub {
     /// The notifier loop; runs on its own thread until [`Hub::shutdown`]. It starts
     /// [`WRITERS`] threads that do every write, so a thermostat that stopped reading holds up
     /// only the writer it is on, until the connection's send timeout
-    /// ([`crate::http::socket::PARKED_SEND_TIMEOUT`]) drops it, and not every other push. A
+    /// ([`crate::http::listener::PARKED_SEND_TIMEOUT`]) drops it, and not every other push. A
     /// subscribe has at most one write in flight, so its pushes stay in order.
     pub fn run_notifier(&self) {
         let (jobs, queue) = crossbeam_channel::unbounded::<Job>();
