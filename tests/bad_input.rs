@@ -137,10 +137,7 @@ fn raw_non_ascii_header_bytes_get_400_and_the_server_keeps_serving() {
     );
     assert!(text.starts_with("HTTP/1.1 400 Bad Request\r\n"), "{text}");
     assert!(text.contains("\r\nConnection: close\r\n"), "{text}");
-    assert!(
-        text.ends_with(r#"{"error":"Malformed request"}"#),
-        "{text}"
-    );
+    assert!(text.ends_with(r#"{"error":"Malformed request"}"#), "{text}");
     assert_eq!(get(s.device(), "/nest/ping").status, 200);
 }
 
@@ -297,8 +294,15 @@ fn a_request_behind_a_held_subscribe_never_pins_a_worker() {
     let _ = sock.read_to_end(&mut all);
     let all = String::from_utf8_lossy(&all);
     let end = all.find("\r\n0\r\n\r\n").expect("the held subscribe ended");
-    assert!(all[..end].contains("20.0"), "the push reached the hold: {all}");
-    assert_eq!(&all[end..], "\r\n0\r\n\r\n", "nothing after the close: {all}");
+    assert!(
+        all[..end].contains("20.0"),
+        "the push reached the hold: {all}"
+    );
+    assert_eq!(
+        &all[end..],
+        "\r\n0\r\n\r\n",
+        "nothing after the close: {all}"
+    );
     s.wait_released(SERIAL);
 
     // Sent once the subscribe is held (after its `Connection: close`): the server has stopped

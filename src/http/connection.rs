@@ -11,7 +11,7 @@ use std::time::Instant;
 use super::body::{self, BodyError, Framing, FramingError};
 use super::head::{self, Head, HeadError, Input, Timing};
 use super::listener::{self, Accepted, PARKED_SEND_TIMEOUT, Shared, Slot};
-use super::respond::{self, Persist};
+use super::respond::{self, Answer, Persist};
 use super::{ChunkedBody, ChunkedWriter, Method, Reply, Request, find_header};
 
 /// What became of the connection after a request.
@@ -58,7 +58,7 @@ pub(super) fn serve(shared: &Arc<Shared>, conn: Accepted) {
                 };
                 log::info!("{client}: refused a request head ({status} {message})");
                 let refusal = shared.service.refusal(Method::Other, "", status, message);
-                let _ = respond::send(&*stream, &refusal, false, Persist::Close);
+                let _ = respond::send(&*stream, &refusal, Answer::REFUSAL);
                 After::Linger
             }
         };
@@ -93,6 +93,11 @@ fn request(
         crate::util::memory::count_request();
     }
     let persist = persistence(&head);
+    let answer = |persist| Answer {
+        http10: head.http10,
+        head_only: method == Method::Head,
+        persist,
+    };
     let refuse = |status: u16, message: &str, why: &str| {
         log::info!(
             "{} {} -> {status} ({why})",
@@ -100,7 +105,7 @@ fn request(
             redact(&head.target)
         );
         let refusal = service.refusal(method, path, status, message);
-        let _ = respond::send(&**stream, &refusal, method == Method::Head, Persist::Close);
+        let _ = respond::send(&**stream, &refusal, answer(Persist::Close));
         After::Linger
     };
     let limit = service.body_limit(path);
@@ -173,7 +178,7 @@ fn request(
         .with_permit(|| panic::catch_unwind(AssertUnwindSafe(move || service.handle(request))));
     let (after, status) = match reply {
         Ok(Reply::Full(response)) => {
-            let sent = respond::send(&**stream, &response, method == Method::Head, persist);
+            let sent = respond::send(&**stream, &response, answer(persist));
             let after = match (sent, persist) {
                 (Ok(()), Persist::KeepAlive | Persist::KeepAlive10) => After::Next,
                 _ => After::Close,
@@ -186,7 +191,7 @@ fn request(
                 "a request handler panicked; the client got a 500 and the server keeps serving"
             );
             let response = service.refusal(method, path, 500, "Internal server error");
-            let _ = respond::send(&**stream, &response, method == Method::Head, Persist::Close);
+            let _ = respond::send(&**stream, &response, answer(Persist::Close));
             (After::Close, 500)
         }
     };

@@ -46,7 +46,7 @@ use crossbeam_channel::{Receiver, TrySendError};
 use parking_lot::{Condvar, Mutex};
 use rustix::net::sockopt;
 
-use super::respond::{self, Persist};
+use super::respond::{self, Answer};
 use super::tls::Peers;
 use super::{Method, Response, Service};
 
@@ -462,7 +462,7 @@ fn start_thread(
 /// not reset the connection under the answer.
 fn refuse_at_once(stream: TcpStream, response: &Response) {
     let _ = stream.set_nonblocking(true);
-    let _ = (&stream).write_all(&respond::encode(response, false, Persist::Close));
+    let _ = (&stream).write_all(&respond::encode(response, Answer::REFUSAL));
     let _ = stream.shutdown(std::net::Shutdown::Write);
     let mut scratch = [0u8; 4096];
     for _ in 0..16 {

@@ -26,14 +26,38 @@ const OURS: [&str; 5] = [
     "Server",
 ];
 
-/// The bytes of `response`. `head_only`: the answer to a HEAD request (the length of the body
-/// it would have had, no body).
-pub fn encode(response: &Response, head_only: bool, persist: Persist) -> Vec<u8> {
+/// How a request is answered: its version (an HTTP/1.0 request is answered `HTTP/1.0`, as
+/// tiny_http did), whether it is a HEAD (the length of the body it would have had, no body),
+/// and whether the connection stays open.
+#[derive(Clone, Copy, Debug)]
+pub struct Answer {
+    pub http10: bool,
+    pub head_only: bool,
+    pub persist: Persist,
+}
+
+impl Answer {
+    /// A refusal before (or regardless of) a request: HTTP/1.1, then the connection closes.
+    pub const REFUSAL: Answer = Answer {
+        http10: false,
+        head_only: false,
+        persist: Persist::Close,
+    };
+}
+
+/// The bytes of `response`, answered as `how` says.
+pub fn encode(response: &Response, how: Answer) -> Vec<u8> {
+    let Answer {
+        http10,
+        head_only,
+        persist,
+    } = how;
     let status = response.status;
     let mut out = Vec::with_capacity(response.body.len() + 256);
     let _ = write!(
         out,
-        "HTTP/1.1 {status} {}\r\nServer: hearth\r\nDate: ",
+        "HTTP/1.{} {status} {}\r\nServer: hearth\r\nDate: ",
+        if http10 { 0 } else { 1 },
         reason(status)
     );
     with_date(|date| out.extend_from_slice(date.as_bytes()));
@@ -68,13 +92,8 @@ pub fn encode(response: &Response, head_only: bool, persist: Persist) -> Vec<u8>
 }
 
 /// Writes `response` and flushes it.
-pub fn send(
-    mut to: impl Write,
-    response: &Response,
-    head_only: bool,
-    persist: Persist,
-) -> io::Result<()> {
-    to.write_all(&encode(response, head_only, persist))?;
+pub fn send(mut to: impl Write, response: &Response, how: Answer) -> io::Result<()> {
+    to.write_all(&encode(response, how))?;
     to.flush()
 }
 
@@ -149,10 +168,18 @@ pub fn reason(status: u16) -> &'static str {
 mod tests {
     use super::*;
 
+    fn how(head_only: bool, persist: Persist) -> Answer {
+        Answer {
+            http10: persist == Persist::KeepAlive10,
+            head_only,
+            persist,
+        }
+    }
+
     #[test]
     fn a_response_in_bytes() {
         let r = Response::error(404, "Device not found");
-        let text = String::from_utf8(encode(&r, false, Persist::KeepAlive)).unwrap();
+        let text = String::from_utf8(encode(&r, how(false, Persist::KeepAlive))).unwrap();
         let (head, body) = text.split_once("\r\n\r\n").unwrap();
         assert_eq!(body, r#"{"error":"Device not found"}"#);
         let lines: Vec<&str> = head.split("\r\n").collect();
@@ -167,9 +194,10 @@ mod tests {
         assert_eq!(lines[4], "Content-Length: 28");
         assert_eq!(lines.len(), 5);
 
-        let text = String::from_utf8(encode(&r, true, Persist::Close)).unwrap();
+        let text = String::from_utf8(encode(&r, how(true, Persist::Close))).unwrap();
         assert!(text.ends_with("Content-Length: 28\r\nConnection: close\r\n\r\n"));
-        let text = String::from_utf8(encode(&r, false, Persist::KeepAlive10)).unwrap();
+        let text = String::from_utf8(encode(&r, how(false, Persist::KeepAlive10))).unwrap();
+        assert!(text.starts_with("HTTP/1.0 404 Not Found\r\n"));
         assert!(text.contains("\r\nConnection: keep-alive\r\n\r\n{"));
     }
 
@@ -179,10 +207,10 @@ mod tests {
         r.headers.push(("Content-Length".into(), "999".into()));
         r.headers
             .push(("X-Evil".into(), "a\r\nSet-Cookie: b".into()));
-        let text = String::from_utf8(encode(&r, false, Persist::KeepAlive)).unwrap();
+        let text = String::from_utf8(encode(&r, how(false, Persist::KeepAlive))).unwrap();
         assert!(!text.contains("999") && !text.contains("Evil"), "{text}");
         let r = Response::json_bytes(204, b"ignored".to_vec());
-        let text = String::from_utf8(encode(&r, false, Persist::KeepAlive)).unwrap();
+        let text = String::from_utf8(encode(&r, how(false, Persist::KeepAlive))).unwrap();
         assert!(text.ends_with("charset=utf-8\r\n\r\n"), "{text}");
     }
 }
