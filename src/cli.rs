@@ -578,8 +578,8 @@ fn serve(args: ServeArgs) -> ExitCode {
         log::error!("{e}");
         return ExitCode::from(2);
     }
-    // Every thread of hearth's own is named; an unnamed one is tiny_http's (its accept loop or
-    // a connection's thread), which says whether a listener may have died with it.
+    // Every thread of hearth's own is named (the listeners' `<port>-accept` and `<port>-conn`
+    // included), so a panic's log line says where it happened.
     std::panic::set_hook(Box::new(|info| {
         let thread = std::thread::current();
         let name = thread.name().unwrap_or("unnamed");
