@@ -389,7 +389,7 @@ fn snapshot_if_due(app: &App) {
     }
 }
 
-/// `GET /health` on our own listener.
+/// `GET /health` on our own listener: whether it answers.
 fn probe(addr: SocketAddr) -> bool {
     let ip = match addr.ip() {
         IpAddr::V4(ip) if ip.is_unspecified() => IpAddr::V4(Ipv4Addr::LOCALHOST),
@@ -405,5 +405,6 @@ fn probe(addr: SocketAddr) -> bool {
         port: Some(addr.port()),
         target: "/health".into(),
     };
-    matches!(client::request(&url, "GET", &[], &[], Duration::from_secs(5)), Ok(r) if r.status == 200)
+    // A 503 is the listener refusing a connection over its caps: its accept loop is alive.
+    matches!(client::request(&url, "GET", &[], &[], Duration::from_secs(5)), Ok(r) if r.status == 200 || r.status == 503)
 }

@@ -81,16 +81,21 @@ pub fn read_length(
     length: usize,
     deadline: Instant,
 ) -> Result<Vec<u8>, BodyError> {
-    let mut body = vec![0u8; length];
-    let mut got = 0;
-    while got < length {
-        match input.read_into(&mut body[got..], deadline) {
+    // Memory grows with what arrives, not with what is declared.
+    let mut body = Vec::with_capacity(length.min(STEP));
+    while body.len() < length {
+        let start = body.len();
+        body.resize(start + (length - start).min(STEP), 0);
+        match input.read_into(&mut body[start..], deadline) {
             Ok(0) | Err(_) => return Err(BodyError::Incomplete),
-            Ok(n) => got += n,
+            Ok(n) => body.truncate(start + n),
         }
     }
     Ok(body)
 }
+
+/// A body is read this much at a time at most.
+const STEP: usize = 64 * 1024;
 
 /// A chunk-size line, with extensions, and a trailer section may be this long at most.
 const FRAMING_LIMIT: usize = 4096;
