@@ -177,7 +177,7 @@ impl Browsers {
         }
         let host = req.header("Host").map(str::trim).filter(|h| !h.is_empty());
         if let Some(host) = host {
-            if !self.from_ingress_proxy(req) && !self.is_local_host(host) {
+            if !self.is_ingress_proxy(req) && !self.is_local_host(host) {
                 return Err(Refusal::Host(host.to_string()));
             }
         }
@@ -201,7 +201,7 @@ impl Browsers {
         Ok(passed)
     }
 
-    fn from_ingress_proxy(&self, req: &Request) -> bool {
+    fn is_ingress_proxy(&self, req: &Request) -> bool {
         self.ingress_proxy.is_some()
             && req.remote.map(|r| r.ip().to_canonical()) == self.ingress_proxy
     }
@@ -229,7 +229,7 @@ impl Browsers {
             || LOCAL_SUFFIXES
                 .iter()
                 .any(|s| lower.ends_with(s) && lower.len() > s.len())
-            || self.names.iter().any(|n| *n == lower)
+            || self.names.contains(&lower)
     }
 }
 
