@@ -1,11 +1,13 @@
 //! Port 8082: the control API ([`crate::control`]) and, under `/api/v1`, the hosted service's
 //! REST API ([`crate::hosted`]) on one listener. Neither surface knows of the other; this is
-//! where they meet. Every answer carries the Python server's CORS headers, and any `OPTIONS`
-//! request is answered 200 before routing.
+//! where they meet. Before either sees a request, the [browser rule](crate::browser) applies:
+//! a foreign `Host` gets 421, a foreign page 403, in the route's own error shape. CORS headers
+//! go only to the pages of `ALLOWED_ORIGINS`; `OPTIONS` (a preflight) is answered here.
 
 use std::sync::Arc;
 
 use crate::app::App;
+use crate::browser::{Browsers, Guard, Refusal};
 use crate::control::ControlApi;
 use crate::hosted::{self, HostedApi};
 use crate::http::{Method, Reply, Request, Response, Service};
@@ -13,63 +15,96 @@ use crate::http::{Method, Reply, Request, Response, Service};
 pub struct ControlPort {
     control: ControlApi,
     hosted: HostedApi,
+    browsers: Browsers,
 }
 
 impl ControlPort {
     pub fn new(app: Arc<App>) -> ControlPort {
         ControlPort {
+            browsers: Browsers::new(&app.config),
             hosted: HostedApi::new(Arc::clone(&app)),
             control: ControlApi::new(app),
         }
     }
 }
 
-fn cors_headers() -> [(String, String); 3] {
-    [
-        ("Access-Control-Allow-Origin", "*"),
-        (
-            "Access-Control-Allow-Methods",
-            "GET, POST, PUT, DELETE, OPTIONS",
-        ),
-        (
-            "Access-Control-Allow-Headers",
-            "Content-Type, Authorization, X-API-Key",
-        ),
-    ]
-    .map(|(n, v)| (n.to_string(), v.to_string()))
+/// What the browser rule asks of a request on this port: nothing for `/health` (probes), a
+/// name of this server for the page and `/info` (nothing secret, nothing changed), everything
+/// for the rest and for every preflight.
+fn guard(method: Method, path: &str) -> Guard {
+    match (method, path) {
+        (Method::Options, _) => Guard::Full,
+        (_, "/health") => Guard::Open,
+        (_, "/" | "/info") => Guard::Host,
+        _ => Guard::Full,
+    }
 }
 
 impl Service for ControlPort {
     fn handle(&self, request: Request) -> Reply {
+        let passed = match self
+            .browsers
+            .check(&request, guard(request.method, &request.path))
+        {
+            Ok(passed) => passed,
+            Err(refusal) => return Reply::Full(self.refused(&request, &refusal)),
+        };
+        let cors = passed.cors_headers();
         let reply = if request.method == Method::Options {
             Reply::Full(Response {
                 status: 200,
-                headers: Vec::new(),
+                headers: passed.preflight_headers(),
                 body: Vec::new(),
             })
         } else if hosted::owns(&request.path) {
             Reply::Full(self.hosted.handle(&request))
         } else {
-            self.control.handle(request, &cors_headers())
+            self.control.handle(request, &cors)
         };
         match reply {
-            Reply::Full(mut r) => {
-                r.headers.extend(cors_headers());
+            Reply::Full(mut r)
+                if !cors.is_empty() && r.header("Access-Control-Allow-Origin").is_none() =>
+            {
+                r.headers.extend(cors);
                 Reply::Full(r)
             }
             other => other,
         }
     }
 
-    /// A body too large or unreadable, answered in the route's own error shape with the CORS
-    /// headers.
+    /// A body too large or unreadable, answered in the route's own error shape.
     fn refusal(&self, method: Method, path: &str, status: u16, message: &str) -> Response {
-        let mut response = if hosted::owns(path) {
+        if hosted::owns(path) {
             Response::error(status, message)
         } else {
             self.control.refusal(method, path, status, message)
-        };
-        response.headers.extend(cors_headers());
-        response
+        }
+    }
+}
+
+impl ControlPort {
+    /// A request the browser rule refused, in the route's own error shape; logged, since the
+    /// person whose page or proxy it was may only see it here.
+    fn refused(&self, request: &Request, refusal: &Refusal) -> Response {
+        let message = refusal.message();
+        log::warn!(
+            "control port: {} {} refused ({}): {message}",
+            method_name(request.method),
+            request.path,
+            refusal.status()
+        );
+        self.refusal(request.method, &request.path, refusal.status(), &message)
+    }
+}
+
+fn method_name(method: Method) -> &'static str {
+    match method {
+        Method::Get => "GET",
+        Method::Head => "HEAD",
+        Method::Post => "POST",
+        Method::Put => "PUT",
+        Method::Delete => "DELETE",
+        Method::Options => "OPTIONS",
+        Method::Other => "request",
     }
 }

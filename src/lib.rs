@@ -13,7 +13,8 @@
 //!   hosted service's `/api/v1`) and [`mqtt`] (state, Home Assistant discovery, commands).
 //! - What surfaces share: [`history`] (temperature history on disk), [`onboarding`] (finding
 //!   and pointing thermostats), [`admin`] (the CLI's account and onboarding commands, the admin
-//!   socket), [`migrate`] (imports), [`info`]; [`app`], what every handler is given.
+//!   socket), [`migrate`] (imports), [`info`]; [`app`], what every handler is given;
+//!   [`browser`], what a web page may do with either port.
 //! - [`thermostat`]: the core below every surface. The intents a person can express, the one
 //!   planner from an intent and a thermostat's view to bucket writes, its refusals, the one
 //!   commit, the status and the hosted document every surface shows. [`accounts`]: users,
@@ -27,6 +28,7 @@
 pub mod accounts;
 pub mod admin;
 pub mod app;
+pub mod browser;
 pub mod cli;
 pub mod config;
 pub mod control;

@@ -37,7 +37,8 @@ fn a_command_and_a_thermostats_own_put_each_make_an_event() {
     let mut stream = open(&s, "/api/events");
     assert_eq!(stream.header("Content-Type"), Some("text/event-stream"));
     assert_eq!(stream.header("Cache-Control"), Some("no-cache"));
-    assert_eq!(stream.header("Access-Control-Allow-Origin"), Some("*"));
+    // No wildcard CORS: only pages of ALLOWED_ORIGINS are told they may read (tests/browser.rs).
+    assert_eq!(stream.header("Access-Control-Allow-Origin"), None);
     // Wait until the stream is parked (its first comment arrived) so no event is missed.
     let first = stream.next_chunk().unwrap().unwrap();
     assert_eq!(first, b": connected\n\n");

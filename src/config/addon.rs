@@ -29,6 +29,8 @@ pub const ADDON_OPTIONS: &[AddonOption] = &[
     option("REQUIRE_DEVICE_PAIRING", "Require pairing"),
     option("ENTRY_KEY_TTL_SECONDS", "Entry key lifetime"),
     option("CONTROL_REQUIRE_KEY", "Require an API key"),
+    option("ALLOWED_HOSTS", "More names for hearth"),
+    option("ALLOWED_ORIGINS", "Web pages allowed"),
     option("API_RATE_LIMIT_PER_MINUTE", "API requests per minute"),
     option("HISTORY_INTERVAL_SECONDS", "History interval"),
     option("AVAILABILITY_TIMEOUT_SECONDS", "Offline after"),

@@ -97,6 +97,12 @@ pub struct Config {
     pub supervisor: Option<SupervisorConfig>,
     /// Requests from this address (Home Assistant's ingress proxy) need no API key.
     pub ingress_proxy: Option<IpAddr>,
+    /// `ALLOWED_HOSTS`: more names both ports answer to (see [`crate::browser`]), lower case,
+    /// without a trailing dot.
+    pub allowed_hosts: Vec<String>,
+    /// `ALLOWED_ORIGINS`: web origins that may use the control API from a browser, as browsers
+    /// write them ([`ApiOrigin::web_origin`]).
+    pub allowed_origins: Vec<String>,
     /// Not a setting: where the server reads the time (tests drive a manual clock).
     pub clock: crate::util::clock::Clock,
 }
@@ -223,6 +229,8 @@ impl Default for Config {
             options_file: None,
             supervisor: None,
             ingress_proxy: None,
+            allowed_hosts: Vec::new(),
+            allowed_origins: Vec::new(),
             clock: crate::util::clock::Clock::system(),
         }
     }
@@ -339,6 +347,12 @@ impl Config {
                 .ip(const { ip("INGRESS_PROXY") })?
                 .or_else(|| supervisor.is_some().then_some(SUPERVISOR_INGRESS_PROXY)),
             supervisor,
+            allowed_hosts: sources
+                .text(const { text("ALLOWED_HOSTS") }, parse_allowed_hosts)?
+                .unwrap_or_default(),
+            allowed_origins: sources
+                .text(const { text("ALLOWED_ORIGINS") }, parse_allowed_origins)?
+                .unwrap_or_default(),
             ..d
         })
     }
@@ -420,6 +434,45 @@ fn parse_host(raw: &str) -> Result<String, String> {
         return Err("must be a host name or IP address, without a scheme or port".into());
     }
     Ok(raw.to_string())
+}
+
+/// `ALLOWED_HOSTS`: names separated by commas, each lower-cased and without a trailing dot.
+fn parse_allowed_hosts(raw: &str) -> Result<Vec<String>, String> {
+    let mut names = Vec::new();
+    for entry in raw.split(',').map(str::trim).filter(|e| !e.is_empty()) {
+        let name = entry.strip_suffix('.').unwrap_or(entry);
+        let shape_ok = !name.is_empty()
+            && !name.contains("://")
+            && !name.contains(['/', '*', '@', '?', '#'])
+            && !name.chars().any(char::is_whitespace)
+            && (name.starts_with('[') || !name.contains(':'));
+        if !shape_ok {
+            return Err(format!(
+                "{entry:?} is not a host name: list names such as hearth.example.com, \
+                 separated by commas, without scheme, port or path"
+            ));
+        }
+        names.push(name.to_ascii_lowercase());
+    }
+    Ok(names)
+}
+
+/// `ALLOWED_ORIGINS`: origins separated by commas, each as browsers write it.
+fn parse_allowed_origins(raw: &str) -> Result<Vec<String>, String> {
+    let mut origins = Vec::new();
+    for entry in raw.split(',').map(str::trim).filter(|e| !e.is_empty()) {
+        if entry == "*" || entry.eq_ignore_ascii_case("null") {
+            return Err(format!(
+                "{entry:?} would let any web page use the API: list each page's origin, \
+                 such as https://ha.example.com:8123"
+            ));
+        }
+        let origin = ApiOrigin::parse(entry).map_err(|why| {
+            format!("{entry:?} is not an origin: {why} (for example https://ha.example.com:8123)")
+        })?;
+        origins.push(origin.web_origin());
+    }
+    Ok(origins)
 }
 
 /// One or more topic levels with no wildcards and no empty level.
@@ -632,7 +685,7 @@ mod tests {
                 (Kind::Number { min, .. }, _) => min.to_string(),
                 (Kind::Bool { default }, _) => (!default).to_string(),
                 (Kind::Ip { .. }, _) => "10.9.8.7".into(),
-                (_, "API_ORIGIN") => "http://10.9.8.7:1".into(),
+                (_, "API_ORIGIN" | "ALLOWED_ORIGINS") => "http://10.9.8.7:1".into(),
                 (_, "WEATHER_URL") => "http://weather.example".into(),
                 (_, "MQTT_TOPIC_PREFIX" | "MQTT_DISCOVERY_PREFIX") => "a/b".into(),
                 (_, "OPTIONS_FILE") => options.display().to_string(),
@@ -833,5 +886,66 @@ mod tests {
             Config::resolve(&Sources::new(&env)).unwrap().ingress_proxy,
             Some("10.0.0.2".parse().unwrap())
         );
+    }
+
+    #[test]
+    fn allowed_hosts_and_origins() {
+        let env = env_of(&[
+            (
+                "ALLOWED_HOSTS",
+                " Hearth.Example.com., proxy.example.net ,,[fd00::1]",
+            ),
+            (
+                "ALLOWED_ORIGINS",
+                "HTTPS://HA.example.com:443, http://10.0.0.5:8123/, https://[FD00::2]:8443",
+            ),
+        ]);
+        let c = Config::resolve(&Sources::new(&env)).unwrap();
+        assert_eq!(
+            c.allowed_hosts,
+            ["hearth.example.com", "proxy.example.net", "[fd00::1]"]
+        );
+        assert_eq!(
+            c.allowed_origins,
+            [
+                "https://ha.example.com",
+                "http://10.0.0.5:8123",
+                "https://[fd00::2]:8443"
+            ]
+        );
+        let unset = env_of(&[]);
+        let c = Config::resolve(&Sources::new(&unset)).unwrap();
+        assert!(c.allowed_hosts.is_empty() && c.allowed_origins.is_empty());
+        for (variable, value, says) in [
+            (
+                "ALLOWED_HOSTS",
+                "https://hearth.example.com",
+                "is not a host name",
+            ),
+            (
+                "ALLOWED_HOSTS",
+                "hearth.example.com:8082",
+                "is not a host name",
+            ),
+            ("ALLOWED_HOSTS", "*", "is not a host name"),
+            ("ALLOWED_ORIGINS", "*", "would let any web page use the API"),
+            (
+                "ALLOWED_ORIGINS",
+                "null",
+                "would let any web page use the API",
+            ),
+            ("ALLOWED_ORIGINS", "ha.example.com", "is not an origin"),
+            (
+                "ALLOWED_ORIGINS",
+                "https://ha.example.com/lovelace",
+                "is not an origin",
+            ),
+        ] {
+            let pairs: &'static [(&'static str, &'static str)] =
+                Box::leak(vec![(variable, value)].into_boxed_slice());
+            let err = Config::resolve(&Sources::new(&env_of(pairs))).unwrap_err();
+            assert_eq!(err.variable, variable, "{value}");
+            assert!(err.to_string().contains(says), "{value}: {err}");
+        }
     }
 }

@@ -74,6 +74,17 @@ impl ApiOrigin {
         self.scheme == "https"
     }
 
+    /// The origin as a browser writes it in an `Origin` header: scheme and host in lower case,
+    /// the port only when it is not the scheme's default.
+    pub fn web_origin(&self) -> String {
+        let default = if self.is_https() { 443 } else { 80 };
+        let host = self.host.to_ascii_lowercase();
+        match self.port.filter(|p| *p != default) {
+            Some(p) => format!("{}://{host}:{p}", self.scheme),
+            None => format!("{}://{host}", self.scheme),
+        }
+    }
+
     /// The host without IPv6 brackets.
     pub fn bare_host(&self) -> &str {
         self.host.trim_start_matches('[').trim_end_matches(']')

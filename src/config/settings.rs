@@ -390,7 +390,32 @@ pub const SETTINGS: &[Setting] = &[
             unset: Unset::Means("`172.30.32.2` with `SUPERVISOR_TOKEN` (in the add-on), else none"),
         },
         help: "Home Assistant's ingress proxy: its requests come from people Home Assistant has \
-               signed in, so `CONTROL_REQUIRE_KEY` does not ask them for a key",
+               signed in, so `CONTROL_REQUIRE_KEY` does not ask them for a key, and the `Host` \
+               it passes on (Home Assistant's own name) needs no `ALLOWED_HOSTS`",
+    },
+    Setting {
+        name: "allowed_hosts",
+        variable: "ALLOWED_HOSTS",
+        option: "--allowed-hosts",
+        kind: Kind::Text {
+            allowed: "host names separated by commas, such as `hearth.example.com`",
+            unset: Unset::Means("none"),
+        },
+        help: "more names hearth answers to, such as a reverse proxy's; IP addresses, \
+               `localhost`, names without a dot and names ending `.local`, `.lan`, \
+               `.home.arpa` or `.internal` always work (see \
+               [What a web page can and cannot do](../SECURITY.md#what-a-web-page-can-and-cannot-do))",
+    },
+    Setting {
+        name: "allowed_origins",
+        variable: "ALLOWED_ORIGINS",
+        option: "--allowed-origins",
+        kind: Kind::Text {
+            allowed: "origins separated by commas, such as `https://ha.example.com:8123`",
+            unset: Unset::Means("none"),
+        },
+        help: "web pages on other origins that may use the control API from a browser (CORS); \
+               see [What a web page can and cannot do](../SECURITY.md#what-a-web-page-can-and-cannot-do)",
     },
     Setting {
         name: "mqtt_host",

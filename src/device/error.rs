@@ -1,5 +1,6 @@
 //! Every way a device-protocol request can fail, mapped to its exact status and body in one place.
 
+use crate::browser::Refusal;
 use crate::http::Response;
 use crate::store::StoreError;
 
@@ -27,6 +28,8 @@ pub enum DeviceError {
     /// Device logs could not be written.
     UploadFailed,
     RandomUnavailable,
+    /// A foreign `Host` (421) or a web page of another site (403): see [`crate::browser`].
+    Browser(Refusal),
 }
 
 impl DeviceError {
@@ -58,6 +61,7 @@ impl DeviceError {
             }
             DeviceError::UploadFailed => Response::error(503, "Could not store the upload"),
             DeviceError::RandomUnavailable => Response::error(503, "Random source unavailable"),
+            DeviceError::Browser(r) => Response::error(r.status(), &r.message()),
         }
     }
 }

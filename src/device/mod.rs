@@ -1,5 +1,6 @@
-//! The thermostats' cloud protocol (port 8000): URL normalisation, then identification, then
-//! the pairing checks, then the route. See docs/device-protocol.md.
+//! The thermostats' cloud protocol (port 8000): the [browser rule](crate::browser), URL
+//! normalisation, then identification, then the pairing checks, then the route. See
+//! docs/device-protocol.md.
 
 mod entry;
 pub mod error;
@@ -20,6 +21,7 @@ use identity::Identity;
 
 use crate::accounts;
 use crate::app::App;
+use crate::browser::{Browsers, Guard};
 use crate::http::{self, Method, Reply, Request, Response, Service};
 use crate::info;
 use crate::state::{DeviceMeta, DeviceTxn};
@@ -28,11 +30,15 @@ use crate::util::random;
 /// The device-port service.
 pub struct DeviceApi {
     app: Arc<App>,
+    browsers: Browsers,
 }
 
 impl DeviceApi {
     pub fn new(app: Arc<App>) -> DeviceApi {
-        DeviceApi { app }
+        DeviceApi {
+            browsers: Browsers::new(&app.config),
+            app,
+        }
     }
 }
 
@@ -46,6 +52,24 @@ impl Service for DeviceApi {
     }
 
     fn handle(&self, request: Request) -> Reply {
+        let path = normalize::normalize(&request.path);
+        // Thermostats send no Origin and name API_ORIGIN's host (or its address). Nothing here
+        // is for a web page: only /health and /info answer one (without CORS headers).
+        let guard = match (request.method, path.as_str()) {
+            (Method::Options, _) => Guard::Full,
+            (_, "/health") => Guard::Open,
+            (_, "/info") => Guard::Host,
+            _ => Guard::Full,
+        };
+        if let Err(refusal) = self.browsers.check(&request, guard) {
+            log::warn!(
+                "device port: {} refused ({}): {}",
+                request.path,
+                refusal.status(),
+                refusal.message()
+            );
+            return Reply::Full(DeviceError::Browser(refusal).response());
+        }
         route(&self.app, &request).unwrap_or_else(|e| Reply::Full(e.response()))
     }
 }

@@ -19,7 +19,6 @@ use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use hearth::http::client;
 use serde_json::{Value, json};
 
 use crate::common::mqtt::{Broker, Watcher};
@@ -32,6 +31,51 @@ const HOST: &str = "127.77.230.1";
 /// The add-on's container.
 const CONTAINER: &str = "127.77.230.2";
 const INGRESS_PATH: &str = "/api/hassio_ingress/0123abcd";
+
+/// Home Assistant as the browser reaches it (Nabu Casa's remote access, say).
+const HA_HOST: &str = "abcdef0123.ui.nabu.casa";
+const HA_ORIGIN: &str = "https://abcdef0123.ui.nabu.casa";
+
+/// A request as the Supervisor's ingress proxy sends it to the add-on
+/// (`supervisor/api/ingress.py`): every header the browser sent to Home Assistant (`Host` and
+/// `Origin` among them, Home Assistant's own), what Home Assistant's ingress view adds
+/// (`X-Ingress-Path`, `X-Hass-Source`, `X-Forwarded-For/Host/Proto`), and the signed-in
+/// person. From 127.0.0.1, which plays the proxy's address (`INGRESS_PROXY`). The whole answer.
+fn ingress(
+    control: std::net::SocketAddr,
+    method: &str,
+    target: &str,
+    origin: Option<&str>,
+    body: &str,
+) -> String {
+    use std::io::{Read, Write};
+    let mut request = format!(
+        "{method} {target} HTTP/1.1\r\nHost: {HA_HOST}\r\nAccept: */*\r\n\
+         Sec-Fetch-Site: same-origin\r\nSec-Fetch-Mode: cors\r\n\
+         Cookie: ingress_session=0123456789abcdef\r\n\
+         X-Ingress-Path: {INGRESS_PATH}\r\nX-Hass-Source: core.ingress\r\n\
+         X-Forwarded-For: 192.168.1.20, 172.30.32.1\r\nX-Forwarded-Host: {HA_HOST}\r\n\
+         X-Forwarded-Proto: https\r\nX-Remote-User-Id: 8f3a\r\nX-Remote-User-Name: owner\r\n\
+         Connection: close\r\n"
+    );
+    if let Some(origin) = origin {
+        request.push_str(&format!("Origin: {origin}\r\n"));
+    }
+    if method != "GET" {
+        request.push_str(&format!(
+            "Content-Type: application/json\r\nContent-Length: {}\r\n",
+            body.len()
+        ));
+    }
+    request.push_str("\r\n");
+    request.push_str(body);
+    let mut socket = TcpStream::connect(control).unwrap();
+    socket.set_read_timeout(Some(TIMEOUT)).unwrap();
+    socket.write_all(request.as_bytes()).unwrap();
+    let mut answer = String::new();
+    socket.read_to_string(&mut answer).unwrap();
+    answer
+}
 
 /// Home Assistant's name for this machine's architecture.
 fn this_arch() -> &'static str {
@@ -383,25 +427,38 @@ fn the_image_runs_as_home_assistant_runs_it() {
     let discovery: Value = serde_json::from_str(&found[&climate]).unwrap();
     assert!(discovery["unique_id"].is_string(), "{discovery}");
 
-    // The sidebar: the dashboard under its ingress prefix, and the thermostat's status with
-    // no API key, because the request comes from the ingress proxy.
+    // The sidebar: the dashboard under its ingress prefix, the thermostat's status and a
+    // command from the page, with no API key, because the requests come from the ingress
+    // proxy. The Supervisor passes on the browser's headers, Host and Origin included (Home
+    // Assistant's own name, here a public one), with what Home Assistant and it add.
     let control = format!("{CONTAINER}:{control_port}").parse().unwrap();
-    let page = client::request(
-        &url(control, "/"),
+    let page = ingress(control, "GET", "/", None, "");
+    assert!(page.starts_with("HTTP/1.1 200"), "{page}");
+    assert!(page.contains(&format!("<body data-ingress-path=\"{INGRESS_PATH}\">")));
+    let status = ingress(
+        control,
         "GET",
-        &[("X-Ingress-Path", INGRESS_PATH)],
-        b"",
-        TIMEOUT,
-    )
-    .unwrap();
-    assert_eq!(page.status, 200);
-    assert!(
-        page.text()
-            .contains(&format!("<body data-ingress-path=\"{INGRESS_PATH}\">"))
+        &format!("/status?serial={SERIAL}"),
+        None,
+        "",
     );
-    let status = get(control, &format!("/status?serial={SERIAL}"));
-    assert_eq!(status.status, 200, "{}", status.text());
-    assert_eq!(status.json()["serial"], SERIAL);
+    assert!(status.starts_with("HTTP/1.1 200"), "{status}");
+    assert!(
+        status.contains(&format!("\"serial\":\"{SERIAL}\"")),
+        "{status}"
+    );
+    let set = json!({"serial": SERIAL, "command": "set_temperature", "value": 20.5}).to_string();
+    let answer = ingress(control, "POST", "/command", Some(HA_ORIGIN), &set);
+    assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+    // A page of another site gets nothing through Home Assistant either.
+    let refused = ingress(
+        control,
+        "POST",
+        "/command",
+        Some("https://evil.example"),
+        &set,
+    );
+    assert!(refused.starts_with("HTTP/1.1 403"), "{refused}");
 
     // The log says where thermostats register, and never the container's port.
     let text = std::fs::read_to_string(&log).unwrap();

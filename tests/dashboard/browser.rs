@@ -31,6 +31,11 @@ pub struct Browser {
 
 impl Browser {
     pub fn launch() -> Option<Browser> {
+        Browser::launch_with(&[])
+    }
+
+    /// [`Browser::launch`] with more command-line arguments for Chromium.
+    pub fn launch_with(extra_args: &[&str]) -> Option<Browser> {
         let driver_bin = ["/usr/bin/chromedriver", "/usr/lib/chromium/chromedriver"]
             .into_iter()
             .find(|p| Path::new(p).exists());
@@ -67,17 +72,22 @@ impl Browser {
             session: String::new(),
             agent,
         };
+        let mut args = vec![
+            "--headless=new",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-dev-shm-usage",
+            "--window-size=1280,900",
+            "--force-color-profile=srgb",
+            "--lang=en-GB",
+        ];
+        args.extend_from_slice(extra_args);
         let created = browser.call(
             "POST",
             "/session",
             json!({"capabilities": {"alwaysMatch": {
                 "browserName": "chrome",
-                "goog:chromeOptions": {
-                    "binary": CHROMIUM,
-                    "args": ["--headless=new", "--no-sandbox", "--disable-gpu",
-                             "--disable-dev-shm-usage", "--window-size=1280,900",
-                             "--force-color-profile=srgb", "--lang=en-GB"],
-                },
+                "goog:chromeOptions": { "binary": CHROMIUM, "args": args },
             }}}),
         );
         browser.session = created["sessionId"].as_str().unwrap().to_string();

@@ -9,6 +9,7 @@
 mod browser;
 #[path = "../common/mod.rs"]
 mod common;
+mod cross_origin;
 mod house;
 
 use std::sync::Arc;
