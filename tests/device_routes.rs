@@ -133,7 +133,7 @@ fn listing_gives_metadata_only_in_both_path_forms() {
         format!("/nest/transport/device/{SERIAL}"),
         format!("/transport/v7/device/device.{SERIAL}"),
     ] {
-        let r = get(s.device(), &target);
+        let r = get_as(s.device(), &target, SERIAL);
         assert_eq!(r.status, 200);
         assert!(r.header("X-nl-service-timestamp").is_some());
         assert_wire_order(&r.text());

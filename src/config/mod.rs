@@ -44,6 +44,9 @@ pub struct Config {
     pub api_origin: Option<ApiOrigin>,
     pub require_device_pairing: bool,
     pub entry_key_ttl_secs: u64,
+    /// Unclaimed entry keys kept at most (expired ones are pruned to make room; beyond, a new
+    /// one is refused). Not a setting: far above any home.
+    pub max_pending_entry_keys: usize,
     /// `X-nl-suspend-time-max`; a subscribe is held for this minus 10 seconds.
     pub suspend_time_max_secs: u64,
     pub defer_device_window_secs: u64,
@@ -180,6 +183,7 @@ impl Default for Config {
             api_origin: None,
             require_device_pairing: const { boolean("REQUIRE_DEVICE_PAIRING").default },
             entry_key_ttl_secs: const { number("ENTRY_KEY_TTL_SECONDS").default },
+            max_pending_entry_keys: 256,
             suspend_time_max_secs: const { number("SUSPEND_TIME_MAX").default },
             defer_device_window_secs: const { number("DEFER_DEVICE_WINDOW").default },
             disable_defer_window_secs: const { number("DISABLE_DEFER_WINDOW").default },

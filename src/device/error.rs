@@ -3,6 +3,14 @@
 use crate::http::Response;
 use crate::store::StoreError;
 
+/// The 401 body for a request without the thermostat's pinned password (the shape of pairing's
+/// "Device not authorized").
+pub const WRONG_PASSWORD: &str = "Device not authorized. Wrong password for this thermostat.";
+
+/// The 503 body when `max_pending_entry_keys` unclaimed entry keys are waiting.
+pub const TOO_MANY_ENTRY_KEYS: &str =
+    "Too many entry keys are waiting to be claimed; try again when one expires";
+
 #[derive(Debug)]
 pub enum DeviceError {
     /// No serial could be found in the request.
@@ -16,12 +24,16 @@ pub enum DeviceError {
     BadEncoding(&'static str),
     /// Pairing mode: the thermostat has neither an owner nor an active entry key.
     NotPaired,
+    /// A request naming this pinned thermostat without its pinned password.
+    WrongPassword(String),
     /// Pairing mode: a thermostat with an entry key tried to upload logs before it was claimed.
     UploadNotAuthorized,
     NotFound,
     MethodNotAllowed,
     WeatherUnavailable,
     EntryKeyUnavailable,
+    /// `max_pending_entry_keys` unclaimed entry keys are waiting, none expired.
+    TooManyEntryKeys,
     /// The change could not be made durable; nothing was applied.
     Storage(StoreError),
     /// Device logs could not be written.
@@ -45,6 +57,16 @@ impl DeviceError {
             DeviceError::NotPaired => {
                 Response::error(401, "Device not authorized. Complete pairing first.")
             }
+            DeviceError::WrongPassword(serial) => {
+                log::warn!(
+                    "refused a request for {serial}: it does not carry the password pinned at \
+                     the thermostat's first registration (another device, or this thermostat \
+                     reflashed with a new password). If it is yours, remove it (the page's \
+                     Remove, or DELETE /api/device {{\"serial\":\"{serial}\"}} on the control \
+                     port): that clears the pin, and its next registration pins its new password"
+                );
+                Response::error(401, WRONG_PASSWORD)
+            }
             DeviceError::UploadNotAuthorized => Response::error(401, "Not authorized"),
             DeviceError::NotFound => Response::error(404, "Not found"),
             DeviceError::MethodNotAllowed => Response::error(405, "Method not allowed"),
@@ -52,6 +74,7 @@ impl DeviceError {
             DeviceError::EntryKeyUnavailable => {
                 Response::error(503, "Entry key service unavailable")
             }
+            DeviceError::TooManyEntryKeys => Response::error(503, TOO_MANY_ENTRY_KEYS),
             DeviceError::Storage(e) => {
                 log::error!("refused a device write: {e}");
                 Response::error(503, "Storage unavailable; the change was not saved")
