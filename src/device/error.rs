@@ -58,13 +58,7 @@ impl DeviceError {
                 Response::error(401, "Device not authorized. Complete pairing first.")
             }
             DeviceError::WrongPassword(serial) => {
-                log::warn!(
-                    "refused a request for {serial}: it does not carry the password pinned at \
-                     the thermostat's first registration (another device, or this thermostat \
-                     reflashed with a new password). If it is yours, remove it (the page's \
-                     Remove, or DELETE /api/device {{\"serial\":\"{serial}\"}} on the control \
-                     port): that clears the pin, and its next registration pins its new password"
-                );
+                log::warn!("{}", wrong_password_log(serial));
                 Response::error(401, WRONG_PASSWORD)
             }
             DeviceError::UploadNotAuthorized => Response::error(401, "Not authorized"),
@@ -85,8 +79,39 @@ impl DeviceError {
     }
 }
 
+/// What the log says when a request for `serial` lacks its pinned password: which thermostat,
+/// and how its owner lets it in again if it is theirs with a new password.
+fn wrong_password_log(serial: &str) -> String {
+    format!(
+        "refused a request for {serial}: it does not carry the password pinned at the \
+         thermostat's first registration (another device, or this thermostat reflashed with a \
+         new password). If it is yours, remove it (the page's Remove, or DELETE /api/device \
+         {{\"serial\":\"{serial}\"}} on the control port): that clears the pin, and its next \
+         registration pins its new password"
+    )
+}
+
 impl From<StoreError> for DeviceError {
     fn from(e: StoreError) -> Self {
         DeviceError::Storage(e)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_wrong_password_is_a_401_whose_log_line_says_how_to_recover() {
+        let line = wrong_password_log("02AA01AC0000SIM1");
+        assert!(line.contains("02AA01AC0000SIM1"), "{line}");
+        assert!(line.contains("Remove"), "{line}");
+        assert!(
+            line.contains(r#"DELETE /api/device {"serial":"02AA01AC0000SIM1"}"#),
+            "{line}"
+        );
+        assert!(line.contains("next registration pins"), "{line}");
+        let r = DeviceError::WrongPassword("02AA01AC0000SIM1".into()).response();
+        assert_eq!(r.status, 401);
     }
 }
