@@ -59,6 +59,9 @@ pub struct Config {
     pub weather_url: Option<String>,
     pub weather_cache_ttl_ms: u64,
     pub weather_timeout: Duration,
+    /// How long a thermostat's weather request with nothing cached waits for upstream (at most
+    /// `weather_timeout`). Not a setting.
+    pub weather_wait: Duration,
     /// Worker threads per listener.
     pub http_workers: usize,
     /// A request body still arriving after this long is abandoned (its connection closed).
@@ -196,6 +199,7 @@ impl Default for Config {
             weather_url: None,
             weather_cache_ttl_ms: const { number("WEATHER_CACHE_TTL_MS").default },
             weather_timeout: Duration::from_secs(5),
+            weather_wait: Duration::from_secs(2),
             http_workers: to_usize(const { number("HTTP_WORKERS").default }),
             body_read_timeout: Duration::from_secs(30),
             idle_timeout: Duration::from_secs(const { number("IDLE_TIMEOUT_SECONDS").default }),
