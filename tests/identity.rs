@@ -413,6 +413,29 @@ fn a_claim_pins_the_password_that_asked_for_the_claimed_code() {
     );
     assert_eq!(r.status, 200, "{}", r.text());
     assert_eq!(api_key(&s), json!("pw"));
+
+    // Unlinked by its owner, it is pinned to nothing until it is claimed again, and that claim
+    // pins the password that was shown its code.
+    let r = call(
+        s.control(),
+        "DELETE",
+        &format!("/api/registered-devices/{SERIAL}"),
+        "",
+    );
+    assert_eq!(r.json()["success"], json!(true), "{}", r.text());
+    assert_eq!(api_key(&s), Value::Null);
+    let reflashed = passphrase("reflashed");
+    let r = claim(&s, &reflashed);
+    assert_eq!(r.json()["success"], json!(true), "{}", r.text());
+    assert_eq!(api_key(&s), json!("reflashed"));
+    let r = send(
+        s.device(),
+        "POST",
+        "/nest/transport/v7/put",
+        &put_body(21.0),
+        Credentials::Basic("pw"),
+    );
+    assert_eq!((r.status, r.text().as_str()), (401, WRONG));
 }
 
 #[test]

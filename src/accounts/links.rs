@@ -139,7 +139,8 @@ pub enum Link<'a> {
     Claim(Option<&'a str>),
 }
 
-/// Unlinks a thermostat and ends every share. Its state stays and it keeps working, but it is
+/// Unlinks a thermostat, ends every share and clears its pinned password (see [`super::pin`]).
+/// Its state stays and it keeps working, but it is
 /// nobody's until claimed again with a new entry key: with pairing required it is unclaimed,
 /// and in open mode it is released (so the default user does not take it back; it can also
 /// be adopted again). `NotLinked` when `link` does not hold; then nothing changes.
@@ -163,7 +164,10 @@ pub fn unlink(
         let_go(txn, serial, open_mode);
         Ok(())
     })?;
-    log::info!("{serial} unlinked");
+    // After the unlink: a crash in between leaves the pin, which errs on the side of refusing
+    // (deleting the thermostat clears it in one step).
+    super::pin::clear(state, serial)?;
+    log::info!("{serial} unlinked; its password is no longer pinned");
     Ok(())
 }
 

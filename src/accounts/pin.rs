@@ -13,9 +13,11 @@
 //!   replaced once set: data from before pins existed is pinned to the key it already holds.
 //!   Between a claim and the thermostat's next registration (which stores it there), the
 //!   claimed key's password stands in for it.
-//! - Removing the thermostat (`DELETE /api/device`, the page's Remove) forgets its metadata, and
-//!   with it the pin: it is pinned again at its next registration. That is how an owner lets a
-//!   reflashed thermostat (a new password) back in. Unlinking keeps the pin.
+//! - Removing the thermostat clears the pin: deleting it (`DELETE /api/device`, the page's
+//!   Remove) forgets its metadata, and unlinking it (its owner's hosted `DELETE`,
+//!   `DELETE /api/registered-devices/{serial}`) drops the stored key. It is pinned again at its
+//!   next registration, which after either needs its owner (a claim, or an adoption in open
+//!   mode). That is how an owner lets a reflashed thermostat (a new password) back in.
 //! - A thermostat that sends no password has nothing to pin; the first password it sends is.
 
 use sha2::{Digest, Sha256};
@@ -79,6 +81,24 @@ pub fn ensure(
 pub fn pin_if_unset(txn: &mut DeviceTxn<'_>, password: Option<&str>) -> Result<(), PinError> {
     let stored = txn.meta().and_then(|m| m.api_key.clone());
     set(txn, stored.as_deref().or(password))
+}
+
+/// Forgets the pin (an unlink): the thermostat's next registration pins its password again.
+/// A serial the server holds nothing for is left alone.
+pub fn clear(state: &State, serial: &str) -> Result<(), crate::store::StoreError> {
+    if !state.device_exists(serial) {
+        return Ok(());
+    }
+    state.update_device(serial, crate::hub::Origin::Server, |txn| {
+        if let Some(meta) = txn.meta().filter(|m| m.api_key.is_some()) {
+            let meta = DeviceMeta {
+                api_key: None,
+                ..meta.clone()
+            };
+            txn.set_meta(meta);
+        }
+        Ok(())
+    })
 }
 
 /// Writes the metadata with `api_key` set to `key` unless one is stored (never replaced).
