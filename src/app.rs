@@ -12,6 +12,7 @@ use crate::hub::Hub;
 use crate::presence::{Availability, Presence};
 use crate::state::State;
 use crate::thermostat::StatusCache;
+use crate::util::outbound::OutboundGate;
 use crate::weather::Weather;
 
 pub struct App {
@@ -25,6 +26,12 @@ pub struct App {
     pub status_json: StatusCache,
     /// Held while `/api/scan-network` runs: one scan at a time.
     pub scanning: Mutex<()>,
+    /// Requests of the device port waiting on an outbound call (weather): at most half its
+    /// workers.
+    pub outbound_device: OutboundGate,
+    /// Requests of the control port waiting on an outbound call (a scan, pointing a
+    /// thermostat): at most half its workers.
+    pub outbound_control: OutboundGate,
     /// Serials that have subscribed since this process started (the structure bucket is
     /// re-sent once to each after a restart).
     subscribed_since_start: Mutex<HashSet<String>>,
@@ -33,6 +40,7 @@ pub struct App {
 impl App {
     pub fn new(config: Config, state: State, origin: PublicOrigin) -> App {
         let keep_alive = config.event_keep_alive;
+        let workers = config.http_workers;
         App {
             presence: Presence::new(config.availability_timeout, config.clock.clone()),
             config,
@@ -42,6 +50,8 @@ impl App {
             events: EventStreams::new(keep_alive),
             status_json: StatusCache::default(),
             scanning: Mutex::new(()),
+            outbound_device: OutboundGate::for_workers(workers),
+            outbound_control: OutboundGate::for_workers(workers),
             subscribed_since_start: Mutex::new(HashSet::new()),
         }
     }

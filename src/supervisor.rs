@@ -75,7 +75,9 @@ impl Supervisor {
     pub fn new(config: &SupervisorConfig) -> Supervisor {
         Supervisor {
             config: config.clone(),
+            // Asked only at start-up, before either port listens; still bounded.
             agent: ureq::AgentBuilder::new()
+                .timeout_connect(Duration::from_secs(3))
                 .timeout(TIMEOUT)
                 .redirects(0)
                 .build(),

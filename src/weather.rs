@@ -1,18 +1,31 @@
-//! The weather thermostats show: answers from `WEATHER_URL`, cached per full query string. A
-//! fresh cached answer is served without asking upstream; when upstream fails (or does not
-//! answer within the timeout) the last answer for that query is served, however old.
+//! The weather thermostats show: answers from `WEATHER_URL`, cached per full query string.
+//!
+//! Stale while revalidating: a fresh cached answer is served as it is; an older one is served
+//! at once while a background thread asks upstream for a new one; with nothing cached the
+//! request waits for the background fetch, at most [`Upstream::wait`]. Upstream is only ever
+//! asked from those background threads (one per query at a time, at most [`MAX_FETCHES`] at
+//! once), each bounded by [`Upstream::timeout`] (connect and whole request), so a hung
+//! upstream never holds a request worker longer than the wait; the caller also bounds how many
+//! workers may wait (see [`crate::util::outbound`]).
 
 use std::collections::HashMap;
 use std::io::Read;
 use std::sync::Arc;
-use std::time::Duration;
+use std::thread;
+use std::time::{Duration, Instant};
 
-use parking_lot::Mutex;
+use parking_lot::{Condvar, Mutex};
 
 use crate::util::clock::Clock;
+use crate::util::outbound::OutboundGate;
 
 const MAX_ENTRIES: usize = 256;
 const MAX_BODY: u64 = 2 * 1024 * 1024;
+/// Background fetches running at once (each for another query): beyond, a query with nothing
+/// cached is answered "unavailable" at once and a stale answer is served without a refresh.
+pub const MAX_FETCHES: usize = 4;
+/// Connecting to upstream gives up after this (or the whole timeout, if shorter).
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
 
 /// A cached answer and when it was fetched (ms, by the server's clock).
 type Entry = (i64, Arc<Vec<u8>>);
@@ -21,39 +34,138 @@ type Entry = (i64, Arc<Vec<u8>>);
 pub struct Upstream<'a> {
     pub url: &'a str,
     pub fresh_for: Duration,
+    /// One upstream request, connection and answer included.
     pub timeout: Duration,
+    /// How long a request with nothing cached waits for the background fetch.
+    pub wait: Duration,
+}
+
+/// A background fetch of one query, which requests with nothing cached wait on.
+#[derive(Default)]
+struct Flight {
+    /// `Some` once done: the answer, or `None` if upstream failed.
+    done: Mutex<Option<Option<Arc<Vec<u8>>>>>,
+    cv: Condvar,
+}
+
+impl Flight {
+    fn wait(&self, limit: Duration) -> Option<Arc<Vec<u8>>> {
+        let deadline = Instant::now() + limit;
+        let mut done = self.done.lock();
+        while done.is_none() {
+            if self.cv.wait_until(&mut done, deadline).timed_out() {
+                break;
+            }
+        }
+        done.clone().flatten()
+    }
+
+    fn finish(&self, answer: Option<Arc<Vec<u8>>>) {
+        *self.done.lock() = Some(answer);
+        self.cv.notify_all();
+    }
+}
+
+#[derive(Default)]
+struct Inner {
+    entries: Mutex<HashMap<String, Entry>>,
+    flights: Mutex<HashMap<String, Arc<Flight>>>,
 }
 
 #[derive(Default)]
 pub struct Weather {
-    entries: Mutex<HashMap<String, Entry>>,
+    inner: Arc<Inner>,
 }
 
 impl Weather {
-    /// The answer for `query` (a JSON object's bytes), or `None` when upstream fails and
-    /// nothing was ever cached for it. `clock`: the server's, which ages the answers.
+    /// The answer for `query` (a JSON object's bytes), or `None` when nothing is cached for it
+    /// and upstream gave nothing within the wait (failed, slow, too many fetches running, or
+    /// every place of `gate` taken by other waiting requests). `clock`: the server's, which ages
+    /// the answers.
     pub fn answer(
         &self,
         upstream: &Upstream<'_>,
         query: &str,
         clock: &Clock,
+        gate: &OutboundGate,
     ) -> Option<Arc<Vec<u8>>> {
-        if let Some(body) = self.cached(query, Some(upstream.fresh_for), clock.now_ms()) {
+        let now = clock.now_ms();
+        if let Some(body) = self.inner.cached(query, Some(upstream.fresh_for), now) {
             return Some(body);
         }
-        match fetch(upstream.url, query, upstream.timeout) {
-            Ok(body) => {
-                let body = Arc::new(body);
-                self.put(query, Arc::clone(&body), clock.now_ms());
-                Some(body)
+        let flight = self.fetch_in_background(upstream, query, clock);
+        if let Some(stale) = self.inner.cached(query, None, now) {
+            return Some(stale);
+        }
+        let flight = flight?;
+        let _place = gate.try_enter()?;
+        flight.wait(upstream.wait)
+    }
+
+    /// The fetch of `query` running now, or a new one; `None` when [`MAX_FETCHES`] run already
+    /// (or no thread could be started).
+    fn fetch_in_background(
+        &self,
+        upstream: &Upstream<'_>,
+        query: &str,
+        clock: &Clock,
+    ) -> Option<Arc<Flight>> {
+        let mut flights = self.inner.flights.lock();
+        if let Some(f) = flights.get(query) {
+            return Some(Arc::clone(f));
+        }
+        if flights.len() >= MAX_FETCHES {
+            log::warn!(
+                "weather: {MAX_FETCHES} upstream requests still running; not asking for {query:?}"
+            );
+            return None;
+        }
+        let flight = Arc::new(Flight::default());
+        let (inner, url, query_owned, timeout, clock) = (
+            Arc::clone(&self.inner),
+            upstream.url.to_string(),
+            query.to_string(),
+            upstream.timeout,
+            clock.clone(),
+        );
+        let theirs = Arc::clone(&flight);
+        let spawned = thread::Builder::new()
+            .name("weather-fetch".into())
+            .stack_size(256 * 1024)
+            .spawn(move || {
+                let answer = match fetch(&url, &query_owned, timeout) {
+                    Ok(body) => {
+                        let body = Arc::new(body);
+                        inner.put(&query_owned, Arc::clone(&body), clock.now_ms());
+                        Some(body)
+                    }
+                    Err(why) => {
+                        log::warn!("weather upstream failed for {query_owned:?}: {why}");
+                        None
+                    }
+                };
+                inner.flights.lock().remove(&query_owned);
+                theirs.finish(answer);
+            });
+        match spawned {
+            Ok(_) => {
+                flights.insert(query.to_string(), Arc::clone(&flight));
+                Some(flight)
             }
-            Err(why) => {
-                log::warn!("weather upstream failed for {query:?}: {why}");
-                self.cached(query, None, clock.now_ms())
+            Err(e) => {
+                log::warn!("weather: could not start a fetch: {e}");
+                None
             }
         }
     }
 
+    /// Upstream requests running now.
+    pub fn fetches_running(&self) -> usize {
+        self.inner.flights.lock().len()
+    }
+}
+
+impl Inner {
     /// The answer for `query`; with `max_age`, only one younger than that at `now_ms` (so a
     /// zero age always asks upstream; an answer from the future, after the clock stepped back,
     /// counts as too old).
@@ -93,7 +205,10 @@ fn fetch(base: &str, query: &str, timeout: Duration) -> Result<Vec<u8>, String> 
         (false, true) => format!("{base}&{query}"),
         (false, false) => format!("{base}?{query}"),
     };
-    let agent = ureq::AgentBuilder::new().timeout(timeout).build();
+    let agent = ureq::AgentBuilder::new()
+        .timeout_connect(CONNECT_TIMEOUT.min(timeout))
+        .timeout(timeout)
+        .build();
     let response = agent.get(&url).call().map_err(|e| e.to_string())?;
     let mut body = Vec::new();
     response

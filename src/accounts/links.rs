@@ -37,7 +37,7 @@ pub fn entry_code(raw: &str) -> Result<String, AccountsError> {
 pub fn claim(state: &State, code: &str, user: &str) -> Result<String, AccountsError> {
     let code = entry_code(code)?;
     let user = user_name(user)?;
-    let serial = state.update_accounts(|txn| {
+    let (serial, password) = state.update_accounts(|txn| {
         let now = txn.now_ms();
         let key = txn
             .accounts()
@@ -46,6 +46,7 @@ pub fn claim(state: &State, code: &str, user: &str) -> Result<String, AccountsEr
             .filter(|k| k.is_active(now))
             .ok_or(AccountsError::CodeNotValid)?;
         let serial = key.serial.clone();
+        let password = key.password.clone();
         let current = txn.accounts().owner_of(&serial).map(|o| o.user.clone());
         if let Some(owner) = current
             .as_ref()
@@ -83,18 +84,26 @@ pub fn claim(state: &State, code: &str, user: &str) -> Result<String, AccountsEr
                 }),
             });
         }
-        Ok(serial)
+        Ok((serial, password))
     })?;
     // A crash between the two commits leaves an owner without the pushed buckets; the next
-    // subscribe creates and sends them (see the device protocol's owner buckets).
-    push_owner_buckets(state, &serial, &user)?;
+    // subscribe creates and sends them (see the device protocol's owner buckets). Until the
+    // pin is stored, the claimed key's password stands in for it (see [`super::pin`]).
+    push_owner_buckets(state, &serial, &user, password.as_deref())?;
     log::info!("{serial} claimed by {user}");
     Ok(serial)
 }
 
-/// Writes (and so pushes) the owner's `user.<id>` and `structure.<id>` buckets.
-fn push_owner_buckets(state: &State, serial: &str, user: &str) -> Result<(), AccountsError> {
+/// Writes (and so pushes) the owner's `user.<id>` and `structure.<id>` buckets, and pins the
+/// claimed key's password unless the thermostat has a pin already.
+fn push_owner_buckets(
+    state: &State,
+    serial: &str,
+    user: &str,
+    password: Option<&str>,
+) -> Result<(), AccountsError> {
     state.update_device(serial, Origin::Server, |txn| {
+        super::pin::pin_if_unset(txn, password).map_err(|_| AccountsError::RandomUnavailable)?;
         let mut name = JsonMap::new();
         name.insert("name".into(), Value::String(user.to_string()));
         txn.merge(&user_key(Some(user)), &name, Stamp::Always);
@@ -130,7 +139,8 @@ pub enum Link<'a> {
     Claim(Option<&'a str>),
 }
 
-/// Unlinks a thermostat and ends every share. Its state stays and it keeps working, but it is
+/// Unlinks a thermostat, ends every share and clears its pinned password (see [`super::pin`]).
+/// Its state stays and it keeps working, but it is
 /// nobody's until claimed again with a new entry key: with pairing required it is unclaimed,
 /// and in open mode it is released (so the default user does not take it back; it can also
 /// be adopted again). `NotLinked` when `link` does not hold; then nothing changes.
@@ -154,7 +164,10 @@ pub fn unlink(
         let_go(txn, serial, open_mode);
         Ok(())
     })?;
-    log::info!("{serial} unlinked");
+    // After the unlink: a crash in between leaves the pin, which errs on the side of refusing
+    // (deleting the thermostat clears it in one step).
+    super::pin::clear(state, serial)?;
+    log::info!("{serial} unlinked; its password is no longer pinned");
     Ok(())
 }
 

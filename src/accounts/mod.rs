@@ -8,6 +8,7 @@ pub mod access;
 mod error;
 pub mod keys;
 pub mod links;
+pub mod pin;
 pub mod release;
 
 pub use access::{Need, Relation, effective_owner, relation};

@@ -44,6 +44,9 @@ pub struct Config {
     pub api_origin: Option<ApiOrigin>,
     pub require_device_pairing: bool,
     pub entry_key_ttl_secs: u64,
+    /// Unclaimed entry keys kept at most (expired ones are pruned to make room; beyond, a new
+    /// one is refused). Not a setting: far above any home.
+    pub max_pending_entry_keys: usize,
     /// `X-nl-suspend-time-max`; a subscribe is held for this minus 10 seconds.
     pub suspend_time_max_secs: u64,
     pub defer_device_window_secs: u64,
@@ -56,6 +59,9 @@ pub struct Config {
     pub weather_url: Option<String>,
     pub weather_cache_ttl_ms: u64,
     pub weather_timeout: Duration,
+    /// How long a thermostat's weather request with nothing cached waits for upstream (at most
+    /// `weather_timeout`). Not a setting.
+    pub weather_wait: Duration,
     /// Worker threads per listener.
     pub http_workers: usize,
     /// A request body still arriving after this long is abandoned (its connection closed).
@@ -191,6 +197,7 @@ impl Default for Config {
             api_origin: None,
             require_device_pairing: const { boolean("REQUIRE_DEVICE_PAIRING").default },
             entry_key_ttl_secs: const { number("ENTRY_KEY_TTL_SECONDS").default },
+            max_pending_entry_keys: 256,
             suspend_time_max_secs: const { number("SUSPEND_TIME_MAX").default },
             defer_device_window_secs: const { number("DEFER_DEVICE_WINDOW").default },
             disable_defer_window_secs: const { number("DISABLE_DEFER_WINDOW").default },
@@ -203,6 +210,7 @@ impl Default for Config {
             weather_url: None,
             weather_cache_ttl_ms: const { number("WEATHER_CACHE_TTL_MS").default },
             weather_timeout: Duration::from_secs(5),
+            weather_wait: Duration::from_secs(2),
             http_workers: to_usize(const { number("HTTP_WORKERS").default }),
             body_read_timeout: Duration::from_secs(30),
             idle_timeout: Duration::from_secs(const { number("IDLE_TIMEOUT_SECONDS").default }),

@@ -13,6 +13,10 @@ use crate::state::Scope;
 use crate::store::StoreError;
 use crate::thermostat::{self, Refusal};
 
+/// The 503 message when half the control port's workers are waiting on thermostats already.
+pub const OUTBOUND_BUSY: &str = "Busy: other requests are waiting on thermostats on this network; \
+                                 try again in a few seconds";
+
 #[derive(Debug)]
 pub enum ControlError {
     InvalidJson,
@@ -74,6 +78,8 @@ pub enum ControlError {
     ScheduleChanged(Option<i64>),
     /// Onboarding: a scan is already running.
     ScanRunning,
+    /// Onboarding: half the port's workers are waiting on thermostats already.
+    OutboundBusy,
     /// Onboarding: the thermostat's settings API wants its key.
     ThermostatKeyRequired,
     /// Onboarding: the thermostat could not be reached or refused; `status` is passed on.
@@ -179,6 +185,7 @@ impl ControlError {
                 },
             ),
             ControlError::ScanRunning => (409, m("A network scan is already running")),
+            ControlError::OutboundBusy => (503, m(OUTBOUND_BUSY)),
             ControlError::ThermostatKeyRequired => (401, m(crate::onboarding::point::KEY_HELP)),
             ControlError::Thermostat { status, message } => (*status, message.clone()),
         }
@@ -199,6 +206,9 @@ impl ControlError {
                 Response::json(status, &body)
             }
         };
+        if matches!(self, ControlError::OutboundBusy) {
+            response.headers.push(("Retry-After".into(), "5".into()));
+        }
         if matches!(self, ControlError::Unauthorized) {
             response
                 .headers

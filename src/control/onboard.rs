@@ -5,6 +5,11 @@
 //! - `POST /api/configure-nest {"ip", "api_key"?}`: points the thermostat at this server and
 //!   reads the setting back: `{"success": true, "device_name", "cloudregisterurl"}`. Without
 //!   `api_key`, the key the thermostat sent this server (if it ever did) is used.
+//!
+//! Both wait on thermostats' settings APIs (each request bounded: see
+//! [`crate::onboarding::thermostat_api`]), so they take a place of the control port's outbound
+//! gate ([`App::outbound_control`], half its workers): with every place taken they are
+//! answered 503 at once, and a thermostat that never answers cannot hold the port.
 
 use std::net::Ipv4Addr;
 
@@ -26,6 +31,10 @@ pub fn scan_network(app: &App, body: &[u8]) -> Result<Response, ControlError> {
         Some(_) => return Err(ControlError::Invalid("subnet must be a string".into())),
     };
     let _one_at_a_time = app.scanning.try_lock().ok_or(ControlError::ScanRunning)?;
+    let _place = app
+        .outbound_control
+        .try_enter()
+        .ok_or(ControlError::OutboundBusy)?;
     let found = scan::scan(&subnet, app.config.thermostat_api_port);
     let ips: Vec<Ipv4Addr> = found.iter().map(|f| f.ip).collect();
     let mut known_here = onboarding::known_at(&app.state, &ips);
@@ -78,6 +87,10 @@ pub fn configure_nest(app: &App, body: &[u8]) -> Result<Response, ControlError> 
             .and_then(|k| k.api_key)
     });
     let port = app.config.thermostat_api_port;
+    let _place = app
+        .outbound_control
+        .try_enter()
+        .ok_or(ControlError::OutboundBusy)?;
     let name = point::point(ip, port, &app.origin, api_key.as_deref()).map_err(to_control)?;
     Ok(Response::json(
         200,

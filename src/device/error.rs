@@ -4,6 +4,14 @@ use crate::browser::Refusal;
 use crate::http::Response;
 use crate::store::StoreError;
 
+/// The 401 body for a request without the thermostat's pinned password (the shape of pairing's
+/// "Device not authorized").
+pub const WRONG_PASSWORD: &str = "Device not authorized. Wrong password for this thermostat.";
+
+/// The 503 body when `max_pending_entry_keys` unclaimed entry keys are waiting.
+pub const TOO_MANY_ENTRY_KEYS: &str =
+    "Too many entry keys are waiting to be claimed; try again when one expires";
+
 #[derive(Debug)]
 pub enum DeviceError {
     /// No serial could be found in the request.
@@ -17,12 +25,16 @@ pub enum DeviceError {
     BadEncoding(&'static str),
     /// Pairing mode: the thermostat has neither an owner nor an active entry key.
     NotPaired,
+    /// A request naming this pinned thermostat without its pinned password.
+    WrongPassword(String),
     /// Pairing mode: a thermostat with an entry key tried to upload logs before it was claimed.
     UploadNotAuthorized,
     NotFound,
     MethodNotAllowed,
     WeatherUnavailable,
     EntryKeyUnavailable,
+    /// `max_pending_entry_keys` unclaimed entry keys are waiting, none expired.
+    TooManyEntryKeys,
     /// The change could not be made durable; nothing was applied.
     Storage(StoreError),
     /// Device logs could not be written.
@@ -48,6 +60,10 @@ impl DeviceError {
             DeviceError::NotPaired => {
                 Response::error(401, "Device not authorized. Complete pairing first.")
             }
+            DeviceError::WrongPassword(serial) => {
+                log::warn!("{}", wrong_password_log(serial));
+                Response::error(401, WRONG_PASSWORD)
+            }
             DeviceError::UploadNotAuthorized => Response::error(401, "Not authorized"),
             DeviceError::NotFound => Response::error(404, "Not found"),
             DeviceError::MethodNotAllowed => Response::error(405, "Method not allowed"),
@@ -55,6 +71,7 @@ impl DeviceError {
             DeviceError::EntryKeyUnavailable => {
                 Response::error(503, "Entry key service unavailable")
             }
+            DeviceError::TooManyEntryKeys => Response::error(503, TOO_MANY_ENTRY_KEYS),
             DeviceError::Storage(e) => {
                 log::error!("refused a device write: {e}");
                 Response::error(503, "Storage unavailable; the change was not saved")
@@ -66,8 +83,39 @@ impl DeviceError {
     }
 }
 
+/// What the log says when a request for `serial` lacks its pinned password: which thermostat,
+/// and how its owner lets it in again if it is theirs with a new password.
+fn wrong_password_log(serial: &str) -> String {
+    format!(
+        "refused a request for {serial}: it does not carry the password pinned at the \
+         thermostat's first registration (another device, or this thermostat reflashed with a \
+         new password). If it is yours, remove it (the page's Remove, or DELETE /api/device \
+         {{\"serial\":\"{serial}\"}} on the control port): that clears the pin, and its next \
+         registration pins its new password"
+    )
+}
+
 impl From<StoreError> for DeviceError {
     fn from(e: StoreError) -> Self {
         DeviceError::Storage(e)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_wrong_password_is_a_401_whose_log_line_says_how_to_recover() {
+        let line = wrong_password_log("02AA01AC0000SIM1");
+        assert!(line.contains("02AA01AC0000SIM1"), "{line}");
+        assert!(line.contains("Remove"), "{line}");
+        assert!(
+            line.contains(r#"DELETE /api/device {"serial":"02AA01AC0000SIM1"}"#),
+            "{line}"
+        );
+        assert!(line.contains("next registration pins"), "{line}");
+        let r = DeviceError::WrongPassword("02AA01AC0000SIM1".into()).response();
+        assert_eq!(r.status, 401);
     }
 }

@@ -14,6 +14,9 @@ const MAX_SERIAL: usize = 64;
 pub struct Identity {
     pub serial: Option<String>,
     pub password: Option<String>,
+    /// Every serial the request names, by any source, `serial` first: each must be given its
+    /// pinned password, whichever one the request is served for.
+    pub named: Vec<String>,
 }
 
 /// Strips everything but ASCII letters and digits and upper-cases the rest; `None` if fewer
@@ -42,27 +45,29 @@ fn serial_from_user_id(user: &str) -> Option<String> {
 /// `X-nl-device-id`, `X-NL-Device-Serial`, `?serial=`, then `path_serial`.
 pub fn identify(req: &Request, path_serial: Option<&str>) -> Result<Identity, DeviceError> {
     let mut id = Identity::default();
+    let mut named: Vec<Option<String>> = Vec::new();
     if let Some((user, password)) = basic_credentials(req)? {
-        id.serial = serial_from_user_id(&user);
+        named.push(serial_from_user_id(&user));
         id.password = Some(password).filter(|p| !p.is_empty());
     }
-    if id.serial.is_none() {
-        id.serial = req.header("X-nl-client-id").and_then(serial_from_user_id);
-    }
+    named.push(req.header("X-nl-client-id").and_then(serial_from_user_id));
     for header in ["X-nl-device-id", "X-NL-Device-Serial"] {
-        if id.serial.is_none() {
-            id.serial = req.header(header).and_then(sanitize_serial);
+        named.push(req.header(header).and_then(sanitize_serial));
+    }
+    // An undecodable query string is refused only when nothing before it named the serial.
+    let q = match req.query_param("serial") {
+        Ok(q) => q,
+        Err(_) if named.iter().any(Option::is_some) => None,
+        Err(_) => return Err(DeviceError::BadEncoding("query string")),
+    };
+    named.push(q.as_deref().and_then(sanitize_serial));
+    named.push(path_serial.and_then(sanitize_serial));
+    for serial in named.into_iter().flatten() {
+        if !id.named.contains(&serial) {
+            id.named.push(serial);
         }
     }
-    if id.serial.is_none() {
-        let q = req
-            .query_param("serial")
-            .map_err(|_| DeviceError::BadEncoding("query string"))?;
-        id.serial = q.as_deref().and_then(sanitize_serial);
-    }
-    if id.serial.is_none() {
-        id.serial = path_serial.and_then(sanitize_serial);
-    }
+    id.serial = id.named.first().cloned();
     Ok(id)
 }
 
@@ -162,6 +167,8 @@ mod tests {
                 .as_deref(),
             Some("PATHSERIAL0001")
         );
+        let named = identify(&short, Some("PATHSERIAL0001")).unwrap().named;
+        assert_eq!(named, ["HEADERSERIAL01", "QUERYSERIAL01", "PATHSERIAL0001"]);
         let bearer = Request::new(Method::Get, "/").with_header("Authorization", "Bearer nle_x");
         assert_eq!(identify(&bearer, None).unwrap(), Identity::default());
         let junk =

@@ -24,8 +24,7 @@ use crate::app::App;
 use crate::browser::{Browsers, Guard};
 use crate::http::{self, Method, Reply, Request, Response, Service};
 use crate::info;
-use crate::state::{DeviceMeta, DeviceTxn};
-use crate::util::random;
+use crate::state::DeviceTxn;
 
 /// The device-port service.
 pub struct DeviceApi {
@@ -153,6 +152,8 @@ pub enum Tier {
 pub struct Caller {
     pub serial: String,
     pub password: Option<String>,
+    /// The password the thermostat is pinned to, as checked before the route ran.
+    pub pin: Option<String>,
     pub tier: Tier,
     /// `X-nl-weave-device-id`, written into the device bucket as `weave_device_id`.
     pub weave_device_id: Option<String>,
@@ -177,6 +178,9 @@ fn route(app: &App, req: &Request) -> Result<Reply, DeviceError> {
         .then(|| listing::serial_in_path(&path))
         .flatten();
     let id = identity::identify(req, path_serial.as_deref())?;
+    // Before anything else looks at the serial: a request for a pinned thermostat without its
+    // password changes nothing, not even its last-seen time.
+    let pin = check_pins(app, &id)?;
     // Ungated routes never build a Caller; pairing only decides gated ones.
     let tier = if route.is_gated() {
         check_pairing(app, &id, route)
@@ -196,6 +200,7 @@ fn route(app: &App, req: &Request) -> Result<Reply, DeviceError> {
         Ok(Caller {
             serial: id.serial.clone().ok_or(DeviceError::SerialRequired)?,
             password: id.password.clone(),
+            pin: pin.clone(),
             tier,
             weave_device_id: req.header("X-nl-weave-device-id").map(str::to_string),
         })
@@ -206,14 +211,40 @@ fn route(app: &App, req: &Request) -> Result<Reply, DeviceError> {
         Route::Entry => full(entry::entry(app, req)),
         Route::Ping => full(entry::ping()),
         Route::ProInfo => full(entry::pro_info(&path, req)),
-        Route::Passphrase => full(passphrase::get(app, id.serial.as_deref())?),
-        Route::PassphraseStatus => full(passphrase::status(app, id.serial.as_deref())?),
+        Route::Passphrase => full(passphrase::get(
+            app,
+            id.serial.as_deref(),
+            id.password.as_deref(),
+        )?),
+        Route::PassphraseStatus => full(passphrase::status(
+            app,
+            id.serial.as_deref(),
+            id.password.as_deref(),
+        )?),
         Route::Listing => full(listing::list(app, path_serial.or(id.serial))?),
         Route::Subscribe => subscribe::subscribe(app, &caller()?, req),
         Route::Put => full(put::put(app, &caller()?, req)?),
         Route::Upload => full(upload::upload(app, id.serial.as_deref(), &req.body)?),
         Route::Weather => full(weather::weather(app, &req.query)?),
     }
+}
+
+/// Checks that every serial the request names is given its pinned password (see
+/// [`accounts::pin`]); returns the pin of the serial it is served for.
+fn check_pins(app: &App, id: &Identity) -> Result<Option<String>, DeviceError> {
+    let mut first = None;
+    for (i, serial) in id.named.iter().enumerate() {
+        let pin = accounts::pin::pinned(&app.state, serial);
+        if let Some(pin) = &pin {
+            if !accounts::pin::matches(pin, id.password.as_deref()) {
+                return Err(DeviceError::WrongPassword(serial.clone()));
+            }
+        }
+        if i == 0 {
+            first = pin;
+        }
+    }
+    Ok(first)
 }
 
 /// A thermostat the server has state for, or one its owner released (whose state may have
@@ -246,25 +277,14 @@ fn check_pairing(app: &App, id: &Identity, route: Route) -> Result<Tier, DeviceE
     }
 }
 
-/// Makes sure a paired thermostat has its metadata (stable id) and that the stored API key is
-/// the password it uses now.
-pub(crate) fn ensure_meta(
-    txn: &mut DeviceTxn<'_>,
-    password: Option<&str>,
-) -> Result<(), DeviceError> {
-    let meta = match txn.meta() {
-        Some(m) => DeviceMeta {
-            api_key: password.map(str::to_string).or_else(|| m.api_key.clone()),
-            ..m.clone()
-        },
-        None => DeviceMeta {
-            id: random::uuid_v4().map_err(|_| DeviceError::RandomUnavailable)?,
-            api_key: password.map(str::to_string),
-            created_ms: txn.now_ms(),
-        },
-    };
-    txn.set_meta(meta);
-    Ok(())
+/// Makes sure a paired thermostat has its metadata (stable id) and that `caller`'s password is
+/// its pinned one, pinning it if none is (see [`accounts::pin`]).
+pub(crate) fn ensure_meta(txn: &mut DeviceTxn<'_>, caller: &Caller) -> Result<(), DeviceError> {
+    use accounts::pin::{self, PinError};
+    pin::ensure(txn, caller.password.as_deref(), caller.pin.as_deref()).map_err(|e| match e {
+        PinError::Mismatch => DeviceError::WrongPassword(caller.serial.clone()),
+        PinError::RandomUnavailable => DeviceError::RandomUnavailable,
+    })
 }
 
 #[cfg(test)]

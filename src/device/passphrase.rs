@@ -14,15 +14,49 @@ use crate::util::{JsonMap, random};
 const ATTEMPTS: usize = 20;
 
 /// `GET /nest/passphrase`: `{"value": CODE, "expires": ms}` (`expires` is a number: the
-/// firmware silently rejects a string).
-pub fn get(app: &App, serial: Option<&str>) -> Result<Response, DeviceError> {
+/// firmware silently rejects a string). Each password asking for a serial gets its own key, so
+/// the code a thermostat shows is the one made for its password (the one a claim pins).
+/// At most `max_pending_entry_keys` unclaimed keys are kept: expired ones are pruned to make
+/// room, and with none expired a new key is refused (503, nothing stored).
+pub fn get(
+    app: &App,
+    serial: Option<&str>,
+    password: Option<&str>,
+) -> Result<Response, DeviceError> {
     let serial = serial.ok_or(DeviceError::SerialRequired)?;
     let ttl_ms =
         i64::try_from(app.config.entry_key_ttl_secs.saturating_mul(1000)).unwrap_or(i64::MAX);
+    let cap = app.config.max_pending_entry_keys;
     let key = app.state.update_accounts(|txn| {
         let now = txn.now_ms();
-        if let Some(active) = txn.accounts().active_entry_key(serial, now) {
+        let accounts = txn.accounts();
+        if let Some(active) = accounts
+            .latest_entry_key_for(serial, password)
+            .filter(|k| k.is_active(now))
+        {
             return Ok(active.clone());
+        }
+        // The key this one replaces (same serial and password) makes room by itself.
+        let replaced = accounts.latest_entry_key_for(serial, password).is_some();
+        let unclaimed = || {
+            accounts
+                .entry_keys
+                .values()
+                .filter(|k| k.claimed_by.is_none())
+        };
+        if unclaimed().count() >= cap && !replaced {
+            let expired: Vec<String> = unclaimed()
+                .filter(|k| !k.is_active(now))
+                .map(|k| k.code.clone())
+                .collect();
+            if unclaimed().count() - expired.len() >= cap {
+                log::warn!(
+                    "refused an entry key for {serial}: {cap} unclaimed entry keys are \
+                     waiting already"
+                );
+                return Err(DeviceError::TooManyEntryKeys);
+            }
+            txn.push(Op::DropEntryKeys { codes: expired });
         }
         for _ in 0..ATTEMPTS {
             let code = new_code().map_err(|_| DeviceError::RandomUnavailable)?;
@@ -36,6 +70,7 @@ pub fn get(app: &App, serial: Option<&str>) -> Result<Response, DeviceError> {
                 expires_ms: now.saturating_add(ttl_ms),
                 claimed_by: None,
                 claimed_ms: None,
+                password: password.map(str::to_string),
             };
             txn.push(Op::PutEntryKey { key: key.clone() });
             return Ok(key);
@@ -64,10 +99,19 @@ fn ensure_pairing_dialog(app: &App, serial: &str) -> Result<(), DeviceError> {
     })
 }
 
-/// `GET /nest/passphrase/status`: whether the newest key has been claimed.
-pub fn status(app: &App, serial: Option<&str>) -> Result<Response, DeviceError> {
+/// `GET /nest/passphrase/status`: whether the newest key made for this password (else for the
+/// serial) has been claimed.
+pub fn status(
+    app: &App,
+    serial: Option<&str>,
+    password: Option<&str>,
+) -> Result<Response, DeviceError> {
     let serial = serial.ok_or(DeviceError::SerialRequired)?;
-    let key = app.state.accounts(|a| a.latest_entry_key(serial).cloned());
+    let key = app.state.accounts(|a| {
+        a.latest_entry_key_for(serial, password)
+            .or_else(|| a.latest_entry_key(serial))
+            .cloned()
+    });
     let body = match key {
         None => {
             json!({"status": "no_key", "claimed": false, "message": "No entry key found for this device"})

@@ -28,7 +28,7 @@ pub fn put(
     let receipts = app
         .state
         .update_device(&caller.serial, Origin::Device, |txn| {
-            super::ensure_meta(txn, caller.password.as_deref())?;
+            super::ensure_meta(txn, caller)?;
             let mut receipts = Vec::with_capacity(objects.len());
             for obj in &objects {
                 if obj.value.is_empty() {

@@ -120,7 +120,7 @@ fn outdated_objects(
     app.state
         .update_device(&caller.serial, Origin::Device, |txn| {
             if writable {
-                super::ensure_meta(txn, caller.password.as_deref())?;
+                super::ensure_meta(txn, caller)?;
             }
             let mut outdated: Vec<(String, Bucket)> = Vec::new();
             for obj in &sub.objects {

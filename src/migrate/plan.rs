@@ -259,5 +259,7 @@ fn entry_key(row: &JsonMap) -> Option<EntryKey> {
         expires_ms: int(row, "expiresAt")?,
         claimed_by: text(row, "claimedBy").and_then(|u| user_name(u).ok()),
         claimed_ms: int(row, "claimedAt"),
+        // The Python server keeps no password: the thermostat's next registration pins it.
+        password: None,
     })
 }

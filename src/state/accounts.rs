@@ -14,7 +14,8 @@ pub struct Accounts {
     pub users: BTreeMap<String, User>,
     /// serial → owner.
     pub owners: HashMap<String, Owner>,
-    /// code → key. At most one key per serial is kept (making a new one drops the old ones).
+    /// code → key. At most one key per serial and password is kept (making a new one drops the
+    /// old one), and a claim drops the serial's other unclaimed keys.
     pub entry_keys: HashMap<String, EntryKey>,
     /// serial → (user → share): thermostats their owners have shared with other users.
     #[serde(default)]
@@ -133,6 +134,11 @@ pub struct EntryKey {
     pub expires_ms: i64,
     pub claimed_by: Option<String>,
     pub claimed_ms: Option<i64>,
+    /// The Basic-auth password of the request that asked for this key: a claim of this key
+    /// pins it as the thermostat's password (see [`crate::accounts::pin`]). Keys stored before
+    /// pins existed have none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub password: Option<String>,
 }
 
 impl EntryKey {
@@ -172,6 +178,30 @@ impl Accounts {
     pub fn active_entry_key(&self, serial: &str, now_ms: i64) -> Option<&EntryKey> {
         self.latest_entry_key(serial)
             .filter(|k| k.is_active(now_ms))
+    }
+
+    /// The newest entry key made for a serial by a request with this password.
+    pub fn latest_entry_key_for(&self, serial: &str, password: Option<&str>) -> Option<&EntryKey> {
+        self.entry_keys
+            .values()
+            .filter(|k| k.serial == serial && k.password.as_deref() == password)
+            .max_by_key(|k| k.created_ms)
+    }
+
+    /// The password the thermostat's current owner claimed it with: the newest key of the
+    /// serial claimed by that owner since it became the owner. `None` when nobody owns it, or
+    /// the claim carried no password.
+    pub fn claimed_password(&self, serial: &str) -> Option<&str> {
+        let owner = self.owner_of(serial)?;
+        self.entry_keys
+            .values()
+            .filter(|k| {
+                k.serial == serial
+                    && k.claimed_by.as_deref() == Some(owner.user.as_str())
+                    && k.claimed_ms.is_some_and(|at| at >= owner.since_ms)
+            })
+            .max_by_key(|k| k.claimed_ms)
+            .and_then(|k| k.password.as_deref())
     }
 
     pub fn owner_of(&self, serial: &str) -> Option<&Owner> {

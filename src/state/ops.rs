@@ -43,7 +43,7 @@ pub enum Op {
         name: String,
         created_ms: i64,
     },
-    /// Marks an entry key as used by `user`.
+    /// Marks an entry key as used by `user` and drops the serial's other unclaimed keys.
     ClaimEntryKey {
         code: String,
         user: String,
@@ -53,9 +53,13 @@ pub enum Op {
         serial: String,
         owner: Option<Owner>,
     },
-    /// Stores an entry key and drops every other key of the same serial.
+    /// Stores an entry key and drops the other key of the same serial and password.
     PutEntryKey {
         key: EntryKey,
+    },
+    /// Drops entry keys (expired ones, pruned to make room).
+    DropEntryKeys {
+        codes: Vec<String>,
     },
     /// Shares a thermostat with a user (`None`: stops sharing it).
     SetShare {
@@ -96,6 +100,7 @@ impl Op {
             | Op::ClaimEntryKey { .. }
             | Op::SetOwner { .. }
             | Op::PutEntryKey { .. }
+            | Op::DropEntryKeys { .. }
             | Op::SetShare { .. }
             | Op::PutApiKey { .. }
             | Op::RevokeApiKey { .. }
@@ -153,6 +158,7 @@ impl DeviceData {
             | Op::ClaimEntryKey { .. }
             | Op::SetOwner { .. }
             | Op::PutEntryKey { .. }
+            | Op::DropEntryKeys { .. }
             | Op::SetShare { .. }
             | Op::PutApiKey { .. }
             | Op::RevokeApiKey { .. }
@@ -175,8 +181,14 @@ impl Accounts {
                 }
             },
             Op::PutEntryKey { key } => {
-                self.entry_keys.retain(|_, k| k.serial != key.serial);
+                self.entry_keys
+                    .retain(|_, k| k.serial != key.serial || k.password != key.password);
                 self.entry_keys.insert(key.code.clone(), key.clone());
+            }
+            Op::DropEntryKeys { codes } => {
+                for code in codes {
+                    self.entry_keys.remove(code);
+                }
             }
             Op::AddUser { name, created_ms } => {
                 self.users.entry(name.clone()).or_insert(User {
@@ -187,6 +199,11 @@ impl Accounts {
                 if let Some(k) = self.entry_keys.get_mut(code) {
                     k.claimed_by = Some(user.clone());
                     k.claimed_ms = Some(*at_ms);
+                    let serial = k.serial.clone();
+                    // Keys other requests asked for with other passwords can no longer be
+                    // claimed: the thermostat has its owner and its pinned password.
+                    self.entry_keys
+                        .retain(|c, k| c == code || k.serial != serial || k.claimed_by.is_some());
                 }
             }
             Op::SetShare {

@@ -2,6 +2,7 @@
 
 pub mod clock;
 pub mod memory;
+pub mod outbound;
 pub mod random;
 
 /// Bytes as lower-case hex digits, two per byte (key hashes, ids, simulated identities).

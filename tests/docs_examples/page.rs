@@ -254,6 +254,7 @@ impl PageRun {
                             expires_ms: now + 3_600_000,
                             claimed_by: None,
                             claimed_ms: None,
+                            password: None,
                         },
                     });
                     Ok::<_, hearth::store::StoreError>(())

@@ -1,0 +1,133 @@
+//! A thermostat's pinned password: the Basic-auth password it sends (its settings API key,
+//! stable across reboots) is pinned the first time the server registers it, and every request
+//! that names its serial must carry it from then on.
+//!
+//! - Open mode: the first request that stores something for it (a subscribe or a PUT) pins the
+//!   password it carries.
+//! - Pairing mode, and a released thermostat: a claim pins the password of the request that
+//!   asked for the claimed entry key. Each password gets its own entry key, so when two asked
+//!   (the thermostat and someone pretending to be it), the code on the thermostat's screen, the
+//!   one its owner types, is the thermostat's own: the claim pins the password of whoever was
+//!   shown the code that was claimed.
+//! - The pin is the thermostat's stored `api_key` ([`crate::state::DeviceMeta`]), which is never
+//!   replaced once set: data from before pins existed is pinned to the key it already holds.
+//!   Between a claim and the thermostat's next registration (which stores it there), the
+//!   claimed key's password stands in for it.
+//! - Removing the thermostat clears the pin: deleting it (`DELETE /api/device`, the page's
+//!   Remove) forgets its metadata, and unlinking it (its owner's hosted `DELETE`,
+//!   `DELETE /api/registered-devices/{serial}`) drops the stored key. It is pinned again at its
+//!   next registration, which after either needs its owner (a claim, or an adoption in open
+//!   mode). That is how an owner lets a reflashed thermostat (a new password) back in.
+//! - A thermostat that sends no password has nothing to pin; the first password it sends is.
+
+use sha2::{Digest, Sha256};
+
+use crate::state::{DeviceMeta, DeviceTxn, State};
+use crate::util::random;
+
+/// Why a thermostat's transaction refused its password.
+#[derive(Debug, PartialEq, Eq)]
+pub enum PinError {
+    /// Another password is pinned.
+    Mismatch,
+    /// A new thermostat's id could not be made.
+    RandomUnavailable,
+}
+
+/// The password `serial` is pinned to, if any.
+pub fn pinned(state: &State, serial: &str) -> Option<String> {
+    state
+        .read_device(serial, |d| d.meta.as_ref().and_then(|m| m.api_key.clone()))
+        .flatten()
+        .or_else(|| claimed(state, serial))
+}
+
+/// The password of the entry key the thermostat's current owner claimed it with.
+pub fn claimed(state: &State, serial: &str) -> Option<String> {
+    state.accounts(|a| a.claimed_password(serial).map(str::to_string))
+}
+
+/// Whether `given` is the pinned password, compared in constant time (of the digests, so the
+/// lengths do not show either).
+pub fn matches(pinned: &str, given: Option<&str>) -> bool {
+    let Some(given) = given else {
+        return false;
+    };
+    let (a, b) = (Sha256::digest(pinned), Sha256::digest(given));
+    a.iter()
+        .zip(b.iter())
+        .fold(0u8, |acc, (x, y)| acc | (x ^ y))
+        == 0
+}
+
+/// Inside a thermostat's transaction: makes sure it has its metadata (its stable id) and that
+/// `password` is its pinned one, pinning it if none is (`claimed`: the password a claim pins,
+/// read before the transaction, which stands in for a pin not yet stored). Refuses, changing
+/// nothing, when another password is pinned.
+pub fn ensure(
+    txn: &mut DeviceTxn<'_>,
+    password: Option<&str>,
+    claimed: Option<&str>,
+) -> Result<(), PinError> {
+    let stored = txn.meta().and_then(|m| m.api_key.clone());
+    match stored.as_deref().or(claimed) {
+        Some(pin) if !matches(pin, password) => Err(PinError::Mismatch),
+        Some(pin) => set(txn, Some(pin)),
+        None => set(txn, password),
+    }
+}
+
+/// Pins `password` if the thermostat has no pin yet (a claim's), making its metadata if needed.
+pub fn pin_if_unset(txn: &mut DeviceTxn<'_>, password: Option<&str>) -> Result<(), PinError> {
+    let stored = txn.meta().and_then(|m| m.api_key.clone());
+    set(txn, stored.as_deref().or(password))
+}
+
+/// Forgets the pin (an unlink): the thermostat's next registration pins its password again.
+/// A serial the server holds nothing for is left alone.
+pub fn clear(state: &State, serial: &str) -> Result<(), crate::store::StoreError> {
+    if !state.device_exists(serial) {
+        return Ok(());
+    }
+    state.update_device(serial, crate::hub::Origin::Server, |txn| {
+        if let Some(meta) = txn.meta().filter(|m| m.api_key.is_some()) {
+            let meta = DeviceMeta {
+                api_key: None,
+                ..meta.clone()
+            };
+            txn.set_meta(meta);
+        }
+        Ok(())
+    })
+}
+
+/// Writes the metadata with `api_key` set to `key` unless one is stored (never replaced).
+fn set(txn: &mut DeviceTxn<'_>, key: Option<&str>) -> Result<(), PinError> {
+    let meta = match txn.meta() {
+        Some(m) => DeviceMeta {
+            api_key: m.api_key.clone().or_else(|| key.map(str::to_string)),
+            ..m.clone()
+        },
+        None => DeviceMeta {
+            id: random::uuid_v4().map_err(|_| PinError::RandomUnavailable)?,
+            api_key: key.map(str::to_string),
+            created_ms: txn.now_ms(),
+        },
+    };
+    txn.set_meta(meta);
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::matches;
+
+    #[test]
+    fn comparing() {
+        assert!(matches("c0ffee", Some("c0ffee")));
+        assert!(!matches("c0ffee", Some("c0ffeE")));
+        assert!(!matches("c0ffee", Some("c0ffee ")));
+        assert!(!matches("c0ffee", Some("")));
+        assert!(!matches("c0ffee", None));
+    }
+}
