@@ -49,6 +49,8 @@ pub struct Config {
     pub defer_device_window_secs: u64,
     pub disable_defer_window_secs: u64,
     pub max_subscriptions_per_device: usize,
+    /// Live event streams one client address may hold (64 in all).
+    pub max_event_streams_per_client: usize,
     pub debug_logging: bool,
     pub store_device_logs: bool,
     /// `None`: `<data_dir>/device-logs`.
@@ -186,6 +188,9 @@ impl Default for Config {
             max_subscriptions_per_device: to_usize(
                 const { number("MAX_SUBSCRIPTIONS_PER_DEVICE").default },
             ),
+            max_event_streams_per_client: to_usize(
+                const { number("MAX_EVENT_STREAMS_PER_CLIENT").default },
+            ),
             debug_logging: const { boolean("DEBUG_LOGGING").default },
             store_device_logs: const { boolean("STORE_DEVICE_LOGS").default },
             device_logs_dir: None,
@@ -289,6 +294,9 @@ impl Config {
             disable_defer_window_secs: sources.number(const { number("DISABLE_DEFER_WINDOW") })?,
             max_subscriptions_per_device: to_usize(
                 sources.number(const { number("MAX_SUBSCRIPTIONS_PER_DEVICE") })?,
+            ),
+            max_event_streams_per_client: to_usize(
+                sources.number(const { number("MAX_EVENT_STREAMS_PER_CLIENT") })?,
             ),
             debug_logging: sources.boolean(const { boolean("DEBUG_LOGGING") })?,
             store_device_logs: sources.boolean(const { boolean("STORE_DEVICE_LOGS") })?,

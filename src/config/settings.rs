@@ -188,6 +188,18 @@ pub const SETTINGS: &[Setting] = &[
         help: "held subscribes allowed per thermostat",
     },
     Setting {
+        name: "max_event_streams_per_client",
+        variable: "MAX_EVENT_STREAMS_PER_CLIENT",
+        option: "--max-event-streams-per-client",
+        kind: Kind::Number {
+            min: 1,
+            max: 64,
+            default: 8,
+        },
+        help: "live event streams (`/api/events`) one client address may hold; 64 are allowed \
+               in all",
+    },
+    Setting {
         name: "debug_logging",
         variable: "DEBUG_LOGGING",
         option: "--debug-logging",

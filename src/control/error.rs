@@ -53,6 +53,8 @@ pub enum ControlError {
     /// Adopting a thermostat with pairing required: only a claim with its entry key links it.
     ClaimRequired(String),
     TooManyStreams,
+    /// The client's address holds this many event streams already.
+    TooManyStreamsFromClient(usize),
     /// `CONTROL_REQUIRE_KEY`: no valid API key.
     Unauthorized,
     /// A key of another user, or one limited to serials.
@@ -144,6 +146,12 @@ impl ControlError {
                 ),
             ),
             ControlError::TooManyStreams => (503, m("Too many event streams open")),
+            ControlError::TooManyStreamsFromClient(limit) => (
+                429,
+                format!(
+                    "Too many event streams open from this address (at most {limit}): close one first"
+                ),
+            ),
             ControlError::Unauthorized => (401, m("Unauthorized")),
             ControlError::KeyNotForControl => (
                 403,
