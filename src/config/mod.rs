@@ -55,6 +55,8 @@ pub struct Config {
     pub store_device_logs: bool,
     /// `None`: `<data_dir>/device-logs`.
     pub device_logs_dir: Option<PathBuf>,
+    /// MiB the kept log uploads may take together (`DEVICE_LOGS_MAX_MB`).
+    pub device_logs_max_mb: u64,
     pub weather_url: Option<String>,
     pub weather_cache_ttl_ms: u64,
     pub weather_timeout: Duration,
@@ -194,6 +196,7 @@ impl Default for Config {
             debug_logging: const { boolean("DEBUG_LOGGING").default },
             store_device_logs: const { boolean("STORE_DEVICE_LOGS").default },
             device_logs_dir: None,
+            device_logs_max_mb: const { number("DEVICE_LOGS_MAX_MB").default },
             weather_url: None,
             weather_cache_ttl_ms: const { number("WEATHER_CACHE_TTL_MS").default },
             weather_timeout: Duration::from_secs(5),
@@ -303,6 +306,7 @@ impl Config {
             device_logs_dir: sources
                 .text(const { text("DEVICE_LOGS_DIR") }, any_text)?
                 .map(PathBuf::from),
+            device_logs_max_mb: sources.number(const { number("DEVICE_LOGS_MAX_MB") })?,
             weather_url: sources.text(const { text("WEATHER_URL") }, parse_http_url)?,
             weather_cache_ttl_ms: sources.number(const { number("WEATHER_CACHE_TTL_MS") })?,
             http_workers: to_usize(sources.number(const { number("HTTP_WORKERS") })?),

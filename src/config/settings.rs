@@ -224,6 +224,18 @@ pub const SETTINGS: &[Setting] = &[
         help: "where thermostat log uploads are kept",
     },
     Setting {
+        name: "device_logs_max_mb",
+        variable: "DEVICE_LOGS_MAX_MB",
+        option: "--device-logs-max-mb",
+        kind: Kind::Number {
+            min: 1,
+            max: 1_000_000,
+            default: 64,
+        },
+        help: "MiB all kept thermostat log uploads may take together; the oldest are deleted \
+               to make room for a new one",
+    },
+    Setting {
         name: "weather_url",
         variable: "WEATHER_URL",
         option: "--weather-url",

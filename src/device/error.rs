@@ -26,6 +26,10 @@ pub enum DeviceError {
     Storage(StoreError),
     /// Device logs could not be written.
     UploadFailed,
+    /// One log upload larger than all kept uploads may take together (`DEVICE_LOGS_MAX_MB`).
+    UploadOverQuota {
+        quota_mb: u64,
+    },
     RandomUnavailable,
 }
 
@@ -57,6 +61,12 @@ impl DeviceError {
                 Response::error(503, "Storage unavailable; the change was not saved")
             }
             DeviceError::UploadFailed => Response::error(503, "Could not store the upload"),
+            DeviceError::UploadOverQuota { quota_mb } => Response::error(
+                413,
+                &format!(
+                    "Upload larger than the device log quota ({quota_mb} MiB, DEVICE_LOGS_MAX_MB)"
+                ),
+            ),
             DeviceError::RandomUnavailable => Response::error(503, "Random source unavailable"),
         }
     }
