@@ -214,7 +214,7 @@ fn route(app: &App, req: &Request, key: &ApiKey) -> Result<Response, HostedError
     let target = Target { serial, relation };
     match action {
         Action::Devices => Ok(read::devices(app, key)),
-        Action::Status => read::status(app, &target),
+        Action::Status => read::status(app, &target, key),
         Action::GetSchedule => read::schedule(app, &target),
         Action::Unlink => write::unlink(app, &target, key),
         Action::Write(w) => {
