@@ -62,6 +62,8 @@ pub enum ControlError {
     MissingScope(Scope),
     NotFound,
     MethodNotAllowed,
+    /// More than a thermostat may hold (see `crate::state::limits`); the text says what.
+    TooLarge(String),
     /// Refused by the listener before routing (a body too large or unreadable).
     Refused {
         status: u16,
@@ -170,6 +172,7 @@ impl ControlError {
             ControlError::NotFound => (404, m("Not found")),
             ControlError::MethodNotAllowed => (405, m("Method not allowed")),
             ControlError::Refused { status, message } => (*status, message.clone()),
+            ControlError::TooLarge(text) => (413, text.clone()),
             ControlError::HistoryUnreadable => (500, m("Could not read the history")),
             ControlError::Storage(e) => {
                 log::error!("refused a control write: {e}");
@@ -252,11 +255,13 @@ impl ControlError {
     }
 }
 
-/// The core's words are this API's: every refusal is a 400 with its text.
+/// The core's words are this API's: every refusal is a 400 with its text, but for more than a
+/// thermostat may hold, a 413.
 impl From<Refusal> for ControlError {
     fn from(r: Refusal) -> Self {
         match r {
             Refusal::NothingToChange => ControlError::NoValues,
+            Refusal::TooLarge(t) => ControlError::TooLarge(t.to_string()),
             r => ControlError::Invalid(r.to_string()),
         }
     }

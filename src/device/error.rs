@@ -1,6 +1,7 @@
 //! Every way a device-protocol request can fail, mapped to its exact status and body in one place.
 
 use crate::http::Response;
+use crate::state::TooLarge;
 use crate::store::StoreError;
 
 #[derive(Debug)]
@@ -31,6 +32,9 @@ pub enum DeviceError {
         quota_mb: u64,
     },
     RandomUnavailable,
+    /// A write that would store more than a thermostat may hold; nothing of the request was
+    /// written.
+    TooLarge(TooLarge),
 }
 
 impl DeviceError {
@@ -68,7 +72,14 @@ impl DeviceError {
                 ),
             ),
             DeviceError::RandomUnavailable => Response::error(503, "Random source unavailable"),
+            DeviceError::TooLarge(t) => Response::error(413, &t.to_string()),
         }
+    }
+}
+
+impl From<TooLarge> for DeviceError {
+    fn from(t: TooLarge) -> Self {
+        DeviceError::TooLarge(t)
     }
 }
 
