@@ -62,7 +62,7 @@ pub const SETTINGS: &[Setting] = &[
             allowed: "a directory",
             unset: Unset::Is("./data"),
         },
-        help: "where hearth keeps its data; created with mode 0700",
+        help: "where hearth keeps its data; created (or made) mode 0700",
     },
     Setting {
         name: "server_host",
