@@ -10,12 +10,14 @@
 //! push to a thermostat.
 
 use std::collections::HashMap;
+use std::net::IpAddr;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::thread;
 use std::time::{Duration, Instant};
 
 use crossbeam_channel::{Receiver, Sender, select, unbounded};
+use parking_lot::Mutex;
 use serde::Serialize;
 
 use crate::http::ChunkedWriter;
@@ -23,6 +25,11 @@ use crate::hub::{ChangeEvent, Interest, Origin};
 
 /// Streams open at once; one more gets 503.
 pub const MAX_STREAMS: usize = 64;
+// One client address may hold `MAX_EVENT_STREAMS_PER_CLIENT` of them (8 by default): a
+// dashboard tab or an integration holds one, so 8 leave room for a household's tabs on one
+// computer, while one address can never take all 64 (a page reopened in a loop, or a client
+// that reconnects without closing, would otherwise shut every other one out). It is a setting
+// because behind a reverse proxy on the same machine every client has the proxy's address.
 /// A comment line this often keeps idle streams alive (the configuration's default).
 pub const KEEP_ALIVE: Duration = crate::config::EVENT_KEEP_ALIVE;
 /// Text waiting for one stream's writer, beyond which the stream is dropped as not reading.
@@ -35,6 +42,8 @@ const CONNECTED: &[u8] = b": connected\n\n";
 pub struct EventStreams {
     keep_alive: Duration,
     open: Arc<AtomicUsize>,
+    /// Streams open (or being opened) per client address.
+    per_client: Arc<Mutex<HashMap<IpAddr, usize>>>,
     control: Sender<Control>,
     inbox: Receiver<Control>,
 }
@@ -44,16 +53,37 @@ enum Control {
     Stop,
 }
 
-/// A place among the [`MAX_STREAMS`]; given back when dropped (unused, or with its stream).
+/// A place among the [`MAX_STREAMS`] and its client's; given back when dropped (unused, or
+/// with its stream).
 pub struct Admission {
     open: Arc<AtomicUsize>,
+    per_client: Arc<Mutex<HashMap<IpAddr, usize>>>,
+    client: Option<IpAddr>,
     control: Sender<Control>,
 }
 
 impl Drop for Admission {
     fn drop(&mut self) {
+        if let Some(client) = self.client {
+            let mut per_client = self.per_client.lock();
+            if let Some(n) = per_client.get_mut(&client) {
+                *n = n.saturating_sub(1);
+                if *n == 0 {
+                    per_client.remove(&client);
+                }
+            }
+        }
         self.open.fetch_sub(1, Ordering::SeqCst);
     }
+}
+
+/// Why a stream was not admitted.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Refused {
+    /// [`MAX_STREAMS`] are open.
+    Full,
+    /// The client's address holds its limit of streams already.
+    ClientFull { limit: usize },
 }
 
 impl Admission {
@@ -172,21 +202,33 @@ impl EventStreams {
         EventStreams {
             keep_alive,
             open: Arc::new(AtomicUsize::new(0)),
+            per_client: Arc::new(Mutex::new(HashMap::new())),
             control,
             inbox,
         }
     }
 
-    /// A place for a new stream, or `None` when [`MAX_STREAMS`] are open.
-    pub fn admit(&self) -> Option<Admission> {
-        let admitted = self
-            .open
+    /// A place for a new stream from `client` (`None`: not known, counted only in the total),
+    /// which may hold `per_client` streams at once; refused when [`MAX_STREAMS`] are open or
+    /// the client holds its `per_client`.
+    pub fn admit(&self, client: Option<IpAddr>, per_client: usize) -> Result<Admission, Refused> {
+        let mut counts = self.per_client.lock();
+        let held = client.map_or(0, |c| counts.get(&c).copied().unwrap_or(0));
+        if client.is_some() && held >= per_client {
+            return Err(Refused::ClientFull { limit: per_client });
+        }
+        self.open
             .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| {
                 (n < MAX_STREAMS).then_some(n + 1)
             })
-            .is_ok();
-        admitted.then(|| Admission {
+            .map_err(|_| Refused::Full)?;
+        if let Some(c) = client {
+            *counts.entry(c).or_insert(0) += 1;
+        }
+        Ok(Admission {
             open: Arc::clone(&self.open),
+            per_client: Arc::clone(&self.per_client),
+            client,
             control: self.control.clone(),
         })
     }
@@ -404,12 +446,34 @@ mod tests {
     #[test]
     fn at_most_max_streams_are_admitted_and_places_come_back() {
         let streams = EventStreams::default();
-        let admitted: Vec<_> = (0..MAX_STREAMS).filter_map(|_| streams.admit()).collect();
+        let admitted: Vec<_> = (0..MAX_STREAMS)
+            .filter_map(|_| streams.admit(None, 1).ok())
+            .collect();
         assert_eq!(admitted.len(), MAX_STREAMS);
-        assert!(streams.admit().is_none());
+        assert_eq!(streams.admit(None, 1).err(), Some(Refused::Full));
         drop(admitted);
         assert_eq!(streams.open_count(), 0);
-        assert!(streams.admit().is_some());
+        assert!(streams.admit(None, 1).is_ok());
+    }
+
+    #[test]
+    fn each_client_address_has_its_own_limit() {
+        let streams = EventStreams::default();
+        let (a, b): (IpAddr, IpAddr) = ("10.0.0.1".parse().unwrap(), "10.0.0.2".parse().unwrap());
+        let held: Vec<_> = (0..2).map(|_| streams.admit(Some(a), 2).unwrap()).collect();
+        assert_eq!(
+            streams.admit(Some(a), 2).err(),
+            Some(Refused::ClientFull { limit: 2 })
+        );
+        let other = streams.admit(Some(b), 2).unwrap();
+        assert_eq!(streams.open_count(), 3, "a refused client takes no place");
+        drop(held);
+        assert!(streams.admit(Some(a), 2).is_ok());
+        drop(other);
+        assert!(
+            streams.per_client.lock().is_empty(),
+            "addresses are forgotten"
+        );
     }
 
     #[test]

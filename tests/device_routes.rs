@@ -276,6 +276,87 @@ fn uploads_are_stored_as_received_and_never_overwritten() {
     );
 }
 
+/// Every kept upload under `dir` (`<serial>/<file>`) with its bytes, sorted.
+fn kept_logs(dir: &std::path::Path) -> Vec<(String, Vec<u8>)> {
+    let mut kept = Vec::new();
+    for serial in std::fs::read_dir(dir).unwrap().flatten() {
+        for file in std::fs::read_dir(serial.path()).unwrap().flatten() {
+            let name = format!(
+                "{}/{}",
+                serial.file_name().to_string_lossy(),
+                file.file_name().to_string_lossy()
+            );
+            kept.push((name, std::fs::read(file.path()).unwrap()));
+        }
+    }
+    kept.sort();
+    kept
+}
+
+/// Makes a kept upload look `age` old (uploads in one test come faster than the file system's
+/// clock ticks, and the oldest is what goes first).
+fn age(dir: &std::path::Path, body: &[u8], age: Duration) {
+    for (name, bytes) in kept_logs(dir) {
+        if bytes == body {
+            let file = std::fs::File::options()
+                .write(true)
+                .open(dir.join(name))
+                .unwrap();
+            file.set_modified(std::time::SystemTime::now() - age)
+                .unwrap();
+        }
+    }
+}
+
+#[test]
+fn kept_uploads_stay_within_the_quota_the_oldest_deleted_first() {
+    const OTHER: &str = "02AA01AC0000SIM2";
+    let s = TestServer::start_with(|c| {
+        c.store_device_logs = true;
+        c.device_logs_max_mb = 1;
+    });
+    let dir = s.dir.path().join("device-logs");
+    let ok = (200, json!({"status": "ok"}));
+    let part = |fill: u8| vec![fill; 400 * 1024];
+    let (a, b, c) = (part(b'a'), part(b'b'), part(b'c'));
+    let r = post_as(s.device(), "/nest/upload", SERIAL, &a);
+    assert_eq!((r.status, r.json()), ok);
+    age(&dir, &a, Duration::from_secs(7200));
+    let r = post_as(s.device(), "/nest/upload", OTHER, &b);
+    assert_eq!((r.status, r.json()), ok);
+    age(&dir, &b, Duration::from_secs(3600));
+    assert_eq!(kept_logs(&dir).len(), 2, "800 KiB fit in 1 MiB");
+    // A third 400 KiB would make 1200: the oldest (a, another thermostat's than b) goes.
+    let r = post_as(s.device(), "/nest/upload", SERIAL, &c);
+    assert_eq!((r.status, r.json()), ok);
+    let kept: Vec<Vec<u8>> = kept_logs(&dir).into_iter().map(|(_, b)| b).collect();
+    assert_eq!(kept.len(), 2);
+    assert!(kept.contains(&b) && kept.contains(&c), "a was deleted");
+    // One upload larger than the whole quota: 413, and nothing is deleted or written.
+    let before = kept_logs(&dir);
+    let r = post_as(
+        s.device(),
+        "/nest/upload",
+        SERIAL,
+        &vec![b'x'; 1024 * 1024 + 1],
+    );
+    assert_eq!(
+        (r.status, r.json()),
+        (
+            413,
+            json!({"error": "Upload larger than the device log quota (1 MiB, DEVICE_LOGS_MAX_MB)"})
+        )
+    );
+    assert_eq!(kept_logs(&dir), before);
+    // Exactly the quota fits (everything else goes), and the port serves on.
+    let whole = vec![b'w'; 1024 * 1024];
+    let r = post_as(s.device(), "/nest/upload", OTHER, &whole);
+    assert_eq!((r.status, r.json()), ok);
+    let kept: Vec<Vec<u8>> = kept_logs(&dir).into_iter().map(|(_, b)| b).collect();
+    assert_eq!(kept, vec![whole]);
+    assert_eq!(get(s.device(), "/health").status, 200);
+}
+
 #[test]
 fn uploads_are_acknowledged_but_not_kept_by_default() {
     let s = TestServer::start();

@@ -870,8 +870,9 @@ fn the_rate_limit_counts_per_key_and_says_so_in_headers() {
     assert!((1..=60).contains(&retry), "{retry}");
     // Another key has its own count.
     assert_eq!(api(&s, "GET", "/devices", &other, Value::Null).status, 200);
-    // A missing or wrong key is always 401 (checked before the limit), even past the count.
-    for _ in 0..5 {
+    // A missing or wrong key is 401 (checked before the key's limit), even past the key's
+    // count; those are counted against the address (see the next test).
+    for _ in 0..3 {
         let r = api(&s, "GET", "/devices", "nle_wrong", Value::Null);
         assert_eq!(r.status, 401);
         assert_eq!(r.json(), json!({"error": "Unauthorized"}));
@@ -884,6 +885,70 @@ fn the_rate_limit_counts_per_key_and_says_so_in_headers() {
     let r = api(&s, "GET", "/devices", &key, Value::Null);
     assert_eq!(r.status, 200);
     assert_eq!(r.header("X-RateLimit-Remaining"), Some("2"));
+}
+
+/// Guessing keys: an address that has sent `API_RATE_LIMIT_PER_MINUTE` requests without a
+/// valid key in a window gets 429 for everything until the window ends, a valid key included
+/// (else the change from 429 to 200 would reveal a right guess); another address is served.
+#[test]
+fn guessing_keys_is_limited_per_client_address() {
+    use common::from_address::{SECOND, request_from};
+    let time = ManualClock::starting_now();
+    let s = TestServer::start_with(|c| c.clock = time.clock());
+    let (_sim, _events, _held) = booted_and_held(&s, SERIAL);
+    let key = new_key(&s, "owner", "read", &[]);
+    let wrong = format!("nle_{}", "0".repeat(64));
+    let mut reset = None;
+    for remaining in (0..20).rev() {
+        let r = api(&s, "GET", "/devices", &wrong, Value::Null);
+        assert_eq!(error(&r), (401, json!({"error": "Unauthorized"})));
+        assert_eq!(r.header("X-RateLimit-Limit"), Some("20"));
+        let left = remaining.to_string();
+        assert_eq!(r.header("X-RateLimit-Remaining"), Some(left.as_str()));
+        reset.get_or_insert(r.header("X-RateLimit-Reset").unwrap().to_string());
+    }
+    let reset = reset.unwrap();
+    let limited = json!({"error": "Rate limit exceeded", "retryAfter": reset});
+    let before = store_bytes(s.dir.path());
+    // The 21st guess, and then the right key, from the same address: 429, and the key is not
+    // even looked up (its first use would be recorded in the store).
+    for presented in [wrong.as_str(), key.as_str(), ""] {
+        let r = api(&s, "GET", "/devices", presented, Value::Null);
+        assert_eq!(error(&r), (429, limited.clone()), "{presented:?}");
+        assert_eq!(r.header("Retry-After"), Some("60"));
+        assert_eq!(r.header("X-RateLimit-Remaining"), Some("0"));
+        assert_eq!(r.header("X-RateLimit-Reset"), Some(reset.as_str()));
+    }
+    assert_eq!(store_bytes(s.dir.path()), before, "nothing was recorded");
+    // Another address is served meanwhile, its guesses counted on their own.
+    let from_second = |key: &str| {
+        request_from(
+            SECOND,
+            s.control(),
+            "GET /api/v1/devices HTTP/1.1",
+            &[("Authorization", &format!("Bearer {key}"))],
+            b"",
+        )
+    };
+    let r = from_second(&key);
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert_eq!(r.json()["devices"][0]["serial"], json!(SERIAL));
+    let r = from_second(&wrong);
+    assert_eq!(error(&r), (401, json!({"error": "Unauthorized"})));
+    assert_eq!(r.header("X-RateLimit-Remaining"), Some("19"));
+    // Until the window ends, and not a moment longer.
+    time.advance(std::time::Duration::from_millis(59_999));
+    let r = api(&s, "GET", "/devices", &key, Value::Null);
+    assert_eq!(error(&r), (429, limited));
+    assert_eq!(r.header("Retry-After"), Some("1"));
+    time.advance(std::time::Duration::from_millis(1));
+    let r = api(&s, "GET", "/devices", &key, Value::Null);
+    assert_eq!(r.status, 200);
+    assert_eq!(
+        r.header("X-RateLimit-Remaining"),
+        Some("19"),
+        "a new window"
+    );
 }
 
 #[test]

@@ -211,3 +211,92 @@ fn malformed_pins_are_refused_and_change_nothing() {
     );
     assert_eq!(device_value(&s).get("temperature_lock_pin_hash"), None);
 }
+
+/// A 4-digit PIN is 10,000 SHA-1s from its hash, so `/status` shows the hash only to a key
+/// that may change the lock anyway (a write key of the owner or of a control share); a
+/// read-only key and any key of a read share get the device bucket without it.
+#[test]
+fn the_pin_hash_is_shown_only_to_keys_that_may_change_the_lock() {
+    use hearth::state::{Op, Share, ShareAccess};
+    let s = TestServer::start();
+    let (_sim, _events, _held) = booted_and_held(&s, SERIAL);
+    let owner_write = new_key(&s, "owner", "read,write", &[]);
+    let body = json!({"enabled": true, "pin": "1234", "minTemp": 18.0, "maxTemp": 24.0});
+    let r = api(
+        &s,
+        "POST",
+        &format!("/thermostat/{SERIAL}/lock"),
+        &owner_write,
+        body,
+    );
+    assert_eq!(r.status, 200, "{}", r.text());
+    let hash = expected_hash("1234", SERIAL);
+    for (user, access) in [
+        ("guest", ShareAccess::Read),
+        ("helper", ShareAccess::Control),
+    ] {
+        hearth::accounts::add_user(&s.app().state, user).unwrap();
+        s.app()
+            .state
+            .update_accounts(|txn| {
+                txn.push(Op::SetShare {
+                    serial: SERIAL.into(),
+                    user: user.into(),
+                    share: Some(Share {
+                        access,
+                        since_ms: 0,
+                    }),
+                });
+                Ok::<_, hearth::store::StoreError>(())
+            })
+            .unwrap();
+    }
+    let cases = [
+        ("the owner's write key", owner_write.clone(), true),
+        (
+            "the owner's read key",
+            new_key(&s, "owner", "read", &[]),
+            false,
+        ),
+        (
+            "a read share's read key",
+            new_key(&s, "guest", "read", &[]),
+            false,
+        ),
+        (
+            "a read share's write key",
+            new_key(&s, "guest", "read,write", &[]),
+            false,
+        ),
+        (
+            "a control share's write key",
+            new_key(&s, "helper", "read,write", &[]),
+            true,
+        ),
+        (
+            "a control share's read key",
+            new_key(&s, "helper", "read", &[]),
+            false,
+        ),
+    ];
+    for (who, key, shown) in cases {
+        let r = api(
+            &s,
+            "GET",
+            &format!("/thermostat/{SERIAL}/status"),
+            &key,
+            Value::Null,
+        );
+        assert_eq!(r.status, 200, "{who}: {}", r.text());
+        let device = &r.json()["state"][format!("device.{SERIAL}")]["value"];
+        assert_eq!(device["temperature_lock_enabled"], json!(true), "{who}");
+        assert_eq!(device["temperature_lock_low_temp"], json!(18.0), "{who}");
+        let expected = if shown { json!(hash) } else { Value::Null };
+        assert_eq!(device["temperature_lock_pin_hash"], expected, "{who}");
+        if !shown {
+            assert!(!r.text().contains(&hash), "{who}: nowhere else either");
+        }
+    }
+    // The stored hash is unchanged: hiding it is only what a reader is shown.
+    assert_eq!(device_value(&s)["temperature_lock_pin_hash"], json!(hash));
+}

@@ -99,9 +99,17 @@ fn at_most_64_streams_and_they_hold_no_worker() {
     let s = TestServer::start_with(|c| {
         c.http_workers = 2;
         c.max_connections_per_client = 100;
+        c.max_event_streams_per_client = 64;
     });
     let streams: Vec<ChunkStream> = (0..64).map(|_| open(&s, "/api/events")).collect();
-    let r = get(s.control(), "/api/events");
+    // From another address, so that it is the total that is full, not this address's share.
+    let r = common::from_address::request_from(
+        common::from_address::SECOND,
+        s.control(),
+        "GET /api/events HTTP/1.1",
+        &[],
+        b"",
+    );
     assert_eq!(r.status, 503);
     assert_eq!(r.json(), json!({"error": "Too many event streams open"}));
     // 64 open streams and two workers: ordinary requests are still answered.
@@ -118,6 +126,66 @@ fn at_most_64_streams_and_they_hold_no_worker() {
         n += 1;
         s.server_change(SERIAL, &format!("shared.{SERIAL}"), json!({"x": n}));
         s.app().events.open_count() == 0
+    });
+    assert_eq!(open(&s, "/api/events").status, 200);
+}
+
+/// Reads from a raw stream until `wanted` has arrived; gives everything read.
+fn read_until(stream: &mut std::net::TcpStream, wanted: &str) -> String {
+    use std::io::Read;
+    let mut text = String::new();
+    let mut buf = [0u8; 4096];
+    while !text.contains(wanted) {
+        let n = stream.read(&mut buf).unwrap();
+        assert!(n > 0, "the stream ended before {wanted:?}: {text:?}");
+        text.push_str(&String::from_utf8_lossy(&buf[..n]));
+    }
+    text
+}
+
+/// One address may hold `MAX_EVENT_STREAMS_PER_CLIENT` streams (8 by default); one more from
+/// it gets 429 and takes no place, while another address still gets a stream and its events.
+#[test]
+fn one_client_address_holds_at_most_8_streams_and_another_still_gets_one() {
+    use common::from_address::{SECOND, connect_from, request_from};
+    use std::io::Write;
+    let s = TestServer::start();
+    let mine: Vec<ChunkStream> = (0..8).map(|_| open(&s, "/api/events")).collect();
+    let r = get(s.control(), "/api/events");
+    assert_eq!(
+        (r.status, r.json()),
+        (
+            429,
+            json!({"error": "Too many event streams open from this address (at most 8): close one first"})
+        )
+    );
+    assert_eq!(
+        s.app().events.open_count(),
+        8,
+        "the refused one took no place"
+    );
+    // Another address: its stream opens and carries the next event.
+    let mut theirs = connect_from(SECOND, s.control());
+    theirs
+        .write_all(
+            b"GET /api/events HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept: text/event-stream\r\n\r\n",
+        )
+        .unwrap();
+    let head = read_until(&mut theirs, ": connected");
+    assert!(head.starts_with("HTTP/1.1 200"), "{head}");
+    assert_eq!(s.app().events.open_count(), 9);
+    s.server_change(SERIAL, &format!("shared.{SERIAL}"), json!({"x": 1}));
+    read_until(&mut theirs, "\"changed\":[\"x\"]");
+    // ... and its ordinary requests are answered.
+    let health = request_from(SECOND, s.control(), "GET /health HTTP/1.1", &[], b"");
+    assert_eq!(health.status, 200);
+    // A stream given back makes room for this address again.
+    drop(mine);
+    let mut n = 1;
+    wait_until("the closed streams are dropped", || {
+        n += 1;
+        s.server_change(SERIAL, &format!("shared.{SERIAL}"), json!({"x": n}));
+        s.app().events.open_count() == 1
     });
     assert_eq!(open(&s, "/api/events").status, 200);
 }

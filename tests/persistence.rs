@@ -501,3 +501,22 @@ fn the_data_directory_is_private() {
     }
     assert!(dir.join("state.json").exists() && !journal_segments(&dir).is_empty());
 }
+
+#[test]
+fn a_data_directory_that_exists_as_0755_is_made_0700() {
+    use std::os::unix::fs::PermissionsExt;
+    let parent = TempDir::new("loose");
+    let dir = parent.path().join("data");
+    std::fs::create_dir(&dir).unwrap();
+    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).unwrap();
+    std::fs::set_permissions(parent.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let mode = |path: &Path| std::fs::metadata(path).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode(&dir), 0o755, "the test starts from a loose directory");
+    let server = hearth::Server::start(hearth::Config::local(&dir)).expect("server starts");
+    assert_eq!(mode(&dir), 0o700, "the data directory");
+    assert_eq!(mode(parent.path()), 0o755, "its parent is left alone");
+    // It still serves, and its files are there.
+    assert_eq!(get(server.device_addr(), "/health").status, 200);
+    server.shutdown();
+    assert!(dir.join("LOCK").exists());
+}

@@ -52,10 +52,14 @@ pub struct Config {
     pub defer_device_window_secs: u64,
     pub disable_defer_window_secs: u64,
     pub max_subscriptions_per_device: usize,
+    /// Live event streams one client address may hold (64 in all).
+    pub max_event_streams_per_client: usize,
     pub debug_logging: bool,
     pub store_device_logs: bool,
     /// `None`: `<data_dir>/device-logs`.
     pub device_logs_dir: Option<PathBuf>,
+    /// MiB the kept log uploads may take together (`DEVICE_LOGS_MAX_MB`).
+    pub device_logs_max_mb: u64,
     pub weather_url: Option<String>,
     pub weather_cache_ttl_ms: u64,
     pub weather_timeout: Duration,
@@ -204,9 +208,13 @@ impl Default for Config {
             max_subscriptions_per_device: to_usize(
                 const { number("MAX_SUBSCRIPTIONS_PER_DEVICE").default },
             ),
+            max_event_streams_per_client: to_usize(
+                const { number("MAX_EVENT_STREAMS_PER_CLIENT").default },
+            ),
             debug_logging: const { boolean("DEBUG_LOGGING").default },
             store_device_logs: const { boolean("STORE_DEVICE_LOGS").default },
             device_logs_dir: None,
+            device_logs_max_mb: const { number("DEVICE_LOGS_MAX_MB").default },
             weather_url: None,
             weather_cache_ttl_ms: const { number("WEATHER_CACHE_TTL_MS").default },
             weather_timeout: Duration::from_secs(5),
@@ -315,11 +323,15 @@ impl Config {
             max_subscriptions_per_device: to_usize(
                 sources.number(const { number("MAX_SUBSCRIPTIONS_PER_DEVICE") })?,
             ),
+            max_event_streams_per_client: to_usize(
+                sources.number(const { number("MAX_EVENT_STREAMS_PER_CLIENT") })?,
+            ),
             debug_logging: sources.boolean(const { boolean("DEBUG_LOGGING") })?,
             store_device_logs: sources.boolean(const { boolean("STORE_DEVICE_LOGS") })?,
             device_logs_dir: sources
                 .text(const { text("DEVICE_LOGS_DIR") }, any_text)?
                 .map(PathBuf::from),
+            device_logs_max_mb: sources.number(const { number("DEVICE_LOGS_MAX_MB") })?,
             weather_url: sources.text(const { text("WEATHER_URL") }, parse_http_url)?,
             weather_cache_ttl_ms: sources.number(const { number("WEATHER_CACHE_TTL_MS") })?,
             http_workers: to_usize(sources.number(const { number("HTTP_WORKERS") })?),

@@ -62,7 +62,7 @@ pub const SETTINGS: &[Setting] = &[
             allowed: "a directory",
             unset: Unset::Is("./data"),
         },
-        help: "where hearth keeps its data; created with mode 0700",
+        help: "where hearth keeps its data; created (or made) mode 0700",
     },
     Setting {
         name: "server_host",
@@ -188,6 +188,18 @@ pub const SETTINGS: &[Setting] = &[
         help: "held subscribes allowed per thermostat",
     },
     Setting {
+        name: "max_event_streams_per_client",
+        variable: "MAX_EVENT_STREAMS_PER_CLIENT",
+        option: "--max-event-streams-per-client",
+        kind: Kind::Number {
+            min: 1,
+            max: 64,
+            default: 8,
+        },
+        help: "live event streams (`/api/events`) one client address may hold; 64 are allowed \
+               in all",
+    },
+    Setting {
         name: "debug_logging",
         variable: "DEBUG_LOGGING",
         option: "--debug-logging",
@@ -210,6 +222,18 @@ pub const SETTINGS: &[Setting] = &[
             unset: Unset::Means("`<DATA_DIR>/device-logs`"),
         },
         help: "where thermostat log uploads are kept",
+    },
+    Setting {
+        name: "device_logs_max_mb",
+        variable: "DEVICE_LOGS_MAX_MB",
+        option: "--device-logs-max-mb",
+        kind: Kind::Number {
+            min: 1,
+            max: 1_000_000,
+            default: 64,
+        },
+        help: "MiB all kept thermostat log uploads may take together; the oldest are deleted \
+               to make room for a new one",
     },
     Setting {
         name: "weather_url",

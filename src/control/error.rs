@@ -57,6 +57,8 @@ pub enum ControlError {
     /// Adopting a thermostat with pairing required: only a claim with its entry key links it.
     ClaimRequired(String),
     TooManyStreams,
+    /// The client's address holds this many event streams already.
+    TooManyStreamsFromClient(usize),
     /// `CONTROL_REQUIRE_KEY`: no valid API key.
     Unauthorized,
     /// A key of another user, or one limited to serials.
@@ -64,6 +66,8 @@ pub enum ControlError {
     MissingScope(Scope),
     NotFound,
     MethodNotAllowed,
+    /// More than a thermostat may hold (see `crate::state::limits`); the text says what.
+    TooLarge(String),
     /// Refused by the listener before routing (a body too large or unreadable).
     Refused {
         status: u16,
@@ -150,6 +154,12 @@ impl ControlError {
                 ),
             ),
             ControlError::TooManyStreams => (503, m("Too many event streams open")),
+            ControlError::TooManyStreamsFromClient(limit) => (
+                429,
+                format!(
+                    "Too many event streams open from this address (at most {limit}): close one first"
+                ),
+            ),
             ControlError::Unauthorized => (401, m("Unauthorized")),
             ControlError::KeyNotForControl => (
                 403,
@@ -168,6 +178,7 @@ impl ControlError {
             ControlError::NotFound => (404, m("Not found")),
             ControlError::MethodNotAllowed => (405, m("Method not allowed")),
             ControlError::Refused { status, message } => (*status, message.clone()),
+            ControlError::TooLarge(text) => (413, text.clone()),
             ControlError::HistoryUnreadable => (500, m("Could not read the history")),
             ControlError::Storage(e) => {
                 log::error!("refused a control write: {e}");
@@ -254,11 +265,13 @@ impl ControlError {
     }
 }
 
-/// The core's words are this API's: every refusal is a 400 with its text.
+/// The core's words are this API's: every refusal is a 400 with its text, but for more than a
+/// thermostat may hold, a 413.
 impl From<Refusal> for ControlError {
     fn from(r: Refusal) -> Self {
         match r {
             Refusal::NothingToChange => ControlError::NoValues,
+            Refusal::TooLarge(t) => ControlError::TooLarge(t.to_string()),
             r => ControlError::Invalid(r.to_string()),
         }
     }

@@ -4,6 +4,7 @@
 use super::ControlError;
 use super::input;
 use crate::app::App;
+use crate::events::Refused;
 use crate::http::{ChunkedBody, ChunkedReply, Method, Reply, Request, Response};
 
 /// `key_id`: the API key the request was authorised with (with `CONTROL_REQUIRE_KEY`); the
@@ -41,7 +42,15 @@ pub fn events(
             body: Vec::new(),
         }));
     }
-    let admission = app.events.admit().ok_or(ControlError::TooManyStreams)?;
+    let client = req.remote.map(|a| a.ip());
+    let per_client = app.config.max_event_streams_per_client;
+    let admission = app
+        .events
+        .admit(client, per_client)
+        .map_err(|refused| match refused {
+            Refused::Full => ControlError::TooManyStreams,
+            Refused::ClientFull { limit } => ControlError::TooManyStreamsFromClient(limit),
+        })?;
     headers.extend_from_slice(cors);
     Ok(Reply::Chunked(ChunkedReply {
         headers,

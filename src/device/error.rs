@@ -2,6 +2,7 @@
 
 use crate::browser::Refusal;
 use crate::http::Response;
+use crate::state::TooLarge;
 use crate::store::StoreError;
 
 /// The 401 body for a request without the thermostat's pinned password (the shape of pairing's
@@ -39,9 +40,16 @@ pub enum DeviceError {
     Storage(StoreError),
     /// Device logs could not be written.
     UploadFailed,
+    /// One log upload larger than all kept uploads may take together (`DEVICE_LOGS_MAX_MB`).
+    UploadOverQuota {
+        quota_mb: u64,
+    },
     RandomUnavailable,
     /// A foreign `Host` (421) or a web page of another site (403): see [`crate::browser`].
     Browser(Refusal),
+    /// A write that would store more than a thermostat may hold; nothing of the request was
+    /// written.
+    TooLarge(TooLarge),
 }
 
 impl DeviceError {
@@ -77,8 +85,15 @@ impl DeviceError {
                 Response::error(503, "Storage unavailable; the change was not saved")
             }
             DeviceError::UploadFailed => Response::error(503, "Could not store the upload"),
+            DeviceError::UploadOverQuota { quota_mb } => Response::error(
+                413,
+                &format!(
+                    "Upload larger than the device log quota ({quota_mb} MiB, DEVICE_LOGS_MAX_MB)"
+                ),
+            ),
             DeviceError::RandomUnavailable => Response::error(503, "Random source unavailable"),
             DeviceError::Browser(r) => Response::error(r.status(), &r.message()),
+            DeviceError::TooLarge(t) => Response::error(413, &t.to_string()),
         }
     }
 }
@@ -93,6 +108,12 @@ fn wrong_password_log(serial: &str) -> String {
          {{\"serial\":\"{serial}\"}} on the control port): that clears the pin, and its next \
          registration pins its new password"
     )
+}
+
+impl From<TooLarge> for DeviceError {
+    fn from(t: TooLarge) -> Self {
+        DeviceError::TooLarge(t)
+    }
 }
 
 impl From<StoreError> for DeviceError {

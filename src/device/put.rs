@@ -46,11 +46,12 @@ pub fn put(
                         continue;
                     }
                 }
-                let written = txn.merge(
+                // One object too large refuses the whole PUT (nothing of it is written).
+                let written = txn.checked_merge(
                     &obj.key,
                     &with_weave(&obj.value, &obj.key, caller),
                     Stamp::IfChanged,
-                );
+                )?;
                 receipts.push((obj.key.clone(), written.revision, written.timestamp));
             }
             Ok::<_, DeviceError>(receipts)

@@ -127,11 +127,11 @@ fn outdated_objects(
                 if let (true, Some(value)) = (writable, &obj.value) {
                     acknowledge_target_change(txn, &obj.key, value);
                     if obj.is_inline_update() {
-                        txn.merge(
+                        txn.checked_merge(
                             &obj.key,
                             &with_weave(value, &obj.key, caller),
                             Stamp::IfChanged,
-                        );
+                        )?;
                     }
                 }
                 // After an inline update this is the post-update object (the Python server answers
@@ -149,7 +149,7 @@ fn outdated_objects(
                             revision: obj.revision,
                             timestamp: obj.timestamp,
                         };
-                        txn.merge(&obj.key, &with_weave(value, &obj.key, caller), stamp);
+                        txn.checked_merge(&obj.key, &with_weave(value, &obj.key, caller), stamp)?;
                     }
                 }
             }

@@ -1,9 +1,17 @@
 //! `POST /nest/upload`: device logs. With `STORE_DEVICE_LOGS=true` each upload is written as
 //! received to `<DEVICE_LOGS_DIR>/<SERIAL>/<UTC time>.log` (`.log.gz` for a gzip body), never
 //! over an earlier one, and fsynced before the answer.
+//!
+//! All kept uploads together, every thermostat's, stay within `DEVICE_LOGS_MAX_MB`: before an
+//! upload is written, the oldest kept ones (by modification time) are deleted until it fits.
+//! One upload larger than the whole quota is refused (413) and deletes nothing. Only files
+//! named as uploads are counted or deleted, so other files in the directory are left alone.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
+use std::time::SystemTime;
+
+use parking_lot::Mutex;
 
 use super::DeviceError;
 use crate::app::App;
@@ -14,12 +22,34 @@ use crate::util::clock;
 /// Device logs may be larger than other requests.
 pub const BODY_LIMIT: usize = 8 * 1024 * 1024;
 
+/// One upload at a time makes room and writes, so two at once cannot both count the same
+/// free space.
+static WRITING: Mutex<()> = parking_lot::const_mutex(());
+
 pub fn upload(app: &App, serial: Option<&str>, body: &[u8]) -> Result<Response, DeviceError> {
     if app.config.store_device_logs {
-        let dir = app
-            .config
-            .device_logs_dir()
-            .join(serial.unwrap_or("unknown"));
+        let quota = app.config.device_logs_max_mb.saturating_mul(1024 * 1024);
+        let size = u64::try_from(body.len()).unwrap_or(u64::MAX);
+        if size > quota {
+            log::warn!(
+                "refused a {size}-byte device log from {}: larger than DEVICE_LOGS_MAX_MB ({} MiB)",
+                serial.unwrap_or("unknown"),
+                app.config.device_logs_max_mb
+            );
+            return Err(DeviceError::UploadOverQuota {
+                quota_mb: app.config.device_logs_max_mb,
+            });
+        }
+        let root = app.config.device_logs_dir();
+        let dir = root.join(serial.unwrap_or("unknown"));
+        let _writing = WRITING.lock();
+        make_room(&root, quota - size).map_err(|e| {
+            log::error!(
+                "could not make room for a device log in {}: {e}",
+                root.display()
+            );
+            DeviceError::UploadFailed
+        })?;
         let path = store(&dir, body).map_err(|e| {
             log::error!("could not store a device log in {}: {e}", dir.display());
             DeviceError::UploadFailed
@@ -31,6 +61,68 @@ pub fn upload(app: &App, serial: Option<&str>, body: &[u8]) -> Result<Response, 
         );
     }
     Ok(Response::json(200, &serde_json::json!({"status": "ok"})))
+}
+
+/// A kept upload: `<root>/<serial>/<name>.log[.gz]`.
+struct Kept {
+    path: PathBuf,
+    modified: SystemTime,
+    name: String,
+    bytes: u64,
+}
+
+/// Every kept upload under `root`, oldest first (by modification time, then by name: an
+/// earlier `-n` suffix was written first).
+fn kept(root: &Path) -> std::io::Result<Vec<Kept>> {
+    let mut found = Vec::new();
+    let serials = match std::fs::read_dir(root) {
+        Ok(entries) => entries,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(found),
+        Err(e) => return Err(e),
+    };
+    for serial in serials {
+        let serial = serial?;
+        if !serial.file_type()?.is_dir() {
+            continue;
+        }
+        for file in std::fs::read_dir(serial.path())? {
+            let file = file?;
+            let name = file.file_name().to_string_lossy().to_string();
+            let meta = file.metadata()?;
+            if !meta.is_file() || !(name.ends_with(".log") || name.ends_with(".log.gz")) {
+                continue;
+            }
+            found.push(Kept {
+                path: file.path(),
+                modified: meta.modified()?,
+                name,
+                bytes: meta.len(),
+            });
+        }
+    }
+    found.sort_by(|a, b| {
+        (a.modified, a.name.len(), &a.name).cmp(&(b.modified, b.name.len(), &b.name))
+    });
+    Ok(found)
+}
+
+/// Deletes the oldest kept uploads until the rest take at most `room` bytes.
+fn make_room(root: &Path, room: u64) -> std::io::Result<()> {
+    let kept = kept(root)?;
+    let mut total: u64 = kept.iter().map(|k| k.bytes).sum();
+    for old in kept {
+        if total <= room {
+            break;
+        }
+        files::remove_if_present(&old.path)?;
+        total = total.saturating_sub(old.bytes);
+        log::info!(
+            "deleted the device log {} ({} bytes) to keep within DEVICE_LOGS_MAX_MB",
+            old.path.display(),
+            old.bytes
+        );
+    }
+    Ok(())
 }
 
 fn store(dir: &Path, body: &[u8]) -> std::io::Result<PathBuf> {

@@ -33,6 +33,8 @@ pub enum HostedError {
     NotAnObject,
     /// Any other invalid value; the text says what was expected.
     Invalid(String),
+    /// More than a thermostat may hold (see `crate::state::limits`); the text says what.
+    TooLarge(String),
     NotFound,
     MethodNotAllowed,
     Storage(StoreError),
@@ -57,6 +59,7 @@ impl HostedError {
             HostedError::InvalidJson => (400, m("Invalid JSON")),
             HostedError::NotAnObject => (400, m("Request body must be a JSON object")),
             HostedError::Invalid(text) => (400, text.clone()),
+            HostedError::TooLarge(text) => (413, text.clone()),
             HostedError::NotFound => (404, m("Not found")),
             HostedError::MethodNotAllowed => (405, m("Method not allowed")),
             HostedError::Storage(e) => {
@@ -106,6 +109,9 @@ impl From<Denied> for HostedError {
 /// (`mode`, `temp_min`/`temp_max`) or an endpoint, the text says so.
 impl From<Refusal> for HostedError {
     fn from(r: Refusal) -> Self {
+        if let Refusal::TooLarge(t) = r {
+            return HostedError::TooLarge(t.to_string());
+        }
         HostedError::Invalid(match r {
             Refusal::EcoIsNotAMode => {
                 "Eco is not a mode: use POST /thermostat/{deviceId}/away (true turns eco on)".into()

@@ -3,7 +3,8 @@
 //!
 //! Every request needs an API key (`Authorization: Bearer nle_…`, made with `hearth keys
 //! create`); every answer carries the `X-RateLimit-*` headers. The order of checks decides the
-//! answer: key (401), rate limit (429), route (404/405), the thermostat and the caller's
+//! answer: an address that has sent too many requests without a valid key (429, whatever it
+//! sends now), key (401), rate limit (429), route (404/405), the thermostat and the caller's
 //! relation to it (404), the key's serials, scopes and share (403), then the body (400).
 //! Write bodies are parsed into the thermostat core's intents and committed through it, as
 //! server-side changes that reach the thermostat's held subscribe at once.
@@ -51,15 +52,26 @@ impl HostedApi {
     pub fn handle(&self, req: &Request) -> Response {
         let app = &self.app;
         let now = app.config.clock.now_ms();
+        let address = format!(
+            "ip:{}",
+            req.remote.map(|a| a.ip().to_string()).unwrap_or_default()
+        );
+        // An address that has used up its window on requests without a valid key gets 429 for
+        // everything, a valid key included (see `ratelimit`); its key is not even looked up.
+        if let Some(quota) = self.rate_limits.exhausted(&address, now) {
+            log::info!("hosted API: {address} is over its limit of requests without a valid key");
+            let refused = HostedError::RateLimited {
+                retry_at_ms: quota.reset_ms,
+                wait_ms: quota.reset_ms - now,
+            };
+            return with_quota(refused.response(), quota);
+        }
         let key = keys::authenticate(&app.state, req.api_key(), now);
-        // Callers without a valid key always get 401 (the seed's order: key, then rate limit);
-        // they are counted by address only so their answers carry meaningful rate-limit headers.
+        // Callers without a valid key get 401 (the seed's order: key, then rate limit) and are
+        // counted by address, which limits guessing keys.
         let caller = match &key {
             Some(k) => format!("key:{}", k.id),
-            None => format!(
-                "ip:{}",
-                req.remote.map(|a| a.ip().to_string()).unwrap_or_default()
-            ),
+            None => address,
         };
         let quota = self.rate_limits.take(&caller, now);
         let result = match key {
@@ -70,20 +82,24 @@ impl HostedApi {
             }),
             Some(key) => route(app, req, &key),
         };
-        let mut response = result.unwrap_or_else(|e| e.response());
-        response.headers.extend([
-            ("X-RateLimit-Limit".to_string(), quota.limit.to_string()),
-            (
-                "X-RateLimit-Remaining".to_string(),
-                quota.remaining.to_string(),
-            ),
-            (
-                "X-RateLimit-Reset".to_string(),
-                clock::iso8601_ms(quota.reset_ms),
-            ),
-        ]);
-        response
+        with_quota(result.unwrap_or_else(|e| e.response()), quota)
     }
+}
+
+/// The `X-RateLimit-*` headers every `/api/v1` answer carries.
+fn with_quota(mut response: Response, quota: ratelimit::Quota) -> Response {
+    response.headers.extend([
+        ("X-RateLimit-Limit".to_string(), quota.limit.to_string()),
+        (
+            "X-RateLimit-Remaining".to_string(),
+            quota.remaining.to_string(),
+        ),
+        (
+            "X-RateLimit-Reset".to_string(),
+            clock::iso8601_ms(quota.reset_ms),
+        ),
+    ]);
+    response
 }
 
 /// What a request asks for, once its path and method are known.
@@ -198,7 +214,7 @@ fn route(app: &App, req: &Request, key: &ApiKey) -> Result<Response, HostedError
     let target = Target { serial, relation };
     match action {
         Action::Devices => Ok(read::devices(app, key)),
-        Action::Status => read::status(app, &target),
+        Action::Status => read::status(app, &target, key),
         Action::GetSchedule => read::schedule(app, &target),
         Action::Unlink => write::unlink(app, &target, key),
         Action::Write(w) => {

@@ -1,7 +1,11 @@
-//! Per-key request limits for `/api/v1`: a fixed one-minute window that starts with a key's
-//! first request; the limit is `API_RATE_LIMIT_PER_MINUTE` (20 by default, the hosted
-//! service's figure). Requests without a valid key are counted per client address instead, so
-//! guessing keys is limited too. Windows live in memory: a restart starts every count afresh.
+//! Request limits for `/api/v1`: a fixed one-minute window that starts with a caller's first
+//! counted request; the limit is `API_RATE_LIMIT_PER_MINUTE` (20 by default, the hosted
+//! service's figure). A valid key is counted per key. A request without a valid key (none, an
+//! unknown one, a revoked or expired one) is counted against the client address it came from;
+//! once an address has used up its window, every `/api/v1` request from it is answered 429 until
+//! the window ends, with a valid key too: were a valid key let through, the change from 429 to
+//! 200 would tell a guesser which guess was right, and the limit would limit nothing. Windows
+//! live in memory: a restart starts every count afresh.
 
 use std::collections::HashMap;
 
@@ -38,6 +42,20 @@ impl RateLimiter {
             limit: limit.max(1),
             windows: Mutex::new(HashMap::new()),
         }
+    }
+
+    /// `caller`'s standing at `now_ms` if its window is used up (its requests are refused until
+    /// `reset_ms`), without counting anything.
+    pub fn exhausted(&self, caller: &str, now_ms: i64) -> Option<Quota> {
+        let windows = self.windows.lock();
+        let window = windows.get(caller)?;
+        let current = now_ms >= window.start_ms && now_ms < window.start_ms + WINDOW_MS;
+        (current && window.count >= self.limit).then_some(Quota {
+            allowed: false,
+            limit: self.limit,
+            remaining: 0,
+            reset_ms: window.start_ms + WINDOW_MS,
+        })
     }
 
     /// Counts one request by `caller` at `now_ms`. A refused request does not count.
@@ -84,6 +102,9 @@ mod tests {
         assert_eq!((refused.remaining, refused.reset_ms), (0, 61_000));
         // Another caller has its own window.
         assert!(r.take("other", 3_000).allowed);
+        assert_eq!(r.exhausted("k", 3_000).map(|q| q.reset_ms), Some(61_000));
+        assert_eq!(r.exhausted("other", 3_000), None);
+        assert_eq!(r.exhausted("k", 61_000), None, "the window has ended");
         let fresh = r.take("k", 61_000);
         assert_eq!(
             (fresh.allowed, fresh.remaining, fresh.reset_ms),

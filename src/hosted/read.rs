@@ -5,11 +5,11 @@ use serde::Serialize;
 use serde_json::{Value, json};
 
 use super::{HostedError, Target};
-use crate::accounts::access;
+use crate::accounts::access::{self, Need};
 use crate::app::App;
 use crate::http::Response;
 use crate::state::ApiKey;
-use crate::thermostat::{self, View, document, names};
+use crate::thermostat::{self, View, document, names, pin};
 
 /// `{"id","serial","name"}`: the id is the thermostat's stable UUID (its serial if it has none
 /// yet); the name is what the user called it, or null.
@@ -56,9 +56,15 @@ pub fn devices(app: &App, key: &ApiKey) -> Response {
 /// `GET /thermostat/{id}/status`: `device` and `state`, the thermostat's buckets as the
 /// interface document lists them (see [`document`]): `shared.S`, `device.S`, the owner's
 /// `user.*` and `structure.*` (derived when not stored), and `schedule.S` when there is one,
-/// each `{object_revision, object_timestamp, value}`.
-pub fn status(app: &App, target: &Target) -> Result<Response, HostedError> {
+/// each `{object_revision, object_timestamp, value}`. The lock PIN's hash is left out unless
+/// `key` may change the thermostat (a write key of its owner or of a control share), who could
+/// unlock and set a new PIN anyway: for anyone else the hash would give the PIN away.
+pub fn status(app: &App, target: &Target, key: &ApiKey) -> Result<Response, HostedError> {
     let serial = &target.serial;
+    let open_mode = !app.config.require_device_pairing;
+    let may_change = app
+        .state
+        .accounts(|a| access::check(a, key, serial, Need::Write, open_mode).is_ok());
     let owner = owner_of(app, serial);
     let now = app.config.clock.now_ms();
     let body = app
@@ -68,7 +74,10 @@ pub fn status(app: &App, target: &Target) -> Result<Response, HostedError> {
             let state: serde_json::Map<String, Value> =
                 document::entries(&view, |k| d.buckets.get(k), now)
                     .into_iter()
-                    .map(|e| {
+                    .map(|mut e| {
+                        if !may_change {
+                            pin::hide_hash(&mut e.value);
+                        }
                         let entry = json!({
                             "object_revision": e.revision,
                             "object_timestamp": e.timestamp,

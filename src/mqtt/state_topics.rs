@@ -8,7 +8,7 @@
 use serde_json::Value;
 
 use crate::thermostat::view::truthy;
-use crate::thermostat::{COOLING_FLAGS, HEATING_FLAGS, View, fan_run_seconds, json_number};
+use crate::thermostat::{COOLING_FLAGS, HEATING_FLAGS, View, fan_run_seconds, json_number, pin};
 use crate::util::number;
 
 /// A thermostat as MQTT sees it, read once per publication.
@@ -58,9 +58,11 @@ pub fn payload(v: &Value) -> String {
 pub fn raw(s: &Snapshot) -> Vec<(String, String)> {
     let mut out = Vec::new();
     for (kind, bucket) in [("device", &s.view.device), ("shared", &s.view.shared)] {
-        let Some(bucket) = bucket.as_ref().map(|b| b.to_map()) else {
+        let Some(mut bucket) = bucket.as_ref().map(|b| b.to_map()) else {
             continue;
         };
+        // Whoever may subscribe on the broker is not necessarily who may change the lock.
+        pin::hide_hash(&mut bucket);
         out.push((kind.to_string(), Value::Object(bucket.clone()).to_string()));
         // A field name that cannot be one topic level (empty, long, a `/`, a wildcard or a
         // control character in it) is left out; the whole bucket above still carries it.
@@ -301,6 +303,28 @@ mod tests {
         assert_eq!(get("device/rssi"), Some(""));
         assert_eq!(get("shared/target_temperature"), Some("21.5"));
         assert_eq!(out.len(), 5);
+    }
+
+    #[test]
+    fn the_pin_hash_is_not_published() {
+        let s = snapshot(
+            json!({"temperature_lock": true, "temperature_lock_pin_hash": "kFRc/skLylZUKACup2bPzjQDUII=",
+                   "temp_lock_pin_hash": "x"}),
+            json!({}),
+            json!({}),
+        );
+        let out = raw(&s);
+        assert_eq!(
+            out,
+            vec![
+                (
+                    "device".to_string(),
+                    r#"{"temperature_lock":true}"#.to_string()
+                ),
+                ("device/temperature_lock".to_string(), "true".to_string()),
+                ("shared".to_string(), "{}".to_string()),
+            ]
+        );
     }
 
     #[test]

@@ -20,6 +20,7 @@ pub mod bucket;
 pub mod compact;
 pub mod device;
 pub mod fields;
+pub mod limits;
 pub mod ops;
 pub mod txn;
 
@@ -39,6 +40,7 @@ pub use bucket::{Bucket, WireObject, WireObjects};
 pub use compact::Compact;
 pub use device::{DeviceData, DeviceMeta};
 pub use fields::Fields;
+pub use limits::TooLarge;
 pub use ops::Op;
 pub use txn::{AccountsTxn, DeviceTxn, Stamp, Written};
 

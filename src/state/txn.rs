@@ -8,6 +8,7 @@ use super::accounts::Accounts;
 use super::bucket::Bucket;
 use super::device::{DeviceData, DeviceMeta};
 use super::fields::Fields;
+use super::limits::{self, TooLarge};
 use super::ops::{Op, apply_to_bucket};
 use crate::hub::BucketChange;
 use crate::util::JsonMap;
@@ -140,6 +141,39 @@ impl<'a> DeviceTxn<'a> {
             meta: meta.clone(),
         });
         self.meta = Some(meta);
+    }
+
+    /// [`DeviceTxn::merge`] for a write from outside (a thermostat, a command): refused, with
+    /// nothing written, if it would store more than a thermostat may hold (see
+    /// [`super::limits`]).
+    pub fn checked_merge(
+        &mut self,
+        key: &str,
+        delta: &JsonMap,
+        stamp: Stamp,
+    ) -> Result<Written, TooLarge> {
+        self.check(key, delta, false)?;
+        Ok(self.merge(key, delta, stamp))
+    }
+
+    /// [`DeviceTxn::replace`], checked as [`DeviceTxn::checked_merge`] is.
+    pub fn checked_replace(
+        &mut self,
+        key: &str,
+        value: JsonMap,
+        stamp: Stamp,
+    ) -> Result<Written, TooLarge> {
+        self.check(key, &value, true)?;
+        Ok(self.replace(key, value, stamp))
+    }
+
+    fn check(&self, key: &str, delta: &JsonMap, replace: bool) -> Result<(), TooLarge> {
+        let target = limits::Target {
+            key,
+            existing: self.bucket(key).map(|b| &b.value),
+            buckets: &|| self.keys().len(),
+        };
+        limits::check(&target, delta, replace)
     }
 
     /// Shallow-merges `delta` into the bucket (creating it if missing) and stamps it.

@@ -5,9 +5,22 @@ use std::io;
 use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 use std::path::Path;
 
-/// Creates `dir` (and parents) readable only by this user, if it does not exist.
+/// Creates `dir` (and parents) readable only by this user, if it does not exist; a `dir` that
+/// exists already is made 0700 too (a data directory made by hand or by an older install may be
+/// 0755, which would let every local user list it). Parents that exist are left as they are.
 pub fn create_private_dir(dir: &Path) -> io::Result<()> {
-    DirBuilder::new().recursive(true).mode(0o700).create(dir)
+    use std::os::unix::fs::PermissionsExt;
+    DirBuilder::new().recursive(true).mode(0o700).create(dir)?;
+    let mode = fs::metadata(dir)?.permissions().mode();
+    if mode & 0o077 != 0 {
+        fs::set_permissions(dir, fs::Permissions::from_mode(0o700))?;
+        log::info!(
+            "made {} private (mode {:o} -> 700)",
+            dir.display(),
+            mode & 0o7777
+        );
+    }
+    Ok(())
 }
 
 /// Opens a file for appending, creating it with mode 0600.

@@ -3,7 +3,7 @@
 //! before anyone hears of it and then pushed at once to every held subscribe.
 
 use super::plan::{BucketKind, plan};
-use super::refusal::Error;
+use super::refusal::{Error, Refusal};
 use super::view::View;
 use super::{Intent, ScheduleRevision};
 use crate::accounts;
@@ -90,10 +90,11 @@ pub fn commit(
         for write in writes {
             let key = view.key(write.bucket);
             let written = if write.replace {
-                txn.replace(&key, write.values.clone(), Stamp::Always)
+                txn.checked_replace(&key, write.values.clone(), Stamp::Always)
             } else {
-                txn.merge(&key, &write.values, Stamp::Always)
-            };
+                txn.checked_merge(&key, &write.values, Stamp::Always)
+            }
+            .map_err(Refusal::TooLarge)?;
             applied.push(Applied {
                 bucket: write.bucket,
                 key,

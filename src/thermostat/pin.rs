@@ -26,6 +26,20 @@ pub fn is_hash(text: &str) -> bool {
     STANDARD.decode(text).is_ok_and(|d| d.len() == 20)
 }
 
+/// The fields a thermostat keeps its PIN's hash in (the firmware's name, and the name the
+/// Python server's device settings use). A 4-digit PIN is 10,000 SHA-1s away from its hash, so
+/// the hash is as good as the PIN: it is shown only to whoever may change the lock anyway (see
+/// [`hide_hash`]).
+pub const HASH_FIELDS: [&str; 2] = ["temperature_lock_pin_hash", "temp_lock_pin_hash"];
+
+/// `value` without the PIN's hash, for a reader who may not change the lock (a read-only key,
+/// a read share, a broker's subscribers).
+pub fn hide_hash(value: &mut crate::util::JsonMap) {
+    for field in HASH_FIELDS {
+        value.remove(field);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -5,6 +5,7 @@
 
 use std::fmt;
 
+use crate::state::TooLarge;
 use crate::store::StoreError;
 
 /// An intent the thermostat would not accept; every surface answers it as a 400.
@@ -31,6 +32,8 @@ pub enum Refusal {
     NothingToChange,
     /// A value the rules refuse (a schedule, a device setting); the text says what was expected.
     Invalid(String),
+    /// More than a thermostat may hold (see [`crate::state::limits`]); surfaces answer 413.
+    TooLarge(TooLarge),
 }
 
 /// The modes a client may ask for, as listed in error messages.
@@ -66,6 +69,7 @@ impl fmt::Display for Refusal {
             Refusal::PinFormat => f.write_str("The PIN must be exactly 4 digits (0000 to 9999)"),
             Refusal::NothingToChange => f.write_str("No values to update"),
             Refusal::Invalid(text) => f.write_str(text),
+            Refusal::TooLarge(t) => write!(f, "{t}"),
         }
     }
 }
