@@ -59,7 +59,7 @@ impl HostedApi {
         // An address that has used up its window on requests without a valid key gets 429 for
         // everything, a valid key included (see `ratelimit`); its key is not even looked up.
         if let Some(quota) = self.rate_limits.exhausted(&address, now) {
-            log::info!("hosted API: {address} is over its limit of requests without a valid key");
+            log::debug!("hosted API: refused {address}: over its limit of requests without a key");
             let refused = HostedError::RateLimited {
                 retry_at_ms: quota.reset_ms,
                 wait_ms: quota.reset_ms - now,
@@ -74,6 +74,16 @@ impl HostedApi {
             None => address,
         };
         let quota = self.rate_limits.take(&caller, now);
+        if key.is_none() && quota.remaining == 0 {
+            // Once per window: what follows from that address is refused without a word.
+            log::warn!(
+                "hosted API: {} requests without a valid key from {} this minute; everything \
+                 from it is refused until {}",
+                quota.limit,
+                caller.trim_start_matches("ip:"),
+                clock::iso8601_ms(quota.reset_ms)
+            );
+        }
         let result = match key {
             None => Err(HostedError::Unauthorized),
             Some(_) if !quota.allowed => Err(HostedError::RateLimited {

@@ -104,6 +104,8 @@ pub(super) fn check(target: &Target<'_>, delta: &JsonMap, replace: bool) -> Resu
             return Err(TooLarge::Buckets);
         }
     }
+    // `{}` and, per field, its name, a colon and a comma.
+    let mut bound = 2;
     for (field, value) in delta {
         if field.len() > MAX_KEY_BYTES {
             return Err(TooLarge::FieldName {
@@ -111,36 +113,55 @@ pub(super) fn check(target: &Target<'_>, delta: &JsonMap, replace: bool) -> Resu
                 bytes: field.len(),
             });
         }
-        check_value(key, field, value)?;
+        bound += json_string_len(field) + 2 + check_value(key, field, value)?;
     }
     if key.starts_with("schedule.") {
         if let Some(Value::Object(days)) = delta.get("days") {
             check_days(days)?;
         }
     }
-    check_size(target, delta, replace)
+    check_size(target, delta, replace, bound)
 }
 
-/// Strings and field names at any depth of one field's value.
-fn check_value(key: &str, field: &str, value: &Value) -> Result<(), TooLarge> {
+/// Checks strings and field names at any depth of one field's value; gives at least the
+/// length of the value's JSON text (exact but for numbers, counted at their longest).
+fn check_value(key: &str, field: &str, value: &Value) -> Result<usize, TooLarge> {
     match value {
         Value::String(s) if s.len() > MAX_STRING_BYTES => Err(TooLarge::Text {
             key: key.to_string(),
             field: field.to_string(),
             bytes: s.len(),
         }),
-        Value::Array(items) => items.iter().try_for_each(|v| check_value(key, field, v)),
-        Value::Object(map) => map.iter().try_for_each(|(name, v)| {
+        Value::String(s) => Ok(json_string_len(s)),
+        Value::Array(items) => items
+            .iter()
+            .try_fold(2 + items.len(), |n, v| Ok(n + check_value(key, field, v)?)),
+        Value::Object(map) => map.iter().try_fold(2 + 2 * map.len(), |n, (name, v)| {
             if name.len() > MAX_KEY_BYTES {
                 return Err(TooLarge::FieldName {
                     key: key.to_string(),
                     bytes: name.len(),
                 });
             }
-            check_value(key, field, v)
+            Ok(n + json_string_len(name) + check_value(key, field, v)?)
         }),
-        _ => Ok(()),
+        // The longest a number is written: an f64's shortest form, or an i64/u64.
+        Value::Number(_) => Ok(24),
+        Value::Bool(_) => Ok(5),
+        Value::Null => Ok(4),
     }
+}
+
+/// The length of `s` as a JSON string, quotes and escapes included, as serde_json writes it.
+fn json_string_len(s: &str) -> usize {
+    2 + s
+        .bytes()
+        .map(|b| match b {
+            b'"' | b'\\' | b'\n' | b'\r' | b'\t' | 0x08 | 0x0c => 2,
+            0..0x20 => 6,
+            _ => 1,
+        })
+        .sum::<usize>()
 }
 
 /// A schedule's days: entries per day, in either form a day is sent in (object or list).
@@ -162,20 +183,24 @@ fn check_days(days: &JsonMap) -> Result<(), TooLarge> {
 }
 
 /// The bucket's value after the write, in bytes of JSON text, against [`MAX_BUCKET_BYTES`]. A
-/// write that leaves it no larger than it was is let through.
-fn check_size(target: &Target<'_>, delta: &JsonMap, replace: bool) -> Result<(), TooLarge> {
-    let written = serde_json::to_string(delta).map_or(usize::MAX, |t| t.len());
+/// write that leaves it no larger than it was is let through. `bound`: at least the length of
+/// `delta`'s text; the exact length is worked out only when that bound is over the limit (never,
+/// for what real firmware sends).
+fn check_size(
+    target: &Target<'_>,
+    delta: &JsonMap,
+    replace: bool,
+    bound: usize,
+) -> Result<(), TooLarge> {
     let before = target.existing.map_or(0, |old| old.text().len());
+    let merged = |old: &Compact| old.merged(delta).text().len();
     let after = match target.existing {
-        Some(old) if !replace => {
-            // At most the old text plus the new fields; worked out exactly only near the limit.
-            if before + written <= MAX_BUCKET_BYTES {
-                before + written
-            } else {
-                old.merged(delta).text().len()
-            }
-        }
-        _ => written,
+        Some(old) if !replace => match before + bound {
+            n if n <= MAX_BUCKET_BYTES => n,
+            _ => merged(old),
+        },
+        _ if bound <= MAX_BUCKET_BYTES => bound,
+        _ => serde_json::to_string(delta).map_or(usize::MAX, |t| t.len()),
     };
     if after > MAX_BUCKET_BYTES && after > before {
         return Err(TooLarge::Bucket {
@@ -257,6 +282,33 @@ mod tests {
     }
 
     #[test]
+    fn the_size_bound_is_never_below_the_text() {
+        for v in [
+            json!({"a": "plain", "b\"q": "tab\tnew\nline\u{1}\u{7f}é\\", "n": [1, -2.5e300, 18446744073709551615u64],
+                   "o": {"x": null, "y": true, "z": {}}, "e": []}),
+            json!({}),
+            json!({"k": i64::MIN, "f": 0.1}),
+        ] {
+            let m = map(v);
+            let text = serde_json::to_string(&m).unwrap();
+            let bound = 2 + m
+                .iter()
+                .map(|(k, v)| json_string_len(k) + 2 + check_value("k", k, v).unwrap())
+                .sum::<usize>();
+            assert!(bound >= text.len(), "{bound} < {}: {text}", text.len());
+            assert!(
+                bound <= text.len() + 80,
+                "close: {bound} for {}",
+                text.len()
+            );
+        }
+        assert_eq!(
+            json_string_len("a\"\u{1}"),
+            serde_json::to_string("a\"\u{1}").unwrap().len()
+        );
+    }
+
+    #[test]
     fn a_bucket_may_not_grow_past_the_limit_but_may_shrink_or_stay() {
         let chunk = "c".repeat(MAX_STRING_BYTES - 100);
         let mut value = JsonMap::new();
@@ -291,5 +343,60 @@ mod tests {
             check(&over, &map(json!({"b": 1})), false),
             Err(TooLarge::Bucket { .. })
         ));
+    }
+}
+
+/// What the checks cost next to the merge they guard, printed, not asserted (a measurement, not
+/// a test): `CARGO_PROFILE_RELEASE_LTO=false cargo test --release --lib limits::measure --
+/// --ignored --nocapture`.
+#[cfg(test)]
+mod measure {
+    use super::*;
+    use serde_json::json;
+    use std::time::Instant;
+
+    #[test]
+    #[ignore = "a measurement: run it with --release --ignored --nocapture"]
+    fn cost() {
+        // A real Gen2's device bucket is about 198 fields in 6 KB.
+        let mut device = JsonMap::new();
+        for i in 0..198 {
+            let v = match i % 4 {
+                0 => json!(format!("value-{i}-abcdefghij")),
+                1 => json!(i as f64 + 0.5),
+                2 => json!(i % 2 == 0),
+                _ => json!({"a": i, "b": "xyz"}),
+            };
+            device.insert(format!("field_name_{i:03}"), v);
+        }
+        let stored = Compact::from_map(&device);
+        println!("device bucket: {} bytes", stored.text().len());
+        let target = Target {
+            key: "device.02AA01AC0000SIM1",
+            existing: Some(&stored),
+            buckets: &|| 12,
+        };
+        let small = match json!({"fan_timer_timeout": 1_766_000_000, "target_change_pending": true})
+        {
+            Value::Object(m) => m,
+            _ => unreachable!(),
+        };
+        for (what, delta) in [
+            ("a command's 2 fields", &small),
+            ("a full 198-field PUT", &device),
+        ] {
+            let n = 20_000;
+            let t = Instant::now();
+            for _ in 0..n {
+                std::hint::black_box(check(&target, std::hint::black_box(delta), false)).unwrap();
+            }
+            let per = t.elapsed().as_secs_f64() / n as f64 * 1e6;
+            let t = Instant::now();
+            for _ in 0..n {
+                std::hint::black_box(stored.merged(std::hint::black_box(delta)));
+            }
+            let merge = t.elapsed().as_secs_f64() / n as f64 * 1e6;
+            println!("{what}: check {per:.2} µs, the merge itself {merge:.2} µs");
+        }
     }
 }
