@@ -349,6 +349,16 @@ fn a_page_of_another_origin_gets_403_and_changes_nothing() {
     }
     assert_eq!(snapshot(&s), before);
     assert_eq!(devices(&s).as_array().unwrap().len(), 1);
+    // The same command without the page's headers is carried out: the refusals above were
+    // not a server that ignores it.
+    let r = send(
+        s.control(),
+        "POST /command HTTP/1.1",
+        &[("Host", &host), ("Content-Type", "text/plain")],
+        SET_29_5,
+    );
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(target_of(&s), json!(29.5));
 }
 
 #[test]
