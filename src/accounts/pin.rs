@@ -62,7 +62,6 @@ pub fn lookup(state: &State, serial: &str) -> Pin {
     Pin { stored, claimed }
 }
 
-
 /// The password of the entry key the thermostat's current owner claimed it with.
 pub fn claimed(state: &State, serial: &str) -> Option<String> {
     state.accounts(|a| a.claimed_password(serial).map(str::to_string))
