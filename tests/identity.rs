@@ -94,6 +94,7 @@ fn device_paths() -> Vec<(&'static str, String, Vec<u8>, u16)> {
         ),
         ("POST", "/transport/v5/subscribe".into(), sub.clone(), 200),
         ("POST", "/czfe/v5/subscribe".into(), sub.clone(), 200),
+        ("POST", "/transport".into(), sub.clone(), 200),
         ("GET", listing, Vec::new(), 200),
         ("GET", v7_listing, Vec::new(), 200),
         ("GET", "/nest/entry".into(), Vec::new(), 200),

@@ -331,7 +331,9 @@ fn bad_field_names_are_skipped_without_losing_the_connection() {
     let broker = Broker::start();
     let s = TestServer::start_with(|c| c.mqtt = Some(mqtt_config(broker.port)));
     let watch = Watcher::connect(broker.port);
-    let (_sim, _events, _held) = booted_and_held(&s, SERIAL);
+    let (sim, _events, _held) = booted_and_held(&s, SERIAL);
+    // As the thermostat: its password is pinned.
+    let password = sim.password();
     watch.wait_for(&topic("availability"), "online");
     // Longer than a topic level may be here (128), within what a field name may be (256).
     let long = "k".repeat(200);
@@ -339,7 +341,7 @@ fn bad_field_names_are_skipped_without_losing_the_connection() {
         "object_key": format!("device.{SERIAL}"),
         "value": {"bad\u{1}name": 1, "wild+card": 2, (long.as_str()): 3, "marker_field": 4},
     }]});
-    let r = post_json(s.device(), "/nest/transport/put", SERIAL, body);
+    let r = post_json_with_password(s.device(), "/nest/transport/put", SERIAL, &password, body);
     assert_eq!(r.status, 200, "{}", r.text());
     watch.wait_for(&topic("device/marker_field"), "4");
     let device = json(&watch.latest()[&topic("device")]);
@@ -347,10 +349,11 @@ fn bad_field_names_are_skipped_without_losing_the_connection() {
     // Still the first connection: hearth said online once and never went offline. A lost
     // connection is followed by "offline" or (on reconnecting) "online" before anything else
     // is published, so once a later change is seen, so would either be.
-    let r = post_json(
+    let r = post_json_with_password(
         s.device(),
         "/nest/transport/put",
         SERIAL,
+        &password,
         serde_json::json!({"objects": [{"object_key": format!("device.{SERIAL}"), "value": {"marker_field": 5}}]}),
     );
     assert_eq!(r.status, 200, "{}", r.text());

@@ -34,12 +34,32 @@ pub enum PinError {
     RandomUnavailable,
 }
 
-/// The password `serial` is pinned to, if any.
-pub fn pinned(state: &State, serial: &str) -> Option<String> {
-    state
+/// Where a thermostat's pin is, as read before its transaction.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Pin {
+    /// The stored key.
+    pub stored: Option<String>,
+    /// With no stored key: the password its current owner's claim pins.
+    pub claimed: Option<String>,
+}
+
+impl Pin {
+    /// The password requests for the thermostat must carry, if any.
+    pub fn expected(&self) -> Option<&str> {
+        self.stored.as_deref().or(self.claimed.as_deref())
+    }
+}
+
+/// The pin of `serial`.
+pub fn lookup(state: &State, serial: &str) -> Pin {
+    let stored = state
         .read_device(serial, |d| d.meta.as_ref().and_then(|m| m.api_key.clone()))
-        .flatten()
-        .or_else(|| claimed(state, serial))
+        .flatten();
+    let claimed = match stored {
+        Some(_) => None,
+        None => claimed(state, serial),
+    };
+    Pin { stored, claimed }
 }
 
 /// The password of the entry key the thermostat's current owner claimed it with.
@@ -61,8 +81,8 @@ pub fn matches(pinned: &str, given: Option<&str>) -> bool {
 }
 
 /// Inside a thermostat's transaction: makes sure it has its metadata (its stable id) and that
-/// `password` is its pinned one, pinning it if none is (`claimed`: the password a claim pins,
-/// read before the transaction, which stands in for a pin not yet stored). Refuses, changing
+/// `password` is its pinned one, pinning it if none is (`claimed`: [`Pin::claimed`], read
+/// before the transaction, which stands in for a pin not yet stored). Refuses, changing
 /// nothing, when another password is pinned.
 pub fn ensure(
     txn: &mut DeviceTxn<'_>,

@@ -152,8 +152,8 @@ pub enum Tier {
 pub struct Caller {
     pub serial: String,
     pub password: Option<String>,
-    /// The password the thermostat is pinned to, as checked before the route ran.
-    pub pin: Option<String>,
+    /// The password a claim pins, when no key is stored yet (see [`accounts::pin::Pin`]).
+    pub claimed_pin: Option<String>,
     pub tier: Tier,
     /// `X-nl-weave-device-id`, written into the device bucket as `weave_device_id`.
     pub weave_device_id: Option<String>,
@@ -200,7 +200,7 @@ fn route(app: &App, req: &Request) -> Result<Reply, DeviceError> {
         Ok(Caller {
             serial: id.serial.clone().ok_or(DeviceError::SerialRequired)?,
             password: id.password.clone(),
-            pin: pin.clone(),
+            claimed_pin: pin.claimed.clone(),
             tier,
             weave_device_id: req.header("X-nl-weave-device-id").map(str::to_string),
         })
@@ -231,20 +231,18 @@ fn route(app: &App, req: &Request) -> Result<Reply, DeviceError> {
 
 /// Checks that every serial the request names is given its pinned password (see
 /// [`accounts::pin`]); returns the pin of the serial it is served for.
-fn check_pins(app: &App, id: &Identity) -> Result<Option<String>, DeviceError> {
+fn check_pins(app: &App, id: &Identity) -> Result<accounts::pin::Pin, DeviceError> {
     let mut first = None;
-    for (i, serial) in id.named.iter().enumerate() {
-        let pin = accounts::pin::pinned(&app.state, serial);
-        if let Some(pin) = &pin {
-            if !accounts::pin::matches(pin, id.password.as_deref()) {
+    for serial in &id.named {
+        let pin = accounts::pin::lookup(&app.state, serial);
+        if let Some(expected) = pin.expected() {
+            if !accounts::pin::matches(expected, id.password.as_deref()) {
                 return Err(DeviceError::WrongPassword(serial.clone()));
             }
         }
-        if i == 0 {
-            first = pin;
-        }
+        first.get_or_insert(pin);
     }
-    Ok(first)
+    Ok(first.unwrap_or_default())
 }
 
 /// A thermostat the server has state for, or one its owner released (whose state may have
@@ -281,7 +279,12 @@ fn check_pairing(app: &App, id: &Identity, route: Route) -> Result<Tier, DeviceE
 /// its pinned one, pinning it if none is (see [`accounts::pin`]).
 pub(crate) fn ensure_meta(txn: &mut DeviceTxn<'_>, caller: &Caller) -> Result<(), DeviceError> {
     use accounts::pin::{self, PinError};
-    pin::ensure(txn, caller.password.as_deref(), caller.pin.as_deref()).map_err(|e| match e {
+    pin::ensure(
+        txn,
+        caller.password.as_deref(),
+        caller.claimed_pin.as_deref(),
+    )
+    .map_err(|e| match e {
         PinError::Mismatch => DeviceError::WrongPassword(caller.serial.clone()),
         PinError::RandomUnavailable => DeviceError::RandomUnavailable,
     })

@@ -36,8 +36,10 @@ pub fn get(
         {
             return Ok(active.clone());
         }
-        // The key this one replaces (same serial and password) makes room by itself.
-        let replaced = accounts.latest_entry_key_for(serial, password).is_some();
+        // An unclaimed key this one replaces (same serial and password) makes room by itself.
+        let replaced = accounts
+            .latest_entry_key_for(serial, password)
+            .is_some_and(|k| k.claimed_by.is_none());
         let unclaimed = || {
             accounts
                 .entry_keys

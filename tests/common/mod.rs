@@ -243,6 +243,30 @@ pub fn post_json(addr: SocketAddr, target: &str, serial: &str, body: Value) -> C
     post_as(addr, target, serial, body.to_string().as_bytes())
 }
 
+/// [`post_json`] with another password than the `pw` of the other helpers (a simulated
+/// thermostat's own, once it has registered: its password is pinned).
+pub fn post_json_with_password(
+    addr: SocketAddr,
+    target: &str,
+    serial: &str,
+    password: &str,
+    body: Value,
+) -> ClientResponse {
+    let auth = basic(serial, password);
+    let headers = [
+        ("Authorization", auth.as_str()),
+        ("Content-Type", "application/json"),
+    ];
+    client::request(
+        &url(addr, target),
+        "POST",
+        &headers,
+        body.to_string().as_bytes(),
+        TIMEOUT,
+    )
+    .expect("request")
+}
+
 /// Sends raw bytes and returns everything the server sends back before closing (or timing out).
 pub fn raw(addr: SocketAddr, bytes: &[u8], timeout: Duration) -> String {
     let mut s = TcpStream::connect(addr).unwrap();
