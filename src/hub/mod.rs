@@ -270,6 +270,22 @@ impl Hub {
         }
     }
 
+    /// Ends every subscribe of `serial`, held or about to be, once the pushes already queued
+    /// for it are written. A claim does this: a subscribe held in the thermostat's name by
+    /// whoever asked for another entry code must not receive what the claim and the owner's
+    /// commands push next; the thermostat subscribes again with its pinned password, and the
+    /// other device is then refused.
+    pub fn release_serial(&self, serial: &str) {
+        let mut inner = self.inner.lock();
+        let now = Instant::now();
+        for id in inner.ids_of(serial).to_vec() {
+            if let Some(sub) = inner.subs.get_mut(&id) {
+                sub.release = true;
+            }
+            self.schedule(&mut inner, id, now);
+        }
+    }
+
     /// Subscribes of `serial` that are held or about to be.
     pub fn subscriptions_of(&self, serial: &str) -> usize {
         self.inner.lock().ids_of(serial).len()
