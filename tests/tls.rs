@@ -40,6 +40,26 @@ fn connect(
     addr: SocketAddr,
     ca: &Path,
 ) -> rustls::StreamOwned<rustls::ClientConnection, TcpStream> {
+    tls_over(TcpStream::connect(addr).unwrap(), ca)
+}
+
+/// [`connect`] from the loopback address `from` (a second "client address").
+fn connect_from(
+    from: std::net::IpAddr,
+    addr: SocketAddr,
+    ca: &Path,
+) -> rustls::StreamOwned<rustls::ClientConnection, TcpStream> {
+    use rustix::net::{AddressFamily, SocketType};
+    let socket = rustix::net::socket(AddressFamily::INET, SocketType::STREAM, None).unwrap();
+    rustix::net::bind(&socket, &SocketAddr::new(from, 0)).unwrap();
+    rustix::net::connect(&socket, &addr).unwrap();
+    tls_over(TcpStream::from(socket), ca)
+}
+
+fn tls_over(
+    sock: TcpStream,
+    ca: &Path,
+) -> rustls::StreamOwned<rustls::ClientConnection, TcpStream> {
     let mut roots = rustls::RootCertStore::empty();
     for cert in CertificateDer::pem_file_iter(ca).unwrap() {
         roots.add(cert.unwrap()).unwrap();
@@ -52,7 +72,6 @@ fn connect(
         .with_no_client_auth();
     let name = ServerName::try_from("127.0.0.1").unwrap();
     let conn = rustls::ClientConnection::new(Arc::new(config), name).unwrap();
-    let sock = TcpStream::connect(addr).unwrap();
     sock.set_read_timeout(Some(TIMEOUT)).unwrap();
     rustls::StreamOwned::new(conn, sock)
 }
@@ -204,6 +223,52 @@ fn a_client_that_never_finishes_its_handshake_is_dropped() {
         };
         assert!(closed, "a stalled handshake is still open");
     }
+}
+
+/// Behind the TLS front the listener counts and times the real client, not the relay's
+/// loopback address: one connection from 127.0.0.2 is kept, a second is answered 503 (over
+/// TLS), 127.0.0.1 is served meanwhile, and a head that does not arrive in time is closed.
+#[test]
+fn the_per_address_cap_and_the_head_deadline_apply_to_the_real_client() {
+    let second: std::net::IpAddr = "127.0.0.2".parse().unwrap();
+    let (_certs, s, ca) = ec_server(|c| {
+        c.max_connections_per_client = 1;
+        c.head_timeout = Duration::from_secs(1);
+    });
+    let mut slow = connect_from(second, s.control(), &ca);
+    slow.write_all(b"GET /health HTTP/1.1\r\nHo").unwrap();
+    slow.flush().unwrap();
+    // The slow one is counted once its relay reaches the listener: until then a second
+    // connection may still be served, so ask until one is refused.
+    wait_until("a second connection from 127.0.0.2 refused", || {
+        let mut tls = connect_from(second, s.control(), &ca);
+        tls.write_all(b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
+            .unwrap();
+        let mut answer = Vec::new();
+        let _ = tls.read_to_end(&mut answer);
+        let text = String::from_utf8_lossy(&answer);
+        if text.starts_with("HTTP/1.1 200") {
+            return false;
+        }
+        assert!(text.starts_with("HTTP/1.1 503"), "{text}");
+        assert!(
+            text.ends_with(r#"{"error":"Too many connections from this address"}"#),
+            "{text}"
+        );
+        true
+    });
+    assert_eq!(https(s.control(), &ca, "GET", "/health", "").0, 200);
+    let mut rest = Vec::new();
+    let _ = slow.read_to_end(&mut rest);
+    assert!(rest.is_empty(), "closed unanswered: {rest:?}");
+    // Its place is free again.
+    let mut again = connect_from(second, s.control(), &ca);
+    again
+        .write_all(b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
+        .unwrap();
+    let mut answer = Vec::new();
+    let _ = again.read_to_end(&mut answer);
+    assert!(answer.starts_with(b"HTTP/1.1 200"), "{answer:?}");
 }
 
 #[test]
