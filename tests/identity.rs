@@ -440,7 +440,7 @@ fn a_claim_pins_the_password_that_asked_for_the_claimed_code() {
 }
 
 #[test]
-fn a_claim_ends_the_subscribes_held_in_the_thermostats_name() {
+fn a_claim_ends_the_subscribes_held_in_the_thermostats_name_with_another_password() {
     let s = TestServer::start_with(|c| c.require_device_pairing = true);
     let code = |password| {
         let r = send(
@@ -454,57 +454,45 @@ fn a_claim_ends_the_subscribes_held_in_the_thermostats_name() {
     };
     let _theirs = code("mallory");
     let ours = code("pw");
-    // Another device holds a subscribe in the thermostat's name while it waits for its code.
-    let auth = basic(SERIAL, "mallory");
-    let body = json!({"chunked": true, "objects": []}).to_string();
-    let mut held = client::ChunkStream::open(
-        &url(s.device(), "/nest/transport/v7/subscribe"),
-        "POST",
-        &[
-            ("Authorization", &auth),
-            ("Content-Type", "application/json"),
-        ],
-        body.as_bytes(),
-        TIMEOUT,
-        false,
-    )
-    .unwrap();
-    assert_eq!(held.status, 200);
-    s.wait_held(SERIAL, 1);
+    // The thermostat and another device each hold a subscribe in its name while they wait.
+    let hold = |password| {
+        let auth = basic(SERIAL, password);
+        let held = client::ChunkStream::open(
+            &url(s.device(), "/nest/transport/v7/subscribe"),
+            "POST",
+            &[
+                ("Authorization", &auth),
+                ("Content-Type", "application/json"),
+            ],
+            json!({"chunked": true, "objects": []})
+                .to_string()
+                .as_bytes(),
+            TIMEOUT,
+            false,
+        )
+        .unwrap();
+        assert_eq!(held.status, 200);
+        held
+    };
+    let mut own = hold("pw");
+    let mut other = hold("mallory");
+    s.wait_held(SERIAL, 2);
 
     let r = claim(&s, &ours);
     assert_eq!(r.json()["success"], json!(true), "{}", r.text());
-    // The claim's own push (the owner's user and structure buckets) and anything after it
-    // reach the thermostat's next subscribe, not this one: it ends with nothing more.
+    // The thermostat's subscribe receives the claim's push (the owner's user and structure
+    // buckets)...
+    let first = String::from_utf8(own.next_chunk().unwrap().expect("the claim's push")).unwrap();
+    assert!(first.contains("structure."), "{first}");
+    // ... the other device's ends with nothing of it, and its next subscribe is refused.
     let mut chunks = Vec::new();
-    while let Some(chunk) = held.next_chunk().unwrap() {
+    while let Some(chunk) = other.next_chunk().unwrap() {
         chunks.push(String::from_utf8(chunk).unwrap());
     }
     assert!(
-        chunks
-            .iter()
-            .all(|c| !c.contains("structure.") && !c.contains("user.")),
+        chunks.is_empty(),
         "the other device was pushed the owner's buckets: {chunks:?}"
     );
-    s.wait_released(SERIAL);
-    // What it did not get was there to get: the thermostat's own subscribe, with the pinned
-    // password, receives the owner's buckets; the other device is refused.
-    let auth = basic(SERIAL, "pw");
-    let mut own = client::ChunkStream::open(
-        &url(s.device(), "/nest/transport/v7/subscribe"),
-        "POST",
-        &[
-            ("Authorization", &auth),
-            ("Content-Type", "application/json"),
-        ],
-        body.as_bytes(),
-        TIMEOUT,
-        false,
-    )
-    .unwrap();
-    assert_eq!(own.status, 200);
-    let first = String::from_utf8(own.next_chunk().unwrap().expect("a chunk")).unwrap();
-    assert!(first.contains("structure."), "{first}");
     let r = send(
         s.device(),
         "POST",

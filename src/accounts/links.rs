@@ -89,10 +89,10 @@ pub fn claim(state: &State, code: &str, user: &str) -> Result<String, AccountsEr
     // A crash between the two commits leaves an owner without the pushed buckets; the next
     // subscribe creates and sends them (see the device protocol's owner buckets). Until the
     // pin is stored, the claimed key's password stands in for it (see [`super::pin`]).
-    // Every subscribe held in its name ends first, so one held by a device that asked for
-    // another code gets nothing from here on (its next subscribe is refused: the claimed
-    // key's password now stands in for the pin).
-    state.hub().release_serial(&serial);
+    // Every subscribe held in its name with another password ends first, so a device that
+    // asked for another code gets nothing from here on (its next subscribe is refused: the
+    // claimed key's password now stands in for the pin).
+    state.hub().end_other_holders(&serial, password.as_deref());
     push_owner_buckets(state, &serial, &user, password.as_deref())?;
     log::info!("{serial} claimed by {user}");
     Ok(serial)

@@ -39,7 +39,7 @@ pub fn subscribe(app: &App, caller: &Caller, req: &Request) -> Result<Reply, Dev
     let chunked = sub.chunked && !req.http10;
     let hub = Arc::clone(app.hub());
     // Reserve before reading the state, so a push committed in between is queued for us.
-    let reservation = chunked.then(|| hub.reserve(&caller.serial));
+    let reservation = chunked.then(|| hub.reserve_as(&caller.serial, caller.password.as_deref()));
     // On an error the reservation is dropped, which frees it.
     let outdated = outdated_objects(app, caller, &sub)?;
     let mut headers = wire::transport_headers(&app.config);

@@ -112,6 +112,9 @@ struct Sub {
     release: bool,
     /// Its entry in [`Inner::timers`], if it has one.
     timer: Option<Instant>,
+    /// The password the subscribe was made with, so a claim can end the others
+    /// ([`Hub::end_other_holders`]).
+    password: Option<String>,
 }
 
 /// A change watcher: where its events go, and which it wants (all when `None`).
@@ -181,6 +184,11 @@ impl Hub {
 
     /// Reserves a subscribe slot for `serial`; pushes published from now on are queued for it.
     pub fn reserve(self: &Arc<Self>, serial: &str) -> Reservation {
+        self.reserve_as(serial, None)
+    }
+
+    /// [`Hub::reserve`] for a subscribe made with `password`.
+    pub fn reserve_as(self: &Arc<Self>, serial: &str, password: Option<&str>) -> Reservation {
         let mut inner = self.inner.lock();
         inner.next_id += 1;
         let id = inner.next_id;
@@ -194,6 +202,7 @@ impl Hub {
                 writer: None,
                 release: false,
                 timer: None,
+                password: password.map(str::to_string),
             },
         );
         inner
@@ -270,17 +279,18 @@ impl Hub {
         }
     }
 
-    /// Ends every subscribe of `serial`, held or about to be, once the pushes already queued
-    /// for it are written. A claim does this: a subscribe held in the thermostat's name by
-    /// whoever asked for another entry code must not receive what the claim and the owner's
-    /// commands push next; the thermostat subscribes again with its pinned password, and the
-    /// other device is then refused.
-    pub fn release_serial(&self, serial: &str) {
+    /// Ends every subscribe of `serial`, held or about to be, that was not made with
+    /// `password`, once the pushes already queued for it are written. A claim does this: a
+    /// subscribe held in the thermostat's name by whoever asked for another entry code must
+    /// not receive what the claim and the owner's commands push next (its next subscribe is
+    /// refused), while the thermostat's own keeps its hold and receives the claim's push.
+    pub fn end_other_holders(&self, serial: &str, password: Option<&str>) {
         let mut inner = self.inner.lock();
         let now = Instant::now();
         for id in inner.ids_of(serial).to_vec() {
-            if let Some(sub) = inner.subs.get_mut(&id) {
-                sub.release = true;
+            match inner.subs.get_mut(&id) {
+                Some(sub) if sub.password.as_deref() != password => sub.release = true,
+                _ => continue,
             }
             self.schedule(&mut inner, id, now);
         }
