@@ -1,10 +1,9 @@
 //! One connection's requests, in order: read a head, read the body under its limit and
-//! deadline, run the handler under a permit (inside `catch_unwind`), write the answer; until
+//! deadline, have a worker run the handler (inside `catch_unwind`), write the answer; until
 //! the client or the answer closes the connection, or a parked reply takes it over.
 
 use std::io::{self, Write};
 use std::net::{Shutdown, SocketAddr, TcpStream};
-use std::panic::{self, AssertUnwindSafe};
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -173,9 +172,7 @@ fn request(
         http10: head.http10,
         remote: Some(client),
     };
-    // The request is moved in, so whatever it holds is dropped inside `catch_unwind` too.
-    let reply = shared
-        .with_permit(|| panic::catch_unwind(AssertUnwindSafe(move || service.handle(request))));
+    let reply = shared.handle(request);
     let (after, status) = match reply {
         Ok(Reply::Full(response)) => {
             let sent = respond::send(&**stream, &response, answer(persist));
