@@ -110,6 +110,8 @@ fn a_change_of_hvac_state_is_sampled_at_once() {
 fn bad_history_queries_are_refused_and_change_nothing() {
     let s = TestServer::start_with(|c| c.history_interval = Duration::from_secs(3600));
     let (_sim, _events, _held) = booted_and_held(&s, SERIAL);
+    // The boot's sample is taken by the history thread, after the upload is answered.
+    wait_until("the boot's sample", || !samples(&s, SERIAL).is_empty());
     let before = store_bytes(s.dir.path());
     let history_before = samples(&s, SERIAL);
     let hours = "hours must be a whole number from 1 to 168";
