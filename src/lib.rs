@@ -22,7 +22,7 @@
 //! - [`state`] (buckets, accounts and the one mutation path) over [`store`] (the durable
 //!   journal and snapshots) and [`hub`] (held subscribes, pushes and change events);
 //!   [`events`] (live event streams), [`presence`], [`weather`], [`config`], [`http`] (the
-//!   tiny_http edge: handlers are plain functions from a parsed request to a reply),
+//!   HTTP/1.1 edge, hearth's own: handlers are plain functions from a parsed request to a reply),
 //!   [`service`] (systemd), [`supervisor`] (Home Assistant's, for the add-on), [`simulator`] (a simulated thermostat), [`util`].
 
 pub mod accounts;

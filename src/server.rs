@@ -297,7 +297,7 @@ fn start_admin(app: &Arc<App>) -> Option<AdminSocket> {
 /// A TLS front and the map of its relayed clients.
 type Front = (TlsFront, Arc<Peers>);
 
-/// Without TLS, `public` itself. With it, a private loopback listener for tiny_http, and the
+/// Without TLS, `public` itself. With it, a private loopback listener for the HTTP edge, and the
 /// front that owns `public` and relays to it, with the map of its clients.
 fn behind_tls(
     name: &'static str,

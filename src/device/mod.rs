@@ -160,12 +160,6 @@ pub struct Caller {
 }
 
 fn route(app: &App, req: &Request) -> Result<Reply, DeviceError> {
-    // A thermostat opens a new connection for each request. Another request on a connection
-    // whose subscribe is held would wait behind the whole hold (tiny_http answers a
-    // connection's requests in order), so the hold ends now.
-    if let Some(peer) = req.remote {
-        app.hub().release_connection(peer);
-    }
     let path = normalize::normalize(&req.path);
     let route = Route::of(req.method, &path)?;
     let full = |r: Response| Ok(Reply::Full(r));

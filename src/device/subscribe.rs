@@ -78,10 +78,9 @@ pub fn subscribe(app: &App, caller: &Caller, req: &Request) -> Result<Reply, Dev
         ChunkedBody::Now(br#"{"objects":[]}"#.to_vec())
     } else {
         let deadline = Instant::now() + app.config.hold();
-        let peer = req.remote;
         ChunkedBody::Park(Box::new(move |body| {
             let hub = Arc::clone(reservation.hub());
-            if let Err(mut held) = hub.hold(reservation, Box::new(Held(body)), deadline, peer) {
+            if let Err(mut held) = hub.hold(reservation, Box::new(Held(body)), deadline) {
                 let _ = held.end();
             }
         }))

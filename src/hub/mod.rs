@@ -23,7 +23,6 @@ mod notifier;
 
 use std::collections::{BTreeSet, HashMap};
 use std::io;
-use std::net::SocketAddr;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
@@ -102,8 +101,6 @@ enum Phase {
 
 struct Sub {
     serial: String,
-    /// The client's address, to end the hold if the same connection sends another request.
-    peer: Option<SocketAddr>,
     phase: Phase,
     queue: Vec<Arc<Push>>,
     /// `None` while reserved or while a write to it is under way.
@@ -130,7 +127,6 @@ pub type Interest = Box<dyn Fn(&ChangeEvent) -> bool + Send>;
 struct Inner {
     subs: HashMap<u64, Sub>,
     by_serial: HashMap<String, Vec<u64>>,
-    by_peer: HashMap<SocketAddr, u64>,
     /// When parked subscribes next need the notifier (their deadline or batch window's end).
     timers: BTreeSet<(Instant, u64)>,
     /// Subscribes due now that no writer thread took: the notifier writes them itself.
@@ -148,11 +144,6 @@ struct Inner {
 impl Inner {
     fn remove(&mut self, id: u64) -> Option<Sub> {
         let sub = self.subs.remove(&id)?;
-        if let Some(peer) = sub.peer {
-            if self.by_peer.get(&peer) == Some(&id) {
-                self.by_peer.remove(&peer);
-            }
-        }
         if let Some(at) = sub.timer {
             self.timers.remove(&(at, id));
         }
@@ -196,7 +187,6 @@ impl Hub {
             id,
             Sub {
                 serial: serial.to_string(),
-                peer: None,
                 phase: Phase::Reserved,
                 queue: Vec::new(),
                 writer: None,
@@ -225,7 +215,6 @@ impl Hub {
         mut reservation: Reservation,
         writer: Writer,
         deadline: Instant,
-        peer: Option<SocketAddr>,
     ) -> Result<(), Writer> {
         let mut inner = self.inner.lock();
         let id = reservation.id;
@@ -236,12 +225,7 @@ impl Hub {
             return Err(writer);
         }
         reservation.held = true;
-        let Inner {
-            subs,
-            replay,
-            by_peer,
-            ..
-        } = &mut *inner;
+        let Inner { subs, replay, .. } = &mut *inner;
         let Some(sub) = subs.get_mut(&id) else {
             return Err(writer);
         };
@@ -258,25 +242,8 @@ impl Hub {
         }
         sub.phase = Phase::Held { deadline };
         sub.writer = Some(writer);
-        sub.peer = peer;
-        if let Some(peer) = peer {
-            by_peer.insert(peer, id);
-        }
         self.schedule(&mut inner, id, Instant::now());
         Ok(())
-    }
-
-    /// Ends at once a subscribe held on the connection from `peer`: the client sent another
-    /// request on it, whose answer tiny_http would otherwise queue behind the whole hold.
-    pub fn release_connection(&self, peer: SocketAddr) {
-        let mut inner = self.inner.lock();
-        let Some(id) = inner.by_peer.remove(&peer) else {
-            return;
-        };
-        if let Some(sub) = inner.subs.get_mut(&id) {
-            sub.release = true;
-            self.schedule(&mut inner, id, Instant::now());
-        }
     }
 
     /// Ends every subscribe of `serial`, held or about to be, that was not made with
@@ -456,9 +423,9 @@ mod tests {
         let (a, b) = (Probe::default(), Probe::default());
         let far = Instant::now() + Duration::from_secs(60);
         let ra = hub.reserve("S");
-        hub.hold(ra, Box::new(a.clone()), far, None).ok().unwrap();
+        hub.hold(ra, Box::new(a.clone()), far).ok().unwrap();
         let rb = hub.reserve("S");
-        hub.hold(rb, Box::new(b.clone()), far, None).ok().unwrap();
+        hub.hold(rb, Box::new(b.clone()), far).ok().unwrap();
         hub.publish(
             "S",
             Origin::Server,
@@ -488,7 +455,6 @@ mod tests {
             r,
             Box::new(p.clone()),
             Instant::now() + Duration::from_secs(60),
-            None,
         )
         .ok()
         .unwrap();
@@ -505,7 +471,6 @@ mod tests {
             r,
             Box::new(p.clone()),
             Instant::now() + Duration::from_millis(50),
-            None,
         )
         .ok()
         .unwrap();
@@ -520,14 +485,9 @@ mod tests {
         let dead = Probe::default();
         *dead.fail.lock() = true;
         let r = hub.reserve("S");
-        hub.hold(
-            r,
-            Box::new(dead),
-            Instant::now() + Duration::from_secs(60),
-            None,
-        )
-        .ok()
-        .unwrap();
+        hub.hold(r, Box::new(dead), Instant::now() + Duration::from_secs(60))
+            .ok()
+            .unwrap();
         hub.publish("S", Origin::Server, Some(b"{\"n\":1}".to_vec()), vec![]);
         for _ in 0..200 {
             if hub.subscriptions_of("S") == 0 {
@@ -542,7 +502,6 @@ mod tests {
             r,
             Box::new(next.clone()),
             Instant::now() + Duration::from_secs(60),
-            None,
         )
         .ok()
         .unwrap();
@@ -557,9 +516,9 @@ mod tests {
         *dead.fail.lock() = true;
         let far = Instant::now() + Duration::from_secs(60);
         let r = hub.reserve("S");
-        hub.hold(r, Box::new(dead), far, None).ok().unwrap();
+        hub.hold(r, Box::new(dead), far).ok().unwrap();
         let r = hub.reserve("S");
-        hub.hold(r, Box::new(live.clone()), far, None).ok().unwrap();
+        hub.hold(r, Box::new(live.clone()), far).ok().unwrap();
         hub.publish("S", Origin::Server, Some(b"{\"n\":1}".to_vec()), vec![]);
         wait_for(&live, "{\"n\":1}");
         for _ in 0..200 {
@@ -574,7 +533,6 @@ mod tests {
             r,
             Box::new(next.clone()),
             Instant::now() + Duration::from_millis(100),
-            None,
         )
         .ok()
         .unwrap();
@@ -597,29 +555,10 @@ mod tests {
         let r = hub.reserve("S");
         hub.shutdown(Duration::from_secs(1));
         assert!(
-            hub.hold(r, Box::new(Probe::default()), Instant::now(), None)
+            hub.hold(r, Box::new(Probe::default()), Instant::now())
                 .is_err()
         );
         assert_eq!(hub.subscriptions_of("S"), 0);
-    }
-
-    #[test]
-    fn another_request_on_the_connection_ends_the_hold() {
-        let hub = start();
-        let p = Probe::default();
-        let peer: SocketAddr = "127.0.0.1:5555".parse().unwrap();
-        let r = hub.reserve("S");
-        hub.hold(
-            r,
-            Box::new(p.clone()),
-            Instant::now() + Duration::from_secs(60),
-            Some(peer),
-        )
-        .ok()
-        .unwrap();
-        hub.release_connection(peer);
-        assert_eq!(wait_for(&p, "END"), "END");
-        hub.shutdown(Duration::from_secs(1));
     }
 
     #[test]
@@ -628,14 +567,9 @@ mod tests {
         let p = Probe::default();
         let r = hub.reserve("S");
         let started = Instant::now();
-        hub.hold(
-            r,
-            Box::new(p.clone()),
-            started + Duration::from_millis(200),
-            None,
-        )
-        .ok()
-        .unwrap();
+        hub.hold(r, Box::new(p.clone()), started + Duration::from_millis(200))
+            .ok()
+            .unwrap();
         // Pushes every 500 ms would keep a plain 3 s window open forever.
         for _ in 0..12 {
             hub.publish("S", Origin::Server, Some(b"{}".to_vec()), vec![]);

@@ -4,7 +4,7 @@
 //!
 //! 1. Idle RSS (VmRSS) of a server 2 s after start.
 //! 2. Its RSS once N simulated thermostats (default 1,000) each hold a chunked subscribe,
-//!    12 s after the last one is held: the steady state, once tiny_http's spare pool threads
+//!    12 s after the last one is held: the steady state, once the spare connection threads
 //!    have exited (after 5 s idle) and hearth has given the boot burst's freed heap back (at
 //!    the first quiet maintenance tick, within 10 s).
 //! 3. Command → push: `POST /command set_temperature` from 4 concurrent clients (`--commanders`), each sending
