@@ -52,6 +52,8 @@ pub enum DeviceError {
     TooManyEntryKeysForSerial,
     /// The change could not be made durable; nothing was applied.
     Storage(StoreError),
+    /// An upload with an empty body (with `STORE_DEVICE_LOGS=true`); nothing is written.
+    EmptyUpload,
     /// Device logs could not be written.
     UploadFailed,
     /// One log upload larger than all kept uploads may take together (`DEVICE_LOGS_MAX_MB`).
@@ -104,6 +106,7 @@ impl DeviceError {
                 log::error!("refused a device write: {e}");
                 Response::error(503, "Storage unavailable; the change was not saved")
             }
+            DeviceError::EmptyUpload => Response::error(400, "Empty upload: no log to store"),
             DeviceError::UploadFailed => Response::error(503, "Could not store the upload"),
             DeviceError::UploadOverQuota { quota_mb } => Response::error(
                 413,
