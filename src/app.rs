@@ -1,6 +1,6 @@
 //! What every handler shares: configuration, state (with its hub), and runtime bookkeeping.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::net::{IpAddr, ToSocketAddrs};
 use std::sync::Arc;
 
@@ -35,6 +35,9 @@ pub struct App {
     /// Serials that have subscribed since this process started (the structure bucket is
     /// re-sent once to each after a restart).
     subscribed_since_start: Mutex<HashSet<String>>,
+    /// The entry keys (code and creation time) handed to each client address since this
+    /// process started, for the per-address cap of `GET /nest/passphrase`; in memory only.
+    pub entry_keys_by_address: Mutex<HashMap<IpAddr, Vec<(String, i64)>>>,
 }
 
 impl App {
@@ -53,6 +56,7 @@ impl App {
             outbound_device: OutboundGate::for_workers(workers),
             outbound_control: OutboundGate::for_workers(workers),
             subscribed_since_start: Mutex::new(HashSet::new()),
+            entry_keys_by_address: Mutex::new(HashMap::new()),
         }
     }
 

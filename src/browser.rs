@@ -15,10 +15,14 @@
 //!   one such as Nabu Casa's), and only signed-in people reach hearth through it.
 //! - **Origin** (cross-site requests): a request whose `Origin` is neither the request's own
 //!   origin nor in `ALLOWED_ORIGINS` (`null` is never either), or that carries
-//!   `Sec-Fetch-Site: cross-site` without an allowed `Origin`, gets 403. "Its own origin"
-//!   compares host and port with `Host`, not the scheme: hearth cannot see the scheme behind a
-//!   TLS-terminating proxy (it sees `http` while the page is `https`), and a page on the same
-//!   host and port is served by the same socket, so by hearth or the proxy in front of it.
+//!   `Sec-Fetch-Site: cross-site` without an allowed `Origin`, gets 403. "Its own origin" has
+//!   `Host`'s host and port (a page on the same host and port is served by the same socket, so
+//!   by hearth or the proxy in front of it). When `Host` has no port, it is the scheme hearth
+//!   serves (`https` with `CERT_DIR`, else `http`) at that scheme's default port; the other
+//!   scheme at its default port passes only for a name in `ALLOWED_HOSTS` (a reverse proxy that
+//!   terminates TLS: the page is `https`, hearth sees plain HTTP) and through `INGRESS_PROXY`.
+//!   Else another app on the same host at the other default port would pass as hearth.
+//!   A bracketed `Host` must hold an IPv6 address without a zone id.
 //! - CORS headers (the origin echoed, `Vary: Origin`) and a successful preflight only for
 //!   `ALLOWED_ORIGINS`; a preflight from any other origin gets 403.
 //!
@@ -143,22 +147,33 @@ impl Passed {
 pub struct Browsers {
     /// API_ORIGIN's host (lower case, no brackets or trailing dot) and `ALLOWED_HOSTS`.
     names: Vec<String>,
+    /// `ALLOWED_HOSTS` alone (lower case, no brackets or trailing dot): the names a reverse
+    /// proxy may serve with the other scheme.
+    allowed_hosts: Vec<String>,
+    /// Whether both ports serve HTTPS (`CERT_DIR`): every request came through the TLS front.
+    tls: bool,
     allowed_origins: Vec<String>,
     ingress_proxy: Option<IpAddr>,
 }
 
 impl Browsers {
     pub fn new(config: &Config) -> Browsers {
-        let mut names: Vec<String> = config
+        let allowed_hosts: Vec<String> = config
             .allowed_hosts
             .iter()
-            .map(|h| bare(h).to_ascii_lowercase())
+            .map(|h| {
+                let h = bare(h).to_ascii_lowercase();
+                h.strip_suffix('.').map(str::to_string).unwrap_or(h)
+            })
             .collect();
+        let mut names = allowed_hosts.clone();
         if let Some(origin) = &config.api_origin {
             names.push(bare(&origin.host).to_ascii_lowercase());
         }
         Browsers {
             names,
+            allowed_hosts,
+            tls: config.cert_dir.is_some(),
             allowed_origins: config.allowed_origins.clone(),
             ingress_proxy: config.ingress_proxy,
         }
@@ -188,7 +203,8 @@ impl Browsers {
             return Ok(passed);
         }
         if let Some(origin) = origin {
-            if !host.is_some_and(|h| same_origin(origin, h)) {
+            let proxied = self.is_ingress_proxy(req);
+            if !host.is_some_and(|h| self.same_origin(origin, h, proxied)) {
                 return Err(Refusal::Origin(origin.to_string()));
             }
         }
@@ -210,6 +226,34 @@ impl Browsers {
         !self.allowed_origins.is_empty()
             && ApiOrigin::parse(origin.trim())
                 .is_ok_and(|o| self.allowed_origins.contains(&o.web_origin()))
+    }
+
+    /// Whether the page at `origin` is the request's own: the host of `host` (the request's
+    /// `Host`), and its port; without a port, the scheme hearth serves at its default port, or
+    /// the other scheme at its default port for a name in `ALLOWED_HOSTS` or through the ingress
+    /// proxy (`proxied`): a proxy in front that terminates TLS.
+    fn same_origin(&self, origin: &str, host: &str, proxied: bool) -> bool {
+        let (Ok(origin), Some((name, port))) = (ApiOrigin::parse(origin.trim()), split_host(host))
+        else {
+            return false;
+        };
+        if !origin.host.eq_ignore_ascii_case(name) {
+            return false;
+        }
+        let default_of = |https: bool| if https { 443 } else { 80 };
+        let origin_port = origin.port.unwrap_or(default_of(origin.is_https()));
+        if let Some(port) = port {
+            return origin_port == port;
+        }
+        if origin_port != default_of(origin.is_https()) {
+            return false;
+        }
+        if origin.is_https() == self.tls {
+            return true;
+        }
+        let name = bare(name).to_ascii_lowercase();
+        let name = name.strip_suffix('.').unwrap_or(&name);
+        proxied || self.allowed_hosts.iter().any(|h| h == name)
     }
 
     /// Whether `host` (a `Host` header) names this server on the home network.
@@ -240,10 +284,12 @@ fn bare(host: &str) -> &str {
         .unwrap_or(host)
 }
 
-/// A `Host` header's host (IPv6 in brackets) and port; `None` if it is not `host[:port]`.
+/// A `Host` header's host (IPv6 in brackets) and port; `None` if it is not `host[:port]`, or
+/// its brackets hold no IPv6 address (`[evil]`, a zone id as in `[fe80::1%eth0]`).
 fn split_host(value: &str) -> Option<(&str, Option<u16>)> {
     let (host, port) = if value.starts_with('[') {
         let end = value.find(']')?;
+        value[1..end].parse::<std::net::Ipv6Addr>().ok()?;
         let (host, rest) = value.split_at(end + 1);
         match rest {
             "" => (host, None),
@@ -267,18 +313,6 @@ fn split_host(value: &str) -> Option<(&str, Option<u16>)> {
     };
     (!host.contains(':') || host.starts_with('[') || host.parse::<IpAddr>().is_ok())
         .then_some((host, port))
-}
-
-/// Whether the page at `origin` is the request's own: same host and port as `host` (the
-/// request's `Host`), a missing port being the origin scheme's default.
-fn same_origin(origin: &str, host: &str) -> bool {
-    let (Ok(origin), Some((name, port))) = (ApiOrigin::parse(origin.trim()), split_host(host))
-    else {
-        return false;
-    };
-    let default = if origin.is_https() { 443 } else { 80 };
-    origin.host.eq_ignore_ascii_case(name)
-        && origin.port.unwrap_or(default) == port.unwrap_or(default)
 }
 
 #[cfg(test)]
@@ -341,6 +375,11 @@ mod tests {
             "a:b:c",
             "[::1",
             "[::1]x",
+            "[evil]",
+            "[evil]:8082",
+            "[fe80::1%eth0]",
+            "[fe80::1%25eth0]:8082",
+            "fe80::1%eth0",
             "proxy.example.net.evil.example",
         ] {
             let r = request(Method::Get, &[("Host", host)]);
@@ -374,12 +413,37 @@ mod tests {
             ],
         );
         assert_eq!(b.check(&own, Guard::Full), Ok(Passed::default()));
-        // Behind a TLS-terminating proxy the page is https and hearth sees plain HTTP.
+        // Behind a TLS-terminating proxy the page is https and hearth sees plain HTTP: the
+        // proxy's name must be in ALLOWED_HOSTS, else another app's page at the other default
+        // port of the same host would pass.
         let proxied = request(
             Method::Post,
             &[("Host", "hearth.lan"), ("Origin", "https://hearth.lan")],
         );
-        assert!(b.check(&proxied, Guard::Full).is_ok());
+        assert_eq!(
+            b.check(&proxied, Guard::Full),
+            Err(Refusal::Origin("https://hearth.lan".into()))
+        );
+        let behind_proxy = browsers(&["Hearth.LAN."], &[]);
+        assert!(behind_proxy.check(&proxied, Guard::Full).is_ok());
+        for origin in ["https://hearth.lan:8443", "http://hearth.lan:8080"] {
+            let r = request(Method::Post, &[("Host", "hearth.lan"), ("Origin", origin)]);
+            assert!(behind_proxy.check(&r, Guard::Full).is_err(), "{origin}");
+        }
+        // Served over TLS, the own origin without a port is https at 443; http at 80 is
+        // another app's.
+        let mut config = Config::local("/nonexistent");
+        config.cert_dir = Some("/nonexistent/certs".into());
+        let over_tls = Browsers::new(&config);
+        for (origin, own) in [
+            ("https://127.0.0.1", true),
+            ("https://127.0.0.1:443", true),
+            ("http://127.0.0.1", false),
+            ("http://127.0.0.1:80", false),
+        ] {
+            let r = request(Method::Post, &[("Host", "127.0.0.1"), ("Origin", origin)]);
+            assert_eq!(over_tls.check(&r, Guard::Full).is_ok(), own, "{origin}");
+        }
         let default_port = request(
             Method::Post,
             &[("Host", "hearth.lan:80"), ("Origin", "http://hearth.lan")],

@@ -681,3 +681,84 @@ fn socket2_bound(from: &str, to: SocketAddr) -> TcpStream {
     stream.set_read_timeout(Some(TIMEOUT)).unwrap();
     stream
 }
+
+/// `POST /command` setting 29.5 with `Host` and `Origin` as given, on the control port.
+fn command_with(s: &TestServer, host: &str, origin: &str) -> Answer {
+    send(
+        s.control(),
+        "POST /command HTTP/1.1",
+        &[
+            ("Host", host),
+            ("Origin", origin),
+            ("Content-Type", "text/plain"),
+        ],
+        SET_29_5,
+    )
+}
+
+#[test]
+fn without_a_port_in_host_only_the_scheme_hearth_serves_is_its_own_origin() {
+    let s = TestServer::start();
+    let (_sim, _events, _held) = booted_and_held(&s, SERIAL);
+    let before = snapshot(&s);
+    // Plain HTTP: with `Host: 127.0.0.1` an https page (another app at 443) is not hearth's.
+    for origin in ["https://127.0.0.1", "https://127.0.0.1:443"] {
+        let r = command_with(&s, "127.0.0.1", origin);
+        assert_eq!(r.status, 403, "{origin}: {}", r.body);
+        let message = origin_refusal(origin);
+        assert_eq!(r.json(), json!({"success": false, "message": message}));
+        // The device port refuses it the same way.
+        let r = send(
+            s.device(),
+            "POST /nest/transport/v7/put HTTP/1.1",
+            &[("Host", "127.0.0.1"), ("Origin", origin)],
+            "{}",
+        );
+        assert_eq!((r.status, r.json()), (403, json!({ "error": message })));
+    }
+    // A bracketed Host that is no IPv6 address, or one with a zone id: 421.
+    for host in [
+        "[evil]",
+        "[evil]:8082",
+        "[fe80::1%25eth0]",
+        "[fe80::1%eth0]:8082",
+    ] {
+        let r = send(
+            s.control(),
+            "POST /command HTTP/1.1",
+            &[("Host", host), ("Content-Type", "text/plain")],
+            SET_29_5,
+        );
+        assert_eq!(r.status, 421, "{host}: {}", r.body);
+        assert_eq!(
+            r.json(),
+            json!({"success": false, "message": host_refusal(host)})
+        );
+    }
+    assert_eq!(snapshot(&s), before, "nothing changed");
+    // The own origin still passes: http at its default port, or with the port of `Host`.
+    let r = command_with(&s, "127.0.0.1", "http://127.0.0.1");
+    assert_eq!(r.status, 200, "{}", r.body);
+    let host = host_of(s.control());
+    let own = format!("http://{host}");
+    let r = command_with(&s, &host, &own);
+    assert_eq!(r.status, 200, "{}", r.body);
+    let r = command_with(&s, "[::1]", "http://[::1]");
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(target_of(&s), json!(29.5));
+}
+
+#[test]
+fn a_tls_terminating_proxy_at_a_name_in_allowed_hosts_still_passes() {
+    let s = TestServer::start_with(|c| c.allowed_hosts = vec!["hearth.example.com".into()]);
+    let (_sim, _events, _held) = booted_and_held(&s, SERIAL);
+    let before = snapshot(&s);
+    // Another name without a port, https page: refused.
+    let r = command_with(&s, "hearth.lan", "https://hearth.lan");
+    assert_eq!(r.status, 403, "{}", r.body);
+    assert_eq!(snapshot(&s), before);
+    // The proxy passes the browser's Host on; the page is https, hearth sees plain HTTP.
+    let r = command_with(&s, "hearth.example.com", "https://hearth.example.com");
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(target_of(&s), json!(29.5));
+}

@@ -358,6 +358,53 @@ fn kept_uploads_stay_within_the_quota_the_oldest_deleted_first() {
 }
 
 #[test]
+fn each_kept_upload_counts_at_least_4_kib_and_empty_directories_go() {
+    let s = TestServer::start_with(|c| {
+        c.store_device_logs = true;
+        c.device_logs_max_mb = 1;
+    });
+    let dir = s.dir.path().join("device-logs");
+    let ok = (200, json!({"status": "ok"}));
+    // An empty upload is refused and writes nothing.
+    let r = post_as(s.device(), "/nest/upload", SERIAL, b"");
+    assert_eq!(
+        (r.status, r.text().as_str()),
+        (400, r#"{"error":"Empty upload: no log to store"}"#)
+    );
+    assert!(!dir.exists(), "nothing written");
+    // 300 one-byte uploads from 300 thermostats: each counts 4 KiB, so 1 MiB keeps 256, and
+    // the directories of the thermostats whose last upload went are gone with it.
+    let serial = |i: usize| format!("02AA01AC0000{i:04}");
+    for i in 0..300 {
+        let r = post_as(s.device(), "/nest/upload", &serial(i), b"x");
+        assert_eq!((r.status, r.json()), ok, "upload {i}");
+    }
+    let kept = kept_logs(&dir);
+    assert_eq!(kept.len(), 256, "1 MiB / 4 KiB");
+    let dirs = std::fs::read_dir(&dir).unwrap().count();
+    assert_eq!(dirs, 256, "no empty directory is left");
+    // The oldest went first (a file's time may be coarse, so only the ends are compared).
+    let names: Vec<&str> = kept.iter().map(|(name, _)| &name[..16]).collect();
+    assert!(
+        !names.contains(&serial(0).as_str()),
+        "the first upload went"
+    );
+    assert!(
+        names.contains(&serial(299).as_str()),
+        "the last upload is kept"
+    );
+    // The port serves on, and a thermostat's upload is still kept.
+    assert_eq!(get(s.device(), "/health").status, 200);
+    let r = post_as(s.device(), "/nest/upload", SERIAL, b"log");
+    assert_eq!((r.status, r.json()), ok);
+    assert!(
+        kept_logs(&dir)
+            .iter()
+            .any(|(name, body)| { name.starts_with(SERIAL) && body == b"log" })
+    );
+}
+
+#[test]
 fn uploads_are_acknowledged_but_not_kept_by_default() {
     let s = TestServer::start();
     assert_eq!(

@@ -613,3 +613,79 @@ fn reopen(dir: &TempDir) -> hearth::Server {
     config.api_origin = hearth::config::ApiOrigin::parse("http://127.0.0.1").ok();
     hearth::Server::start(config).unwrap()
 }
+
+const TOO_MANY_FROM_ADDRESS: &str = r#"{"error":"Too many entry keys are waiting for this client address; claim one or try again when one expires"}"#;
+const TOO_MANY_FOR_SERIAL: &str = r#"{"error":"Too many entry keys are waiting for this serial with other passwords; claim one or try again when one expires"}"#;
+
+/// `GET /nest/passphrase` for `serial` with `password`, from the client address `from`.
+fn ask_from(
+    s: &TestServer,
+    from: std::net::IpAddr,
+    serial: &str,
+    password: &str,
+) -> ClientResponse {
+    let auth = basic(serial, password);
+    common::from_address::request_from(
+        from,
+        s.device(),
+        "GET /nest/passphrase HTTP/1.1",
+        &[("Authorization", &auth)],
+        &[],
+    )
+}
+
+#[test]
+fn one_client_address_gets_at_most_eight_waiting_entry_keys_and_expiry_frees_its_places() {
+    let time = ManualClock::starting_now();
+    let s = TestServer::start_with(|c| {
+        c.clock = time.clock();
+        c.entry_key_ttl_secs = 60;
+    });
+    let other = common::from_address::SECOND;
+    let serial = |i: usize| format!("02AA01AC0000{i:04}");
+    let codes: Vec<Value> = (0..8)
+        .map(|i| {
+            let r = ask_from(&s, other, &serial(i), "random");
+            assert_eq!(r.status, 200, "{}", r.text());
+            r.json()["value"].clone()
+        })
+        .collect();
+    let before = store_bytes(s.dir.path());
+    let r = ask_from(&s, other, &serial(8), "random");
+    assert_eq!((r.status, r.text().as_str()), (429, TOO_MANY_FROM_ADDRESS));
+    assert_eq!(store_bytes(s.dir.path()), before, "nothing stored");
+    assert_eq!(s.app().state.accounts(|a| a.entry_keys.len()), 8);
+    // A key it holds is still returned; a thermostat at another address still gets its key.
+    assert_eq!(
+        ask_from(&s, other, &serial(0), "random").json()["value"],
+        codes[0]
+    );
+    let mine = ask_from(&s, "127.0.0.1".parse().unwrap(), SERIAL, "pw");
+    assert_eq!(mine.status, 200, "{}", mine.text());
+    assert!(mine.json()["value"].is_string());
+
+    // A millisecond before its keys expire the address is still full; once they have, it is not.
+    time.advance(Duration::from_millis(59_999));
+    assert_eq!(ask_from(&s, other, &serial(8), "random").status, 429);
+    time.advance(Duration::from_millis(1));
+    let r = ask_from(&s, other, &serial(8), "random");
+    assert_eq!(r.status, 200, "{}", r.text());
+}
+
+#[test]
+fn one_serial_gets_entry_keys_for_at_most_four_waiting_passwords() {
+    let s = TestServer::start_with(|_| {});
+    let me: std::net::IpAddr = "127.0.0.1".parse().unwrap();
+    for i in 0..4 {
+        let r = ask_from(&s, me, SERIAL, &format!("pw{i}"));
+        assert_eq!(r.status, 200, "{}", r.text());
+    }
+    let before = store_bytes(s.dir.path());
+    let r = ask_from(&s, me, SERIAL, "pw4");
+    assert_eq!((r.status, r.text().as_str()), (429, TOO_MANY_FOR_SERIAL));
+    assert_eq!(store_bytes(s.dir.path()), before, "nothing stored");
+    // A password already waiting gets its key again; another serial is still served.
+    assert_eq!(ask_from(&s, me, SERIAL, "pw0").status, 200);
+    let r = ask_from(&s, me, "02AA01AC00000002", "pw4");
+    assert_eq!(r.status, 200, "{}", r.text());
+}

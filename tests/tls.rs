@@ -304,3 +304,44 @@ fn a_missing_or_unusable_certificate_stops_startup_naming_the_file() {
     let err = start(certs.path()).unwrap_err();
     assert!(err.contains("fullchain.pem"), "{err}");
 }
+
+/// A request over TLS with `Host: 127.0.0.1` and this `Origin`: the status and the body.
+fn https_with_origin(addr: SocketAddr, ca: &Path, target: &str, origin: &str) -> (u16, String) {
+    let mut tls = connect(addr, ca);
+    let request = format!(
+        "GET {target} HTTP/1.1\r\nHost: 127.0.0.1\r\nOrigin: {origin}\r\nConnection: close\r\n\r\n"
+    );
+    tls.write_all(request.as_bytes()).unwrap();
+    let mut answer = Vec::new();
+    tls.read_to_end(&mut answer).unwrap();
+    let text = String::from_utf8(answer).unwrap();
+    let status = text
+        .split_whitespace()
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0);
+    let body = text.split_once("\r\n\r\n").map_or("", |(_, b)| b);
+    (status, body.to_string())
+}
+
+#[test]
+fn over_tls_an_http_page_at_the_hosts_default_port_is_not_hearths_own() {
+    let (_certs, s, ca) = ec_server(|_| {});
+    let target = "/api/devices";
+    for origin in ["http://127.0.0.1", "http://127.0.0.1:80"] {
+        let (status, body) = https_with_origin(s.control(), &ca, target, origin);
+        let message = format!(
+            "Origin check error: refused a request from the web page at \"{origin}\". Web pages \
+             of other sites may not use this server; to let that page use it, add its origin to \
+             ALLOWED_ORIGINS"
+        );
+        assert_eq!(
+            (status, serde_json::from_str::<Value>(&body).unwrap()),
+            (403, json!({ "error": message })),
+            "{origin}"
+        );
+    }
+    // Hearth's own page, https at 443 (no port in Host), passes.
+    let (status, body) = https_with_origin(s.control(), &ca, target, "https://127.0.0.1");
+    assert_eq!(status, 200, "{body}");
+}

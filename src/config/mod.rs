@@ -47,6 +47,11 @@ pub struct Config {
     /// Unclaimed entry keys kept at most (expired ones are pruned to make room; beyond, a new
     /// one is refused). Not a setting: far above any home.
     pub max_pending_entry_keys: usize,
+    /// Unclaimed, unexpired entry keys one client address may have been handed (an IPv6
+    /// client counts by its /64). Counted in memory: a restart starts the count afresh.
+    pub max_entry_keys_per_address: usize,
+    /// Distinct passwords one serial may have unclaimed, unexpired entry keys waiting for.
+    pub max_entry_keys_per_serial: usize,
     /// `X-nl-suspend-time-max`; a subscribe is held for this minus 10 seconds.
     pub suspend_time_max_secs: u64,
     pub defer_device_window_secs: u64,
@@ -202,6 +207,8 @@ impl Default for Config {
             require_device_pairing: const { boolean("REQUIRE_DEVICE_PAIRING").default },
             entry_key_ttl_secs: const { number("ENTRY_KEY_TTL_SECONDS").default },
             max_pending_entry_keys: 256,
+            max_entry_keys_per_address: 8,
+            max_entry_keys_per_serial: 4,
             suspend_time_max_secs: const { number("SUSPEND_TIME_MAX").default },
             defer_device_window_secs: const { number("DEFER_DEVICE_WINDOW").default },
             disable_defer_window_secs: const { number("DISABLE_DEFER_WINDOW").default },

@@ -13,6 +13,16 @@ pub const WRONG_PASSWORD: &str = "Device not authorized. Wrong password for this
 pub const TOO_MANY_ENTRY_KEYS: &str =
     "Too many entry keys are waiting to be claimed; try again when one expires";
 
+/// The 429 body when the asking client address has `max_entry_keys_per_address` unclaimed,
+/// unexpired entry keys already.
+pub const TOO_MANY_ENTRY_KEYS_FROM_ADDRESS: &str = "Too many entry keys are waiting for this \
+     client address; claim one or try again when one expires";
+
+/// The 429 body when `max_entry_keys_per_serial` passwords have entry keys waiting for the
+/// serial.
+pub const TOO_MANY_ENTRY_KEYS_FOR_SERIAL: &str = "Too many entry keys are waiting for this \
+     serial with other passwords; claim one or try again when one expires";
+
 #[derive(Debug)]
 pub enum DeviceError {
     /// No serial could be found in the request.
@@ -36,8 +46,14 @@ pub enum DeviceError {
     EntryKeyUnavailable,
     /// `max_pending_entry_keys` unclaimed entry keys are waiting, none expired.
     TooManyEntryKeys,
+    /// The client address has `max_entry_keys_per_address` unclaimed, unexpired entry keys.
+    TooManyEntryKeysFromAddress,
+    /// `max_entry_keys_per_serial` passwords have entry keys waiting for the serial.
+    TooManyEntryKeysForSerial,
     /// The change could not be made durable; nothing was applied.
     Storage(StoreError),
+    /// An upload with an empty body (with `STORE_DEVICE_LOGS=true`); nothing is written.
+    EmptyUpload,
     /// Device logs could not be written.
     UploadFailed,
     /// One log upload larger than all kept uploads may take together (`DEVICE_LOGS_MAX_MB`).
@@ -80,10 +96,17 @@ impl DeviceError {
                 Response::error(503, "Entry key service unavailable")
             }
             DeviceError::TooManyEntryKeys => Response::error(503, TOO_MANY_ENTRY_KEYS),
+            DeviceError::TooManyEntryKeysFromAddress => {
+                Response::error(429, TOO_MANY_ENTRY_KEYS_FROM_ADDRESS)
+            }
+            DeviceError::TooManyEntryKeysForSerial => {
+                Response::error(429, TOO_MANY_ENTRY_KEYS_FOR_SERIAL)
+            }
             DeviceError::Storage(e) => {
                 log::error!("refused a device write: {e}");
                 Response::error(503, "Storage unavailable; the change was not saved")
             }
+            DeviceError::EmptyUpload => Response::error(400, "Empty upload: no log to store"),
             DeviceError::UploadFailed => Response::error(503, "Could not store the upload"),
             DeviceError::UploadOverQuota { quota_mb } => Response::error(
                 413,

@@ -207,6 +207,7 @@ fn route(app: &App, req: &Request) -> Result<Reply, DeviceError> {
         Route::ProInfo => full(entry::pro_info(&path, req)),
         Route::Passphrase => full(passphrase::get(
             app,
+            req.remote.map(|a| a.ip()),
             id.serial.as_deref(),
             id.password.as_deref(),
         )?),

@@ -2,6 +2,9 @@
 //! claim it. An active key is returned again on every call; an expired or claimed one is
 //! replaced. Keys come from the kernel's CSPRNG.
 
+use std::collections::HashSet;
+use std::net::IpAddr;
+
 use serde_json::json;
 
 use super::DeviceError;
@@ -17,9 +20,14 @@ const ATTEMPTS: usize = 20;
 /// firmware silently rejects a string). Each password asking for a serial gets its own key, so
 /// the code a thermostat shows is the one made for its password (the one a claim pins).
 /// At most `max_pending_entry_keys` unclaimed keys are kept: expired ones are pruned to make
-/// room, and with none expired a new key is refused (503, nothing stored).
+/// room, and with none expired a new key is refused (503, nothing stored). Before that, one
+/// client address (`remote`; an IPv6 one by its /64) may hold at most
+/// `max_entry_keys_per_address` unclaimed, unexpired keys, and one serial at most
+/// `max_entry_keys_per_serial` waiting passwords (429, nothing stored). An active key asked for
+/// again is returned whatever the caps.
 pub fn get(
     app: &App,
+    remote: Option<IpAddr>,
     serial: Option<&str>,
     password: Option<&str>,
 ) -> Result<Response, DeviceError> {
@@ -27,6 +35,9 @@ pub fn get(
     let ttl_ms =
         i64::try_from(app.config.entry_key_ttl_secs.saturating_mul(1000)).unwrap_or(i64::MAX);
     let cap = app.config.max_pending_entry_keys;
+    let client = remote.map(client_of);
+    // Held across the accounts update, so two requests from one address cannot both pass.
+    let mut by_address = app.entry_keys_by_address.lock();
     let key = app.state.update_accounts(|txn| {
         let now = txn.now_ms();
         let accounts = txn.accounts();
@@ -35,6 +46,42 @@ pub fn get(
             .filter(|k| k.is_active(now))
         {
             return Ok(active.clone());
+        }
+        // Keys handed out that are claimed, expired or gone no longer count (pruned for every
+        // address, so the map holds no more than the keys waiting).
+        let waiting = |(code, created): &(String, i64)| {
+            accounts
+                .entry_keys
+                .get(code)
+                .is_some_and(|k| k.created_ms == *created && k.is_active(now))
+        };
+        by_address.retain(|_, handed| {
+            handed.retain(waiting);
+            !handed.is_empty()
+        });
+        if let Some(client) = client {
+            let handed = by_address.get(&client).map_or(0, Vec::len);
+            if handed >= app.config.max_entry_keys_per_address {
+                log::warn!(
+                    "refused an entry key for {serial}: {client} has {handed} unclaimed entry \
+                     keys waiting already"
+                );
+                return Err(DeviceError::TooManyEntryKeysFromAddress);
+            }
+        }
+        let passwords = accounts
+            .entry_keys
+            .values()
+            .filter(|k| k.serial == serial && k.is_active(now))
+            .map(|k| k.password.as_deref())
+            .collect::<HashSet<_>>()
+            .len();
+        if passwords >= app.config.max_entry_keys_per_serial {
+            log::warn!(
+                "refused an entry key for {serial}: {passwords} passwords have entry keys \
+                 waiting for it already"
+            );
+            return Err(DeviceError::TooManyEntryKeysForSerial);
         }
         // An unclaimed key this one replaces (same serial and password) makes room by itself.
         let replaced = accounts
@@ -75,15 +122,43 @@ pub fn get(
                 password: password.map(str::to_string),
             };
             txn.push(Op::PutEntryKey { key: key.clone() });
+            if let Some(client) = client {
+                by_address
+                    .entry(client)
+                    .or_default()
+                    .push((key.code.clone(), key.created_ms));
+            }
             return Ok(key);
         }
         Err(DeviceError::EntryKeyUnavailable)
-    })?;
+    });
+    // A key whose update failed (nothing stored) was counted above: forget it.
+    if key.is_err() {
+        by_address.retain(|_, handed| {
+            handed.retain(|(code, _)| app.state.accounts(|a| a.entry_keys.contains_key(code)));
+            !handed.is_empty()
+        });
+    }
+    drop(by_address);
+    let key = key?;
     ensure_pairing_dialog(app, serial)?;
     Ok(Response::json(
         200,
         &json!({"value": key.code, "expires": key.expires_ms}),
     ))
+}
+
+/// The client an entry key is counted against: an IPv4 address (an IPv4-mapped IPv6 one as
+/// IPv4), or an IPv6 address's /64 (one home's network hands out many addresses in it).
+fn client_of(remote: IpAddr) -> IpAddr {
+    match remote.to_canonical() {
+        IpAddr::V6(v6) => {
+            let mut segments = v6.segments();
+            segments[4..].fill(0);
+            IpAddr::V6(segments.into())
+        }
+        v4 => v4,
+    }
 }
 
 /// The `device_alert_dialog.<SERIAL>` bucket that makes the thermostat show its

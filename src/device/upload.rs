@@ -4,8 +4,11 @@
 //!
 //! All kept uploads together, every thermostat's, stay within `DEVICE_LOGS_MAX_MB`: before an
 //! upload is written, the oldest kept ones (by modification time) are deleted until it fits.
-//! One upload larger than the whole quota is refused (413) and deletes nothing. Only files
-//! named as uploads are counted or deleted, so other files in the directory are left alone.
+//! One upload larger than the whole quota is refused (413) and deletes nothing. Each kept file
+//! counts as at least [`MIN_CHARGE`] bytes, so the number of kept files is bounded by
+//! quota / 4 KiB (256 per MiB), and an empty upload is refused (400) without writing. A
+//! thermostat's directory is removed with its last upload. Only files named as uploads are
+//! counted or deleted, so other files in the directory are left alone.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -22,14 +25,30 @@ use crate::util::clock;
 /// Device logs may be larger than other requests.
 pub const BODY_LIMIT: usize = 8 * 1024 * 1024;
 
+/// What a kept upload counts against the quota at least: a file's cost is more than its bytes,
+/// and this bounds how many files the quota keeps.
+pub const MIN_CHARGE: u64 = 4096;
+
+/// What an upload of `bytes` counts against the quota.
+fn charge(bytes: u64) -> u64 {
+    bytes.max(MIN_CHARGE)
+}
+
 /// One upload at a time makes room and writes, so two at once cannot both count the same
 /// free space.
 static WRITING: Mutex<()> = parking_lot::const_mutex(());
 
 pub fn upload(app: &App, serial: Option<&str>, body: &[u8]) -> Result<Response, DeviceError> {
     if app.config.store_device_logs {
+        if body.is_empty() {
+            log::warn!(
+                "refused an empty device log from {}",
+                serial.unwrap_or("unknown")
+            );
+            return Err(DeviceError::EmptyUpload);
+        }
         let quota = app.config.device_logs_max_mb.saturating_mul(1024 * 1024);
-        let size = u64::try_from(body.len()).unwrap_or(u64::MAX);
+        let size = charge(u64::try_from(body.len()).unwrap_or(u64::MAX));
         if size > quota {
             log::warn!(
                 "refused a {size}-byte device log from {}: larger than DEVICE_LOGS_MAX_MB ({} MiB)",
@@ -106,16 +125,20 @@ fn kept(root: &Path) -> std::io::Result<Vec<Kept>> {
     Ok(found)
 }
 
-/// Deletes the oldest kept uploads until the rest take at most `room` bytes.
+/// Deletes the oldest kept uploads until the rest count at most `room` bytes (each at least
+/// [`MIN_CHARGE`]); a thermostat's directory left empty is removed.
 fn make_room(root: &Path, room: u64) -> std::io::Result<()> {
     let kept = kept(root)?;
-    let mut total: u64 = kept.iter().map(|k| k.bytes).sum();
+    let mut total: u64 = kept.iter().map(|k| charge(k.bytes)).sum();
     for old in kept {
         if total <= room {
             break;
         }
         files::remove_if_present(&old.path)?;
-        total = total.saturating_sub(old.bytes);
+        total = total.saturating_sub(charge(old.bytes));
+        if let Some(dir) = old.path.parent() {
+            remove_if_empty(root, dir);
+        }
         log::info!(
             "deleted the device log {} ({} bytes) to keep within DEVICE_LOGS_MAX_MB",
             old.path.display(),
@@ -123,6 +146,21 @@ fn make_room(root: &Path, room: u64) -> std::io::Result<()> {
         );
     }
     Ok(())
+}
+
+/// Removes a thermostat's log directory once it holds nothing (anything else in it keeps it).
+fn remove_if_empty(root: &Path, dir: &Path) {
+    let empty = std::fs::read_dir(dir).is_ok_and(|mut entries| entries.next().is_none());
+    if !empty {
+        return;
+    }
+    match std::fs::remove_dir(dir).and_then(|()| files::sync_dir(root)) {
+        Ok(()) => log::info!("removed the empty device log directory {}", dir.display()),
+        Err(e) => log::warn!(
+            "could not remove the empty directory {}: {e}",
+            dir.display()
+        ),
+    }
 }
 
 fn store(dir: &Path, body: &[u8]) -> std::io::Result<PathBuf> {
