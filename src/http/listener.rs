@@ -190,16 +190,69 @@ fn work(jobs: &Receiver<Work>, service: &dyn Service) {
     }
 }
 
-/// Open connections per client address and in all.
+/// Open connections per client address and in all, shared by a listener's accept loop or a TLS
+/// front's (a slot lives as long as its connection, or its relay).
+pub(super) type Counts = Arc<Mutex<Tally>>;
+
+/// Refused connections are logged once per address per this long; the line after it says how
+/// many were refused in between.
+pub const REFUSAL_LOG_INTERVAL: Duration = Duration::from_secs(60);
+/// Addresses whose refusals are remembered for [`REFUSAL_LOG_INTERVAL`]; past this (a flood
+/// from many addresses) refusals from further addresses are not logged until entries age out.
+const REFUSAL_LOG_ADDRESSES: usize = 1024;
+
 #[derive(Default)]
-struct Counts {
+pub(super) struct Tally {
     by_address: HashMap<IpAddr, usize>,
     total: usize,
+    /// When a refusal from each address was last logged, and how many were not logged since.
+    refusals: HashMap<IpAddr, (Instant, u64)>,
+}
+
+impl Tally {
+    /// Whether a refusal of `client` at `now` is logged, and how many went unlogged before
+    /// it: the first from an address in [`REFUSAL_LOG_INTERVAL`] is, the rest are counted.
+    fn refusal_to_log(&mut self, client: IpAddr, now: Instant) -> Option<u64> {
+        let recent = |at: &Instant| now.saturating_duration_since(*at) < REFUSAL_LOG_INTERVAL;
+        if let Some((at, unlogged)) = self.refusals.get_mut(&client) {
+            if recent(at) {
+                *unlogged += 1;
+                return None;
+            }
+            let before = *unlogged;
+            (*at, *unlogged) = (now, 0);
+            return Some(before);
+        }
+        if self.refusals.len() >= REFUSAL_LOG_ADDRESSES {
+            self.refusals.retain(|_, (at, _)| recent(at));
+            if self.refusals.len() >= REFUSAL_LOG_ADDRESSES {
+                return None;
+            }
+        }
+        self.refusals.insert(client, (now, 0));
+        Some(0)
+    }
+}
+
+/// Logs a connection refused at a count, at most once per address per
+/// [`REFUSAL_LOG_INTERVAL`] (a flood cannot fill the journal).
+pub(super) fn log_refusal(counts: &Counts, name: &str, client: SocketAddr, why: &str) {
+    let Some(unlogged) = counts.lock().refusal_to_log(client.ip(), Instant::now()) else {
+        return;
+    };
+    if unlogged == 0 {
+        log::info!("{name} port: refused a connection from {client}: {why}");
+    } else {
+        log::info!(
+            "{name} port: refused a connection from {client}: {why} ({unlogged} more from {} not logged in the last minute)",
+            client.ip()
+        );
+    }
 }
 
 /// One counted connection; it stops counting when dropped (with the parked writer, for a
 /// parked connection).
-pub(super) struct Slot(Arc<Mutex<Counts>>, IpAddr);
+pub(super) struct Slot(Counts, IpAddr);
 
 impl Drop for Slot {
     fn drop(&mut self) {
@@ -215,8 +268,8 @@ impl Drop for Slot {
 }
 
 /// Takes a slot for a connection from `client`, or says which count is full.
-fn take_slot(
-    counts: &Arc<Mutex<Counts>>,
+pub(super) fn take_slot(
+    counts: &Counts,
     client: IpAddr,
     per_client: usize,
 ) -> Result<Slot, &'static str> {
@@ -361,7 +414,7 @@ fn set_send_timeout(listener: &TcpListener, timeout: Duration) -> io::Result<()>
 /// [`Listener::stop`] to wait on.
 fn accept_loop(listener: &TcpListener, shared: &Arc<Shared>) -> Arc<Live> {
     let live = Arc::new(Live::default());
-    let counts = Arc::new(Mutex::new(Counts::default()));
+    let counts = Counts::default();
     // A rendezvous: a send succeeds only if a spare thread is waiting for a connection.
     let (spare_tx, spare_rx) = crossbeam_channel::bounded::<Accepted>(0);
     let mut backoff = Duration::ZERO;
@@ -389,7 +442,7 @@ fn accept_loop(listener: &TcpListener, shared: &Arc<Shared>) -> Arc<Live> {
         let slot = match take_slot(&counts, client.ip(), shared.limits.per_client) {
             Ok(slot) => slot,
             Err(why) => {
-                log::info!("refused a connection from {client}: {why}");
+                log_refusal(&counts, shared.name, client, why);
                 refuse_at_once(stream, &shared.service.refusal(Method::Other, "", 503, why));
                 continue;
             }
