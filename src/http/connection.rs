@@ -132,6 +132,22 @@ fn request(
             );
         }
     }
+    let reserve = match framing {
+        Framing::None | Framing::Length(0) => 0,
+        Framing::Length(n) => n as usize,
+        Framing::Chunked => limit,
+    };
+    // Held until the handler has answered: the body is in memory until then.
+    let _reserved = match shared.reserve_body(client.ip(), reserve) {
+        Some(reserved) => reserved,
+        None => {
+            return refuse(
+                503,
+                "Too many request bodies in progress from this address",
+                "the address's body budget is in use",
+            );
+        }
+    };
     if let Some(expect) = find_header(&head.headers, "Expect") {
         if !expect.trim().eq_ignore_ascii_case("100-continue") {
             return refuse(417, "Expectation failed", "an Expect header");

@@ -27,6 +27,10 @@
 //!   listener), parked ones included since each holds a descriptor. One over a count is
 //!   answered 503 by the accept loop at once (a non-blocking write to a fresh socket) and
 //!   closed unread.
+//! - **Bodies are budgeted per client address**: [`BODY_BUDGET_PER_CLIENT`] bytes of bodies
+//!   being read at once (the declared length, or a chunked body's limit, reserved before
+//!   reading); one that does not fit is answered 503 unread, so one address cannot hold
+//!   gigabytes of memory with stalled bodies.
 //! - **Every wait has a deadline**: a head must be complete `HEAD_TIMEOUT_SECONDS` after the
 //!   accept (or after its first byte, on a kept-alive connection), no wait for a head's bytes
 //!   lasts longer than `IDLE_TIMEOUT_SECONDS` (so a quiet keep-alive connection is closed
@@ -68,6 +72,11 @@ pub const PARKED_SEND_TIMEOUT: Duration = Duration::from_secs(2);
 /// same moment fit, and both ports together stay within half of the systemd unit's
 /// `LimitNOFILE=8192`.
 pub const MAX_CONNECTIONS: usize = 2048;
+/// Request body bytes being read at once from one client address, across its connections:
+/// two of the largest bodies (an 8 MiB upload). A body's declared length (a chunked body's
+/// limit) is reserved before it is read and released once its handler has answered; a request
+/// whose body does not fit is answered 503 unread.
+pub const BODY_BUDGET_PER_CLIENT: usize = 16 * 1024 * 1024;
 /// A connection's thread waits this long for another connection before it ends.
 const SPARE_WAIT: Duration = Duration::from_secs(5);
 const CONNECTION_STACK: usize = 128 * 1024;
@@ -130,6 +139,8 @@ pub(super) struct Shared {
     /// Connections being served (not parked), to end them when stopping.
     open: Mutex<HashMap<u64, Arc<TcpStream>>>,
     next_id: AtomicU64,
+    /// Body bytes reserved per client address ([`BODY_BUDGET_PER_CLIENT`]).
+    bodies: Mutex<HashMap<IpAddr, usize>>,
 }
 
 impl Shared {
@@ -158,6 +169,37 @@ impl Shared {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         open.insert(id, Arc::clone(stream));
         Some(OpenEntry(Arc::clone(self), id))
+    }
+}
+
+/// Bytes of a body being read (and handled), reserved in the client's budget until dropped.
+pub(super) struct BodyReservation<'a>(&'a Shared, IpAddr, usize);
+
+impl Shared {
+    /// Reserves `bytes` of `client`'s body budget; `None` if they do not fit.
+    pub fn reserve_body(&self, client: IpAddr, bytes: usize) -> Option<BodyReservation<'_>> {
+        let mut bodies = self.bodies.lock();
+        let used = bodies.entry(client).or_insert(0);
+        if bytes > BODY_BUDGET_PER_CLIENT - *used {
+            if *used == 0 {
+                bodies.remove(&client);
+            }
+            return None;
+        }
+        *used += bytes;
+        Some(BodyReservation(self, client, bytes))
+    }
+}
+
+impl Drop for BodyReservation<'_> {
+    fn drop(&mut self) {
+        let mut bodies = self.0.bodies.lock();
+        if let Some(used) = bodies.get_mut(&self.1) {
+            *used = used.saturating_sub(self.2);
+            if *used == 0 {
+                bodies.remove(&self.1);
+            }
+        }
     }
 }
 
@@ -351,6 +393,7 @@ impl Listener {
             stopping: AtomicBool::new(false),
             open: Mutex::new(HashMap::new()),
             next_id: AtomicU64::new(0),
+            bodies: Mutex::new(HashMap::new()),
         });
         let socket = listener.try_clone()?;
         let accept = thread::Builder::new()
