@@ -107,6 +107,14 @@ fn request(
         let _ = respond::send(&**stream, &refusal, answer(Persist::Close));
         After::Linger
     };
+    // RFC 9112 §3.2: a request with more than one Host header is answered 400.
+    let hosts = head
+        .headers
+        .iter()
+        .filter(|(n, _)| n.eq_ignore_ascii_case("Host"));
+    if hosts.count() > 1 {
+        return refuse(400, "Malformed request", "more than one Host header");
+    }
     let limit = service.body_limit(path);
     let too_large = "Request body too large";
     let framing = match body::framing(&head.headers, head.http10) {
