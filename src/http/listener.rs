@@ -354,11 +354,27 @@ impl Live {
         self.changed.notify_all();
     }
 
+    /// Counts a live thread until the returned guard is dropped (also on unwinding, so a
+    /// panic cannot leave [`Listener::stop`] waiting for a thread that is gone).
+    fn enter(self: &Arc<Self>) -> LiveGuard {
+        self.add();
+        LiveGuard(Arc::clone(self))
+    }
+
     fn wait_none(&self) {
         let mut count = self.count.lock();
         while *count > 0 {
             self.changed.wait(&mut count);
         }
+    }
+}
+
+/// One live connection thread, counted until dropped.
+struct LiveGuard(Arc<Live>);
+
+impl Drop for LiveGuard {
+    fn drop(&mut self) {
+        self.0.done();
     }
 }
 
@@ -540,32 +556,40 @@ fn start_thread(
     conn: Accepted,
     spare: Receiver<Accepted>,
 ) -> Result<(), Accepted> {
-    live.add();
+    // Dropped with the closure: when the thread ends (or unwinds), or if it cannot start.
+    let counted = live.enter();
     let handoff: Arc<Mutex<Option<Accepted>>> = Arc::new(Mutex::new(Some(conn)));
     let spawned = thread::Builder::new()
         .name(format!("{}-conn", shared.name))
         .stack_size(CONNECTION_STACK)
         .spawn({
-            let (shared, live, handoff) =
-                (Arc::clone(shared), Arc::clone(live), Arc::clone(&handoff));
+            let (shared, handoff) = (Arc::clone(shared), Arc::clone(&handoff));
             move || {
+                let _counted = counted;
                 let mut next = handoff.lock().take();
                 drop(handoff);
                 while let Some(conn) = next.take() {
-                    super::connection::serve(&shared, conn);
+                    // A panic here (outside the handler's own catch_unwind) ends only this
+                    // connection: its socket and slot are dropped, the thread keeps serving.
+                    let served = panic::catch_unwind(AssertUnwindSafe(|| {
+                        super::connection::serve(&shared, conn)
+                    }));
+                    if served.is_err() {
+                        log::error!(
+                            "{} port: serving a connection panicked; it was closed",
+                            shared.name
+                        );
+                    }
                     if shared.stopping() {
                         break;
                     }
                     next = spare.recv_timeout(SPARE_WAIT).ok();
                 }
-                drop(shared);
-                live.done();
             }
         });
     match spawned {
         Ok(_) => Ok(()),
         Err(e) => {
-            live.done();
             log::warn!("could not start a connection thread: {e}");
             handoff.lock().take().map_or(Ok(()), Err)
         }
@@ -604,5 +628,92 @@ pub(super) fn linger(stream: &TcpStream) {
             Err(e) if e.kind() == ErrorKind::Interrupted => continue,
             Err(_) => return,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A service whose body limit panics for `/boom` (outside the handler's catch_unwind).
+    struct Panicky;
+
+    impl Service for Panicky {
+        fn body_limit(&self, path: &str) -> usize {
+            assert!(path != "/boom", "a body limit that panics");
+            super::super::BODY_LIMIT
+        }
+
+        fn handle(&self, _request: Request) -> Reply {
+            Reply::Full(Response::error(200, "fine"))
+        }
+    }
+
+    fn ask(addr: SocketAddr, target: &str) -> String {
+        let mut sock = TcpStream::connect(addr).unwrap();
+        sock.set_read_timeout(Some(Duration::from_secs(10)))
+            .unwrap();
+        let request = format!("GET {target} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+        sock.write_all(request.as_bytes()).unwrap();
+        let mut answer = String::new();
+        let _ = sock.read_to_string(&mut answer);
+        answer
+    }
+
+    /// A panic on a connection's thread outside a handler closes only that connection: others
+    /// are served, and stopping the listener does not wait for the thread forever.
+    #[test]
+    fn a_panic_serving_a_connection_closes_it_and_stop_still_returns() {
+        let socket = TcpListener::bind("127.0.0.1:0").unwrap();
+        let on_fatal: FatalHook = Arc::new(|_| {});
+        let listener = Listener::start(
+            "test",
+            socket,
+            Limits::default(),
+            Arc::new(Panicky),
+            on_fatal,
+        )
+        .unwrap();
+        let addr = listener.addr();
+        for _ in 0..3 {
+            assert_eq!(ask(addr, "/boom"), "", "closed unanswered");
+            assert!(ask(addr, "/fine").starts_with("HTTP/1.1 200 "));
+        }
+        let (done, stopped) = crossbeam_channel::bounded(1);
+        thread::spawn(move || {
+            listener.stop();
+            let _ = done.send(());
+        });
+        assert!(
+            stopped.recv_timeout(Duration::from_secs(30)).is_ok(),
+            "Listener::stop did not return"
+        );
+    }
+
+    /// Refusals are logged once per address per minute, the next line counting the rest; a
+    /// flood from many addresses remembers at most REFUSAL_LOG_ADDRESSES of them.
+    #[test]
+    fn refusals_are_logged_once_per_address_per_minute() {
+        let mut tally = Tally::default();
+        let (a, b): (IpAddr, IpAddr) = ("127.0.0.2".parse().unwrap(), "::1".parse().unwrap());
+        let t0 = Instant::now();
+        assert_eq!(tally.refusal_to_log(a, t0), Some(0));
+        for i in 1..1000 {
+            assert_eq!(tally.refusal_to_log(a, t0 + Duration::from_millis(i)), None);
+        }
+        assert_eq!(tally.refusal_to_log(b, t0), Some(0));
+        let later = t0 + REFUSAL_LOG_INTERVAL;
+        assert_eq!(tally.refusal_to_log(a, later), Some(999));
+        assert_eq!(tally.refusal_to_log(a, later), None);
+        for n in 0..5000u32 {
+            let _ = tally.refusal_to_log(IpAddr::from(n.to_be_bytes()), later);
+        }
+        assert!(tally.refusals.len() <= REFUSAL_LOG_ADDRESSES);
+        // Once the entries age out, new addresses are logged again.
+        let much_later = later + REFUSAL_LOG_INTERVAL;
+        assert_eq!(
+            tally.refusal_to_log("10.0.0.1".parse().unwrap(), much_later),
+            Some(0)
+        );
     }
 }
