@@ -309,14 +309,16 @@ impl Drop for Slot {
     }
 }
 
-/// Takes a slot for a connection from `client`, or says which count is full.
+/// Takes a slot for a connection from `client`, or says which count is full (`total` of all
+/// clients' connections, `per_client` of this one's).
 pub(super) fn take_slot(
     counts: &Counts,
     client: IpAddr,
     per_client: usize,
+    total: usize,
 ) -> Result<Slot, &'static str> {
     let mut c = counts.lock();
-    if c.total >= MAX_CONNECTIONS {
+    if c.total >= total {
         return Err("Too many connections");
     }
     let n = c.by_address.entry(client).or_insert(0);
@@ -498,7 +500,12 @@ fn accept_loop(listener: &TcpListener, shared: &Arc<Shared>) -> Arc<Live> {
             .as_ref()
             .and_then(|p| p.client_of(peer))
             .unwrap_or(peer);
-        let slot = match take_slot(&counts, client.ip(), shared.limits.per_client) {
+        let slot = match take_slot(
+            &counts,
+            client.ip(),
+            shared.limits.per_client,
+            MAX_CONNECTIONS,
+        ) {
             Ok(slot) => slot,
             Err(why) => {
                 log_refusal(&counts, shared.name, client, why);

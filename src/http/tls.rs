@@ -38,6 +38,11 @@ pub const CERT_FILE: &str = "fullchain.pem";
 pub const KEY_FILE: &str = "privkey.pem";
 const RELAY_STACK: usize = 128 * 1024;
 const BUFFER: usize = 16 * 1024;
+/// Relays per front at once, all clients together. Each holds three descriptors (the client's
+/// socket, its own to the listener, the listener's end of that) and two threads: both ports'
+/// fronts at their bound keep 6,144 descriptors, within the systemd unit's
+/// `LimitNOFILE=8192`.
+pub const MAX_RELAYS: usize = 1024;
 /// Writes to a client that stopped reading give up after this long (as without TLS).
 const WRITE_TIMEOUT: Duration = Duration::from_secs(10);
 
@@ -134,7 +139,7 @@ impl TlsFront {
     /// Accepts TLS on `public` and relays each connection to `inner` (the HTTP listener). A client
     /// that has not finished its handshake within `handshake_timeout` is dropped. Relays are
     /// counted per client address (at most `per_client`) and in all (at most
-    /// [`MAX_CONNECTIONS`](super::listener::MAX_CONNECTIONS)) before their thread starts; a connection over a count is closed at
+    /// [`MAX_RELAYS`]) before their thread starts; a connection over a count is closed at
     /// once (a refusal without TLS would mean nothing to the client).
     pub fn start(
         name: &'static str,
@@ -166,7 +171,7 @@ impl TlsFront {
                             thread::sleep(Duration::from_millis(100));
                             continue;
                         };
-                        let slot = match take_slot(&counts, peer.ip(), per_client) {
+                        let slot = match take_slot(&counts, peer.ip(), per_client, MAX_RELAYS) {
                             Ok(slot) => slot,
                             Err(why) => {
                                 log_refusal(&counts, name, peer, why);
