@@ -129,9 +129,9 @@ impl Server {
         }
         let control_public = control_socket.local_addr().map_err(StartError::Thread)?;
         let (device_socket, device_front) =
-            behind_tls("device", device_socket, tls.as_ref(), config.idle_timeout)?;
+            behind_tls("device", device_socket, tls.as_ref(), &config)?;
         let (control_socket, control_front) =
-            behind_tls("control", control_socket, tls.as_ref(), config.idle_timeout)?;
+            behind_tls("control", control_socket, tls.as_ref(), &config)?;
         let limits = |front: &Option<Front>| Limits {
             workers: config.http_workers,
             body_timeout: config.body_read_timeout,
@@ -303,7 +303,7 @@ fn behind_tls(
     name: &'static str,
     public: TcpListener,
     tls: Option<&Arc<rustls::ServerConfig>>,
-    handshake_timeout: Duration,
+    settings: &Config,
 ) -> Result<(TcpListener, Option<Front>), StartError> {
     let Some(config) = tls else {
         return Ok((public, None));
@@ -317,7 +317,9 @@ fn behind_tls(
         inner_addr,
         Arc::clone(config),
         Arc::clone(&peers),
-        handshake_timeout,
+        // A handshake is a request head's worth of bytes: it gets the head's deadline.
+        settings.head_timeout,
+        settings.max_connections_per_client,
     )
     .map_err(StartError::Thread)?;
     Ok((inner, Some((front, peers))))

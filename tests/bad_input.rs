@@ -339,3 +339,59 @@ fn a_request_behind_a_held_subscribe_never_pins_a_worker() {
         Some(_) => assert!(all[end..].contains("HTTP/1.1 200"), "{all}"),
     }
 }
+
+/// A chunk size is hex digits only: `+2`, `-2`, ` 0x2` and the like get 400 like any other
+/// malformed chunk, nothing is stored, and the server keeps serving.
+#[test]
+fn a_chunk_size_that_is_not_hex_digits_gets_400_and_changes_nothing() {
+    let s = TestServer::start();
+    let before = store_bytes(s.dir.path());
+    for size in ["+2", "-2", "0x2", "2g", "+0"] {
+        let request = format!(
+            "POST /nest/transport/v7/put HTTP/1.1\r\nHost: x\r\nAuthorization: {}\r\nTransfer-Encoding: chunked\r\n\r\n{size}\r\n{{}}\r\n0\r\n\r\n",
+            basic(SERIAL, "pw")
+        );
+        let text = raw(s.device(), request.as_bytes(), TIMEOUT);
+        assert!(
+            text.starts_with("HTTP/1.1 400 Bad Request\r\n"),
+            "{size}: {text}"
+        );
+        assert!(text.contains("\r\nConnection: close\r\n"), "{text}");
+        assert!(
+            text.ends_with(r#"{"error":"Could not read the request body"}"#),
+            "{size}: {text}"
+        );
+    }
+    assert_eq!(store_bytes(s.dir.path()), before);
+    assert!(!s.app().state.device_exists(SERIAL));
+    assert_eq!(get(s.device(), "/nest/ping").status, 200);
+}
+
+/// RFC 9112 §3.2: a request with two Host headers gets 400 at the edge, on both ports, before
+/// any handler (nothing is stored), and the server keeps serving.
+#[test]
+fn a_request_with_two_host_headers_gets_400_and_changes_nothing() {
+    let s = TestServer::start();
+    let before = store_bytes(s.dir.path());
+    let body = r#"{"objects":[]}"#;
+    let request = format!(
+        "POST /nest/transport/v7/put HTTP/1.1\r\nHost: x\r\nAuthorization: {}\r\nhost: y\r\nContent-Length: {}\r\n\r\n{body}",
+        basic(SERIAL, "pw"),
+        body.len()
+    );
+    let text = raw(s.device(), request.as_bytes(), TIMEOUT);
+    assert!(text.starts_with("HTTP/1.1 400 Bad Request\r\n"), "{text}");
+    assert!(text.contains("\r\nConnection: close\r\n"), "{text}");
+    assert!(text.ends_with(r#"{"error":"Malformed request"}"#), "{text}");
+    let text = raw(
+        s.control(),
+        b"GET /status HTTP/1.1\r\nHost: 127.0.0.1\r\nHost: 127.0.0.1\r\n\r\n",
+        TIMEOUT,
+    );
+    assert!(text.starts_with("HTTP/1.1 400 Bad Request\r\n"), "{text}");
+    assert!(text.ends_with(r#"{"error":"Malformed request"}"#), "{text}");
+    assert_eq!(store_bytes(s.dir.path()), before);
+    assert!(!s.app().state.device_exists(SERIAL));
+    assert_eq!(get(s.device(), "/nest/ping").status, 200);
+    assert_eq!(get(s.control(), "/health").status, 200);
+}

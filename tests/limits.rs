@@ -514,3 +514,94 @@ fn a_request_with_both_content_length_and_transfer_encoding_gets_400_and_changes
     let text = raw(s.control(), request.as_bytes(), TIMEOUT);
     assert!(text.starts_with("HTTP/1.1 200"), "{text}");
 }
+
+const UPLOAD: usize = 8 * 1024 * 1024 - 1;
+
+/// A stalled upload from 127.0.0.2: its head with `Expect: 100-continue`, and once the edge
+/// has reserved the body (it answers 100), all of the body but its last byte.
+fn stalled_upload(to: SocketAddr) -> TcpStream {
+    let mut sock = connect_from(SECOND_CLIENT, to);
+    let head = format!(
+        "POST /nest/upload HTTP/1.1\r\nHost: x\r\nAuthorization: {}\r\nExpect: 100-continue\r\nContent-Length: {UPLOAD}\r\n\r\n",
+        basic(SERIAL, "pw")
+    );
+    sock.write_all(head.as_bytes()).unwrap();
+    sock.set_read_timeout(Some(TIMEOUT)).unwrap();
+    let mut continued = [0u8; 25];
+    sock.read_exact(&mut continued).unwrap();
+    assert_eq!(&continued, b"HTTP/1.1 100 Continue\r\n\r\n");
+    sock.write_all(&vec![b'x'; UPLOAD - 1]).unwrap();
+    sock
+}
+
+/// With device logs stored an upload may be 8 MiB; bodies being read from one address share a
+/// 16 MiB budget: two stalled uploads from 127.0.0.2 fill it, each further body from there gets
+/// 503 unread, memory stays bounded, and 127.0.0.1's PUT, upload and /health are served.
+#[test]
+fn bodies_being_read_from_one_address_share_a_budget() {
+    let _one = one_at_a_time();
+    let s = TestServer::start_with(|c| c.store_device_logs = true);
+    let (mut sim, _events, _held) = booted_and_held(&s, SERIAL);
+    let rss = rss_kib();
+    let _stalled: Vec<TcpStream> = (0..2).map(|_| stalled_upload(s.device())).collect();
+    for _ in 0..20 {
+        let request = format!(
+            "POST /nest/upload HTTP/1.1\r\nHost: x\r\nAuthorization: {}\r\nContent-Length: {UPLOAD}\r\n\r\nxxxx",
+            basic(SERIAL, "pw")
+        );
+        let mut sock = connect_from(SECOND_CLIENT, s.device());
+        sock.write_all(request.as_bytes()).unwrap();
+        sock.set_read_timeout(Some(TIMEOUT)).unwrap();
+        let mut text = String::new();
+        sock.read_to_string(&mut text).unwrap();
+        assert!(
+            text.starts_with("HTTP/1.1 503 Service Unavailable\r\n"),
+            "{text}"
+        );
+        assert!(text.contains("\r\nConnection: close\r\n"), "{text}");
+        assert!(
+            text.ends_with(r#"{"error":"Too many request bodies in progress from this address"}"#),
+            "{text}"
+        );
+    }
+    // A chunked body reserves the route's whole limit: it does not fit either.
+    let text = {
+        let mut sock = connect_from(SECOND_CLIENT, s.device());
+        sock.write_all(b"POST /nest/upload HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n4\r\nxxxx\r\n")
+            .unwrap();
+        sock.set_read_timeout(Some(TIMEOUT)).unwrap();
+        let mut text = String::new();
+        sock.read_to_string(&mut text).unwrap();
+        text
+    };
+    assert!(text.starts_with("HTTP/1.1 503 "), "{text}");
+    // Others are served meanwhile: the thermostat's PUT, an upload and /health.
+    sim.turn_dial(21.5);
+    sim.put().unwrap();
+    let upload = format!(
+        "POST /nest/upload HTTP/1.1\r\nHost: x\r\nAuthorization: {}\r\nContent-Length: 11\r\nConnection: close\r\n\r\na log line\n",
+        basic(SERIAL, &sim.password())
+    );
+    let text = raw(s.device(), upload.as_bytes(), TIMEOUT);
+    assert!(text.starts_with("HTTP/1.1 200 "), "{text}");
+    assert_eq!(get(s.device(), "/health").status, 200);
+    // Two bodies' worth in memory, and a little more: not 22 of them.
+    let grown = rss_kib().saturating_sub(rss);
+    assert!(grown < 64 * 1024, "RSS grew by {grown} KiB");
+}
+
+/// Without device logs stored, an upload gets the ordinary 1 MiB limit.
+#[test]
+fn an_upload_over_1_mib_gets_413_when_device_logs_are_not_stored() {
+    let _one = one_at_a_time();
+    let s = TestServer::start();
+    let request = format!(
+        "POST /nest/upload HTTP/1.1\r\nHost: x\r\nAuthorization: {}\r\nContent-Length: {}\r\n\r\nxxxx",
+        basic(SERIAL, "pw"),
+        1024 * 1024 + 1
+    );
+    let text = raw(s.device(), request.as_bytes(), TIMEOUT);
+    assert!(text.starts_with("HTTP/1.1 413 "), "{text}");
+    assert!(text.ends_with(TOO_LARGE), "{text}");
+    assert_eq!(get(s.device(), "/health").status, 200);
+}

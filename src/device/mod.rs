@@ -43,7 +43,7 @@ impl DeviceApi {
 
 impl Service for DeviceApi {
     fn body_limit(&self, path: &str) -> usize {
-        if normalize::normalize(path) == "/nest/upload" {
+        if self.app.config.store_device_logs && normalize::normalize(path) == "/nest/upload" {
             upload::BODY_LIMIT
         } else {
             http::BODY_LIMIT

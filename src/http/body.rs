@@ -113,7 +113,8 @@ pub fn read_chunked(
         let size = std::str::from_utf8(size)
             .ok()
             .map(str::trim)
-            .filter(|s| !s.is_empty() && s.len() <= 16)
+            // Hex digits only: `from_str_radix` would also take a leading `+`.
+            .filter(|s| !s.is_empty() && s.len() <= 16 && s.bytes().all(|b| b.is_ascii_hexdigit()))
             .and_then(|s| u64::from_str_radix(s, 16).ok())
             .ok_or(BodyError::Malformed)?;
         if size == 0 {

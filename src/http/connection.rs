@@ -107,6 +107,14 @@ fn request(
         let _ = respond::send(&**stream, &refusal, answer(Persist::Close));
         After::Linger
     };
+    // RFC 9112 §3.2: a request with more than one Host header is answered 400.
+    let hosts = head
+        .headers
+        .iter()
+        .filter(|(n, _)| n.eq_ignore_ascii_case("Host"));
+    if hosts.count() > 1 {
+        return refuse(400, "Malformed request", "more than one Host header");
+    }
     let limit = service.body_limit(path);
     let too_large = "Request body too large";
     let framing = match body::framing(&head.headers, head.http10) {
@@ -132,6 +140,22 @@ fn request(
             );
         }
     }
+    let reserve = match framing {
+        Framing::None | Framing::Length(0) => 0,
+        Framing::Length(n) => n as usize,
+        Framing::Chunked => limit,
+    };
+    // Held until the handler has answered: the body is in memory until then.
+    let _reserved = match shared.reserve_body(client.ip(), reserve) {
+        Some(reserved) => reserved,
+        None => {
+            return refuse(
+                503,
+                "Too many request bodies in progress from this address",
+                "the address's body budget is in use",
+            );
+        }
+    };
     if let Some(expect) = find_header(&head.headers, "Expect") {
         if !expect.trim().eq_ignore_ascii_case("100-continue") {
             return refuse(417, "Expectation failed", "an Expect header");

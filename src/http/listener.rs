@@ -27,6 +27,10 @@
 //!   listener), parked ones included since each holds a descriptor. One over a count is
 //!   answered 503 by the accept loop at once (a non-blocking write to a fresh socket) and
 //!   closed unread.
+//! - **Bodies are budgeted per client address**: [`BODY_BUDGET_PER_CLIENT`] bytes of bodies
+//!   being read at once (the declared length, or a chunked body's limit, reserved before
+//!   reading); one that does not fit is answered 503 unread, so one address cannot hold
+//!   gigabytes of memory with stalled bodies.
 //! - **Every wait has a deadline**: a head must be complete `HEAD_TIMEOUT_SECONDS` after the
 //!   accept (or after its first byte, on a kept-alive connection), no wait for a head's bytes
 //!   lasts longer than `IDLE_TIMEOUT_SECONDS` (so a quiet keep-alive connection is closed
@@ -68,6 +72,11 @@ pub const PARKED_SEND_TIMEOUT: Duration = Duration::from_secs(2);
 /// same moment fit, and both ports together stay within half of the systemd unit's
 /// `LimitNOFILE=8192`.
 pub const MAX_CONNECTIONS: usize = 2048;
+/// Request body bytes being read at once from one client address, across its connections:
+/// two of the largest bodies (an 8 MiB upload). A body's declared length (a chunked body's
+/// limit) is reserved before it is read and released once its handler has answered; a request
+/// whose body does not fit is answered 503 unread.
+pub const BODY_BUDGET_PER_CLIENT: usize = 16 * 1024 * 1024;
 /// A connection's thread waits this long for another connection before it ends.
 const SPARE_WAIT: Duration = Duration::from_secs(5);
 const CONNECTION_STACK: usize = 128 * 1024;
@@ -130,6 +139,8 @@ pub(super) struct Shared {
     /// Connections being served (not parked), to end them when stopping.
     open: Mutex<HashMap<u64, Arc<TcpStream>>>,
     next_id: AtomicU64,
+    /// Body bytes reserved per client address ([`BODY_BUDGET_PER_CLIENT`]).
+    bodies: Mutex<HashMap<IpAddr, usize>>,
 }
 
 impl Shared {
@@ -158,6 +169,37 @@ impl Shared {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         open.insert(id, Arc::clone(stream));
         Some(OpenEntry(Arc::clone(self), id))
+    }
+}
+
+/// Bytes of a body being read (and handled), reserved in the client's budget until dropped.
+pub(super) struct BodyReservation<'a>(&'a Shared, IpAddr, usize);
+
+impl Shared {
+    /// Reserves `bytes` of `client`'s body budget; `None` if they do not fit.
+    pub fn reserve_body(&self, client: IpAddr, bytes: usize) -> Option<BodyReservation<'_>> {
+        let mut bodies = self.bodies.lock();
+        let used = bodies.entry(client).or_insert(0);
+        if bytes > BODY_BUDGET_PER_CLIENT - *used {
+            if *used == 0 {
+                bodies.remove(&client);
+            }
+            return None;
+        }
+        *used += bytes;
+        Some(BodyReservation(self, client, bytes))
+    }
+}
+
+impl Drop for BodyReservation<'_> {
+    fn drop(&mut self) {
+        let mut bodies = self.0.bodies.lock();
+        if let Some(used) = bodies.get_mut(&self.1) {
+            *used = used.saturating_sub(self.2);
+            if *used == 0 {
+                bodies.remove(&self.1);
+            }
+        }
     }
 }
 
@@ -190,16 +232,69 @@ fn work(jobs: &Receiver<Work>, service: &dyn Service) {
     }
 }
 
-/// Open connections per client address and in all.
+/// Open connections per client address and in all, shared by a listener's accept loop or a TLS
+/// front's (a slot lives as long as its connection, or its relay).
+pub(super) type Counts = Arc<Mutex<Tally>>;
+
+/// Refused connections are logged once per address per this long; the line after it says how
+/// many were refused in between.
+pub const REFUSAL_LOG_INTERVAL: Duration = Duration::from_secs(60);
+/// Addresses whose refusals are remembered for [`REFUSAL_LOG_INTERVAL`]; past this (a flood
+/// from many addresses) refusals from further addresses are not logged until entries age out.
+const REFUSAL_LOG_ADDRESSES: usize = 1024;
+
 #[derive(Default)]
-struct Counts {
+pub(super) struct Tally {
     by_address: HashMap<IpAddr, usize>,
     total: usize,
+    /// When a refusal from each address was last logged, and how many were not logged since.
+    refusals: HashMap<IpAddr, (Instant, u64)>,
+}
+
+impl Tally {
+    /// Whether a refusal of `client` at `now` is logged, and how many went unlogged before
+    /// it: the first from an address in [`REFUSAL_LOG_INTERVAL`] is, the rest are counted.
+    fn refusal_to_log(&mut self, client: IpAddr, now: Instant) -> Option<u64> {
+        let recent = |at: &Instant| now.saturating_duration_since(*at) < REFUSAL_LOG_INTERVAL;
+        if let Some((at, unlogged)) = self.refusals.get_mut(&client) {
+            if recent(at) {
+                *unlogged += 1;
+                return None;
+            }
+            let before = *unlogged;
+            (*at, *unlogged) = (now, 0);
+            return Some(before);
+        }
+        if self.refusals.len() >= REFUSAL_LOG_ADDRESSES {
+            self.refusals.retain(|_, (at, _)| recent(at));
+            if self.refusals.len() >= REFUSAL_LOG_ADDRESSES {
+                return None;
+            }
+        }
+        self.refusals.insert(client, (now, 0));
+        Some(0)
+    }
+}
+
+/// Logs a connection refused at a count, at most once per address per
+/// [`REFUSAL_LOG_INTERVAL`] (a flood cannot fill the journal).
+pub(super) fn log_refusal(counts: &Counts, name: &str, client: SocketAddr, why: &str) {
+    let Some(unlogged) = counts.lock().refusal_to_log(client.ip(), Instant::now()) else {
+        return;
+    };
+    if unlogged == 0 {
+        log::info!("{name} port: refused a connection from {client}: {why}");
+    } else {
+        log::info!(
+            "{name} port: refused a connection from {client}: {why} ({unlogged} more from {} not logged in the last minute)",
+            client.ip()
+        );
+    }
 }
 
 /// One counted connection; it stops counting when dropped (with the parked writer, for a
 /// parked connection).
-pub(super) struct Slot(Arc<Mutex<Counts>>, IpAddr);
+pub(super) struct Slot(Counts, IpAddr);
 
 impl Drop for Slot {
     fn drop(&mut self) {
@@ -214,14 +309,16 @@ impl Drop for Slot {
     }
 }
 
-/// Takes a slot for a connection from `client`, or says which count is full.
-fn take_slot(
-    counts: &Arc<Mutex<Counts>>,
+/// Takes a slot for a connection from `client`, or says which count is full (`total` of all
+/// clients' connections, `per_client` of this one's).
+pub(super) fn take_slot(
+    counts: &Counts,
     client: IpAddr,
     per_client: usize,
+    total: usize,
 ) -> Result<Slot, &'static str> {
     let mut c = counts.lock();
-    if c.total >= MAX_CONNECTIONS {
+    if c.total >= total {
         return Err("Too many connections");
     }
     let n = c.by_address.entry(client).or_insert(0);
@@ -259,11 +356,27 @@ impl Live {
         self.changed.notify_all();
     }
 
+    /// Counts a live thread until the returned guard is dropped (also on unwinding, so a
+    /// panic cannot leave [`Listener::stop`] waiting for a thread that is gone).
+    fn enter(self: &Arc<Self>) -> LiveGuard {
+        self.add();
+        LiveGuard(Arc::clone(self))
+    }
+
     fn wait_none(&self) {
         let mut count = self.count.lock();
         while *count > 0 {
             self.changed.wait(&mut count);
         }
+    }
+}
+
+/// One live connection thread, counted until dropped.
+struct LiveGuard(Arc<Live>);
+
+impl Drop for LiveGuard {
+    fn drop(&mut self) {
+        self.0.done();
     }
 }
 
@@ -298,6 +411,7 @@ impl Listener {
             stopping: AtomicBool::new(false),
             open: Mutex::new(HashMap::new()),
             next_id: AtomicU64::new(0),
+            bodies: Mutex::new(HashMap::new()),
         });
         let socket = listener.try_clone()?;
         let accept = thread::Builder::new()
@@ -361,7 +475,7 @@ fn set_send_timeout(listener: &TcpListener, timeout: Duration) -> io::Result<()>
 /// [`Listener::stop`] to wait on.
 fn accept_loop(listener: &TcpListener, shared: &Arc<Shared>) -> Arc<Live> {
     let live = Arc::new(Live::default());
-    let counts = Arc::new(Mutex::new(Counts::default()));
+    let counts = Counts::default();
     // A rendezvous: a send succeeds only if a spare thread is waiting for a connection.
     let (spare_tx, spare_rx) = crossbeam_channel::bounded::<Accepted>(0);
     let mut backoff = Duration::ZERO;
@@ -386,10 +500,15 @@ fn accept_loop(listener: &TcpListener, shared: &Arc<Shared>) -> Arc<Live> {
             .as_ref()
             .and_then(|p| p.client_of(peer))
             .unwrap_or(peer);
-        let slot = match take_slot(&counts, client.ip(), shared.limits.per_client) {
+        let slot = match take_slot(
+            &counts,
+            client.ip(),
+            shared.limits.per_client,
+            MAX_CONNECTIONS,
+        ) {
             Ok(slot) => slot,
             Err(why) => {
-                log::info!("refused a connection from {client}: {why}");
+                log_refusal(&counts, shared.name, client, why);
                 refuse_at_once(stream, &shared.service.refusal(Method::Other, "", 503, why));
                 continue;
             }
@@ -444,32 +563,40 @@ fn start_thread(
     conn: Accepted,
     spare: Receiver<Accepted>,
 ) -> Result<(), Accepted> {
-    live.add();
+    // Dropped with the closure: when the thread ends (or unwinds), or if it cannot start.
+    let counted = live.enter();
     let handoff: Arc<Mutex<Option<Accepted>>> = Arc::new(Mutex::new(Some(conn)));
     let spawned = thread::Builder::new()
         .name(format!("{}-conn", shared.name))
         .stack_size(CONNECTION_STACK)
         .spawn({
-            let (shared, live, handoff) =
-                (Arc::clone(shared), Arc::clone(live), Arc::clone(&handoff));
+            let (shared, handoff) = (Arc::clone(shared), Arc::clone(&handoff));
             move || {
+                let _counted = counted;
                 let mut next = handoff.lock().take();
                 drop(handoff);
                 while let Some(conn) = next.take() {
-                    super::connection::serve(&shared, conn);
+                    // A panic here (outside the handler's own catch_unwind) ends only this
+                    // connection: its socket and slot are dropped, the thread keeps serving.
+                    let served = panic::catch_unwind(AssertUnwindSafe(|| {
+                        super::connection::serve(&shared, conn)
+                    }));
+                    if served.is_err() {
+                        log::error!(
+                            "{} port: serving a connection panicked; it was closed",
+                            shared.name
+                        );
+                    }
                     if shared.stopping() {
                         break;
                     }
                     next = spare.recv_timeout(SPARE_WAIT).ok();
                 }
-                drop(shared);
-                live.done();
             }
         });
     match spawned {
         Ok(_) => Ok(()),
         Err(e) => {
-            live.done();
             log::warn!("could not start a connection thread: {e}");
             handoff.lock().take().map_or(Ok(()), Err)
         }
@@ -508,5 +635,92 @@ pub(super) fn linger(stream: &TcpStream) {
             Err(e) if e.kind() == ErrorKind::Interrupted => continue,
             Err(_) => return,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A service whose body limit panics for `/boom` (outside the handler's catch_unwind).
+    struct Panicky;
+
+    impl Service for Panicky {
+        fn body_limit(&self, path: &str) -> usize {
+            assert!(path != "/boom", "a body limit that panics");
+            super::super::BODY_LIMIT
+        }
+
+        fn handle(&self, _request: Request) -> Reply {
+            Reply::Full(Response::error(200, "fine"))
+        }
+    }
+
+    fn ask(addr: SocketAddr, target: &str) -> String {
+        let mut sock = TcpStream::connect(addr).unwrap();
+        sock.set_read_timeout(Some(Duration::from_secs(10)))
+            .unwrap();
+        let request = format!("GET {target} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+        sock.write_all(request.as_bytes()).unwrap();
+        let mut answer = String::new();
+        let _ = sock.read_to_string(&mut answer);
+        answer
+    }
+
+    /// A panic on a connection's thread outside a handler closes only that connection: others
+    /// are served, and stopping the listener does not wait for the thread forever.
+    #[test]
+    fn a_panic_serving_a_connection_closes_it_and_stop_still_returns() {
+        let socket = TcpListener::bind("127.0.0.1:0").unwrap();
+        let on_fatal: FatalHook = Arc::new(|_| {});
+        let listener = Listener::start(
+            "test",
+            socket,
+            Limits::default(),
+            Arc::new(Panicky),
+            on_fatal,
+        )
+        .unwrap();
+        let addr = listener.addr();
+        for _ in 0..3 {
+            assert_eq!(ask(addr, "/boom"), "", "closed unanswered");
+            assert!(ask(addr, "/fine").starts_with("HTTP/1.1 200 "));
+        }
+        let (done, stopped) = crossbeam_channel::bounded(1);
+        thread::spawn(move || {
+            listener.stop();
+            let _ = done.send(());
+        });
+        assert!(
+            stopped.recv_timeout(Duration::from_secs(30)).is_ok(),
+            "Listener::stop did not return"
+        );
+    }
+
+    /// Refusals are logged once per address per minute, the next line counting the rest; a
+    /// flood from many addresses remembers at most REFUSAL_LOG_ADDRESSES of them.
+    #[test]
+    fn refusals_are_logged_once_per_address_per_minute() {
+        let mut tally = Tally::default();
+        let (a, b): (IpAddr, IpAddr) = ("127.0.0.2".parse().unwrap(), "::1".parse().unwrap());
+        let t0 = Instant::now();
+        assert_eq!(tally.refusal_to_log(a, t0), Some(0));
+        for i in 1..1000 {
+            assert_eq!(tally.refusal_to_log(a, t0 + Duration::from_millis(i)), None);
+        }
+        assert_eq!(tally.refusal_to_log(b, t0), Some(0));
+        let later = t0 + REFUSAL_LOG_INTERVAL;
+        assert_eq!(tally.refusal_to_log(a, later), Some(999));
+        assert_eq!(tally.refusal_to_log(a, later), None);
+        for n in 0..5000u32 {
+            let _ = tally.refusal_to_log(IpAddr::from(n.to_be_bytes()), later);
+        }
+        assert!(tally.refusals.len() <= REFUSAL_LOG_ADDRESSES);
+        // Once the entries age out, new addresses are logged again.
+        let much_later = later + REFUSAL_LOG_INTERVAL;
+        assert_eq!(
+            tally.refusal_to_log("10.0.0.1".parse().unwrap(), much_later),
+            Some(0)
+        );
     }
 }

@@ -9,6 +9,11 @@
 //! connection's port (recorded before the relay connects), so the per-address connection cap,
 //! logs and rate limits see the client, not 127.0.0.1.
 //!
+//! Relays are counted per client address (`MAX_CONNECTIONS_PER_CLIENT`) and in all, with the
+//! listener's own counting code, before a thread is started, and a handshake must be over within
+//! `HEAD_TIMEOUT_SECONDS`: a flood of idle connections from one address costs at most that many
+//! threads and cannot starve other clients.
+//!
 //! A relay costs two threads (one per direction) besides the listener's. That is fine for the
 //! control API's few clients; thermostats speak plain HTTP to a LAN server and never use it.
 
@@ -24,6 +29,8 @@ use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
 use rustls::ServerConnection;
+
+use super::listener::{Counts, log_refusal, take_slot};
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 
@@ -31,6 +38,11 @@ pub const CERT_FILE: &str = "fullchain.pem";
 pub const KEY_FILE: &str = "privkey.pem";
 const RELAY_STACK: usize = 128 * 1024;
 const BUFFER: usize = 16 * 1024;
+/// Relays per front at once, all clients together. Each holds three descriptors (the client's
+/// socket, its own to the listener, the listener's end of that) and two threads: both ports'
+/// fronts at their bound keep 6,144 descriptors, within the systemd unit's
+/// `LimitNOFILE=8192`.
+pub const MAX_RELAYS: usize = 1024;
 /// Writes to a client that stopped reading give up after this long (as without TLS).
 const WRITE_TIMEOUT: Duration = Duration::from_secs(10);
 
@@ -125,14 +137,18 @@ pub struct TlsFront {
 
 impl TlsFront {
     /// Accepts TLS on `public` and relays each connection to `inner` (the HTTP listener). A client
-    /// that has not finished its handshake within `handshake_timeout` is dropped.
+    /// that has not finished its handshake within `handshake_timeout` is dropped. Relays are
+    /// counted per client address (at most `per_client`) and in all (at most
+    /// [`MAX_RELAYS`]) before their thread starts; a connection over a count is closed at
+    /// once (a refusal without TLS would mean nothing to the client).
     pub fn start(
-        name: &str,
+        name: &'static str,
         public: TcpListener,
         inner: SocketAddr,
         config: Arc<rustls::ServerConfig>,
         peers: Arc<Peers>,
         handshake_timeout: Duration,
+        per_client: usize,
     ) -> io::Result<TlsFront> {
         let addr = public.local_addr()?;
         let listener = public.try_clone()?;
@@ -143,24 +159,33 @@ impl TlsFront {
             .spawn({
                 let stopping = Arc::clone(&stopping);
                 move || {
-                    for conn in public.incoming() {
+                    let counts = Counts::default();
+                    loop {
+                        let accepted = public.accept();
                         if stopping.load(Ordering::SeqCst) {
                             return;
                         }
-                        let Ok(client) = conn else {
-                            if stopping.load(Ordering::SeqCst) {
-                                return;
-                            }
+                        let Ok((client, peer)) = accepted else {
                             // EMFILE and the like: back off rather than spin; the connection
                             // stays in the backlog until descriptors free up.
                             thread::sleep(Duration::from_millis(100));
                             continue;
+                        };
+                        let slot = match take_slot(&counts, peer.ip(), per_client, MAX_RELAYS) {
+                            Ok(slot) => slot,
+                            Err(why) => {
+                                log_refusal(&counts, name, peer, why);
+                                drop(client);
+                                continue;
+                            }
                         };
                         let (config, peers) = (Arc::clone(&config), Arc::clone(&peers));
                         let spawned = thread::Builder::new()
                             .name("tls-relay".into())
                             .stack_size(RELAY_STACK)
                             .spawn(move || {
+                                // Counted until the relay (both directions) is over.
+                                let _slot = slot;
                                 if let Err(e) =
                                     relay(client, inner, config, &peers, handshake_timeout)
                                 {
