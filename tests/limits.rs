@@ -220,9 +220,13 @@ fn declared_bodies_over_the_limit_get_413_and_leak_no_thread_or_descriptor() {
         );
     }
     // Every connection's thread and descriptor is given back (a connection's thread waits a
-    // few seconds for another connection before it ends).
+    // few seconds for another connection before it ends). A few may be the process's own
+    // doing meanwhile (a thread the server or the test harness starts later), so the check
+    // allows a handful: a leak per refused request would be 200.
+    const SLACK: usize = 8;
     let settled = poll_until(Duration::from_secs(60), || {
-        count_entries("/proc/self/task") <= threads && count_entries("/proc/self/fd") <= descriptors
+        count_entries("/proc/self/task") <= threads + SLACK
+            && count_entries("/proc/self/fd") <= descriptors + SLACK
     });
     assert!(
         settled,
