@@ -42,7 +42,7 @@ pub fn events(
             body: Vec::new(),
         }));
     }
-    let client = req.remote.map(|a| a.ip());
+    let client = req.remote.map(|a| crate::util::client_key(a.ip()));
     let per_client = app.config.max_event_streams_per_client;
     let admission = app
         .events

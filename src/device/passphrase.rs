@@ -35,7 +35,7 @@ pub fn get(
     let ttl_ms =
         i64::try_from(app.config.entry_key_ttl_secs.saturating_mul(1000)).unwrap_or(i64::MAX);
     let cap = app.config.max_pending_entry_keys;
-    let client = remote.map(client_of);
+    let client = remote.map(crate::util::client_key);
     // Held across the accounts update, so two requests from one address cannot both pass.
     let mut by_address = app.entry_keys_by_address.lock();
     let key = app.state.update_accounts(|txn| {
@@ -146,19 +146,6 @@ pub fn get(
         200,
         &json!({"value": key.code, "expires": key.expires_ms}),
     ))
-}
-
-/// The client an entry key is counted against: an IPv4 address (an IPv4-mapped IPv6 one as
-/// IPv4), or an IPv6 address's /64 (one home's network hands out many addresses in it).
-fn client_of(remote: IpAddr) -> IpAddr {
-    match remote.to_canonical() {
-        IpAddr::V6(v6) => {
-            let mut segments = v6.segments();
-            segments[4..].fill(0);
-            IpAddr::V6(segments.into())
-        }
-        v4 => v4,
-    }
 }
 
 /// The `device_alert_dialog.<SERIAL>` bucket that makes the thermostat show its

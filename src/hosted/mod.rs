@@ -54,7 +54,9 @@ impl HostedApi {
         let now = app.config.clock.now_ms();
         let address = format!(
             "ip:{}",
-            req.remote.map(|a| a.ip().to_string()).unwrap_or_default()
+            req.remote
+                .map(|a| crate::util::client_key(a.ip()).to_string())
+                .unwrap_or_default()
         );
         // An address that has used up its window on requests without a valid key gets 429 for
         // everything, a valid key included (see `ratelimit`); its key is not even looked up.

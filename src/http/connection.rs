@@ -146,7 +146,7 @@ fn request(
         Framing::Chunked => limit,
     };
     // Held until the handler has answered: the body is in memory until then.
-    let _reserved = match shared.reserve_body(client.ip(), reserve) {
+    let _reserved = match shared.reserve_body(crate::util::client_key(client.ip()), reserve) {
         Some(reserved) => reserved,
         None => {
             return refuse(

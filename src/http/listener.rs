@@ -279,7 +279,10 @@ impl Tally {
 /// Logs a connection refused at a count, at most once per address per
 /// [`REFUSAL_LOG_INTERVAL`] (a flood cannot fill the journal).
 pub(super) fn log_refusal(counts: &Counts, name: &str, client: SocketAddr, why: &str) {
-    let Some(unlogged) = counts.lock().refusal_to_log(client.ip(), Instant::now()) else {
+    let Some(unlogged) = counts
+        .lock()
+        .refusal_to_log(crate::util::client_key(client.ip()), Instant::now())
+    else {
         return;
     };
     if unlogged == 0 {
@@ -502,7 +505,7 @@ fn accept_loop(listener: &TcpListener, shared: &Arc<Shared>) -> Arc<Live> {
             .unwrap_or(peer);
         let slot = match take_slot(
             &counts,
-            client.ip(),
+            crate::util::client_key(client.ip()),
             shared.limits.per_client,
             MAX_CONNECTIONS,
         ) {

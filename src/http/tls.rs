@@ -171,7 +171,12 @@ impl TlsFront {
                             thread::sleep(Duration::from_millis(100));
                             continue;
                         };
-                        let slot = match take_slot(&counts, peer.ip(), per_client, MAX_RELAYS) {
+                        let slot = match take_slot(
+                            &counts,
+                            crate::util::client_key(peer.ip()),
+                            per_client,
+                            MAX_RELAYS,
+                        ) {
                             Ok(slot) => slot,
                             Err(why) => {
                                 log_refusal(&counts, name, peer, why);

@@ -5,6 +5,21 @@ pub mod memory;
 pub mod outbound;
 pub mod random;
 
+/// The client a per-client limit counts (connections, request bodies, event streams, failed
+/// keys, entry keys): an IPv4 address (an IPv4-mapped IPv6 one as IPv4), or an IPv6 address's
+/// /64, since one home network hands out many addresses within it and a host can take a new
+/// one at will.
+pub fn client_key(ip: std::net::IpAddr) -> std::net::IpAddr {
+    match ip.to_canonical() {
+        std::net::IpAddr::V6(v6) => {
+            let mut segments = v6.segments();
+            segments[4..].fill(0);
+            std::net::IpAddr::V6(segments.into())
+        }
+        v4 => v4,
+    }
+}
+
 /// Bytes as lower-case hex digits, two per byte (key hashes, ids, simulated identities).
 pub fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
@@ -29,6 +44,18 @@ pub fn number(v: &serde_json::Value) -> Option<f64> {
 
 #[cfg(test)]
 mod tests {
+    use std::net::IpAddr;
+
+    #[test]
+    fn clients_are_ipv4_addresses_and_ipv6_networks() {
+        let key = |s: &str| super::client_key(s.parse::<IpAddr>().unwrap()).to_string();
+        assert_eq!(key("192.168.1.7"), "192.168.1.7");
+        assert_eq!(key("::ffff:192.168.1.7"), "192.168.1.7");
+        assert_eq!(key("2001:db8:1:2:aaaa:bbbb:cccc:dddd"), "2001:db8:1:2::");
+        assert_eq!(key("2001:db8:1:2::1"), key("2001:db8:1:2:ffff::9"));
+        assert_ne!(key("2001:db8:1:2::1"), key("2001:db8:1:3::1"));
+    }
+
     use super::*;
     use serde_json::json;
 
