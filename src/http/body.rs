@@ -109,14 +109,7 @@ pub fn read_chunked(
     let mut body = Vec::new();
     loop {
         let line = next_line(input, deadline)?;
-        let size = line.split(|b| *b == b';').next().unwrap_or_default();
-        let size = std::str::from_utf8(size)
-            .ok()
-            .map(str::trim)
-            // Hex digits only: `from_str_radix` would also take a leading `+`.
-            .filter(|s| !s.is_empty() && s.len() <= 16 && s.bytes().all(|b| b.is_ascii_hexdigit()))
-            .and_then(|s| u64::from_str_radix(s, 16).ok())
-            .ok_or(BodyError::Malformed)?;
+        let size = super::chunked::chunk_size(&line).ok_or(BodyError::Malformed)?;
         if size == 0 {
             let mut trailers = 0;
             loop {

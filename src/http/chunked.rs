@@ -3,6 +3,16 @@
 
 use std::io::{self, Write};
 
+/// The size a chunk-size line gives (`1a`, `1a;name=value`), for reading a chunked body
+/// (a request's, or a response's in the client): hex digits only, at most 16 of them (a `+`,
+/// which `from_str_radix` would take, or an empty size is malformed: `None`).
+pub fn chunk_size(line: &[u8]) -> Option<u64> {
+    let size = line.split(|b| *b == b';').next()?;
+    let size = std::str::from_utf8(size).ok()?.trim();
+    let hex = !size.is_empty() && size.len() <= 16 && size.bytes().all(|b| b.is_ascii_hexdigit());
+    hex.then(|| u64::from_str_radix(size, 16).ok()).flatten()
+}
+
 /// A chunked response body on a connection taken over from the listener.
 pub struct ChunkedWriter(Box<dyn Write + Send>);
 
@@ -44,5 +54,29 @@ impl ChunkedWriter {
     pub fn end(&mut self) -> io::Result<()> {
         self.0.write_all(b"0\r\n\r\n")?;
         self.0.flush()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::chunk_size;
+
+    #[test]
+    fn chunk_sizes_are_hex_digits_only() {
+        assert_eq!(chunk_size(b"1a"), Some(26));
+        assert_eq!(chunk_size(b" 1A ;name=value"), Some(26));
+        assert_eq!(chunk_size(b"0"), Some(0));
+        assert_eq!(chunk_size(b"ffffffffffffffff"), Some(u64::MAX));
+        for bad in [
+            &b"+2"[..],
+            b"",
+            b";x",
+            b"-1",
+            b"0x10",
+            b"1 2",
+            b"10000000000000000",
+        ] {
+            assert_eq!(chunk_size(bad), None, "{bad:?}");
+        }
     }
 }

@@ -345,9 +345,9 @@ impl ChunkStream {
             }
             Framing::Chunked => {
                 let size_line = read_line(&mut self.reader)?;
-                let size_hex = size_line.split(';').next().unwrap_or("").trim();
-                let size = usize::from_str_radix(size_hex, 16)
-                    .map_err(|_| bad(&format!("bad chunk size {size_line:?}")))?;
+                let size = super::chunked::chunk_size(size_line.as_bytes())
+                    .and_then(|s| usize::try_from(s).ok())
+                    .ok_or_else(|| bad(&format!("bad chunk size {size_line:?}")))?;
                 if size == 0 {
                     // Trailers (none expected) up to the blank line.
                     while !read_line(&mut self.reader)?.is_empty() {}
