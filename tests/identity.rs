@@ -63,6 +63,17 @@ fn put_body(temperature: f64) -> Vec<u8> {
     .into_bytes()
 }
 
+/// A thermostat's PUT of a new target, with Basic auth and this password.
+fn put(addr: std::net::SocketAddr, temperature: f64, password: &str) -> ClientResponse {
+    send(
+        addr,
+        "POST",
+        "/nest/transport/v7/put",
+        &put_body(temperature),
+        Credentials::Basic(password),
+    )
+}
+
 /// A subscribe that answers at once, carrying an inline update of the shared bucket.
 fn inline_subscribe_body(temperature: f64) -> Vec<u8> {
     json!({"chunked": false, "objects": [
@@ -129,13 +140,7 @@ fn api_key(s: &TestServer) -> Value {
 
 /// Registers the thermostat (open mode: its first PUT) with `password`.
 fn register(s: &TestServer, password: &str) {
-    let r = send(
-        s.device(),
-        "POST",
-        "/nest/transport/v7/put",
-        &put_body(20.0),
-        Credentials::Basic(password),
-    );
+    let r = put(s.device(), 20.0, password);
     assert_eq!(r.status, 200, "{}", r.text());
 }
 
@@ -206,25 +211,13 @@ fn a_pinned_thermostat_is_refused_on_every_device_path_without_its_password() {
 fn the_pin_is_never_replaced_and_survives_a_restart_and_a_snapshot() {
     let s = TestServer::start();
     register(&s, "pw");
-    let r = send(
-        s.device(),
-        "POST",
-        "/nest/transport/v7/put",
-        &put_body(32.0),
-        Credentials::Basic("mallory"),
-    );
+    let r = put(s.device(), 32.0, "mallory");
     assert_eq!((r.status, r.text().as_str()), (401, WRONG));
     assert_eq!(api_key(&s), json!("pw"));
     let dir = s.stop();
 
     let again = reopen(&dir);
-    let r = send(
-        again.device_addr(),
-        "POST",
-        "/nest/transport/v7/put",
-        &put_body(32.0),
-        Credentials::Basic("mallory"),
-    );
+    let r = put(again.device_addr(), 32.0, "mallory");
     assert_eq!(
         (r.status, r.text().as_str()),
         (401, WRONG),
@@ -234,25 +227,13 @@ fn the_pin_is_never_replaced_and_survives_a_restart_and_a_snapshot() {
     again.shutdown();
 
     let third = reopen(&dir);
-    let r = send(
-        third.device_addr(),
-        "POST",
-        "/nest/transport/v7/put",
-        &put_body(32.0),
-        Credentials::Basic("mallory"),
-    );
+    let r = put(third.device_addr(), 32.0, "mallory");
     assert_eq!(
         (r.status, r.text().as_str()),
         (401, WRONG),
         "loaded from the snapshot"
     );
-    let r = send(
-        third.device_addr(),
-        "POST",
-        "/nest/transport/v7/put",
-        &put_body(21.0),
-        Credentials::Basic("pw"),
-    );
+    let r = put(third.device_addr(), 21.0, "pw");
     assert_eq!(r.status, 200);
     third.shutdown();
 }
@@ -274,21 +255,9 @@ fn data_from_before_pins_is_pinned_to_the_key_it_holds() {
         .unwrap();
     let dir = s.stop();
     let again = reopen(&dir);
-    let r = send(
-        again.device_addr(),
-        "POST",
-        "/nest/transport/v7/put",
-        &put_body(32.0),
-        Credentials::Basic("pw"),
-    );
+    let r = put(again.device_addr(), 32.0, "pw");
     assert_eq!((r.status, r.text().as_str()), (401, WRONG));
-    let r = send(
-        again.device_addr(),
-        "POST",
-        "/nest/transport/v7/put",
-        &put_body(21.0),
-        Credentials::Basic("old-key"),
-    );
+    let r = put(again.device_addr(), 21.0, "old-key");
     assert_eq!(r.status, 200);
     again.shutdown();
 }
@@ -298,13 +267,7 @@ fn removing_the_thermostat_clears_its_pin_and_its_next_registration_pins_again()
     let s = TestServer::start();
     register(&s, "pw");
     // Reflashed: a new password is refused until its owner removes it.
-    let r = send(
-        s.device(),
-        "POST",
-        "/nest/transport/v7/put",
-        &put_body(22.0),
-        Credentials::Basic("reflashed"),
-    );
+    let r = put(s.device(), 22.0, "reflashed");
     assert_eq!((r.status, r.text().as_str()), (401, WRONG));
     let r = call(
         s.control(),
@@ -331,13 +294,7 @@ fn removing_the_thermostat_clears_its_pin_and_its_next_registration_pins_again()
     assert_eq!(r.status, 200, "{}", r.text());
     register(&s, "reflashed");
     assert_eq!(api_key(&s), json!("reflashed"));
-    let r = send(
-        s.device(),
-        "POST",
-        "/nest/transport/v7/put",
-        &put_body(23.0),
-        Credentials::Basic("pw"),
-    );
+    let r = put(s.device(), 23.0, "pw");
     assert_eq!(
         (r.status, r.text().as_str()),
         (401, WRONG),
@@ -405,13 +362,7 @@ fn a_claim_pins_the_password_that_asked_for_the_claimed_code() {
     let r = claim(&s, &theirs);
     assert_eq!(r.json()["success"], json!(false), "{}", r.text());
     assert_eq!(store_bytes(s.dir.path()), before, "nothing changed");
-    let r = send(
-        s.device(),
-        "POST",
-        "/nest/transport/v7/put",
-        &put_body(21.0),
-        Credentials::Basic("pw"),
-    );
+    let r = put(s.device(), 21.0, "pw");
     assert_eq!(r.status, 200, "{}", r.text());
     assert_eq!(api_key(&s), json!("pw"));
 
@@ -429,13 +380,7 @@ fn a_claim_pins_the_password_that_asked_for_the_claimed_code() {
     let r = claim(&s, &reflashed);
     assert_eq!(r.json()["success"], json!(true), "{}", r.text());
     assert_eq!(api_key(&s), json!("reflashed"));
-    let r = send(
-        s.device(),
-        "POST",
-        "/nest/transport/v7/put",
-        &put_body(21.0),
-        Credentials::Basic("pw"),
-    );
+    let r = put(s.device(), 21.0, "pw");
     assert_eq!((r.status, r.text().as_str()), (401, WRONG));
 }
 
@@ -540,13 +485,7 @@ fn a_claims_password_holds_before_the_thermostat_registers() {
             Ok::<_, StoreError>(())
         })
         .unwrap();
-    let r = send(
-        s.device(),
-        "POST",
-        "/nest/transport/v7/put",
-        &put_body(32.0),
-        Credentials::Basic("mallory"),
-    );
+    let r = put(s.device(), 32.0, "mallory");
     assert_eq!((r.status, r.text().as_str()), (401, WRONG));
     assert!(!s.app().state.device_exists(SERIAL), "nothing stored");
     register(&s, "pw");
