@@ -1,7 +1,7 @@
 //! hearth: a self-hosted cloud for Nest Gen1/Gen2 thermostats running No Longer Evil firmware.
 //!
 //! Map of the crate, top to bottom: a module uses only modules on its own line or below, never
-//! one that uses it back (`tests/architecture.rs` checks that, and that no surface uses
+//! one that uses it back (`tests/it/architecture.rs` checks that, and that no surface uses
 //! another).
 //! - [`cli`], [`server`] (starts and stops everything; tests start it in-process), [`demo`],
 //!   and [`process`] (a `hearth serve` child process for the tests and for `hearth-dev`, the

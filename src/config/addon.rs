@@ -3,7 +3,7 @@
 //! option names it by that title, as the person reading the log saw it.
 //!
 //! The add-on's manifest (`cross/addon/hearth/config.yaml`) and translations must offer exactly
-//! these settings with these titles; `tests/addon/manifest.rs` checks both against this list
+//! these settings with these titles; `tests/it/addon/manifest.rs` checks both against this list
 //! and against the Supervisor's rules.
 
 use super::settings::{Setting, declared};

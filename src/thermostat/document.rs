@@ -219,7 +219,7 @@ fn location<'a>(view: &'a View, field: &str) -> &'a str {
 
 /// Every field the interface document lists for the hosted status, as (bucket kind, field, JSON
 /// type): what this module fills in, for claimed and unclaimed thermostats alike. Its own tests
-/// and `tests/hosted_status.rs` check the status against it.
+/// and `tests/it/hosted_status.rs` check the status against it.
 pub const LISTED: &[(&str, &str, &str)] = &[
     ("shared", "current_temperature", "number"),
     ("shared", "target_temperature", "number"),

@@ -1,0 +1,491 @@
+//! The add-on's image, as Home Assistant runs it. `podman run` does not work on these machines
+//! (no RLIMIT_NPROC in their sandbox), so the test plays the container runtime: it builds the
+//! image (`cross/addon.sh`, podman) or takes the one `HEARTH_ADDON_IMAGE` names (CI's static
+//! build), reads the image's configuration back from the OCI archive, unpacks its one layer,
+//! and runs the binary as the entrypoint says, with the image's environment, an
+//! `options.json` from the manifest's defaults, and a fake Supervisor. It also plays the port
+//! mapping (host port 9543 to the container's device port) and the ingress proxy.
+//!
+//! The "container" listens on its own loopback address, on free ports rather than the image's
+//! 8000 and 8082 (a hearth or Python server running on this machine holds those on every
+//! address), and the host port is 9543 unless something here holds that too.
+
+use std::collections::BTreeSet;
+use std::io;
+use std::net::{Shutdown, TcpListener, TcpStream};
+use std::os::unix::net::UnixDatagram;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use serde_json::{Value, json};
+
+use super::fake_supervisor::*;
+use super::manifest::{addon_dir, yaml_file};
+use crate::common::mqtt::{Broker, Watcher};
+use crate::common::*;
+
+/// The Home Assistant machine, as thermostats on the LAN see it (loopback stands in).
+const HOST: &str = "127.77.230.1";
+/// The add-on's container.
+const CONTAINER: &str = "127.77.230.2";
+const INGRESS_PATH: &str = "/api/hassio_ingress/0123abcd";
+
+/// Home Assistant as the browser reaches it (Nabu Casa's remote access, say).
+const HA_HOST: &str = "abcdef0123.ui.nabu.casa";
+const HA_ORIGIN: &str = "https://abcdef0123.ui.nabu.casa";
+
+/// A request as the Supervisor's ingress proxy sends it to the add-on
+/// (`supervisor/api/ingress.py`): every header the browser sent to Home Assistant (`Host` and
+/// `Origin` among them, Home Assistant's own), what Home Assistant's ingress view adds
+/// (`X-Ingress-Path`, `X-Hass-Source`, `X-Forwarded-For/Host/Proto`), and the signed-in
+/// person. From 127.0.0.1, which plays the proxy's address (`INGRESS_PROXY`). The whole answer.
+fn ingress(
+    control: std::net::SocketAddr,
+    method: &str,
+    target: &str,
+    origin: Option<&str>,
+    body: &str,
+) -> String {
+    use std::io::{Read, Write};
+    let mut request = format!(
+        "{method} {target} HTTP/1.1\r\nHost: {HA_HOST}\r\nAccept: */*\r\n\
+         Sec-Fetch-Site: same-origin\r\nSec-Fetch-Mode: cors\r\n\
+         Cookie: ingress_session=0123456789abcdef\r\n\
+         X-Ingress-Path: {INGRESS_PATH}\r\nX-Hass-Source: core.ingress\r\n\
+         X-Forwarded-For: 192.168.1.20, 172.30.32.1\r\nX-Forwarded-Host: {HA_HOST}\r\n\
+         X-Forwarded-Proto: https\r\nX-Remote-User-Id: 8f3a\r\nX-Remote-User-Name: owner\r\n\
+         Connection: close\r\n"
+    );
+    if let Some(origin) = origin {
+        request.push_str(&format!("Origin: {origin}\r\n"));
+    }
+    if method != "GET" {
+        request.push_str(&format!(
+            "Content-Type: application/json\r\nContent-Length: {}\r\n",
+            body.len()
+        ));
+    }
+    request.push_str("\r\n");
+    request.push_str(body);
+    let mut socket = TcpStream::connect(control).unwrap();
+    socket.set_read_timeout(Some(TIMEOUT)).unwrap();
+    socket.write_all(request.as_bytes()).unwrap();
+    let mut answer = String::new();
+    socket.read_to_string(&mut answer).unwrap();
+    answer
+}
+
+/// Home Assistant's name for this machine's architecture.
+fn this_arch() -> &'static str {
+    match std::env::consts::ARCH {
+        "x86_64" => "amd64",
+        "aarch64" => "aarch64",
+        "arm" => "armv7",
+        other => panic!("no add-on image for {other}"),
+    }
+}
+
+fn run(what: &str, command: &mut Command) -> String {
+    let out = command.output().unwrap_or_else(|e| panic!("{what}: {e}"));
+    assert!(
+        out.status.success(),
+        "{what} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// The image archive to test: `HEARTH_ADDON_IMAGE`, else one built now from the test's own
+/// binary. `None` (the test is skipped) without podman, unless `HEARTH_REQUIRE_PODMAN=1`.
+fn image_archive(dir: &Path) -> Option<PathBuf> {
+    if let Ok(path) = std::env::var("HEARTH_ADDON_IMAGE") {
+        return Some(PathBuf::from(path));
+    }
+    let podman = Command::new("podman").arg("--version").output();
+    if !podman.is_ok_and(|o| o.status.success()) {
+        assert_ne!(
+            std::env::var("HEARTH_REQUIRE_PODMAN").as_deref(),
+            Ok("1"),
+            "podman is not installed (apt-get install podman; .ci/run does)"
+        );
+        eprintln!("skipped: podman is not installed");
+        return None;
+    }
+    let name = format!("localhost/hearth-test-{}", std::process::id());
+    let arch = this_arch();
+    let built = Command::new("bash")
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .arg("cross/addon.sh")
+        .arg("--out")
+        .arg(dir)
+        .args(["--name", &name])
+        .arg(format!("{arch}={}", env!("CARGO_BIN_EXE_hearth")))
+        .output()
+        .unwrap();
+    // The archive is what is tested: the image leaves podman's store, whatever happened.
+    let version = env!("CARGO_PKG_VERSION");
+    let _ = Command::new("podman")
+        .args(["rmi", "-f", &format!("{name}:{version}-{arch}")])
+        .output();
+    assert!(
+        built.status.success(),
+        "cross/addon.sh failed: {}",
+        String::from_utf8_lossy(&built.stderr)
+    );
+    eprintln!("{}", String::from_utf8_lossy(&built.stdout));
+    Some(dir.join(format!("hearth-{version}-{arch}.oci.tar")))
+}
+
+/// An OCI image archive, unpacked: its configuration and its file system.
+struct Image {
+    config: Value,
+    rootfs: PathBuf,
+}
+
+impl Image {
+    fn unpack(archive: &Path, dir: &Path) -> Image {
+        let oci = dir.join("oci");
+        let rootfs = dir.join("rootfs");
+        std::fs::create_dir_all(&oci).unwrap();
+        std::fs::create_dir_all(&rootfs).unwrap();
+        run(
+            "tar",
+            Command::new("tar")
+                .arg("-xf")
+                .arg(archive)
+                .arg("-C")
+                .arg(&oci),
+        );
+        let blob = |digest: &Value| {
+            let hex = digest.as_str().unwrap().strip_prefix("sha256:").unwrap();
+            oci.join("blobs/sha256").join(hex)
+        };
+        let json = |path: PathBuf| -> Value {
+            serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap()
+        };
+        let index = json(oci.join("index.json"));
+        let manifests = index["manifests"].as_array().unwrap();
+        assert_eq!(manifests.len(), 1, "one image per archive");
+        let manifest = json(blob(&manifests[0]["digest"]));
+        for layer in manifest["layers"].as_array().unwrap() {
+            run(
+                "tar",
+                Command::new("tar")
+                    .arg("-xf")
+                    .arg(blob(&layer["digest"]))
+                    .arg("-C")
+                    .arg(&rootfs),
+            );
+        }
+        Image {
+            config: json(blob(&manifest["config"]["digest"])),
+            rootfs,
+        }
+    }
+
+    /// The container configuration (`Entrypoint`, `Env`, ...).
+    fn container(&self) -> &Value {
+        &self.config["config"]
+    }
+
+    /// `KEY=value` pairs of the image's environment.
+    fn env(&self) -> Vec<(String, String)> {
+        self.container()["Env"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|e| {
+                let (k, v) = e.as_str().unwrap().split_once('=').unwrap();
+                (k.to_string(), v.to_string())
+            })
+            .collect()
+    }
+}
+
+fn keys(v: &Value) -> BTreeSet<&str> {
+    v.as_object().unwrap().keys().map(String::as_str).collect()
+}
+
+/// Docker's port mapping: connections to `from` are relayed to `to`, both ways.
+struct PortMap {
+    stop: Arc<AtomicBool>,
+    from: String,
+}
+
+impl PortMap {
+    /// Maps `port` on `ip` (else a free port there, when something holds that one) to `to`;
+    /// gives the map and the port it listens on.
+    fn start(ip: &str, port: u16, to: &str) -> (PortMap, u16) {
+        let listener = TcpListener::bind((ip, port))
+            .or_else(|_| TcpListener::bind((ip, 0)))
+            .unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let stop = Arc::new(AtomicBool::new(false));
+        let (stopped, to) = (Arc::clone(&stop), to.to_string());
+        std::thread::spawn(move || {
+            for client in listener.incoming() {
+                if stopped.load(Ordering::SeqCst) {
+                    break;
+                }
+                let (Ok(client), Ok(server)) = (client, TcpStream::connect(&to)) else {
+                    continue;
+                };
+                relay(&client, &server);
+                relay(&server, &client);
+            }
+        });
+        let map = PortMap {
+            stop,
+            from: format!("{ip}:{port}"),
+        };
+        (map, port)
+    }
+}
+
+/// Copies what `from` sends to `to` until `from` ends, then ends `to`'s sending side.
+fn relay(from: &TcpStream, to: &TcpStream) {
+    let (mut from, mut to) = (from.try_clone().unwrap(), to.try_clone().unwrap());
+    std::thread::spawn(move || {
+        let _ = io::copy(&mut from, &mut to);
+        let _ = to.shutdown(Shutdown::Write);
+    });
+}
+
+impl Drop for PortMap {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::SeqCst);
+        let _ = TcpStream::connect(&self.from);
+    }
+}
+
+/// A free port on `ip`.
+fn free_port(ip: &str) -> u16 {
+    TcpListener::bind((ip, 0))
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// The server process, stopped with SIGKILL if the test ends early.
+struct Running(Child);
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+#[test]
+fn the_image_runs_as_home_assistant_runs_it() {
+    let dir = TempDir::new("addon-image");
+    let Some(archive) = image_archive(dir.path()) else {
+        return;
+    };
+    let image = Image::unpack(&archive, dir.path());
+    let version = env!("CARGO_PKG_VERSION");
+
+    // What the image says about itself.
+    assert_eq!(image.config["os"], "linux");
+    let c = image.container();
+    assert_eq!(c["Entrypoint"], json!(["/hearth", "serve"]));
+    assert!(c["Cmd"].is_null(), "{}", c["Cmd"]);
+    assert_eq!(
+        keys(&c["ExposedPorts"]),
+        BTreeSet::from(["8000/tcp", "8082/tcp"])
+    );
+    assert_eq!(keys(&c["Volumes"]), BTreeSet::from(["/data"]));
+    assert_eq!(c["WorkingDir"], "/data");
+    let labels = &c["Labels"];
+    assert_eq!(labels["io.hass.arch"], this_arch());
+    assert_eq!(labels["io.hass.version"], version);
+    assert_eq!(labels["io.hass.type"], "app");
+    assert_eq!(labels["org.opencontainers.image.version"], version);
+    let env = image.env();
+    for wanted in [
+        ("DATA_DIR", "/data"),
+        ("OPTIONS_FILE", "/data/options.json"),
+    ] {
+        assert!(
+            env.iter().any(|(k, v)| (k.as_str(), v.as_str()) == wanted),
+            "{wanted:?} in {env:?}"
+        );
+    }
+    // Nothing in it but the binary and the data directory, empty.
+    let files: BTreeSet<String> = std::fs::read_dir(&image.rootfs)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(files, BTreeSet::from(["data".into(), "hearth".into()]));
+    assert_eq!(
+        std::fs::read_dir(image.rootfs.join("data"))
+            .unwrap()
+            .count(),
+        0
+    );
+
+    // Home Assistant around it: the thermostat port's host port, its MQTT broker (only the
+    // add-on's user gets in) and its Supervisor.
+    let (device_port, control_port) = (free_port(CONTAINER), free_port(CONTAINER));
+    let (_mapped, host_port) = PortMap::start(HOST, 9543, &format!("{CONTAINER}:{device_port}"));
+    let broker = Broker::with_user("addons", "Ohg5ee");
+    let mut network = serde_json::Map::new();
+    network.insert(format!("{device_port}/tcp"), json!(host_port));
+    network.insert(format!("{control_port}/tcp"), Value::Null);
+    let supervisor = FakeSupervisor::start(&[
+        ("/network/info", network_info(HOST)),
+        ("/addons/self/info", addon_info(Value::Object(network))),
+        (
+            "/services/mqtt",
+            mqtt_service("127.0.0.1", broker.port, "addons", "Ohg5ee"),
+        ),
+    ]);
+    let watcher = Watcher::connect_as(broker.port, Some(("addons", "Ohg5ee")));
+
+    // The Configuration page as the Supervisor writes it: the manifest's defaults, with an
+    // API key required (the sidebar still needs none).
+    let data = dir.path().join("data");
+    std::fs::create_dir(&data).unwrap();
+    let mut options = yaml_file(&addon_dir().join("hearth/config.yaml"))["options"].clone();
+    options["control_require_key"] = json!(true);
+    std::fs::write(data.join("options.json"), options.to_string()).unwrap();
+
+    let notify = dir.path().join("notify.sock");
+    let ready = UnixDatagram::bind(&notify).unwrap();
+    ready.set_read_timeout(Some(TIMEOUT)).unwrap();
+    let log = dir.path().join("hearth.log");
+    let entrypoint: Vec<&str> = c["Entrypoint"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a.as_str().unwrap())
+        .collect();
+    let mut command = Command::new(image.rootfs.join(entrypoint[0].trim_start_matches('/')));
+    command
+        .args(&entrypoint[1..])
+        .env_clear()
+        .envs(env)
+        // The container's /data and its working directory.
+        .env("DATA_DIR", &data)
+        .env("OPTIONS_FILE", data.join("options.json"))
+        .current_dir(&data)
+        // Inside the container hearth listens on every address; here, on the container's.
+        .env("SERVER_HOST", CONTAINER)
+        .env("SERVER_PORT", device_port.to_string())
+        .env("CONTROL_PORT", control_port.to_string())
+        // What the Supervisor gives every add-on; `http://supervisor` is the fake one.
+        .env("SUPERVISOR_TOKEN", TOKEN)
+        .env("SUPERVISOR_API", &supervisor.url)
+        // The ingress proxy (172.30.32.2 in the add-on) is this test, which connects from
+        // 127.0.0.1.
+        .env("INGRESS_PROXY", "127.0.0.1")
+        .env("NOTIFY_SOCKET", &notify)
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(&log).unwrap());
+    let mut server = Running(command.spawn().unwrap());
+    let mut buf = [0u8; 512];
+    let log_text = || std::fs::read_to_string(&log).unwrap();
+    let n = ready
+        .recv(&mut buf)
+        .unwrap_or_else(|e| panic!("no READY=1 from hearth ({e}); its log:\n{}", log_text()));
+    let status = String::from_utf8_lossy(&buf[..n]).into_owned();
+    let origin = format!("http://{HOST}:{host_port}");
+    let entry = format!("{origin}/entry");
+    assert!(
+        status.starts_with("READY=1\n")
+            && status.contains(&format!("STATUS=thermostats register at {entry}")),
+        "{status:?}\n{}",
+        log_text()
+    );
+
+    // The device port's /info, reached as thermostats reach it, gives the host port's URL.
+    let device = format!("{HOST}:{host_port}").parse().unwrap();
+    let info = get(device, "/info").json();
+    assert_eq!(info["cloudregisterurl"], entry.as_str());
+    assert_eq!(info["api_origin"], origin);
+
+    // A thermostat registers there and holds a subscribe through the port mapping.
+    let (mut thermostat, events) = thermostat(&origin, SERIAL);
+    thermostat.boot().unwrap();
+    let registered = expect_event(&events, "registration", |e| {
+        matches!(e, hearth::simulator::Event::Registered { .. })
+    });
+    let hearth::simulator::Event::Registered { transport } = registered else {
+        unreachable!()
+    };
+    assert!(transport.starts_with(&origin), "{transport}");
+    let _held = thermostat.open_subscribe().unwrap();
+
+    // Home Assistant learns of it by MQTT discovery, on the Supervisor's broker.
+    let climate = format!("homeassistant/climate/nest_{SERIAL}/thermostat/config");
+    let found = watcher.wait("the thermostat's discovery message", |m| {
+        m.contains_key(&climate)
+    });
+    let discovery: Value = serde_json::from_str(&found[&climate]).unwrap();
+    assert!(discovery["unique_id"].is_string(), "{discovery}");
+
+    // The sidebar: the dashboard under its ingress prefix, the thermostat's status and a
+    // command from the page, with no API key, because the requests come from the ingress
+    // proxy. The Supervisor passes on the browser's headers, Host and Origin included (Home
+    // Assistant's own name, here a public one), with what Home Assistant and it add.
+    let control = format!("{CONTAINER}:{control_port}").parse().unwrap();
+    let page = ingress(control, "GET", "/", None, "");
+    assert!(page.starts_with("HTTP/1.1 200"), "{page}");
+    assert!(page.contains(&format!("<body data-ingress-path=\"{INGRESS_PATH}\">")));
+    let status = ingress(
+        control,
+        "GET",
+        &format!("/status?serial={SERIAL}"),
+        None,
+        "",
+    );
+    assert!(status.starts_with("HTTP/1.1 200"), "{status}");
+    assert!(
+        status.contains(&format!("\"serial\":\"{SERIAL}\"")),
+        "{status}"
+    );
+    let set = json!({"serial": SERIAL, "command": "set_temperature", "value": 20.5}).to_string();
+    let answer = ingress(control, "POST", "/command", Some(HA_ORIGIN), &set);
+    assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+    // A page of another site gets nothing through Home Assistant either.
+    let refused = ingress(
+        control,
+        "POST",
+        "/command",
+        Some("https://evil.example"),
+        &set,
+    );
+    assert!(refused.starts_with("HTTP/1.1 403"), "{refused}");
+
+    // The log says where thermostats register, and never the container's port.
+    let text = std::fs::read_to_string(&log).unwrap();
+    for line in [
+        format!("settings from {}", data.join("options.json").display()),
+        format!("address from the Supervisor: {origin}"),
+        format!("MQTT: the Supervisor's broker 127.0.0.1:{}", broker.port),
+        format!("thermostats register at {entry}"),
+    ] {
+        assert!(text.contains(&line), "{line:?} not in the log:\n{text}");
+    }
+    assert!(!text.contains(&format!(":{device_port}/entry")), "{text}");
+    assert!(
+        !text.contains("the control port has host port"),
+        "no warning: the control port has no host port"
+    );
+
+    // Home Assistant stops an add-on with SIGTERM.
+    run(
+        "kill",
+        Command::new("kill").args(["-TERM", &server.0.id().to_string()]),
+    );
+    let exit = server.0.wait().unwrap();
+    assert!(exit.success(), "{exit:?}");
+    // The Supervisor was asked with the add-on's token (the fake refuses anything else).
+    assert_eq!(
+        supervisor.asked(),
+        ["/addons/self/info", "/network/info", "/services/mqtt"]
+    );
+}

@@ -1,0 +1,8 @@
+//! The Home Assistant add-on: its folder against the Supervisor's rules and hearth's settings,
+//! what hearth asks the Supervisor, and the image run the way Home Assistant runs it.
+
+mod fake_supervisor;
+mod image;
+mod manifest;
+mod startup;
+mod supervisor;

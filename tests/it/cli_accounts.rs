@@ -1,0 +1,331 @@
+//! The account commands of the real binary (`hearth users|keys|claim|share|unshare|devices`),
+//! with no server on the data directory and with one running on it: a key created or revoked
+//! while the server runs takes effect at once, and only the server writes the store.
+
+use crate::common;
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+use common::*;
+use hearth::http::client::{self, ClientResponse};
+use hearth::process::ServerProcess;
+use serde_json::{Value, json};
+
+fn hearth(dir: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_hearth"))
+        .args(args)
+        .arg("--data-dir")
+        .arg(dir)
+        .env_remove("DATA_DIR")
+        .env_remove("REQUIRE_DEVICE_PAIRING")
+        .output()
+        .expect("the binary runs")
+}
+
+fn ok(out: &Output) -> String {
+    let text = String::from_utf8_lossy(&out.stdout).to_string();
+    assert!(
+        out.status.success(),
+        "failed: {}\n{text}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    text
+}
+
+fn refused(out: &Output) -> String {
+    assert!(!out.status.success(), "unexpected success");
+    String::from_utf8_lossy(&out.stderr).trim().to_string()
+}
+
+/// `hearth keys create`: the key is alone on the last line.
+fn create_key(dir: &Path, args: &[&str]) -> String {
+    let mut all = vec!["keys", "create"];
+    all.extend_from_slice(args);
+    let text = ok(&hearth(dir, &all));
+    let key = text.trim_end().lines().last().unwrap().to_string();
+    assert!(
+        key.starts_with("nle_") && key.len() == 68,
+        "last line: {key:?}"
+    );
+    key
+}
+
+fn v1(addr: std::net::SocketAddr, path: &str, key: &str) -> ClientResponse {
+    let auth = format!("Bearer {key}");
+    client::request(
+        &url(addr, &format!("/api/v1{path}")),
+        "GET",
+        &[("Authorization", &auth)],
+        &[],
+        TIMEOUT,
+    )
+    .unwrap()
+}
+
+#[test]
+fn commands_work_without_a_server() {
+    let dir = TempDir::new("cli-offline");
+    let data = dir.path().join("data");
+    // Reads never create a data directory.
+    assert!(refused(&hearth(&data, &["keys", "list"])).contains("no data directory"));
+    assert!(!data.exists());
+
+    assert_eq!(
+        ok(&hearth(&data, &["users", "add", "alice"])).trim(),
+        "added user alice"
+    );
+    assert_eq!(
+        ok(&hearth(&data, &["users", "add", "alice"])).trim(),
+        "user alice already exists"
+    );
+    let users = ok(&hearth(&data, &["users", "list"]));
+    assert!(
+        users.contains("alice") && users.contains("owner"),
+        "{users}"
+    );
+
+    let key = create_key(
+        &data,
+        &[
+            "--user",
+            "alice",
+            "--name",
+            "ha",
+            "--scopes",
+            "read",
+            "--serial",
+            "02aa01ac0000sim1",
+            "--expires-days",
+            "30",
+        ],
+    );
+    let list = ok(&hearth(&data, &["keys", "list"]));
+    assert!(!list.contains(&key), "the key itself is never listed");
+    assert!(
+        list.contains(&format!("{}…{}", &key[..8], &key[64..])),
+        "{list}"
+    );
+    assert!(
+        list.contains("02AA01AC0000SIM1") && list.contains("read"),
+        "{list}"
+    );
+    let id = list
+        .lines()
+        .nth(1)
+        .unwrap()
+        .split_whitespace()
+        .next()
+        .unwrap()
+        .to_string();
+    assert_eq!(id.len(), 8);
+
+    // Bad input: a message, a failure status, nothing stored.
+    let before = store_bytes(&data);
+    for (args, expected) in [
+        (
+            vec![
+                "keys", "create", "--user", "bob", "--name", "x", "--scopes", "read",
+            ],
+            "No user named bob (add it with: hearth users add bob)",
+        ),
+        (
+            vec![
+                "keys", "create", "--user", "alice", "--name", "x", "--scopes", "admin",
+            ],
+            "Invalid scopes \"admin\": use read, write, or read,write",
+        ),
+        (
+            vec![
+                "keys", "create", "--user", "alice", "--name", "x", "--scopes", "read", "--serial",
+                "no such",
+            ],
+            "Invalid serial \"no such\": expected 10 to 64 letters and digits",
+        ),
+        (
+            vec![
+                "keys",
+                "create",
+                "--user",
+                "alice",
+                "--name",
+                "x",
+                "--scopes",
+                "read",
+                "--expires-days",
+                "0",
+            ],
+            "Invalid expiry: use a whole number of days from 1 to 3650",
+        ),
+        (vec!["keys", "revoke", "nope"], "No API key with id nope"),
+        (
+            vec!["users", "add", "a b"],
+            "Invalid user name: use 1 to 64 letters, digits, '_', '-', '.' or '@'",
+        ),
+        (
+            vec!["claim", "123-ABCD", "--user", "alice"],
+            "Invalid, expired, or already claimed entry key",
+        ),
+        (
+            vec!["claim", "12", "--user", "alice"],
+            "Invalid entry code format. Must be exactly 7 alphanumeric characters.",
+        ),
+        (
+            vec![
+                "share",
+                "02AA01AC0000SIM1",
+                "--with",
+                "alice",
+                "--access",
+                "read",
+            ],
+            "Device 02AA01AC0000SIM1 not found",
+        ),
+        (
+            vec![
+                "share",
+                "02AA01AC0000SIM1",
+                "--with",
+                "alice",
+                "--access",
+                "admin",
+            ],
+            "Invalid access \"admin\": use read or control",
+        ),
+        (
+            vec!["unshare", "02AA01AC0000SIM1", "--with", "alice"],
+            "02AA01AC0000SIM1 is not shared with alice",
+        ),
+    ] {
+        assert_eq!(
+            refused(&hearth(&data, &args)),
+            format!("hearth: {expected}"),
+            "{args:?}"
+        );
+    }
+    assert!(
+        store_bytes(&data) == before,
+        "a refused command changed the store"
+    );
+
+    assert_eq!(
+        ok(&hearth(&data, &["keys", "revoke", &id])).trim(),
+        format!("revoked API key {id} (\"ha\") of alice")
+    );
+    assert!(!ok(&hearth(&data, &["keys", "list"])).contains(&id));
+}
+
+#[test]
+fn commands_reach_a_running_server_and_take_effect_at_once() {
+    let dir = TempDir::new("cli-online");
+    let server = ServerProcess::start(Path::new(env!("CARGO_BIN_EXE_hearth")), dir.path())
+        .unwrap_or_else(|log| panic!("server did not start:\n{log}"));
+    let origin = format!("http://{}", server.device);
+    let (mut sim, _events) = thermostat(&origin, SERIAL);
+    sim.boot().unwrap();
+
+    // Created while the server runs: works at once, no restart.
+    let key = create_key(
+        dir.path(),
+        &[
+            "--user",
+            "owner",
+            "--name",
+            "script",
+            "--scopes",
+            "read,write",
+        ],
+    );
+    let r = v1(server.control, "/devices", &key);
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert_eq!(r.json()["devices"][0]["serial"], json!(SERIAL));
+
+    // Sharing through the server.
+    ok(&hearth(dir.path(), &["users", "add", "bob"]));
+    assert_eq!(
+        ok(&hearth(
+            dir.path(),
+            &["share", SERIAL, "--with", "bob", "--access", "read"]
+        ))
+        .trim(),
+        format!("shared {SERIAL} with bob (read)")
+    );
+    let bob = create_key(
+        dir.path(),
+        &["--user", "bob", "--name", "phone", "--scopes", "read"],
+    );
+    let list = v1(server.control, "/devices", &bob).json();
+    assert_eq!(list["devices"][0]["accessType"], json!("shared"));
+    let devices = ok(&hearth(dir.path(), &["devices"]));
+    let row = devices
+        .lines()
+        .find(|l| l.starts_with(SERIAL))
+        .unwrap_or_else(|| panic!("{devices}"));
+    assert!(
+        row.contains("owner (unclaimed)") && row.contains("bob:read"),
+        "{row}"
+    );
+    assert!(
+        !row.contains("(server not running)"),
+        "the server knows when it last saw it: {row}"
+    );
+    assert!(
+        ok(&hearth(dir.path(), &["unshare", SERIAL, "--with", "bob"])).contains("no longer shared")
+    );
+    assert_eq!(
+        v1(server.control, "/devices", &bob).json(),
+        json!({"devices": []})
+    );
+
+    // Revoked while the server runs: refused at once.
+    let list = ok(&hearth(dir.path(), &["keys", "list", "--user", "owner"]));
+    let id = list
+        .lines()
+        .nth(1)
+        .unwrap()
+        .split_whitespace()
+        .next()
+        .unwrap()
+        .to_string();
+    ok(&hearth(dir.path(), &["keys", "revoke", &id]));
+    assert_eq!(
+        (
+            v1(server.control, "/devices", &key).status,
+            v1(server.control, "/devices", &key).json()
+        ),
+        (401, json!({"error": "Unauthorized"}))
+    );
+    // The key's use was recorded by the server.
+    let list = ok(&hearth(dir.path(), &["keys", "list", "--user", "bob"]));
+    let last_used = list.lines().nth(1).unwrap();
+    assert!(
+        last_used.matches('Z').count() >= 2,
+        "created and last used: {last_used}"
+    );
+
+    // Claim through the server: the thermostat is pushed its owner's buckets.
+    let (code, _) = sim.passphrase().unwrap();
+    let mut held = sim.open_subscribe().unwrap();
+    assert_eq!(
+        ok(&hearth(dir.path(), &["claim", &code, "--user", "carol"])).trim(),
+        format!("Device {SERIAL} linked to carol")
+    );
+    let (_, doc) = next_push(&mut held);
+    let keys: Vec<&Value> = doc["objects"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|o| &o["object_key"])
+        .collect();
+    assert!(keys.contains(&&json!("user.carol")), "{doc}");
+
+    // The server wrote every change: a restart finds them all.
+    server.terminate().unwrap();
+    let users = ok(&hearth(dir.path(), &["users", "list"]));
+    assert!(users.contains("bob") && users.contains("carol"), "{users}");
+    let devices = ok(&hearth(dir.path(), &["devices"]));
+    assert!(
+        devices.contains("carol") && devices.contains("(server not running)"),
+        "{devices}"
+    );
+}

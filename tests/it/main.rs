@@ -1,0 +1,44 @@
+//! hearth's black-box tests, in one test binary: each module was once a binary of its own,
+//! and every one linked the whole crate. One binary links it once and runs every test in one
+//! pool (`cargo test --test it transport::` runs one module's tests).
+//!
+//! Tests in different modules now share a process, so a test that measures the process itself
+//! (its threads, descriptors or memory) takes [`common::alone`], and every server a test starts
+//! through [`common::TestServer`] waits while such a test runs.
+
+mod common;
+
+mod addon;
+mod architecture;
+mod bad_input;
+mod browser;
+mod claim;
+mod cli_accounts;
+mod control_bad_input;
+mod control_commands;
+mod control_routes;
+mod dashboard;
+mod device_routes;
+mod docs_examples;
+mod docs_links;
+mod history;
+mod hosted_api;
+mod hosted_lock;
+mod hosted_status;
+mod hostile_clients;
+mod identity;
+mod import_nle;
+mod limits;
+mod live_events;
+mod mqtt;
+mod onboarding;
+mod outbound;
+mod pairing;
+mod persistence;
+mod properties;
+mod release;
+mod simulator;
+mod state_limits;
+mod system_service;
+mod tls;
+mod transport;

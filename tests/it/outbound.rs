@@ -1,0 +1,304 @@
+//! Outbound calls never starve a port: an upstream that accepts connections and never answers
+//! (the weather service, a thermostat's settings API) holds at most half of a port's workers,
+//! each for a bounded time; the rest of those requests are answered at once, and `/health` on
+//! both ports and a thermostat's PUT keep answering promptly.
+
+use crate::common;
+
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use common::*;
+use crossbeam_channel::unbounded;
+use hearth::http::client::ClientResponse;
+use parking_lot::Mutex;
+use serde_json::json;
+
+const WEATHER_DOWN: &str = r#"{"error":"Weather service unavailable"}"#;
+
+/// A server that accepts connections and never answers, until released (then it closes them,
+/// and every later one at once).
+struct Hung {
+    addr: SocketAddr,
+    accepted: Arc<AtomicUsize>,
+    held: Arc<Mutex<Vec<TcpStream>>>,
+    released: Arc<AtomicBool>,
+}
+
+impl Hung {
+    fn start() -> Hung {
+        Hung::serve(None)
+    }
+
+    /// Answers its first request with `body` (JSON), then hangs on every other.
+    fn answering_first(body: &'static str) -> Hung {
+        Hung::serve(Some(body))
+    }
+
+    fn serve(first: Option<&'static str>) -> Hung {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        let (accepted, held, released) = (
+            Arc::new(AtomicUsize::new(0)),
+            Arc::new(Mutex::new(Vec::new())),
+            Arc::new(AtomicBool::new(false)),
+        );
+        let (a, h, r) = (
+            Arc::clone(&accepted),
+            Arc::clone(&held),
+            Arc::clone(&released),
+        );
+        thread::spawn(move || {
+            for mut stream in listener.incoming().flatten() {
+                if let (0, Some(body)) = (a.fetch_add(1, Ordering::SeqCst), first) {
+                    answer(&mut stream, body);
+                    continue;
+                }
+                if !r.load(Ordering::SeqCst) {
+                    h.lock().push(stream);
+                }
+            }
+        });
+        Hung {
+            addr,
+            accepted,
+            held,
+            released,
+        }
+    }
+
+    fn accepted(&self) -> usize {
+        self.accepted.load(Ordering::SeqCst)
+    }
+
+    fn release(&self) {
+        self.released.store(true, Ordering::SeqCst);
+        self.held.lock().clear();
+    }
+}
+
+impl Drop for Hung {
+    fn drop(&mut self) {
+        self.release();
+    }
+}
+
+/// Reads a request head and answers it with a JSON body.
+fn answer(stream: &mut TcpStream, body: &str) {
+    let mut head = Vec::new();
+    let mut byte = [0u8; 1];
+    while !head.ends_with(b"\r\n\r\n") && stream.read(&mut byte).unwrap_or(0) == 1 {
+        head.push(byte[0]);
+    }
+    let _ = write!(
+        stream,
+        "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    );
+}
+
+fn timed(f: impl FnOnce() -> ClientResponse) -> (ClientResponse, Duration) {
+    let started = Instant::now();
+    let r = f();
+    (r, started.elapsed())
+}
+
+/// What must keep answering promptly while the outbound calls hang: `/health` on both ports
+/// and a thermostat's PUT.
+fn others_are_served(s: &TestServer) {
+    for addr in [s.device(), s.control()] {
+        let (r, took) = timed(|| get(addr, "/health"));
+        assert_eq!(r.status, 200);
+        assert!(took < Duration::from_secs(1), "/health took {took:?}");
+    }
+    let (r, took) = timed(|| {
+        post_json(
+            s.device(),
+            "/nest/transport/v7/put",
+            SERIAL,
+            json!({"objects": [{"object_key": format!("shared.{SERIAL}"),
+                                "value": {"target_temperature": 21.5}}]}),
+        )
+    });
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert!(took < Duration::from_secs(1), "the PUT took {took:?}");
+}
+
+#[test]
+fn hung_upstreams_hold_at_most_half_of_each_ports_workers() {
+    let weather = Hung::start();
+    let thermostat_api = Hung::start();
+    let s = TestServer::start_with(|c| {
+        c.weather_url = Some(format!("http://{}/weather/v1", weather.addr));
+        // Long enough that nothing here ends by running out of time: the test releases them.
+        c.weather_timeout = Duration::from_secs(60);
+        c.weather_wait = Duration::from_secs(60);
+        c.thermostat_api_port = thermostat_api.addr.port();
+    });
+    assert_eq!(s.app().config.http_workers, 4);
+    let (device_gate, control_gate) = (&s.app().outbound_device, &s.app().outbound_control);
+    assert_eq!((device_gate.limit(), control_gate.limit()), (2, 2));
+
+    // Eight hung weather requests (each for another place) and eight hung configure-nest.
+    let (done_tx, done) = unbounded();
+    let mut calls = Vec::new();
+    for i in 0..8 {
+        let (addr, tx) = (s.device(), done_tx.clone());
+        calls.push(thread::spawn(move || {
+            let r = get(addr, &format!("/nest/weather/v1?query=9430{i},US"));
+            tx.send("weather").unwrap();
+            r
+        }));
+    }
+    for _ in 0..8 {
+        let (addr, tx) = (s.control(), done_tx.clone());
+        calls.push(thread::spawn(move || {
+            let r = call(
+                addr,
+                "POST",
+                "/api/configure-nest",
+                r#"{"ip": "127.0.0.1"}"#,
+            );
+            tx.send("configure").unwrap();
+            r
+        }));
+    }
+    // Two of each wait on an upstream that never answers; the twelve others are answered at
+    // once, without waiting for them.
+    for _ in 0..12 {
+        done.recv_timeout(TIMEOUT).expect("answered at once");
+    }
+    wait_until("two places of each port taken", || {
+        device_gate.in_use() == 2 && control_gate.in_use() == 2
+    });
+    wait_until("the upstreams were called", || {
+        weather.accepted() == hearth::weather::MAX_FETCHES && thermostat_api.accepted() == 2
+    });
+    assert!(done.is_empty(), "the four waiting ones still wait");
+
+    others_are_served(&s);
+    // Another weather or configure-nest request is answered at once while they wait.
+    let (r, took) = timed(|| get(s.device(), "/nest/weather/v1?query=10001,US"));
+    assert_eq!((r.status, r.text().as_str()), (502, WEATHER_DOWN));
+    assert!(took < Duration::from_secs(1), "{took:?}");
+    let (r, took) = timed(|| {
+        call(
+            s.control(),
+            "POST",
+            "/api/configure-nest",
+            r#"{"ip": "127.0.0.1"}"#,
+        )
+    });
+    let busy = json!({"success": false, "error": hearth::control::error::OUTBOUND_BUSY});
+    assert_eq!((r.status, r.json()), (503, busy.clone()));
+    assert_eq!(r.header("Retry-After"), Some("5"));
+    assert!(took < Duration::from_secs(1), "{took:?}");
+    let (r, _) = timed(|| {
+        call(
+            s.control(),
+            "POST",
+            "/api/scan-network",
+            r#"{"subnet": "127.0.0.1/32"}"#,
+        )
+    });
+    assert_eq!(
+        (r.status, r.json()),
+        (503, json!({"error": hearth::control::error::OUTBOUND_BUSY}))
+    );
+    assert_eq!((device_gate.in_use(), control_gate.in_use()), (2, 2));
+    assert!(done.is_empty(), "and they still wait");
+
+    // The upstreams give up: every call ends, as a 502, and every place is given back.
+    weather.release();
+    thermostat_api.release();
+    let answers: Vec<ClientResponse> = calls.into_iter().map(|c| c.join().unwrap()).collect();
+    let (weather_answers, configure_answers) = answers.split_at(8);
+    for r in weather_answers {
+        assert_eq!((r.status, r.text().as_str()), (502, WEATHER_DOWN));
+    }
+    let refused = configure_answers.iter().filter(|r| r.status == 503).count();
+    assert_eq!(refused, 6, "six were refused at once");
+    for r in configure_answers {
+        match r.status {
+            503 => assert_eq!(r.json(), busy),
+            status => assert_eq!(
+                (status, r.json()["success"].clone()),
+                (502, json!(false)),
+                "{}",
+                r.text()
+            ),
+        }
+    }
+    wait_until("every place given back", || {
+        device_gate.in_use() == 0 && control_gate.in_use() == 0
+    });
+    wait_until("every weather fetch ended", || {
+        s.app().weather.fetches_running() == 0
+    });
+    others_are_served(&s);
+}
+
+#[test]
+fn a_cached_weather_answer_is_served_at_once_while_upstream_hangs() {
+    let weather = Hung::answering_first(r#"{"now":{"temp_c":10.5}}"#);
+    let s = TestServer::start_with(|c| {
+        c.weather_url = Some(format!("http://{}/weather/v1", weather.addr));
+        c.weather_cache_ttl_ms = 0; // every answer is old at once: always refreshed
+        c.weather_timeout = Duration::from_secs(60);
+    });
+    let first = get(s.device(), "/nest/weather/v1?query=94304,US");
+    assert_eq!(
+        (first.status, first.text().as_str()),
+        (200, r#"{"now":{"temp_c":10.5}}"#)
+    );
+    // From now on upstream hangs; the old answer is served at once, each time, while one
+    // refresh waits in the background.
+    for _ in 0..8 {
+        let (r, took) = timed(|| get(s.device(), "/nest/weather/v1?query=94304,US"));
+        assert_eq!(
+            (r.status, r.text().as_str()),
+            (200, r#"{"now":{"temp_c":10.5}}"#)
+        );
+        assert!(took < Duration::from_secs(1), "{took:?}");
+    }
+    wait_until("the refresh reached upstream", || weather.accepted() == 2);
+    assert_eq!(
+        s.app().weather.fetches_running(),
+        1,
+        "one refresh at a time"
+    );
+    assert_eq!(
+        s.app().outbound_device.in_use(),
+        0,
+        "a cached answer waits on nothing"
+    );
+    others_are_served(&s);
+}
+
+#[test]
+fn with_nothing_cached_a_slow_upstream_is_a_502_after_the_wait() {
+    let weather = Hung::start();
+    let s = TestServer::start_with(|c| {
+        c.weather_url = Some(format!("http://{}/weather/v1", weather.addr));
+        c.weather_timeout = Duration::from_secs(60);
+        c.weather_wait = Duration::from_millis(300);
+    });
+    let (r, took) = timed(|| get(s.device(), "/nest/weather/v1?query=94304,US"));
+    assert_eq!((r.status, r.text().as_str()), (502, WEATHER_DOWN));
+    assert!(took >= Duration::from_millis(300), "it waited: {took:?}");
+    assert_eq!(weather.accepted(), 1);
+    // The fetch goes on in the background; a second request joins it rather than asking again.
+    assert_eq!(s.app().weather.fetches_running(), 1);
+    let r = get(s.device(), "/nest/weather/v1?query=94304,US");
+    assert_eq!(r.status, 502);
+    assert_eq!(
+        weather.accepted(),
+        1,
+        "one upstream request per query at a time"
+    );
+    others_are_served(&s);
+}
