@@ -11,10 +11,6 @@ use hearth::simulator::Event;
 use hearth::util::clock::ManualClock;
 use serde_json::{Value, json};
 
-fn pairing() -> TestServer {
-    TestServer::start_with(|c| c.require_device_pairing = true)
-}
-
 /// A pending thermostat's held subscribe (it lists nothing, so the server has nothing to say).
 fn hold_pending(s: &TestServer, password: &str) -> ChunkStream {
     let auth = basic(SERIAL, password);

@@ -9,15 +9,6 @@ use hearth::simulator::Event;
 use serde_json::{Value, json};
 
 /// The pushed object for `key` in a chunk.
-fn object<'a>(doc: &'a Value, key: &str) -> &'a Value {
-    doc["objects"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|o| o["object_key"] == json!(key))
-        .unwrap_or_else(|| panic!("{key} not pushed in {doc}"))
-}
-
 #[test]
 fn every_command_is_answered_pushed_in_wire_order_and_applied() {
     let s = TestServer::start();

@@ -5,45 +5,18 @@
 
 use crate::common;
 
-use common::hosted::{api, new_key};
+use common::hosted::{api, new_key, share};
 use common::*;
 use hearth::accounts::keys::{self, KeySpec};
 use hearth::http::client::{self, ClientResponse};
-use hearth::state::{Op, Share, ShareAccess};
+use hearth::state::{Op, ShareAccess};
 use hearth::util::clock::ManualClock;
 use serde_json::{Value, json};
 
 const OTHER: &str = "02AA01AC0000SIM2";
 
-fn share(s: &TestServer, serial: &str, user: &str, access: ShareAccess) {
-    hearth::accounts::add_user(&s.app().state, user).unwrap();
-    s.app()
-        .state
-        .update_accounts(|txn| {
-            txn.push(Op::SetShare {
-                serial: serial.into(),
-                user: user.into(),
-                share: Some(Share {
-                    access,
-                    since_ms: 0,
-                }),
-            });
-            Ok::<_, hearth::store::StoreError>(())
-        })
-        .unwrap();
-}
-
 fn error(r: &ClientResponse) -> (u16, Value) {
     (r.status, r.json())
-}
-
-fn object<'a>(doc: &'a Value, key: &str) -> &'a Value {
-    doc["objects"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|o| o["object_key"] == json!(key))
-        .unwrap_or_else(|| panic!("{key} not pushed in {doc}"))
 }
 
 #[test]

@@ -7,7 +7,7 @@ use crate::common;
 use std::path::Path;
 
 use base64::Engine;
-use common::hosted::{api, new_key};
+use common::hosted::{api, new_key, share};
 use common::*;
 use serde_json::{Value, json};
 use sha1::{Digest, Sha1};
@@ -217,7 +217,7 @@ fn malformed_pins_are_refused_and_change_nothing() {
 /// read-only key and any key of a read share get the device bucket without it.
 #[test]
 fn the_pin_hash_is_shown_only_to_keys_that_may_change_the_lock() {
-    use hearth::state::{Op, Share, ShareAccess};
+    use hearth::state::ShareAccess;
     let s = TestServer::start();
     let (_sim, _events, _held) = booted_and_held(&s, SERIAL);
     let owner_write = new_key(&s, "owner", "read,write", &[]);
@@ -235,21 +235,7 @@ fn the_pin_hash_is_shown_only_to_keys_that_may_change_the_lock() {
         ("guest", ShareAccess::Read),
         ("helper", ShareAccess::Control),
     ] {
-        hearth::accounts::add_user(&s.app().state, user).unwrap();
-        s.app()
-            .state
-            .update_accounts(|txn| {
-                txn.push(Op::SetShare {
-                    serial: SERIAL.into(),
-                    user: user.into(),
-                    share: Some(Share {
-                        access,
-                        since_ms: 0,
-                    }),
-                });
-                Ok::<_, hearth::store::StoreError>(())
-            })
-            .unwrap();
+        share(&s, SERIAL, user, access);
     }
     let cases = [
         ("the owner's write key", owner_write.clone(), true),

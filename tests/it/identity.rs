@@ -216,7 +216,7 @@ fn the_pin_is_never_replaced_and_survives_a_restart_and_a_snapshot() {
     assert_eq!(api_key(&s), json!("pw"));
     let dir = s.stop();
 
-    let again = reopen(&dir);
+    let again = restart(&dir);
     let r = put(again.device_addr(), 32.0, "mallory");
     assert_eq!(
         (r.status, r.text().as_str()),
@@ -226,7 +226,7 @@ fn the_pin_is_never_replaced_and_survives_a_restart_and_a_snapshot() {
     again.app().state.snapshot().unwrap();
     again.shutdown();
 
-    let third = reopen(&dir);
+    let third = restart(&dir);
     let r = put(third.device_addr(), 32.0, "mallory");
     assert_eq!(
         (r.status, r.text().as_str()),
@@ -254,7 +254,7 @@ fn data_from_before_pins_is_pinned_to_the_key_it_holds() {
         })
         .unwrap();
     let dir = s.stop();
-    let again = reopen(&dir);
+    let again = restart(&dir);
     let r = put(again.device_addr(), 32.0, "pw");
     assert_eq!((r.status, r.text().as_str()), (401, WRONG));
     let r = put(again.device_addr(), 21.0, "old-key");
@@ -544,13 +544,6 @@ fn register_as(s: &TestServer, serial: &str) {
         json!({"objects": [{"object_key": format!("shared.{serial}"), "value": {"target_temperature": 20.0}}]}),
     );
     assert_eq!(r.status, 200, "{}", r.text());
-}
-
-/// A server on `dir` again (a restart).
-fn reopen(dir: &TempDir) -> hearth::Server {
-    let mut config = hearth::Config::local(dir.path());
-    config.api_origin = hearth::config::ApiOrigin::parse("http://127.0.0.1").ok();
-    common::start_server(config)
 }
 
 const TOO_MANY_FROM_ADDRESS: &str = r#"{"error":"Too many entry keys are waiting for this client address; claim one or try again when one expires"}"#;

@@ -12,10 +12,6 @@ use serde_json::json;
 
 const UNKNOWN: &str = "{\"error\":\"Device not authorized. Complete pairing first.\"}";
 
-fn pairing() -> TestServer {
-    TestServer::start_with(|c| c.require_device_pairing = true)
-}
-
 fn put_body() -> Vec<u8> {
     json!({"objects": [{"object_key": format!("shared.{SERIAL}"), "value": {"target_temperature": 30.0}}]})
         .to_string()

@@ -372,13 +372,6 @@ fn unlinking_a_claimed_thermostat_through_the_control_api_releases_it_in_open_mo
     assert_eq!(waiting(&s)["devices"][0]["serial"], json!(SERIAL));
 }
 
-/// A server on `dir` again (a restart).
-fn reopen(dir: &TempDir) -> hearth::Server {
-    let mut config = hearth::Config::local(dir.path());
-    config.api_origin = hearth::config::ApiOrigin::parse("http://127.0.0.1").ok();
-    common::start_server(config)
-}
-
 #[test]
 fn a_release_survives_restarts_and_snapshots() {
     let s = TestServer::start();
@@ -391,7 +384,7 @@ fn a_release_survives_restarts_and_snapshots() {
     let dir = s.stop();
 
     // Replayed from the journal.
-    let again = reopen(&dir);
+    let again = restart(&dir);
     assert!(again.app().state.accounts(|a| a.is_released(SERIAL)));
     let listed = get(again.control_addr(), "/api/waiting").json();
     assert_eq!(listed["devices"][0]["serial"], json!(SERIAL));
@@ -405,7 +398,7 @@ fn a_release_survives_restarts_and_snapshots() {
     again.shutdown();
     let snapshot = std::fs::read_to_string(dir.path().join("state.json")).unwrap();
     assert!(snapshot.contains("\"released\""), "{snapshot}");
-    let again = reopen(&dir);
+    let again = restart(&dir);
     assert!(again.app().state.accounts(|a| a.is_released(SERIAL)));
 
     // And an adoption is as durable.
@@ -417,7 +410,7 @@ fn a_release_survives_restarts_and_snapshots() {
     );
     assert_eq!(r.status, 200, "{}", r.text());
     again.shutdown();
-    let again = reopen(&dir);
+    let again = restart(&dir);
     assert!(!again.app().state.accounts(|a| a.is_released(SERIAL)));
     assert_eq!(
         get(again.control_addr(), "/api/devices").json()["total"],

@@ -14,10 +14,6 @@ use hearth::simulator::Event;
 use hearth::util::clock::ManualClock;
 use serde_json::json;
 
-fn shared() -> String {
-    format!("shared.{SERIAL}")
-}
-
 #[test]
 fn boot_subscribe_push_acknowledge_cycle() {
     let s = TestServer::start();

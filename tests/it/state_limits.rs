@@ -13,14 +13,6 @@ use hearth::state::limits::{
 };
 use serde_json::{Value, json};
 
-fn shared() -> String {
-    format!("shared.{SERIAL}")
-}
-
-fn device() -> String {
-    format!("device.{SERIAL}")
-}
-
 fn schedule() -> String {
     format!("schedule.{SERIAL}")
 }

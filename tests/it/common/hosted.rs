@@ -39,3 +39,22 @@ pub fn new_key(s: &TestServer, user: &str, scopes: &str, serials: &[&str]) -> St
     };
     keys::create(&s.app().state, &spec).unwrap().key
 }
+
+/// Shares `serial` with `user` (created here) with `access`, as the owner's page would.
+pub fn share(s: &TestServer, serial: &str, user: &str, access: hearth::state::ShareAccess) {
+    hearth::accounts::add_user(&s.app().state, user).unwrap();
+    s.app()
+        .state
+        .update_accounts(|txn| {
+            txn.push(hearth::state::Op::SetShare {
+                serial: serial.into(),
+                user: user.into(),
+                share: Some(hearth::state::Share {
+                    access,
+                    since_ms: 0,
+                }),
+            });
+            Ok::<_, hearth::store::StoreError>(())
+        })
+        .unwrap();
+}

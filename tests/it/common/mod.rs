@@ -531,3 +531,35 @@ pub fn run_hearth(args: &[&str]) -> (bool, String, String) {
         String::from_utf8_lossy(&out.stderr).to_string(),
     )
 }
+
+/// The object of `key` in a pushed or answered document (`{"objects": [...]}`).
+pub fn object<'a>(doc: &'a Value, key: &str) -> &'a Value {
+    doc["objects"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|o| o["object_key"] == serde_json::json!(key))
+        .unwrap_or_else(|| panic!("{key} not pushed in {doc}"))
+}
+
+/// A server on `dir` again, configured as [`TestServer::start`] configures one (a restart).
+pub fn restart(dir: &TempDir) -> Server {
+    let mut config = Config::local(dir.path());
+    config.api_origin = hearth::config::ApiOrigin::parse("http://127.0.0.1").ok();
+    start_server(config)
+}
+
+/// A server with `REQUIRE_DEVICE_PAIRING` on.
+pub fn pairing() -> TestServer {
+    TestServer::start_with(|c| c.require_device_pairing = true)
+}
+
+/// `shared.<SERIAL>`: the test thermostat's shared bucket's key.
+pub fn shared() -> String {
+    format!("shared.{SERIAL}")
+}
+
+/// `device.<SERIAL>`.
+pub fn device() -> String {
+    format!("device.{SERIAL}")
+}
