@@ -9,7 +9,7 @@ use std::time::Instant;
 
 use super::body::{self, BodyError, Framing, FramingError};
 use super::head::{self, Head, HeadError, Input, Timing};
-use super::listener::{self, Accepted, PARKED_SEND_TIMEOUT, Shared, Slot};
+use super::listener::{self, Accepted, BodyReservation, PARKED_SEND_TIMEOUT, Shared, Slot};
 use super::respond::{self, Answer, Persist};
 use super::{ChunkedBody, ChunkedWriter, Method, Reply, Request, find_header};
 
@@ -72,6 +72,26 @@ pub(super) fn serve(shared: &Arc<Shared>, conn: Accepted) {
     }
 }
 
+/// A request refused before its handler runs: the status and message the client gets, and
+/// why, for the log.
+struct Refused {
+    status: u16,
+    message: &'static str,
+    why: String,
+}
+
+impl Refused {
+    fn new(status: u16, message: &'static str, why: impl Into<String>) -> Refused {
+        Refused {
+            status,
+            message,
+            why: why.into(),
+        }
+    }
+}
+
+const TOO_LARGE: &str = "Request body too large";
+
 /// Reads one request's body, runs its handler and answers it.
 fn request(
     shared: &Shared,
@@ -91,102 +111,34 @@ fn request(
     if !path.starts_with("/health") {
         crate::util::memory::count_request();
     }
-    let persist = persistence(&head);
     let answer = |persist| Answer {
         http10: head.http10,
         head_only: method == Method::Head,
         persist,
     };
-    let refuse = |status: u16, message: &str, why: &str| {
-        log::info!(
-            "{} {} -> {status} ({why})",
-            head.method,
-            redact(&head.target)
-        );
-        let refusal = service.refusal(method, path, status, message);
-        let _ = respond::send(&**stream, &refusal, answer(Persist::Close));
-        After::Linger
-    };
-    // RFC 9112 §3.2: a request with more than one Host header is answered 400.
-    let hosts = head
-        .headers
-        .iter()
-        .filter(|(n, _)| n.eq_ignore_ascii_case("Host"));
-    if hosts.count() > 1 {
-        return refuse(400, "Malformed request", "more than one Host header");
-    }
     let limit = service.body_limit(path);
-    let too_large = "Request body too large";
-    let framing = match body::framing(&head.headers, head.http10) {
-        Ok(framing) => framing,
-        Err(FramingError::Huge) => return refuse(413, too_large, "a declared body over 2^64"),
-        Err(FramingError::Unsupported) => {
-            return refuse(501, "Transfer-Encoding not supported", "a transfer coding");
-        }
-        Err(FramingError::Ambiguous) => {
-            return refuse(
-                400,
-                "Invalid Content-Length or Transfer-Encoding",
-                "ambiguous body framing",
-            );
-        }
-    };
-    if let Framing::Length(declared) = framing {
-        if declared > limit as u64 {
-            return refuse(
-                413,
-                too_large,
-                &format!("a declared body of {declared} bytes"),
-            );
-        }
-    }
-    let reserve = match framing {
-        Framing::None | Framing::Length(0) => 0,
-        Framing::Length(n) => n as usize,
-        Framing::Chunked => limit,
-    };
     // Held until the handler has answered: the body is in memory until then.
-    let _reserved = match shared.reserve_body(crate::util::client_key(client.ip()), reserve) {
-        Some(reserved) => reserved,
-        None => {
-            return refuse(
-                503,
-                "Too many request bodies in progress from this address",
-                "the address's body budget is in use",
+    let body = framing(&head, limit).and_then(|framing| {
+        let reserved = reserve(shared, client, framing, limit)?;
+        let body = read_body(shared, stream, input, &head, framing, limit)?;
+        Ok((body, reserved))
+    });
+    let (body, _reserved) = match body {
+        Ok(read) => read,
+        Err(refused) => {
+            log::info!(
+                "{} {} -> {} ({})",
+                head.method,
+                redact(&head.target),
+                refused.status,
+                refused.why
             );
+            let refusal = service.refusal(method, path, refused.status, refused.message);
+            let _ = respond::send(&**stream, &refusal, answer(Persist::Close));
+            return After::Linger;
         }
     };
-    if let Some(expect) = find_header(&head.headers, "Expect") {
-        if !expect.trim().eq_ignore_ascii_case("100-continue") {
-            return refuse(417, "Expectation failed", "an Expect header");
-        }
-        if !head.http10 && framing != Framing::None && input.pending().is_empty() {
-            let _ = (&**stream).write_all(b"HTTP/1.1 100 Continue\r\n\r\n");
-        }
-    }
-    let deadline = Instant::now() + shared.limits.body_timeout;
-    let body = match framing {
-        Framing::None => Ok(Vec::new()),
-        Framing::Length(n) => body::read_length(input, n as usize, deadline),
-        Framing::Chunked => body::read_chunked(input, limit, deadline),
-    };
-    let body = match body {
-        Ok(body) => body,
-        Err(BodyError::TooLarge) => {
-            return refuse(
-                413,
-                too_large,
-                &format!("a chunked body over {limit} bytes"),
-            );
-        }
-        Err(e) => {
-            return refuse(
-                400,
-                "Could not read the request body",
-                &format!("body {e:?}"),
-            );
-        }
-    };
+    let persist = persistence(&head);
     let request = Request {
         method,
         path: path.to_string(),
@@ -196,8 +148,7 @@ fn request(
         http10: head.http10,
         remote: Some(client),
     };
-    let reply = shared.handle(request);
-    let (after, status) = match reply {
+    let (after, status) = match shared.handle(request) {
         Ok(Reply::Full(response)) => {
             let sent = respond::send(&**stream, &response, answer(persist));
             let after = match (sent, persist) {
@@ -223,6 +174,100 @@ fn request(
         started.elapsed().as_millis()
     );
     after
+}
+
+/// How the request's body is framed, refused when the head is ambiguous (RFC 9112: two `Host`
+/// headers; `Content-Length` with `Transfer-Encoding`) or declares more than `limit`.
+fn framing(head: &Head, limit: usize) -> Result<Framing, Refused> {
+    // RFC 9112 §3.2: a request with more than one Host header is answered 400.
+    let hosts = head
+        .headers
+        .iter()
+        .filter(|(n, _)| n.eq_ignore_ascii_case("Host"));
+    if hosts.count() > 1 {
+        return Err(Refused::new(
+            400,
+            "Malformed request",
+            "more than one Host header",
+        ));
+    }
+    let framing = body::framing(&head.headers, head.http10).map_err(|e| match e {
+        FramingError::Huge => Refused::new(413, TOO_LARGE, "a declared body over 2^64"),
+        FramingError::Unsupported => {
+            Refused::new(501, "Transfer-Encoding not supported", "a transfer coding")
+        }
+        FramingError::Ambiguous => Refused::new(
+            400,
+            "Invalid Content-Length or Transfer-Encoding",
+            "ambiguous body framing",
+        ),
+    })?;
+    match framing {
+        Framing::Length(declared) if declared > limit as u64 => Err(Refused::new(
+            413,
+            TOO_LARGE,
+            format!("a declared body of {declared} bytes"),
+        )),
+        _ => Ok(framing),
+    }
+}
+
+/// Reserves the body's room in the client address's budget (a chunked body reserves its limit).
+fn reserve(
+    shared: &Shared,
+    client: SocketAddr,
+    framing: Framing,
+    limit: usize,
+) -> Result<BodyReservation<'_>, Refused> {
+    let bytes = match framing {
+        Framing::None | Framing::Length(0) => 0,
+        Framing::Length(n) => n as usize,
+        Framing::Chunked => limit,
+    };
+    shared
+        .reserve_body(crate::util::client_key(client.ip()), bytes)
+        .ok_or_else(|| {
+            Refused::new(
+                503,
+                "Too many request bodies in progress from this address",
+                "the address's body budget is in use",
+            )
+        })
+}
+
+/// Answers `Expect: 100-continue`, then reads the body within the body deadline.
+fn read_body(
+    shared: &Shared,
+    stream: &Arc<TcpStream>,
+    input: &mut Input,
+    head: &Head,
+    framing: Framing,
+    limit: usize,
+) -> Result<Vec<u8>, Refused> {
+    if let Some(expect) = find_header(&head.headers, "Expect") {
+        if !expect.trim().eq_ignore_ascii_case("100-continue") {
+            return Err(Refused::new(417, "Expectation failed", "an Expect header"));
+        }
+        if !head.http10 && framing != Framing::None && input.pending().is_empty() {
+            let _ = (&**stream).write_all(b"HTTP/1.1 100 Continue\r\n\r\n");
+        }
+    }
+    let deadline = Instant::now() + shared.limits.body_timeout;
+    let body = match framing {
+        Framing::None => Ok(Vec::new()),
+        Framing::Length(n) => body::read_length(input, n as usize, deadline),
+        Framing::Chunked => body::read_chunked(input, limit, deadline),
+    };
+    body.map_err(|e| match e {
+        BodyError::TooLarge => {
+            Refused::new(413, TOO_LARGE, format!("a chunked body over {limit} bytes"))
+        }
+        e => Refused::new(
+            400,
+            "Could not read the request body",
+            format!("body {e:?}"),
+        ),
+    })
 }
 
 /// Sends a chunked reply; a parked one takes the socket and the connection's slot with it.
