@@ -2,7 +2,7 @@
 //! claim it. An active key is returned again on every call; an expired or claimed one is
 //! replaced. Keys come from the kernel's CSPRNG.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::net::IpAddr;
 
 use serde_json::json;
@@ -11,7 +11,7 @@ use super::DeviceError;
 use crate::app::App;
 use crate::http::Response;
 use crate::hub::Origin;
-use crate::state::{EntryKey, Op, Stamp};
+use crate::state::{Accounts, AccountsTxn, EntryKey, Op, Stamp};
 use crate::util::{JsonMap, random};
 
 const ATTEMPTS: usize = 20;
@@ -34,103 +34,35 @@ pub fn get(
     let serial = serial.ok_or(DeviceError::SerialRequired)?;
     let ttl_ms =
         i64::try_from(app.config.entry_key_ttl_secs.saturating_mul(1000)).unwrap_or(i64::MAX);
-    let cap = app.config.max_pending_entry_keys;
     let client = remote.map(crate::util::client_key);
     // Held across the accounts update, so two requests from one address cannot both pass.
     let mut by_address = app.entry_keys_by_address.lock();
     let key = app.state.update_accounts(|txn| {
         let now = txn.now_ms();
-        let accounts = txn.accounts();
-        if let Some(active) = accounts
+        if let Some(active) = txn
+            .accounts()
             .latest_entry_key_for(serial, password)
             .filter(|k| k.is_active(now))
         {
             return Ok(active.clone());
         }
-        // Keys handed out that are claimed, expired or gone no longer count (pruned for every
-        // address, so the map holds no more than the keys waiting).
-        let waiting = |(code, created): &(String, i64)| {
-            accounts
-                .entry_keys
-                .get(code)
-                .is_some_and(|k| k.created_ms == *created && k.is_active(now))
+        let wish = Wish {
+            serial,
+            password,
+            client,
+            now,
         };
-        by_address.retain(|_, handed| {
-            handed.retain(waiting);
-            !handed.is_empty()
-        });
-        if let Some(client) = client {
-            let handed = by_address.get(&client).map_or(0, Vec::len);
-            if handed >= app.config.max_entry_keys_per_address {
-                log::warn!(
-                    "refused an entry key for {serial}: {client} has {handed} unclaimed entry \
-                     keys waiting already"
-                );
-                return Err(DeviceError::TooManyEntryKeysFromAddress);
-            }
-        }
-        let passwords = accounts
-            .entry_keys
-            .values()
-            .filter(|k| k.serial == serial && k.is_active(now))
-            .map(|k| k.password.as_deref())
-            .collect::<HashSet<_>>()
-            .len();
-        if passwords >= app.config.max_entry_keys_per_serial {
-            log::warn!(
-                "refused an entry key for {serial}: {passwords} passwords have entry keys \
-                 waiting for it already"
-            );
-            return Err(DeviceError::TooManyEntryKeysForSerial);
-        }
-        // An unclaimed key this one replaces (same serial and password) makes room by itself.
-        let replaced = accounts
-            .latest_entry_key_for(serial, password)
-            .is_some_and(|k| k.claimed_by.is_none());
-        let unclaimed = || {
-            accounts
-                .entry_keys
-                .values()
-                .filter(|k| k.claimed_by.is_none())
-        };
-        if unclaimed().count() >= cap && !replaced {
-            let expired: Vec<String> = unclaimed()
-                .filter(|k| !k.is_active(now))
-                .map(|k| k.code.clone())
-                .collect();
-            if unclaimed().count() - expired.len() >= cap {
-                log::warn!(
-                    "refused an entry key for {serial}: {cap} unclaimed entry keys are \
-                     waiting already"
-                );
-                return Err(DeviceError::TooManyEntryKeys);
-            }
+        if let Some(expired) = room_for_a_key(app, txn.accounts(), &wish, &mut by_address)? {
             txn.push(Op::DropEntryKeys { codes: expired });
         }
-        for _ in 0..ATTEMPTS {
-            let code = new_code().map_err(|_| DeviceError::RandomUnavailable)?;
-            if txn.accounts().entry_keys.contains_key(&code) {
-                continue;
-            }
-            let key = EntryKey {
-                code,
-                serial: serial.to_string(),
-                created_ms: now,
-                expires_ms: now.saturating_add(ttl_ms),
-                claimed_by: None,
-                claimed_ms: None,
-                password: password.map(str::to_string),
-            };
-            txn.push(Op::PutEntryKey { key: key.clone() });
-            if let Some(client) = client {
-                by_address
-                    .entry(client)
-                    .or_default()
-                    .push((key.code.clone(), key.created_ms));
-            }
-            return Ok(key);
+        let key = new_key(txn, &wish, ttl_ms)?;
+        if let Some(client) = client {
+            by_address
+                .entry(client)
+                .or_default()
+                .push((key.code.clone(), key.created_ms));
         }
-        Err(DeviceError::EntryKeyUnavailable)
+        Ok::<_, DeviceError>(key)
     });
     // A key whose update failed (nothing stored) was counted above: forget it.
     if key.is_err() {
@@ -146,6 +78,114 @@ pub fn get(
         200,
         &json!({"value": key.code, "expires": key.expires_ms}),
     ))
+}
+
+/// Who asks for a new entry key, and when.
+struct Wish<'a> {
+    serial: &'a str,
+    password: Option<&'a str>,
+    client: Option<IpAddr>,
+    now: i64,
+}
+
+/// Whether a new key may be made under the caps (per address, per serial, in all): `Ok(None)`
+/// when there is room, `Ok(Some(codes))` when there is room once the expired keys `codes` are
+/// dropped. Prunes the per-address record of keys no longer waiting on the way.
+fn room_for_a_key(
+    app: &App,
+    accounts: &Accounts,
+    wish: &Wish<'_>,
+    by_address: &mut HashMap<IpAddr, Vec<(String, i64)>>,
+) -> Result<Option<Vec<String>>, DeviceError> {
+    let Wish {
+        serial,
+        password,
+        client,
+        now,
+    } = *wish;
+    // Keys handed out that are claimed, expired or gone no longer count (pruned for every
+    // address, so the map holds no more than the keys waiting).
+    let waiting = |(code, created): &(String, i64)| {
+        accounts
+            .entry_keys
+            .get(code)
+            .is_some_and(|k| k.created_ms == *created && k.is_active(now))
+    };
+    by_address.retain(|_, handed| {
+        handed.retain(waiting);
+        !handed.is_empty()
+    });
+    if let Some(client) = client {
+        let handed = by_address.get(&client).map_or(0, Vec::len);
+        if handed >= app.config.max_entry_keys_per_address {
+            log::warn!(
+                "refused an entry key for {serial}: {client} has {handed} unclaimed entry \
+                 keys waiting already"
+            );
+            return Err(DeviceError::TooManyEntryKeysFromAddress);
+        }
+    }
+    let passwords = accounts
+        .entry_keys
+        .values()
+        .filter(|k| k.serial == serial && k.is_active(now))
+        .map(|k| k.password.as_deref())
+        .collect::<HashSet<_>>()
+        .len();
+    if passwords >= app.config.max_entry_keys_per_serial {
+        log::warn!(
+            "refused an entry key for {serial}: {passwords} passwords have entry keys \
+             waiting for it already"
+        );
+        return Err(DeviceError::TooManyEntryKeysForSerial);
+    }
+    // An unclaimed key this one replaces (same serial and password) makes room by itself.
+    let replaced = accounts
+        .latest_entry_key_for(serial, password)
+        .is_some_and(|k| k.claimed_by.is_none());
+    let unclaimed = || {
+        accounts
+            .entry_keys
+            .values()
+            .filter(|k| k.claimed_by.is_none())
+    };
+    let cap = app.config.max_pending_entry_keys;
+    if unclaimed().count() < cap || replaced {
+        return Ok(None);
+    }
+    let expired: Vec<String> = unclaimed()
+        .filter(|k| !k.is_active(now))
+        .map(|k| k.code.clone())
+        .collect();
+    if unclaimed().count() - expired.len() >= cap {
+        log::warn!(
+            "refused an entry key for {serial}: {cap} unclaimed entry keys are waiting already"
+        );
+        return Err(DeviceError::TooManyEntryKeys);
+    }
+    Ok(Some(expired))
+}
+
+/// A new key with a code no other key has, stored by `txn`.
+fn new_key(txn: &mut AccountsTxn, wish: &Wish<'_>, ttl_ms: i64) -> Result<EntryKey, DeviceError> {
+    for _ in 0..ATTEMPTS {
+        let code = new_code().map_err(|_| DeviceError::RandomUnavailable)?;
+        if txn.accounts().entry_keys.contains_key(&code) {
+            continue;
+        }
+        let key = EntryKey {
+            code,
+            serial: wish.serial.to_string(),
+            created_ms: wish.now,
+            expires_ms: wish.now.saturating_add(ttl_ms),
+            claimed_by: None,
+            claimed_ms: None,
+            password: wish.password.map(str::to_string),
+        };
+        txn.push(Op::PutEntryKey { key: key.clone() });
+        return Ok(key);
+    }
+    Err(DeviceError::EntryKeyUnavailable)
 }
 
 /// The `device_alert_dialog.<SERIAL>` bucket that makes the thermostat show its
