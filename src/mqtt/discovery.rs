@@ -229,6 +229,45 @@ pub fn messages(p: &Prefixes<'_>, serial: &str, f: &Fingerprint) -> Vec<(String,
         ));
     };
 
+    add(
+        "climate",
+        "thermostat",
+        common(None, "climate"),
+        climate(serial, f, &ha),
+    );
+
+    let device = json!({"device": {"identifiers": [format!("nolongerevil_{serial}")]}});
+    for (component, id, name, suffix, extra) in sensors(f.has_fan) {
+        let mut config = common(Some(id), component);
+        merge(&mut config, device.clone());
+        merge(
+            &mut config,
+            json!({"name": name, "state_topic": ha(suffix), "qos": 0}),
+        );
+        add(component, id, config, extra);
+    }
+    if f.has_fan {
+        let mut config = common(Some("fan_duration"), "number");
+        merge(&mut config, device);
+        add(
+            "number",
+            "fan_duration",
+            config,
+            json!({
+                "name": "Fan run time",
+                "state_topic": ha("fan_duration"),
+                "command_topic": ha("fan_duration/set"),
+                "min": 15, "max": super::commands::FAN_MINUTES_MAX, "step": 15,
+                "mode": "slider", "unit_of_measurement": "min", "qos": 1,
+            }),
+        );
+    }
+    out
+}
+
+/// The climate entity's own configuration: the device, its modes (those the thermostat can do),
+/// and the topics of its setpoints for the mode it is in.
+fn climate(serial: &str, f: &Fingerprint, ha: &dyn Fn(&str) -> String) -> Value {
     let mut modes = vec!["off"];
     if f.can_heat {
         modes.push("heat");
@@ -295,35 +334,7 @@ pub fn messages(p: &Prefixes<'_>, serial: &str, f: &Fingerprint) -> Vec<(String,
         ),
         _ => {}
     }
-    add("climate", "thermostat", common(None, "climate"), climate);
-
-    let device = json!({"device": {"identifiers": [format!("nolongerevil_{serial}")]}});
-    for (component, id, name, suffix, extra) in sensors(f.has_fan) {
-        let mut config = common(Some(id), component);
-        merge(&mut config, device.clone());
-        merge(
-            &mut config,
-            json!({"name": name, "state_topic": ha(suffix), "qos": 0}),
-        );
-        add(component, id, config, extra);
-    }
-    if f.has_fan {
-        let mut config = common(Some("fan_duration"), "number");
-        merge(&mut config, device);
-        add(
-            "number",
-            "fan_duration",
-            config,
-            json!({
-                "name": "Fan run time",
-                "state_topic": ha("fan_duration"),
-                "command_topic": ha("fan_duration/set"),
-                "min": 15, "max": super::commands::FAN_MINUTES_MAX, "step": 15,
-                "mode": "slider", "unit_of_measurement": "min", "qos": 1,
-            }),
-        );
-    }
-    out
+    climate
 }
 
 fn merge(into: &mut Value, from: Value) {
