@@ -62,16 +62,14 @@ pub struct TempDir(pub PathBuf);
 impl TempDir {
     pub fn new(tag: &str) -> TempDir {
         static N: AtomicUsize = AtomicUsize::new(0);
-        let nanos = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.subsec_nanos())
-            .unwrap_or(0);
+        // A random part, so a directory a killed run left behind is never reused.
         let dir = std::env::temp_dir().join(format!(
-            "hearth-{tag}-{}-{}-{nanos}",
+            "hearth-{tag}-{}-{}-{}",
             std::process::id(),
-            N.fetch_add(1, Ordering::SeqCst)
+            N.fetch_add(1, Ordering::SeqCst),
+            hearth::util::random::hex(4).unwrap()
         ));
-        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::create_dir(&dir).unwrap();
         TempDir(dir)
     }
 
