@@ -14,7 +14,9 @@ pub mod tls;
 
 pub use connection::redact;
 
-use std::net::SocketAddr;
+use std::io;
+use std::net::{SocketAddr, TcpListener};
+use std::sync::Arc;
 
 use serde::Serialize;
 
@@ -220,6 +222,33 @@ pub trait Service: Send + Sync + 'static {
     /// unless the surface says otherwise.
     fn refusal(&self, _method: Method, _path: &str, status: u16, message: &str) -> Response {
         Response::error(status, message)
+    }
+}
+
+/// Serves `handler` on `addr` (port 0 picks a free one) through this edge, with the default
+/// [`listener::Limits`], until [`listener::Listener::stop`]. For HTTP servers that are not
+/// hearth's surfaces: the simulated thermostat's settings API and the tests' fake upstreams.
+/// `name` names its threads.
+pub fn serve(
+    name: &'static str,
+    addr: SocketAddr,
+    handler: impl Fn(Request) -> Reply + Send + Sync + 'static,
+) -> io::Result<listener::Listener> {
+    listener::Listener::start(
+        name,
+        TcpListener::bind(addr)?,
+        listener::Limits::default(),
+        Arc::new(HandlerFn(handler)),
+        Arc::new(|_| {}),
+    )
+}
+
+/// A handler function as a [`Service`]: the default body limit and refusals.
+struct HandlerFn<F>(F);
+
+impl<F: Fn(Request) -> Reply + Send + Sync + 'static> Service for HandlerFn<F> {
+    fn handle(&self, request: Request) -> Reply {
+        (self.0)(request)
     }
 }
 
