@@ -20,7 +20,7 @@ use std::time::Duration;
 use base64::Engine;
 use serde_json::{Value, json};
 
-use crate::http::client::{self, ChunkStream, ClientResponse, Url};
+use crate::http::client::{ChunkStream, ClientResponse, Url};
 use crate::util::JsonMap;
 
 const USER_AGENT: &str = "AddLightness/5.9.4-5 (Display-2.12; wireless_reg_domain=A2)";
@@ -358,6 +358,19 @@ impl Thermostat {
         ]
     }
 
+    /// One request as the thermostat sends it (HTTP/1.1 keep-alive, no `Connection: close`;
+    /// the socket is closed once the answer is read), and its whole answer.
+    fn send(
+        &self,
+        url: &Url,
+        method: &str,
+        headers: &[(&str, &str)],
+        body: &[u8],
+    ) -> Result<ClientResponse, SimError> {
+        let mut stream = ChunkStream::open(url, method, headers, body, self.opts.timeout, false)?;
+        Ok(stream.read_all()?)
+    }
+
     fn urls(&self) -> Result<&Urls, SimError> {
         self.urls.as_ref().ok_or_else(|| protocol("not registered"))
     }
@@ -382,8 +395,7 @@ impl Thermostat {
             ("X-nl-weave-device-id", self.weave_id.as_str()),
             ("X-nl-weave-provisioning-state", "not-provisioned"),
         ];
-        let r =
-            client::request_keep_alive(&url, "POST", &headers, form.as_bytes(), self.opts.timeout)?;
+        let r = self.send(&url, "POST", &headers, form.as_bytes())?;
         if r.status != 200 {
             return Err(protocol(format!("entry answered {}", r.status)));
         }
@@ -421,8 +433,7 @@ impl Thermostat {
             ("Authorization", self.basic.as_str()),
             ("User-Agent", USER_AGENT),
         ];
-        let r =
-            client::request_keep_alive(&urls.passphrase, "GET", &headers, &[], self.opts.timeout)?;
+        let r = self.send(&urls.passphrase, "GET", &headers, &[])?;
         let body = r.json();
         match (
             body.get("value").and_then(Value::as_str),
@@ -741,13 +752,7 @@ impl Thermostat {
         let body = serde_json::to_vec(&json!({"session": self.session, "objects": objects}))
             .unwrap_or_default();
         let request_started = std::time::Instant::now();
-        let r: ClientResponse = client::request_keep_alive(
-            &url,
-            "POST",
-            &self.transport_headers(),
-            &body,
-            self.opts.timeout,
-        )?;
+        let r = self.send(&url, "POST", &self.transport_headers(), &body)?;
         // A lower bound (on the server's clock) for when this request arrived: the answer's
         // service timestamp minus the round trip. A write the server accepted is stamped at or
         // after it; a conflict answers the server's older stamp.
