@@ -266,4 +266,21 @@ mod tests {
         assert_eq!(r.query_param("bad"), Err(InvalidEncoding));
         assert_eq!(percent_decode("%4"), Ok("%4".to_string()));
     }
+
+    /// A handler function served on loopback answers through the edge, and stop returns.
+    #[test]
+    fn serve_answers_with_a_handler_function() {
+        let listener = serve("test-serve", ([127, 0, 0, 1], 0).into(), |rq: Request| {
+            Reply::Full(Response::json(200, &serde_json::json!({"path": rq.path})))
+        })
+        .unwrap();
+        let url = client::Url::parse(&format!("http://{}/a?b", listener.addr())).unwrap();
+        let r = client::request(&url, "GET", &[], &[], std::time::Duration::from_secs(10)).unwrap();
+        assert_eq!(
+            (r.status, r.json()),
+            (200, serde_json::json!({"path": "/a"}))
+        );
+        assert_eq!(r.header("Server"), Some("hearth"));
+        listener.stop();
+    }
 }
