@@ -1,6 +1,21 @@
 //! A small blocking HTTP/1.1 client over `TcpStream`, for the simulated thermostat, the
-//! watchdog's self-probe and tests. It exposes chunk boundaries ([`ChunkStream`]) because a
-//! thermostat reads a held subscribe chunk by chunk, each chunk a whole JSON document.
+//! watchdog's self-probe, `hearth-dev bench` and tests. It exposes chunk boundaries
+//! ([`ChunkStream`]) because a thermostat reads a held subscribe chunk by chunk, each chunk a
+//! whole JSON document, and it sends requests as a thermostat does (HTTP/1.1 keep-alive
+//! without `Connection: close`, or kept open for many requests as dashboards do).
+//!
+//! Which client for which call: this one talks to hearth (its own ports, or a test's fake
+//! server); `ureq` talks to servers hearth does not run: the weather upstream
+//! (`crate::weather`), Home Assistant's Supervisor (`crate::supervisor`) and a real
+//! thermostat's settings API (`crate::onboarding::thermostat_api`). Those calls need what this
+//! client does not have and the simulator does not need: TLS (`WEATHER_URL` and
+//! `SUPERVISOR_API` may be `https://`; ureq brings rustls and the web's root certificates), a
+//! deadline on the whole request (a slow upstream cannot trickle an answer past it, where this
+//! client bounds each read) and no redirects followed; each of those callers also caps the
+//! answer's size, which this client does not. Moving them here would mean writing TLS and
+//! that deadline again (the size breakdown in `docs/development.md` counts what dropping ureq
+//! would save); keeping ureq out of the simulator keeps its chunk-by-chunk reading and its
+//! exact bytes on the wire in one small file of ours.
 
 use std::io::{self, BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpStream, ToSocketAddrs};
@@ -99,7 +114,8 @@ impl ClientResponse {
     }
 }
 
-/// Sends one request (`Connection: close`) and reads the whole response.
+/// Sends one request (`Connection: close`) and reads the whole response. A thermostat's
+/// request, without `Connection: close`, is `ChunkStream::open(.., false)?.read_all()`.
 pub fn request(
     url: &Url,
     method: &str,
@@ -107,21 +123,7 @@ pub fn request(
     body: &[u8],
     timeout: Duration,
 ) -> io::Result<ClientResponse> {
-    let mut stream = ChunkStream::open(url, method, headers, body, timeout, true)?;
-    read_all(&mut stream)
-}
-
-/// Sends one request without `Connection: close`, as a thermostat does (HTTP/1.1 keep-alive;
-/// the socket is closed when the response has been read), and reads the whole response.
-pub fn request_keep_alive(
-    url: &Url,
-    method: &str,
-    headers: &[(&str, &str)],
-    body: &[u8],
-    timeout: Duration,
-) -> io::Result<ClientResponse> {
-    let mut stream = ChunkStream::open(url, method, headers, body, timeout, false)?;
-    read_all(&mut stream)
+    ChunkStream::open(url, method, headers, body, timeout, true)?.read_all()
 }
 
 /// A connection with `timeout` on connecting, each read and each write.
@@ -165,7 +167,7 @@ impl KeepAlive {
         };
         let url = self.url.with_target(target);
         let mut stream = ChunkStream::send(reader, &url, method, headers, body, false)?;
-        let response = read_all(&mut stream)?;
+        let response = stream.read_all()?;
         let closes = response
             .header("Connection")
             .is_some_and(|v| v.eq_ignore_ascii_case("close"));
@@ -174,18 +176,6 @@ impl KeepAlive {
         }
         Ok(response)
     }
-}
-
-fn read_all(stream: &mut ChunkStream) -> io::Result<ClientResponse> {
-    let mut all = Vec::new();
-    while let Some(chunk) = stream.next_chunk()? {
-        all.extend_from_slice(&chunk);
-    }
-    Ok(ClientResponse {
-        status: stream.status,
-        headers: std::mem::take(&mut stream.headers),
-        body: all,
-    })
 }
 
 /// A response read piece by piece: each chunk of a chunked body as it arrives.
@@ -290,6 +280,19 @@ impl ChunkStream {
 
     pub fn header(&self, name: &str) -> Option<&str> {
         find_header(&self.headers, name)
+    }
+
+    /// The response with the rest of its body, read to its end (its headers are moved out).
+    pub fn read_all(&mut self) -> io::Result<ClientResponse> {
+        let mut all = Vec::new();
+        while let Some(chunk) = self.next_chunk()? {
+            all.extend_from_slice(&chunk);
+        }
+        Ok(ClientResponse {
+            status: self.status,
+            headers: std::mem::take(&mut self.headers),
+            body: all,
+        })
     }
 
     pub fn set_read_timeout(&self, timeout: Option<Duration>) -> io::Result<()> {

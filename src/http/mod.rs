@@ -14,7 +14,9 @@ pub mod tls;
 
 pub use connection::redact;
 
-use std::net::SocketAddr;
+use std::io;
+use std::net::{SocketAddr, TcpListener};
+use std::sync::Arc;
 
 use serde::Serialize;
 
@@ -223,6 +225,33 @@ pub trait Service: Send + Sync + 'static {
     }
 }
 
+/// Serves `handler` on `addr` (port 0 picks a free one) through this edge, with the default
+/// [`listener::Limits`], until [`listener::Listener::stop`]. For HTTP servers that are not
+/// hearth's surfaces: the simulated thermostat's settings API and the tests' fake upstreams.
+/// `name` names its threads.
+pub fn serve(
+    name: &'static str,
+    addr: SocketAddr,
+    handler: impl Fn(Request) -> Reply + Send + Sync + 'static,
+) -> io::Result<listener::Listener> {
+    listener::Listener::start(
+        name,
+        TcpListener::bind(addr)?,
+        listener::Limits::default(),
+        Arc::new(HandlerFn(handler)),
+        Arc::new(|_| {}),
+    )
+}
+
+/// A handler function as a [`Service`]: the default body limit and refusals.
+struct HandlerFn<F>(F);
+
+impl<F: Fn(Request) -> Reply + Send + Sync + 'static> Service for HandlerFn<F> {
+    fn handle(&self, request: Request) -> Reply {
+        (self.0)(request)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -236,5 +265,22 @@ mod tests {
         assert_eq!(r.query_param("missing").unwrap(), None);
         assert_eq!(r.query_param("bad"), Err(InvalidEncoding));
         assert_eq!(percent_decode("%4"), Ok("%4".to_string()));
+    }
+
+    /// A handler function served on loopback answers through the edge, and stop returns.
+    #[test]
+    fn serve_answers_with_a_handler_function() {
+        let listener = serve("test-serve", ([127, 0, 0, 1], 0).into(), |rq: Request| {
+            Reply::Full(Response::json(200, &serde_json::json!({"path": rq.path})))
+        })
+        .unwrap();
+        let url = client::Url::parse(&format!("http://{}/a?b", listener.addr())).unwrap();
+        let r = client::request(&url, "GET", &[], &[], std::time::Duration::from_secs(10)).unwrap();
+        assert_eq!(
+            (r.status, r.json()),
+            (200, serde_json::json!({"path": "/a"}))
+        );
+        assert_eq!(r.header("Server"), Some("hearth"));
+        listener.stop();
     }
 }

@@ -20,7 +20,7 @@ use std::time::Duration;
 use base64::Engine;
 use serde_json::{Value, json};
 
-use crate::http::client::{self, ChunkStream, ClientResponse, Url};
+use crate::http::client::{ChunkStream, ClientResponse, Url};
 use crate::util::JsonMap;
 
 const USER_AGENT: &str = "AddLightness/5.9.4-5 (Display-2.12; wireless_reg_domain=A2)";
@@ -235,6 +235,27 @@ pub struct Thermostat {
     suspend_max: Duration,
 }
 
+/// One object of a PUT, as sent.
+struct PutObject {
+    key: String,
+    /// A user's change: written with `if_object_revision` (else `base_object_revision`).
+    cas: bool,
+    /// The revision it is based on (0 for one the server has not sent).
+    revision: i64,
+    value: JsonMap,
+}
+
+impl PutObject {
+    fn to_json(&self) -> Value {
+        let revision_field = if self.cas {
+            "if_object_revision"
+        } else {
+            "base_object_revision"
+        };
+        json!({"object_key": self.key, revision_field: self.revision, "value": self.value})
+    }
+}
+
 /// A subscribe being held: read it with [`Held::next_chunk`], hand each chunk to
 /// [`Thermostat::apply_chunk`].
 pub struct Held {
@@ -358,6 +379,19 @@ impl Thermostat {
         ]
     }
 
+    /// One request as the thermostat sends it (HTTP/1.1 keep-alive, no `Connection: close`;
+    /// the socket is closed once the answer is read), and its whole answer.
+    fn send(
+        &self,
+        url: &Url,
+        method: &str,
+        headers: &[(&str, &str)],
+        body: &[u8],
+    ) -> Result<ClientResponse, SimError> {
+        let mut stream = ChunkStream::open(url, method, headers, body, self.opts.timeout, false)?;
+        Ok(stream.read_all()?)
+    }
+
     fn urls(&self) -> Result<&Urls, SimError> {
         self.urls.as_ref().ok_or_else(|| protocol("not registered"))
     }
@@ -382,8 +416,7 @@ impl Thermostat {
             ("X-nl-weave-device-id", self.weave_id.as_str()),
             ("X-nl-weave-provisioning-state", "not-provisioned"),
         ];
-        let r =
-            client::request_keep_alive(&url, "POST", &headers, form.as_bytes(), self.opts.timeout)?;
+        let r = self.send(&url, "POST", &headers, form.as_bytes())?;
         if r.status != 200 {
             return Err(protocol(format!("entry answered {}", r.status)));
         }
@@ -421,8 +454,7 @@ impl Thermostat {
             ("Authorization", self.basic.as_str()),
             ("User-Agent", USER_AGENT),
         ];
-        let r =
-            client::request_keep_alive(&urls.passphrase, "GET", &headers, &[], self.opts.timeout)?;
+        let r = self.send(&urls.passphrase, "GET", &headers, &[])?;
         let body = r.json();
         match (
             body.get("value").and_then(Value::as_str),
@@ -687,7 +719,51 @@ impl Thermostat {
 
     /// One PUT; returns how many objects hit a CAS conflict.
     fn put_once(&mut self) -> Result<usize, SimError> {
-        // Buckets in the firmware's order: schedule, shared, device, then any others.
+        let full = !self.full_upload.is_empty();
+        let sent = self.pending_objects();
+        if sent.is_empty() {
+            self.full_upload.clear();
+            self.dirty.clear();
+            return Ok(0);
+        }
+        let (answer, arrived_after) = self.send_put(&sent)?;
+        let receipts: Vec<&JsonMap> = answer
+            .get("objects")
+            .and_then(Value::as_array)
+            .map(|a| a.iter().filter_map(Value::as_object).collect())
+            .unwrap_or_default();
+        let mut conflicts = 0;
+        let mut uploaded = Vec::new();
+        for object in sent {
+            let Some(receipt) = receipts
+                .iter()
+                .find(|o| o.get("object_key").and_then(Value::as_str) == Some(&object.key))
+            else {
+                if !receipts.is_empty() {
+                    self.emit(Event::Problem(format!("no receipt for {}", object.key)));
+                }
+                continue;
+            };
+            let key = object.key.clone();
+            if self.apply_receipt(object, receipt, arrived_after) {
+                uploaded.push(key);
+            } else {
+                conflicts += 1;
+            }
+        }
+        if !uploaded.is_empty() {
+            self.emit(Event::Uploaded {
+                keys: uploaded,
+                full,
+            });
+        }
+        Ok(conflicts)
+    }
+
+    /// What the next PUT sends, in the firmware's order of buckets (schedule, shared, device,
+    /// then any others): every field of a bucket marked for a full upload, else its changed
+    /// fields; a bucket the user changed is written with `if_object_revision` (CAS).
+    fn pending_objects(&self) -> Vec<PutObject> {
         let rank = |k: &str| {
             ["schedule.", "shared.", "device."]
                 .iter()
@@ -702,15 +778,13 @@ impl Thermostat {
             .collect();
         keys.sort_by_key(|k| (rank(k), k.clone()));
         keys.dedup();
-        let full = !self.full_upload.is_empty();
         let mut objects = Vec::new();
-        let mut sent = Vec::new();
-        for key in &keys {
-            let local = self.local.get(key).cloned().unwrap_or_default();
-            let value: JsonMap = if self.full_upload.contains(key) {
+        for key in keys {
+            let local = self.local.get(&key).cloned().unwrap_or_default();
+            let value: JsonMap = if self.full_upload.contains(&key) {
                 local
             } else {
-                let fields = self.dirty.get(key).cloned().unwrap_or_default();
+                let fields = self.dirty.get(&key).cloned().unwrap_or_default();
                 local
                     .into_iter()
                     .filter(|(k, _)| fields.contains(k))
@@ -719,35 +793,28 @@ impl Thermostat {
             if value.is_empty() {
                 continue;
             }
-            let rev = self.versions.get(key).map_or(0, |v| v.revision);
-            let cas = self.user_edits.contains(key);
-            let revision_field = if cas {
-                "if_object_revision"
-            } else {
-                "base_object_revision"
-            };
-            objects.push(json!({"object_key": key, revision_field: rev, "value": value}));
-            sent.push((key.clone(), cas, rev, value));
+            objects.push(PutObject {
+                revision: self.versions.get(&key).map_or(0, |v| v.revision),
+                cas: self.user_edits.contains(&key),
+                key,
+                value,
+            });
         }
-        if objects.is_empty() {
-            self.full_upload.clear();
-            self.dirty.clear();
-            return Ok(0);
-        }
+        objects
+    }
+
+    /// `POST <transport>/v7/put` with `objects`: the answer (200 only), and a lower bound (on
+    /// the server's clock) for when the request arrived, if the server sent its time.
+    fn send_put(&self, objects: &[PutObject]) -> Result<(Value, Option<i64>), SimError> {
         let url = {
             let t = &self.urls()?.transport;
             t.with_target(&format!("{}/v7/put", t.target.trim_end_matches('/')))
         };
+        let objects: Vec<Value> = objects.iter().map(PutObject::to_json).collect();
         let body = serde_json::to_vec(&json!({"session": self.session, "objects": objects}))
             .unwrap_or_default();
         let request_started = std::time::Instant::now();
-        let r: ClientResponse = client::request_keep_alive(
-            &url,
-            "POST",
-            &self.transport_headers(),
-            &body,
-            self.opts.timeout,
-        )?;
+        let r = self.send(&url, "POST", &self.transport_headers(), &body)?;
         // A lower bound (on the server's clock) for when this request arrived: the answer's
         // service timestamp minus the round trip. A write the server accepted is stamped at or
         // after it; a conflict answers the server's older stamp.
@@ -759,66 +826,56 @@ impl Thermostat {
         if r.status != 200 {
             return Err(protocol(format!("put answered {}: {}", r.status, r.text())));
         }
-        let answer = r.json();
-        let receipts: Vec<&JsonMap> = answer
-            .get("objects")
-            .and_then(Value::as_array)
-            .map(|a| a.iter().filter_map(Value::as_object).collect())
-            .unwrap_or_default();
-        let mut conflicts = 0;
-        let mut uploaded = Vec::new();
-        for (key, cas, sent_rev, value) in sent {
-            let Some(receipt) = receipts
-                .iter()
-                .find(|o| o.get("object_key").and_then(Value::as_str) == Some(&key))
-            else {
-                if !receipts.is_empty() {
-                    self.emit(Event::Problem(format!("no receipt for {key}")));
-                }
-                continue;
-            };
-            let got = Version::of(receipt);
-            if let Some(echo) = receipt.get("value").and_then(Value::as_object) {
-                // Real firmware applies it as authoritative, clobbering local edits.
-                self.emit(Event::PutEcho { key: key.clone() });
-                let entry = self.local.entry(key.clone()).or_default();
-                for (k, v) in echo {
-                    entry.insert(k.clone(), v.clone());
-                }
+        Ok((r.json(), arrived_after))
+    }
+
+    /// Takes the server's receipt for one object it was sent: false for a CAS conflict (the
+    /// object stays pending, to be retried with the server's revision), true once accepted.
+    fn apply_receipt(
+        &mut self,
+        sent: PutObject,
+        receipt: &JsonMap,
+        arrived_after: Option<i64>,
+    ) -> bool {
+        let PutObject {
+            key,
+            cas,
+            revision: sent_rev,
+            value,
+        } = sent;
+        let got = Version::of(receipt);
+        if let Some(echo) = receipt.get("value").and_then(Value::as_object) {
+            // Real firmware applies it as authoritative, clobbering local edits.
+            self.emit(Event::PutEcho { key: key.clone() });
+            let entry = self.local.entry(key.clone()).or_default();
+            for (k, v) in echo {
+                entry.insert(k.clone(), v.clone());
             }
-            // A conditional write succeeded if the revision is unchanged (nothing to write) or
-            // one up with a fresh stamp. Anything else is the server's own newer copy: a
-            // conflict. (The protocol gives no explicit flag; this is the best a client can do.)
-            let fresh = arrived_after.is_none_or(|t| got.timestamp >= t);
-            let accepted = got.revision == sent_rev || (got.revision == sent_rev + 1 && fresh);
-            if cas && !accepted {
-                conflicts += 1;
-                self.emit(Event::CasConflict {
-                    key: key.clone(),
-                    server_revision: got.revision,
-                });
-                self.versions.entry(key).or_default().revision = got.revision;
-                continue;
-            }
-            self.versions.insert(key.clone(), got);
-            self.full_upload.remove(&key);
-            if let Some(fields) = self.dirty.get_mut(&key) {
-                fields.retain(|f| !value.contains_key(f));
-            }
-            self.dirty.retain(|_, f| !f.is_empty());
-            self.user_edits.remove(&key);
-            if self.acknowledging.remove(&key) {
-                self.emit(Event::Acknowledged { key: key.clone() });
-            }
-            uploaded.push(key);
         }
-        if !uploaded.is_empty() {
-            self.emit(Event::Uploaded {
-                keys: uploaded,
-                full,
+        // A conditional write succeeded if the revision is unchanged (nothing to write) or
+        // one up with a fresh stamp. Anything else is the server's own newer copy: a
+        // conflict. (The protocol gives no explicit flag; this is the best a client can do.)
+        let fresh = arrived_after.is_none_or(|t| got.timestamp >= t);
+        let accepted = got.revision == sent_rev || (got.revision == sent_rev + 1 && fresh);
+        if cas && !accepted {
+            self.emit(Event::CasConflict {
+                key: key.clone(),
+                server_revision: got.revision,
             });
+            self.versions.entry(key).or_default().revision = got.revision;
+            return false;
         }
-        Ok(conflicts)
+        self.versions.insert(key.clone(), got);
+        self.full_upload.remove(&key);
+        if let Some(fields) = self.dirty.get_mut(&key) {
+            fields.retain(|f| !value.contains_key(f));
+        }
+        self.dirty.retain(|_, f| !f.is_empty());
+        self.user_edits.remove(&key);
+        if self.acknowledging.remove(&key) {
+            self.emit(Event::Acknowledged { key: key.clone() });
+        }
+        true
     }
 
     /// Runs until `keep_going` says stop: register, sync, then hold subscribes back to back,

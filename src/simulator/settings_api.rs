@@ -9,13 +9,15 @@
 //!   required, as in the thermostat's first 30 minutes), an endpoint that is not an IPv4
 //!   address with an optional port is 400 `{"status":"Invalid IP Address/Port."}`.
 
-use std::io::{self, Read};
+use std::io;
 use std::net::{Ipv4Addr, SocketAddr};
 use std::sync::Arc;
-use std::thread::{self, JoinHandle};
 
 use parking_lot::Mutex;
 use serde_json::{Value, json};
+
+use crate::http::listener::Listener;
+use crate::http::{self, Method, Reply, Request, Response};
 
 pub const PATH: &str = "/cgi-bin/api/settings";
 
@@ -32,39 +34,25 @@ pub struct Settings {
 pub struct SettingsApi {
     addr: SocketAddr,
     settings: Arc<Mutex<Settings>>,
-    server: Arc<tiny_http::Server>,
-    thread: Option<JoinHandle<()>>,
+    /// Served by hearth's own HTTP edge; stopped when dropped.
+    listener: Option<Listener>,
 }
 
 impl SettingsApi {
     /// Serves `settings` on `bind` (port 0 picks a free port) until dropped.
     pub fn start(bind: SocketAddr, settings: Settings) -> io::Result<SettingsApi> {
-        let server = Arc::new(tiny_http::Server::http(bind).map_err(io::Error::other)?);
-        let addr = server
-            .server_addr()
-            .to_ip()
-            .ok_or_else(|| io::Error::other("not an IP listener"))?;
         let settings = Arc::new(Mutex::new(settings));
-        let thread = thread::Builder::new()
-            .name("settings-api".into())
-            .stack_size(128 * 1024)
-            .spawn({
-                let (server, settings) = (Arc::clone(&server), Arc::clone(&settings));
-                move || {
-                    for mut rq in server.incoming_requests() {
-                        let mut body = Vec::new();
-                        let _ = rq.as_reader().take(64 * 1024).read_to_end(&mut body);
-                        let (status, reply) =
-                            answer(&mut settings.lock(), rq.method(), rq.url(), &body);
-                        let _ = rq.respond(response(status, reply));
-                    }
-                }
-            })?;
+        let listener = http::serve("settings-api", bind, {
+            let settings = Arc::clone(&settings);
+            move |rq: Request| {
+                let (status, reply) = answer(&mut settings.lock(), rq.method, &rq.path, &rq.body);
+                Reply::Full(response(status, reply))
+            }
+        })?;
         Ok(SettingsApi {
-            addr,
+            addr: listener.addr(),
             settings,
-            server,
-            thread: Some(thread),
+            listener: Some(listener),
         })
     }
 
@@ -84,44 +72,35 @@ impl SettingsApi {
 
 impl Drop for SettingsApi {
     fn drop(&mut self) {
-        self.server.unblock();
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
+        if let Some(listener) = self.listener.take() {
+            listener.stop();
         }
     }
 }
 
-fn response(status: u16, body: Option<Value>) -> tiny_http::Response<io::Cursor<Vec<u8>>> {
-    let bytes = body.map(|b| b.to_string().into_bytes()).unwrap_or_default();
-    let mut r = tiny_http::Response::from_data(bytes).with_status_code(status);
-    for (name, value) in [
-        ("Content-Type", "application/json"),
-        ("Connection", "Close"),
-        ("X-API-VERSION", "0.0.1"),
-    ] {
-        if let Ok(h) = tiny_http::Header::from_bytes(name, value) {
-            r.add_header(h);
-        }
+/// The CGI's answer: JSON (or nothing) with the firmware's `X-API-VERSION`.
+fn response(status: u16, body: Option<Value>) -> Response {
+    Response {
+        status,
+        headers: vec![
+            ("Content-Type".into(), "application/json".into()),
+            ("X-API-VERSION".into(), "0.0.1".into()),
+        ],
+        body: body.map(|b| b.to_string().into_bytes()).unwrap_or_default(),
     }
-    r
 }
 
 /// The firmware's answer to one request.
-fn answer(
-    s: &mut Settings,
-    method: &tiny_http::Method,
-    url: &str,
-    body: &[u8],
-) -> (u16, Option<Value>) {
-    if url.split('?').next() != Some(PATH) {
+fn answer(s: &mut Settings, method: Method, path: &str, body: &[u8]) -> (u16, Option<Value>) {
+    if path != PATH {
         return (404, None);
     }
     match method {
-        tiny_http::Method::Get => match &s.cloudregisterurl {
+        Method::Get => match &s.cloudregisterurl {
             Some(u) => (200, Some(json!({"cloudregisterurl": u}))),
             None => (400, None),
         },
-        tiny_http::Method::Post => {
+        Method::Post => {
             let req: Value = serde_json::from_slice(body).unwrap_or(Value::Null);
             if let Some(name) = req.get("initialize") {
                 return if name.as_str() == Some(&s.serial) {

@@ -4,10 +4,8 @@
 use crate::common;
 
 use std::io::Read;
-use std::net::TcpListener;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::thread;
 use std::time::{Duration, Instant};
 
 use common::*;
@@ -427,35 +425,58 @@ fn weather_without_an_upstream_is_a_502_at_once() {
 }
 
 /// A tiny upstream: answers `{"<query>": {...}}`; `mode` 0 = answer, 1 = fail (500),
-/// 2 = hang without answering.
-fn weather_upstream(mode: Arc<AtomicUsize>, hits: Arc<AtomicUsize>) -> String {
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    let addr = listener.local_addr().unwrap();
-    let server = tiny_http::Server::from_listener(listener, None).unwrap();
-    thread::spawn(move || {
-        // Requests it hangs on: kept, never answered, until the test process ends.
-        let mut hung = Vec::new();
-        for rq in server.incoming_requests() {
+/// 2 = hang without answering (until it is dropped).
+struct WeatherUpstream {
+    url: String,
+    /// Dropped first, which lets go of the requests it hangs on.
+    release: Option<crossbeam_channel::Sender<()>>,
+    listener: Option<hearth::http::listener::Listener>,
+}
+
+fn weather_upstream(mode: Arc<AtomicUsize>, hits: Arc<AtomicUsize>) -> WeatherUpstream {
+    use hearth::http::{Reply, Request, Response};
+    let (release, hang) = crossbeam_channel::bounded::<()>(0);
+    let listener = hearth::http::serve(
+        "fake-weather",
+        ([127, 0, 0, 1], 0).into(),
+        move |rq: Request| {
             hits.fetch_add(1, Ordering::SeqCst);
-            let query = rq
-                .url()
-                .split_once('?')
-                .map(|(_, q)| q.to_string())
-                .unwrap_or_default();
+            let text = |status: u16, body: String| {
+                Reply::Full(Response {
+                    status,
+                    headers: vec![("Content-Type".into(), "text/plain; charset=UTF-8".into())],
+                    body: body.into_bytes(),
+                })
+            };
             match mode.load(Ordering::SeqCst) {
                 0 => {
+                    let query = rq.query;
                     let body = json!({ query: {"current": {"temp_c": 10.6}} }).to_string();
-                    let _ = rq.respond(tiny_http::Response::from_string(body));
+                    text(200, body)
                 }
-                1 => {
-                    let _ =
-                        rq.respond(tiny_http::Response::from_string("down").with_status_code(500));
+                1 => text(500, "down".into()),
+                _ => {
+                    let _ = hang.recv();
+                    text(500, "released".into())
                 }
-                _ => hung.push(rq),
             }
+        },
+    )
+    .unwrap();
+    WeatherUpstream {
+        url: format!("http://{}/weather/v1", listener.addr()),
+        release: Some(release),
+        listener: Some(listener),
+    }
+}
+
+impl Drop for WeatherUpstream {
+    fn drop(&mut self) {
+        drop(self.release.take());
+        if let Some(listener) = self.listener.take() {
+            listener.stop();
         }
-    });
-    format!("http://{addr}/weather/v1")
+    }
 }
 
 #[test]
@@ -463,7 +484,7 @@ fn weather_is_proxied_cached_per_query_and_falls_back_to_the_last_answer() {
     let (mode, hits) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
     let upstream = weather_upstream(Arc::clone(&mode), Arc::clone(&hits));
     let s = TestServer::start_with(|c| {
-        c.weather_url = Some(upstream);
+        c.weather_url = Some(upstream.url.clone());
         c.weather_cache_ttl_ms = 0; // always ask upstream first
         c.weather_timeout = Duration::from_millis(500);
     });
@@ -514,7 +535,7 @@ fn a_fresh_weather_answer_is_served_from_the_cache() {
     let upstream = weather_upstream(mode, Arc::clone(&hits));
     let time = ManualClock::starting_now();
     let s = TestServer::start_with(|c| {
-        c.weather_url = Some(upstream);
+        c.weather_url = Some(upstream.url.clone());
         c.weather_cache_ttl_ms = 600_000;
         c.clock = time.clock();
     });

@@ -3,9 +3,10 @@
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
-use std::thread::JoinHandle;
 
 use hearth::config::SupervisorConfig;
+use hearth::http::listener::Listener;
+use hearth::http::{self, Reply, Request, Response};
 use serde_json::{Value, json};
 
 pub const TOKEN: &str = "4d5e6f-the-add-on-token";
@@ -72,9 +73,8 @@ pub fn no_mqtt_service() -> Answer {
 
 pub struct FakeSupervisor {
     pub url: String,
-    server: Arc<tiny_http::Server>,
+    listener: Option<Listener>,
     asked: Arc<Mutex<Vec<String>>>,
-    thread: Option<JoinHandle<()>>,
 }
 
 impl FakeSupervisor {
@@ -84,42 +84,40 @@ impl FakeSupervisor {
             .iter()
             .map(|(p, a)| (p.to_string(), a.clone()))
             .collect();
-        let server = Arc::new(tiny_http::Server::http("127.0.0.1:0").unwrap());
-        let url = format!("http://{}", server.server_addr().to_ip().unwrap());
         let asked = Arc::new(Mutex::new(Vec::new()));
-        let thread = {
-            let (server, asked) = (Arc::clone(&server), Arc::clone(&asked));
-            std::thread::spawn(move || {
-                for request in server.incoming_requests() {
-                    let path = request.url().to_string();
-                    asked.lock().unwrap().push(path.clone());
-                    let token = request
-                        .headers()
-                        .iter()
-                        .find(|h| h.field.equiv("Authorization"))
-                        .map(|h| h.value.as_str().to_string());
-                    let (status, body) = if token.as_deref() != Some(&format!("Bearer {TOKEN}")) {
-                        (401, Value::String("401: Unauthorized".into()))
-                    } else {
-                        answers
-                            .get(&path)
-                            .cloned()
-                            .unwrap_or_else(|| error(404, "not found"))
-                    };
-                    let text = match body {
-                        Value::String(s) => s,
-                        other => other.to_string(),
-                    };
-                    let _ = request
-                        .respond(tiny_http::Response::from_string(text).with_status_code(status));
-                }
-            })
-        };
+        let listener = http::serve("fake-supervisor", ([127, 0, 0, 1], 0).into(), {
+            let asked = Arc::clone(&asked);
+            move |request: Request| {
+                let path = match request.query.as_str() {
+                    "" => request.path.clone(),
+                    query => format!("{}?{query}", request.path),
+                };
+                asked.lock().unwrap().push(path.clone());
+                let token = request.header("Authorization");
+                let (status, body) = if token != Some(format!("Bearer {TOKEN}").as_str()) {
+                    (401, Value::String("401: Unauthorized".into()))
+                } else {
+                    answers
+                        .get(&path)
+                        .cloned()
+                        .unwrap_or_else(|| error(404, "not found"))
+                };
+                let text = match body {
+                    Value::String(s) => s,
+                    other => other.to_string(),
+                };
+                Reply::Full(Response {
+                    status,
+                    headers: vec![("Content-Type".into(), "text/plain; charset=UTF-8".into())],
+                    body: text.into_bytes(),
+                })
+            }
+        })
+        .unwrap();
         FakeSupervisor {
-            url,
-            server,
+            url: format!("http://{}", listener.addr()),
+            listener: Some(listener),
             asked,
-            thread: Some(thread),
         }
     }
 
@@ -139,9 +137,8 @@ impl FakeSupervisor {
 
 impl Drop for FakeSupervisor {
     fn drop(&mut self) {
-        self.server.unblock();
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
+        if let Some(listener) = self.listener.take() {
+            listener.stop();
         }
     }
 }

@@ -35,7 +35,7 @@ use serde_json::{Value, json};
 use super::TempDir;
 use hearth::admin::AdminRequest;
 use hearth::admin::socket as admin;
-use hearth::http::client::{self, ClientResponse, KeepAlive, Url};
+use hearth::http::client::{ChunkStream, ClientResponse, KeepAlive, Url};
 use hearth::process::ServerProcess;
 use hearth::util::random;
 
@@ -127,13 +127,15 @@ fn put(server: &ServerProcess, serial: &str, n: u64) -> Result<(), String> {
     let body =
         json!({"objects": [{"object_key": format!("shared.{serial}"), "value": {"crash_n": n}}]});
     let target = format!("http://{}/nest/transport/v7/put", server.device);
-    let r = client::request_keep_alive(
+    let r = ChunkStream::open(
         &Url::parse(&target)?,
         "POST",
         &[("Authorization", &basic(serial))],
         body.to_string().as_bytes(),
         TIMEOUT,
+        false,
     )
+    .and_then(|mut r| r.read_all())
     .map_err(|e| format!("PUT {target}: {e}"))?;
     ok(&target, &r)
 }
