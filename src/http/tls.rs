@@ -23,7 +23,6 @@ use std::io::{self, ErrorKind, Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
 
@@ -129,9 +128,6 @@ impl Drop for PeerEntry<'_> {
 
 pub struct TlsFront {
     addr: SocketAddr,
-    /// The listening socket, kept to wake the accept loop when stopping.
-    listener: TcpListener,
-    stopping: Arc<AtomicBool>,
     accept: JoinHandle<()>,
 }
 
@@ -140,7 +136,9 @@ impl TlsFront {
     /// that has not finished its handshake within `handshake_timeout` is dropped. Relays are
     /// counted per client address (at most `per_client`) and in all (at most
     /// [`MAX_RELAYS`]) before their thread starts; a connection over a count is closed at
-    /// once (a refusal without TLS would mean nothing to the client).
+    /// once (a refusal without TLS would mean nothing to the client). It accepts until
+    /// `shutdown` is triggered.
+    #[allow(clippy::too_many_arguments)]
     pub fn start(
         name: &'static str,
         public: TcpListener,
@@ -149,20 +147,23 @@ impl TlsFront {
         peers: Arc<Peers>,
         handshake_timeout: Duration,
         per_client: usize,
+        shutdown: crate::util::shutdown::Shutdown,
     ) -> io::Result<TlsFront> {
         let addr = public.local_addr()?;
         let listener = public.try_clone()?;
-        let stopping = Arc::new(AtomicBool::new(false));
+        // shutdown() on a listening socket makes a blocked accept() fail at once (Linux).
+        shutdown.on_trigger(move || {
+            let _ = rustix::net::shutdown(&listener, rustix::net::Shutdown::Both);
+        });
         let accept = thread::Builder::new()
             .name(format!("{name}-tls"))
             .stack_size(RELAY_STACK)
             .spawn({
-                let stopping = Arc::clone(&stopping);
                 move || {
                     let counts = Counts::default();
                     loop {
                         let accepted = public.accept();
-                        if stopping.load(Ordering::SeqCst) {
+                        if shutdown.is_triggered() {
                             return;
                         }
                         let Ok((client, peer)) = accepted else {
@@ -203,23 +204,16 @@ impl TlsFront {
                     }
                 }
             })?;
-        Ok(TlsFront {
-            addr,
-            listener,
-            stopping,
-            accept,
-        })
+        Ok(TlsFront { addr, accept })
     }
 
     pub fn addr(&self) -> SocketAddr {
         self.addr
     }
 
-    /// Stops accepting (relays already running end with their connections).
-    pub fn stop(self) {
-        self.stopping.store(true, Ordering::SeqCst);
-        // shutdown() on a listening socket makes a blocked accept() fail at once (Linux).
-        let _ = rustix::net::shutdown(&self.listener, rustix::net::Shutdown::Both);
+    /// After the shutdown signal: waits for the accept loop to end (relays already running
+    /// end with their connections, which the HTTP listener closes).
+    pub fn join(self) {
         let _ = self.accept.join();
     }
 }
