@@ -166,8 +166,9 @@ impl Server {
     pub fn shutdown(self) {
         // 1. Intake.
         self.shutdown.at(Stage::Intake as u8).trigger();
-        for front in self.fronts {
-            front.join();
+        let mut fronts = self.fronts;
+        for front in &mut fronts {
+            front.join_accept();
         }
         self.device.join();
         self.control.join();
@@ -187,6 +188,11 @@ impl Server {
         self.shutdown.at(Stage::Pushes as u8).trigger();
         let _ = self.notifier.join();
         let _ = self.events.join();
+        // The TLS relays end with their connections: idle ones closed in stage 1, held ones
+        // ended just now.
+        for front in fronts {
+            front.wait_relays();
+        }
         // 4. Store.
         if let Err(e) = self.app.state.snapshot() {
             log::error!("final snapshot failed (the journal still holds every change): {e}");

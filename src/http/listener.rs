@@ -343,7 +343,7 @@ pub(super) struct Accepted {
 
 /// Threads serving connections, including spare ones; stopping waits for them all.
 #[derive(Default)]
-struct Live {
+pub(super) struct Live {
     count: Mutex<usize>,
     changed: Condvar,
 }
@@ -360,12 +360,12 @@ impl Live {
 
     /// Counts a live thread until the returned guard is dropped (also on unwinding, so a
     /// panic cannot leave [`Listener::join`] waiting for a thread that is gone).
-    fn enter(self: &Arc<Self>) -> LiveGuard {
+    pub(super) fn enter(self: &Arc<Self>) -> LiveGuard {
         self.add();
         LiveGuard(Arc::clone(self))
     }
 
-    fn wait_none(&self) {
+    pub(super) fn wait_none(&self) {
         let mut count = self.count.lock();
         while *count > 0 {
             self.changed.wait(&mut count);
@@ -374,7 +374,7 @@ impl Live {
 }
 
 /// One live connection thread, counted until dropped.
-struct LiveGuard(Arc<Live>);
+pub(super) struct LiveGuard(Arc<Live>);
 
 impl Drop for LiveGuard {
     fn drop(&mut self) {
