@@ -7,17 +7,18 @@
 //!
 //! | Thread (name) | What it does | How the signal reaches it | Stage |
 //! |---|---|---|---|
-//! | `device-tls`, `control-tls` (with `CERT_DIR`) | accept TLS; each connection gets a `tls-relay` (and `tls-relay-out`) thread | its listening socket is shut down, which wakes the accept; relays end with their connections | 1 |
+//! | `device-tls`, `control-tls` (with `CERT_DIR`) | accept TLS; each connection gets a `tls-relay` (and `tls-relay-out`) thread | its listening socket is shut down, which wakes the accept, and so are the sockets of handshakes under way; other relays end with their connections, and are waited for after stage 3 | 1 |
 //! | `device-accept`, `control-accept` | accept connections; each gets a `<port>-conn` thread, handlers run on `<port>-N` workers | as above; then idle connections are closed, requests in hand answered, workers told to end | 1 |
 //! | `admin` | the CLI's admin socket (`admin.sock`) | its socket is shut down (its file may be gone); the file is removed | 1 |
 //! | `maintenance` | snapshots, heap trimming, the service manager's watchdog and the self-probe | its timed wait on the signal returns | 1 |
-//! | `mqtt` (with MQTT) | the MQTT bridge | its `select!` sees the signal's channel close; publishes `offline`, disconnects; waited for at most 8 s | 2 |
+//! | `mqtt` (with MQTT), with the MQTT client's own threads | the MQTT bridge | its `select!` sees the signal's channel close; it publishes `offline` and disconnects (which ends the client's threads); waited for at most 8 s | 2 |
 //! | `history` (unless its directory cannot be made) | Energy History samples | its `select!` sees the signal's channel close | 2 |
 //! | `notifier` with `push-writer-N` | ends held subscribes at their deadline, writes pushes | the hub's flag is set and its condition variable notified; it ends every held subscribe after writing what is queued | 3 |
 //! | `events` with `event-writer-N` | the control API's live event streams | a stop message on its control channel; it ends every stream after what is queued | 3 |
 //!
 //! Short-lived threads (a weather fetch, an onboarding scan) are not watched: they end on their
-//! own timeouts. [`Server::shutdown`] does exactly this, in this order:
+//! own timeouts. A start that fails half-way triggers every stage at once, without waiting.
+//! [`Server::shutdown`] does exactly this, in this order:
 //!
 //! 1. **Intake**: the TLS fronts, both listeners, the admin socket and the maintenance thread
 //!    stop. First, so that once anything else begins to stop no new request can change the
@@ -73,12 +74,34 @@ enum Stage {
     Pushes = 3,
 }
 
+impl Stage {
+    /// The signal, as the threads of this stage watch it.
+    fn of(self, shutdown: &Shutdown) -> Shutdown {
+        shutdown.at(self as u8)
+    }
+}
+
+/// Stops what a start that failed half-way had started (without waiting for it: such a start
+/// is followed by the process's exit, or by a test's next step), unless disarmed.
+struct StopUnlessStarted(Shutdown);
+
+impl StopUnlessStarted {
+    fn disarm(self) {
+        std::mem::forget(self);
+    }
+}
+
+impl Drop for StopUnlessStarted {
+    fn drop(&mut self) {
+        self.0.trigger();
+    }
+}
+
 /// A running server: its threads, by the stage that stops them.
 pub struct Server {
     app: Arc<App>,
     shutdown: Shutdown,
-    device_public: SocketAddr,
-    control_public: SocketAddr,
+    public: Public,
     // Stage 1.
     /// With `CERT_DIR`: the TLS fronts owning the public ports (device, control).
     fronts: Vec<TlsFront>,
@@ -134,26 +157,60 @@ impl Server {
         Server::start_with(config, Arc::new(|why: String| log::error!("{why}")))
     }
 
-    /// Starts a server. `on_fatal` is called if the watchdog's self-probe of a listener fails
-    /// repeatedly. If a step fails, the threads already started are stopped.
+    /// Starts a server: the list of what it starts, in order. `on_fatal` is called if the
+    /// watchdog's self-probe of a listener fails repeatedly. If a step fails, the threads
+    /// already started are stopped.
     pub fn start_with(config: Config, on_fatal: FatalHook) -> Result<Server, StartError> {
         let shutdown = Shutdown::new();
-        let started = start_all(config, on_fatal, &shutdown);
-        if started.is_err() {
-            // Threads already started end (none is waited for: a start that failed half-way
-            // is followed by the process's exit, or by a test's next step).
-            shutdown.at(Stage::Pushes as u8).trigger();
-        }
-        started
+        let (intake, bridges, pushes) = (
+            Stage::Intake.of(&shutdown),
+            Stage::Bridges.of(&shutdown),
+            Stage::Pushes.of(&shutdown),
+        );
+        let unfinished = StopUnlessStarted(pushes.clone());
+        let (state, hub) = load_store(&config)?;
+        let tls = load_tls(&config)?;
+        // With `CERT_DIR` the TLS fronts start accepting here (connections wait for the
+        // listeners behind them).
+        let ports = bind_ports(&config, tls.as_ref(), &intake)?;
+        let origin = public_origin(&config, ports.public.device, tls.is_some());
+        let app = Arc::new(App::new(config, state, origin));
+        let notifier = start_notifier(&hub, &pushes)?;
+        let events = start_events(&app, &hub, &pushes)?;
+        let device_api = Arc::new(DeviceApi::new(Arc::clone(&app)));
+        let device = ports.device.serve(device_api, intake.clone())?;
+        let control_api = Arc::new(ControlPort::new(Arc::clone(&app)));
+        let control = ports.control.serve(control_api, intake.clone())?;
+        let probed = vec![device.addr(), control.addr()];
+        let maintenance = start_maintenance(&app, probed, on_fatal, intake.clone())?;
+        let admin = start_admin(&app, &intake);
+        let mqtt = Mqtt::start(&app, &bridges).map_err(StartError::Thread)?;
+        let history = start_history(&app, &bridges);
+        log_started(&app, &ports.public, !ports.fronts.is_empty());
+        unfinished.disarm();
+        Ok(Server {
+            app,
+            shutdown,
+            public: ports.public,
+            fronts: ports.fronts,
+            device,
+            control,
+            admin,
+            maintenance,
+            mqtt,
+            history,
+            notifier,
+            events,
+        })
     }
 
     /// The device port's public address (the TLS front's, with `CERT_DIR`).
     pub fn device_addr(&self) -> SocketAddr {
-        self.device_public
+        self.public.device
     }
 
     pub fn control_addr(&self) -> SocketAddr {
-        self.control_public
+        self.public.control
     }
 
     pub fn app(&self) -> &Arc<App> {
@@ -165,7 +222,7 @@ impl Server {
     /// writes a final snapshot.
     pub fn shutdown(self) {
         // 1. Intake.
-        self.shutdown.at(Stage::Intake as u8).trigger();
+        Stage::Intake.of(&self.shutdown).trigger();
         let mut fronts = self.fronts;
         for front in &mut fronts {
             front.join_accept();
@@ -177,7 +234,7 @@ impl Server {
         }
         let _ = self.maintenance.join();
         // 2. Bridges.
-        self.shutdown.at(Stage::Bridges as u8).trigger();
+        Stage::Bridges.of(&self.shutdown).trigger();
         if let Some(mqtt) = self.mqtt {
             mqtt.join();
         }
@@ -185,7 +242,7 @@ impl Server {
             history.join();
         }
         // 3. Pushes.
-        self.shutdown.at(Stage::Pushes as u8).trigger();
+        Stage::Pushes.of(&self.shutdown).trigger();
         let _ = self.notifier.join();
         let _ = self.events.join();
         // The TLS relays end with their connections: idle ones closed in stage 1, held ones
@@ -198,66 +255,6 @@ impl Server {
             log::error!("final snapshot failed (the journal still holds every change): {e}");
         }
     }
-}
-
-/// What a server starts, in order; every thread watches `shutdown` at its stage.
-fn start_all(
-    config: Config,
-    on_fatal: FatalHook,
-    shutdown: &Shutdown,
-) -> Result<Server, StartError> {
-    let intake = shutdown.at(Stage::Intake as u8);
-    let bridges = shutdown.at(Stage::Bridges as u8);
-    let pushes = shutdown.at(Stage::Pushes as u8);
-    let (state, hub) = load_store(&config)?;
-    let tls = load_tls(&config)?;
-    let ports = bind_ports(&config, tls.as_ref(), &intake)?;
-    let origin = public_origin(&config, ports.device_public, tls.is_some());
-    let app = Arc::new(App::new(config, state, origin));
-    let notifier = start_notifier(&hub, &pushes)?;
-    let events = start_events(&app, &hub, &pushes)?;
-    let Ports {
-        device,
-        control,
-        fronts,
-        device_public,
-        control_public,
-    } = ports;
-    let device = device.serve(Arc::new(DeviceApi::new(Arc::clone(&app))), intake.clone())?;
-    let control = control.serve(Arc::new(ControlPort::new(Arc::clone(&app))), intake.clone())?;
-    let maintenance = start_maintenance(
-        Arc::clone(&app),
-        vec![device.addr(), control.addr()],
-        on_fatal,
-        intake.clone(),
-    )?;
-    let admin = start_admin(&app, &intake);
-    let mqtt = Mqtt::start(&app, &bridges).map_err(StartError::Thread)?;
-    let history = start_history(&app, &bridges);
-    log::info!(
-        "device port {device_public}, control port {control_public}; {}thermostats register at {}",
-        if fronts.is_empty() {
-            ""
-        } else {
-            "HTTPS on both; "
-        },
-        app.origin.cloud_register_url()
-    );
-    Ok(Server {
-        app,
-        shutdown: shutdown.clone(),
-        device_public,
-        control_public,
-        fronts,
-        device,
-        control,
-        admin,
-        maintenance,
-        mqtt,
-        history,
-        notifier,
-        events,
-    })
 }
 
 /// Opens the data directory's store (snapshot, then journal) and the hub its commits publish to.
@@ -292,11 +289,17 @@ fn load_tls(config: &Config) -> Result<Option<Arc<rustls::ServerConfig>>, StartE
 /// Both ports bound: the public addresses, the sockets the HTTP listeners will serve (behind
 /// the TLS fronts, already accepting, with `CERT_DIR`).
 struct Ports {
+    public: Public,
     device: Bound,
     control: Bound,
     fronts: Vec<TlsFront>,
-    device_public: SocketAddr,
-    control_public: SocketAddr,
+}
+
+/// The ports' public addresses (the TLS fronts', with `CERT_DIR`).
+#[derive(Clone, Copy)]
+struct Public {
+    device: SocketAddr,
+    control: SocketAddr,
 }
 
 /// A socket for an HTTP listener, with its limits.
@@ -351,11 +354,13 @@ fn bind_ports(
     let device = behind("device", device_socket)?;
     let control = behind("control", control_socket)?;
     Ok(Ports {
+        public: Public {
+            device: device_public,
+            control: control_public,
+        },
         device,
         control,
         fronts,
-        device_public,
-        control_public,
     })
 }
 
@@ -369,6 +374,16 @@ fn public_origin(config: &Config, device_public: SocketAddr, tls: bool) -> Publi
         );
     }
     origin
+}
+
+fn log_started(app: &App, public: &Public, https: bool) {
+    log::info!(
+        "device port {}, control port {}; {}thermostats register at {}",
+        public.device,
+        public.control,
+        if https { "HTTPS on both; " } else { "" },
+        app.origin.cloud_register_url()
+    );
 }
 
 /// The hub's notifier: ends held subscribes at their deadline and writes pushes.
@@ -489,11 +504,12 @@ fn spawn(name: &str, f: impl FnOnce() + Send + 'static) -> Result<JoinHandle<()>
 /// after a burst of requests ([`memory::Trimmer`]); and every `watchdog_interval_secs` probe
 /// both listeners, calling `on_fatal` after repeated failures. Runs until `shutdown`.
 fn start_maintenance(
-    app: Arc<App>,
+    app: &Arc<App>,
     addrs: Vec<SocketAddr>,
     on_fatal: FatalHook,
     shutdown: Shutdown,
 ) -> Result<JoinHandle<()>, StartError> {
+    let app = Arc::clone(app);
     let interval = Duration::from_secs(app.config.watchdog_interval_secs);
     // A service manager's watchdog (systemd `WatchdogSec=`) is fed from this loop while the
     // self-probes pass, so a hung process (or a dead listener) is restarted.
