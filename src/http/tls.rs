@@ -133,16 +133,16 @@ impl Drop for PeerEntry<'_> {
 /// relays) for the handshake's whole deadline.
 #[derive(Default)]
 struct Handshakes {
-    sockets: Mutex<HashMap<u64, TcpStream>>,
+    sockets: Mutex<HashMap<u64, Arc<TcpStream>>>,
     next_id: AtomicU64,
 }
 
 impl Handshakes {
     /// Records `sock` until the returned entry is dropped.
-    fn enter(&self, sock: &TcpStream) -> io::Result<HandshakeEntry<'_>> {
+    fn enter(&self, sock: &Arc<TcpStream>) -> HandshakeEntry<'_> {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
-        self.sockets.lock().insert(id, sock.try_clone()?);
-        Ok(HandshakeEntry(self, id))
+        self.sockets.lock().insert(id, Arc::clone(sock));
+        HandshakeEntry(self, id)
     }
 
     fn end_all(&self) {
@@ -299,9 +299,9 @@ fn relay(
 ) -> io::Result<()> {
     let peer = client.peer_addr()?;
     let mut tls = ServerConnection::new(config).map_err(io::Error::other)?;
-    let sock = client;
+    let sock = Arc::new(client);
     {
-        let _entry = handshake.under_way.enter(&sock)?;
+        let _entry = handshake.under_way.enter(&sock);
         if handshake.shutdown.is_triggered() {
             return Err(io::Error::other("the server is stopping"));
         }
