@@ -5,16 +5,31 @@
 //! one [`Shutdown`] signal; [`Server::shutdown`] triggers it stage by stage, waiting for each
 //! stage's threads to end before the next stage begins.
 //!
-//! | Thread (name) | What it does | How the signal reaches it | Stage |
-//! |---|---|---|---|
-//! | `device-tls`, `control-tls` (with `CERT_DIR`) | accept TLS; each connection gets a `tls-relay` (and `tls-relay-out`) thread | its listening socket is shut down, which wakes the accept, and so are the sockets of handshakes under way; other relays end with their connections, and are waited for after stage 3 | 1 |
-//! | `device-accept`, `control-accept` | accept connections; each gets a `<port>-conn` thread, handlers run on `<port>-N` workers | as above; then idle connections are closed, requests in hand answered, workers told to end | 1 |
-//! | `admin` | the CLI's admin socket (`admin.sock`) | its socket is shut down (its file may be gone); the file is removed | 1 |
-//! | `maintenance` | snapshots, heap trimming, the service manager's watchdog and the self-probe | its timed wait on the signal returns | 1 |
-//! | `mqtt` (with MQTT), with the MQTT client's own threads | the MQTT bridge | its `select!` sees the signal's channel close; it publishes `offline` and disconnects (which ends the client's threads); waited for at most 8 s | 2 |
-//! | `history` (unless its directory cannot be made) | Energy History samples | its `select!` sees the signal's channel close | 2 |
-//! | `notifier` with `push-writer-N` | ends held subscribes at their deadline, writes pushes | the hub's flag is set and its condition variable notified; it ends every held subscribe after writing what is queued | 3 |
-//! | `events` with `event-writer-N` | the control API's live event streams | a stop message on its control channel; it ends every stream after what is queued | 3 |
+//! The threads, by name, and how the signal reaches each:
+//!
+//! - Stage 1, intake:
+//!   - `device-tls`, `control-tls` (with `CERT_DIR`) accept TLS and relay each connection on a
+//!     `tls-relay` thread (and its `tls-relay-out`). The signal shuts the listening socket
+//!     down, which wakes the accept, and the sockets of handshakes under way. Other relays end
+//!     with their connections; the stop waits for them after stage 3.
+//!   - `device-accept`, `control-accept` accept connections, each served by a `<port>-conn`
+//!     thread, with handlers on the `<port>-N` workers. The signal shuts the listening socket
+//!     down; then idle connections are closed, requests in hand answered, and the workers told
+//!     to end once no connection thread is left. Parked connections are the hub's.
+//!   - `admin`, the CLI's admin socket (`admin.sock`): the signal shuts its socket down (its
+//!     file may be gone); the file is removed.
+//!   - `maintenance` (snapshots, heap trimming, the service manager's watchdog, the
+//!     self-probe): its timed wait on the signal returns.
+//! - Stage 2, bridges:
+//!   - `mqtt` (with MQTT), and the MQTT client's own threads: its `select!` sees the signal's
+//!     channel close; it publishes `offline` and disconnects, which ends the client's threads.
+//!     Waited for at most 8 s.
+//!   - `history` (unless its directory cannot be made): its `select!` sees the channel close.
+//! - Stage 3, pushes:
+//!   - `notifier`, with its `push-writer-N`: the signal sets the hub's flag and notifies its
+//!     condition variable; it ends every held subscribe after writing what is queued.
+//!   - `events`, with its `event-writer-N`: the signal sends a stop on its control channel;
+//!     it ends every stream after what is queued.
 //!
 //! Short-lived threads (a weather fetch, an onboarding scan) are not watched: they end on their
 //! own timeouts. A start that fails half-way triggers every stage at once, without waiting.
@@ -30,7 +45,8 @@
 //!    before the hub, so a command MQTT ran in the meantime still reaches the thermostat
 //!    through its held subscribe.
 //! 3. **Pushes**: the hub's notifier and the event streams. After everything that can commit
-//!    a change, so every push is written before held subscribes and streams are ended.
+//!    a change, so every push is written before held subscribes and streams are ended. Then
+//!    the TLS relays are waited for: the connections they carried are all closed now.
 //! 4. **Store**: a final snapshot, once no thread that can commit is left, so the next start
 //!    replays no journal.
 
