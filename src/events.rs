@@ -22,6 +22,7 @@ use serde::Serialize;
 
 use crate::http::ChunkedWriter;
 use crate::hub::{ChangeEvent, Interest, Origin};
+use crate::util::shutdown::Shutdown;
 
 /// Streams open at once; one more gets 503.
 pub const MAX_STREAMS: usize = 64;
@@ -248,6 +249,14 @@ impl EventStreams {
     /// Ends every stream and stops [`EventStreams::run`].
     pub fn stop(&self) {
         let _ = self.control.send(Control::Stop);
+    }
+
+    /// [`EventStreams::stop`] when `shutdown` is triggered.
+    pub fn stop_on(&self, shutdown: &Shutdown) {
+        let control = self.control.clone();
+        shutdown.on_trigger(move || {
+            let _ = control.send(Control::Stop);
+        });
     }
 
     /// The streams' thread: runs until [`EventStreams::stop`]. `key_valid` says whether an API

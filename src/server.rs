@@ -1,14 +1,61 @@
-//! Starting and stopping the whole server: the store, both listeners, the hub's notifier, and
-//! a maintenance thread (snapshots when the journal has grown; the watchdog's self-probe).
+//! Starting and stopping the whole server.
+//!
+//! [`Server::start`] loads the store, loads `CERT_DIR`'s certificate, binds both ports (behind
+//! the TLS fronts with `CERT_DIR`), and starts the threads below. Every one of them watches
+//! one [`Shutdown`] signal; [`Server::shutdown`] triggers it stage by stage, waiting for each
+//! stage's threads to end before the next stage begins.
+//!
+//! The threads, by name, and how the signal reaches each:
+//!
+//! - Stage 1, intake:
+//!   - `device-tls`, `control-tls` (with `CERT_DIR`) accept TLS and relay each connection on a
+//!     `tls-relay` thread (and its `tls-relay-out`). The signal shuts the listening socket
+//!     down, which wakes the accept, and the sockets of handshakes under way. Other relays end
+//!     with their connections; the stop waits for them after stage 3.
+//!   - `device-accept`, `control-accept` accept connections, each served by a `<port>-conn`
+//!     thread, with handlers on the `<port>-N` workers. The signal shuts the listening socket
+//!     down; then idle connections are closed, requests in hand answered, and the workers told
+//!     to end once no connection thread is left. Parked connections are the hub's.
+//!   - `admin`, the CLI's admin socket (`admin.sock`): the signal shuts its socket down (its
+//!     file may be gone); the file is removed.
+//!   - `maintenance` (snapshots, heap trimming, the service manager's watchdog, the
+//!     self-probe): its timed wait on the signal returns.
+//! - Stage 2, bridges:
+//!   - `mqtt` (with MQTT), and the MQTT client's own threads: its `select!` sees the signal's
+//!     channel close; it publishes `offline` and disconnects, which ends the client's threads.
+//!     Waited for at most 8 s.
+//!   - `history` (unless its directory cannot be made): its `select!` sees the channel close.
+//! - Stage 3, pushes:
+//!   - `notifier`, with its `push-writer-N`: the signal sets the hub's flag and notifies its
+//!     condition variable; it ends every held subscribe after writing what is queued.
+//!   - `events`, with its `event-writer-N`: the signal sends a stop on its control channel;
+//!     it ends every stream after what is queued.
+//!
+//! Short-lived threads (a weather fetch, an onboarding scan) are not watched: they end on their
+//! own timeouts. A start that fails half-way triggers every stage at once, without waiting.
+//! [`Server::shutdown`] does exactly this, in this order:
+//!
+//! 1. **Intake**: the TLS fronts, both listeners, the admin socket and the maintenance thread
+//!    stop. First, so that once anything else begins to stop no new request can change the
+//!    state or park a subscribe; a request already being handled is answered, and what it
+//!    commits still reaches everything below, which is still running. The maintenance thread
+//!    stops here because its self-probe would find the listeners closing.
+//! 2. **Bridges**: MQTT and history. After intake, so no thermostat or client changes what
+//!    MQTT last published (its `offline` is the last word) or what history last recorded;
+//!    before the hub, so a command MQTT ran in the meantime still reaches the thermostat
+//!    through its held subscribe.
+//! 3. **Pushes**: the hub's notifier and the event streams. After everything that can commit
+//!    a change, so every push is written before held subscribes and streams are ended. Then
+//!    the TLS relays are waited for: the connections they carried are all closed now.
+//! 4. **Store**: a final snapshot, once no thread that can commit is left, so the next start
+//!    replays no journal.
 
 use std::fmt;
 use std::io;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, TcpListener};
 use std::sync::Arc;
 use std::thread::{self, JoinHandle};
-use std::time::{Duration, Instant};
-
-use crossbeam_channel::{Sender, bounded};
+use std::time::Duration;
 
 use crate::admin::socket::{AdminReply, AdminSocket, Handler, SOCKET_FILE};
 use crate::app::{App, PublicOrigin};
@@ -17,7 +64,7 @@ use crate::control_port::ControlPort;
 use crate::device::DeviceApi;
 use crate::history::Recorder;
 use crate::http::client::{self, Url};
-use crate::http::listener::{FatalHook, Limits, Listener};
+use crate::http::listener::{Limits, Listener};
 use crate::http::tls::{self, Peers, TlsError, TlsFront};
 use crate::hub::Hub;
 use crate::mqtt::Mqtt;
@@ -25,25 +72,65 @@ use crate::service;
 use crate::state::State;
 use crate::store::StoreError;
 use crate::util::memory;
+use crate::util::shutdown::Shutdown;
 
 const SMALL_STACK: usize = 256 * 1024;
 /// Consecutive failed self-probes before the watchdog gives up on a listener.
 const WATCHDOG_FAILURES: u32 = 3;
 
+/// Called if a listener stops answering the watchdog's self-probe; the command line exits so
+/// that systemd restarts it.
+pub type FatalHook = Arc<dyn Fn(String) + Send + Sync>;
+
+/// The stages of stopping, in order (see the module's documentation for why).
+#[derive(Clone, Copy)]
+enum Stage {
+    Intake = 1,
+    Bridges = 2,
+    Pushes = 3,
+}
+
+impl Stage {
+    /// The signal, as the threads of this stage watch it.
+    fn of(self, shutdown: &Shutdown) -> Shutdown {
+        shutdown.at(self as u8)
+    }
+}
+
+/// Stops what a start that failed half-way had started (without waiting for it: such a start
+/// is followed by the process's exit, or by a test's next step), unless disarmed.
+struct StopUnlessStarted(Shutdown);
+
+impl StopUnlessStarted {
+    fn disarm(self) {
+        std::mem::forget(self);
+    }
+}
+
+impl Drop for StopUnlessStarted {
+    fn drop(&mut self) {
+        self.0.trigger();
+    }
+}
+
+/// A running server: its threads, by the stage that stops them.
 pub struct Server {
     app: Arc<App>,
-    device: Listener,
-    control: Listener,
-    notifier: JoinHandle<()>,
-    events: JoinHandle<()>,
-    maintenance: (Sender<()>, JoinHandle<()>),
-    admin: Option<AdminSocket>,
-    mqtt: Option<Mqtt>,
-    history: Option<Recorder>,
+    shutdown: Shutdown,
+    public: Public,
+    // Stage 1.
     /// With `CERT_DIR`: the TLS fronts owning the public ports (device, control).
     fronts: Vec<TlsFront>,
-    device_public: SocketAddr,
-    control_public: SocketAddr,
+    device: Listener,
+    control: Listener,
+    admin: Option<AdminSocket>,
+    maintenance: JoinHandle<()>,
+    // Stage 2.
+    mqtt: Option<Mqtt>,
+    history: Option<Recorder>,
+    // Stage 3.
+    notifier: JoinHandle<()>,
+    events: JoinHandle<()>,
 }
 
 #[derive(Debug)]
@@ -86,53 +173,186 @@ impl Server {
         Server::start_with(config, Arc::new(|why: String| log::error!("{why}")))
     }
 
-    /// Starts a server. `on_fatal` is called if a listener stops accepting or the watchdog's
-    /// self-probe fails; the command line exits so that systemd restarts it.
+    /// Starts a server: the list of what it starts, in order. `on_fatal` is called if the
+    /// watchdog's self-probe of a listener fails repeatedly. If a step fails, the threads
+    /// already started are stopped.
     pub fn start_with(config: Config, on_fatal: FatalHook) -> Result<Server, StartError> {
-        let hub = Arc::new(Hub::new());
-        let (state, report) = State::open(&config.data_dir, Arc::clone(&hub))?;
-        let state = state.with_clock(config.clock.clone());
-        log::info!(
-            "loaded {} (snapshot at record {}, {} journal records replayed{})",
-            config.data_dir.display(),
-            report.snapshot_seq.map_or("none".into(), |s| s.to_string()),
-            report.replayed_records,
-            if report.torn_bytes > 0 {
-                format!(", dropped a torn {}-byte tail", report.torn_bytes)
-            } else {
-                String::new()
-            }
+        let shutdown = Shutdown::new();
+        let (intake, bridges, pushes) = (
+            Stage::Intake.of(&shutdown),
+            Stage::Bridges.of(&shutdown),
+            Stage::Pushes.of(&shutdown),
         );
-        let bind = |what, ip, port| {
-            let addr = SocketAddr::new(ip, port);
-            TcpListener::bind(addr).map_err(|error| StartError::Bind { what, addr, error })
-        };
-        let tls = config
-            .cert_dir
-            .as_deref()
-            .map(tls::load_config)
-            .transpose()
-            .map_err(StartError::Tls)?;
-        let device_socket = bind("device port", config.device_bind, config.device_port)?;
-        let control_socket = bind("control port", config.control_bind, config.control_port)?;
-        let device_addr = device_socket.local_addr().map_err(StartError::Thread)?;
-        let origin = PublicOrigin::resolve(
-            config.api_origin.as_ref(),
-            device_addr.port(),
-            tls.is_some(),
-        );
-        if origin.ip.starts_with("127.") || origin.ip == "::1" {
-            log::warn!(
-                "thermostats are told to use {}, which they cannot reach; set API_ORIGIN to this machine's LAN address",
-                origin.with_port
-            );
+        let unfinished = StopUnlessStarted(pushes.clone());
+        let (state, hub) = load_store(&config)?;
+        let tls = load_tls(&config)?;
+        // With `CERT_DIR` the TLS fronts start accepting here (connections wait for the
+        // listeners behind them).
+        let ports = bind_ports(&config, tls.as_ref(), &intake)?;
+        let origin = public_origin(&config, ports.public.device, tls.is_some());
+        let app = Arc::new(App::new(config, state, origin));
+        let notifier = start_notifier(&hub, &pushes)?;
+        let events = start_events(&app, &hub, &pushes)?;
+        let device_api = Arc::new(DeviceApi::new(Arc::clone(&app)));
+        let device = ports.device.serve(device_api, intake.clone())?;
+        let control_api = Arc::new(ControlPort::new(Arc::clone(&app)));
+        let control = ports.control.serve(control_api, intake.clone())?;
+        let probed = vec![device.addr(), control.addr()];
+        let maintenance = start_maintenance(&app, probed, on_fatal, intake.clone())?;
+        let admin = start_admin(&app, &intake);
+        let mqtt = Mqtt::start(&app, &bridges).map_err(StartError::Thread)?;
+        let history = start_history(&app, &bridges);
+        log_started(&app, &ports.public, !ports.fronts.is_empty());
+        unfinished.disarm();
+        Ok(Server {
+            app,
+            shutdown,
+            public: ports.public,
+            fronts: ports.fronts,
+            device,
+            control,
+            admin,
+            maintenance,
+            mqtt,
+            history,
+            notifier,
+            events,
+        })
+    }
+
+    /// The device port's public address (the TLS front's, with `CERT_DIR`).
+    pub fn device_addr(&self) -> SocketAddr {
+        self.public.device
+    }
+
+    pub fn control_addr(&self) -> SocketAddr {
+        self.public.control
+    }
+
+    pub fn app(&self) -> &Arc<App> {
+        &self.app
+    }
+
+    /// Stops the server in the order written down in the module's documentation: triggers
+    /// each stage of the shutdown signal and waits for that stage's threads to end; then
+    /// writes a final snapshot.
+    pub fn shutdown(self) {
+        // 1. Intake.
+        Stage::Intake.of(&self.shutdown).trigger();
+        let mut fronts = self.fronts;
+        for front in &mut fronts {
+            front.join_accept();
         }
-        let control_public = control_socket.local_addr().map_err(StartError::Thread)?;
-        let (device_socket, device_front) =
-            behind_tls("device", device_socket, tls.as_ref(), &config)?;
-        let (control_socket, control_front) =
-            behind_tls("control", control_socket, tls.as_ref(), &config)?;
-        let limits = |front: &Option<Front>| Limits {
+        self.device.join();
+        self.control.join();
+        if let Some(admin) = self.admin {
+            admin.join();
+        }
+        let _ = self.maintenance.join();
+        // 2. Bridges.
+        Stage::Bridges.of(&self.shutdown).trigger();
+        if let Some(mqtt) = self.mqtt {
+            mqtt.join();
+        }
+        if let Some(history) = self.history {
+            history.join();
+        }
+        // 3. Pushes.
+        Stage::Pushes.of(&self.shutdown).trigger();
+        let _ = self.notifier.join();
+        let _ = self.events.join();
+        // The TLS relays end with their connections: idle ones closed in stage 1, held ones
+        // ended just now.
+        for front in fronts {
+            front.wait_relays();
+        }
+        // 4. Store.
+        if let Err(e) = self.app.state.snapshot() {
+            log::error!("final snapshot failed (the journal still holds every change): {e}");
+        }
+    }
+}
+
+/// Opens the data directory's store (snapshot, then journal) and the hub its commits publish to.
+fn load_store(config: &Config) -> Result<(State, Arc<Hub>), StartError> {
+    let hub = Arc::new(Hub::new());
+    let (state, report) = State::open(&config.data_dir, Arc::clone(&hub))?;
+    let state = state.with_clock(config.clock.clone());
+    log::info!(
+        "loaded {} (snapshot at record {}, {} journal records replayed{})",
+        config.data_dir.display(),
+        report.snapshot_seq.map_or("none".into(), |s| s.to_string()),
+        report.replayed_records,
+        if report.torn_bytes > 0 {
+            format!(", dropped a torn {}-byte tail", report.torn_bytes)
+        } else {
+            String::new()
+        }
+    );
+    Ok((state, hub))
+}
+
+/// `CERT_DIR`'s certificate and key, if it is set.
+fn load_tls(config: &Config) -> Result<Option<Arc<rustls::ServerConfig>>, StartError> {
+    config
+        .cert_dir
+        .as_deref()
+        .map(tls::load_config)
+        .transpose()
+        .map_err(StartError::Tls)
+}
+
+/// Both ports bound: the public addresses, the sockets the HTTP listeners will serve (behind
+/// the TLS fronts, already accepting, with `CERT_DIR`).
+struct Ports {
+    public: Public,
+    device: Bound,
+    control: Bound,
+    fronts: Vec<TlsFront>,
+}
+
+/// The ports' public addresses (the TLS fronts', with `CERT_DIR`).
+#[derive(Clone, Copy)]
+struct Public {
+    device: SocketAddr,
+    control: SocketAddr,
+}
+
+/// A socket for an HTTP listener, with its limits.
+struct Bound {
+    name: &'static str,
+    socket: TcpListener,
+    limits: Limits,
+}
+
+impl Bound {
+    fn serve(
+        self,
+        service: Arc<dyn crate::http::Service>,
+        shutdown: Shutdown,
+    ) -> Result<Listener, StartError> {
+        Listener::start(self.name, self.socket, self.limits, service, shutdown)
+            .map_err(StartError::Thread)
+    }
+}
+
+fn bind_ports(
+    config: &Config,
+    tls: Option<&Arc<rustls::ServerConfig>>,
+    shutdown: &Shutdown,
+) -> Result<Ports, StartError> {
+    let bind = |what, ip, port| {
+        let addr = SocketAddr::new(ip, port);
+        TcpListener::bind(addr).map_err(|error| StartError::Bind { what, addr, error })
+    };
+    let device_socket = bind("device port", config.device_bind, config.device_port)?;
+    let control_socket = bind("control port", config.control_bind, config.control_port)?;
+    let device_public = device_socket.local_addr().map_err(StartError::Thread)?;
+    let control_public = control_socket.local_addr().map_err(StartError::Thread)?;
+    let mut fronts = Vec::new();
+    let mut behind = |name, public| -> Result<Bound, StartError> {
+        let (socket, front) = behind_tls(name, public, tls, config, shutdown)?;
+        let limits = Limits {
             workers: config.http_workers,
             body_timeout: config.body_read_timeout,
             head_timeout: config.head_timeout,
@@ -140,128 +360,89 @@ impl Server {
             per_client: config.max_connections_per_client,
             peers: front.as_ref().map(|(_, peers)| Arc::clone(peers)),
         };
-        let (device_limits, control_limits) = (limits(&device_front), limits(&control_front));
-        let fronts: Vec<TlsFront> = [device_front, control_front]
-            .into_iter()
-            .flatten()
-            .map(|(front, _)| front)
-            .collect();
-        let app = Arc::new(App::new(config, state, origin));
-
-        let notifier = spawn("notifier", {
-            let hub = Arc::clone(&hub);
-            move || hub.run_notifier()
-        })?;
-        let events = spawn("events", {
-            let app = Arc::clone(&app);
-            let changes = hub.watch_if(app.events.interest());
-            move || {
-                app.events.run(changes, |id| {
-                    let now = app.config.clock.now_ms();
-                    app.state
-                        .accounts(|a| a.api_keys.get(id).is_some_and(|k| !k.is_expired(now)))
-                })
-            }
-        })?;
-        let device = Listener::start(
-            "device",
-            device_socket,
-            device_limits,
-            Arc::new(DeviceApi::new(Arc::clone(&app))),
-            Arc::clone(&on_fatal),
-        )
-        .map_err(StartError::Thread)?;
-        let control = Listener::start(
-            "control",
-            control_socket,
-            control_limits,
-            Arc::new(ControlPort::new(Arc::clone(&app))),
-            Arc::clone(&on_fatal),
-        )
-        .map_err(StartError::Thread)?;
-        let maintenance = start_maintenance(
-            Arc::clone(&app),
-            vec![device.addr(), control.addr()],
-            on_fatal,
-        )?;
-        let admin = start_admin(&app);
-        let mqtt = Mqtt::start(&app).map_err(StartError::Thread)?;
-        // History is a convenience: a data directory it cannot write to is logged, not fatal.
-        let history = Recorder::start(&app)
-            .map_err(|e| log::error!("temperature history is off: {e}"))
-            .ok();
-        log::info!(
-            "device port {device_addr}, control port {control_public}; {}thermostats register at {}",
-            if fronts.is_empty() {
-                ""
-            } else {
-                "HTTPS on both; "
-            },
-            app.origin.cloud_register_url()
-        );
-        Ok(Server {
-            app,
-            device,
-            control,
-            notifier,
-            events,
-            maintenance,
-            admin,
-            mqtt,
-            history,
-            fronts,
-            device_public: device_addr,
-            control_public,
+        fronts.extend(front.map(|(front, _)| front));
+        Ok(Bound {
+            name,
+            socket,
+            limits,
         })
-    }
+    };
+    let device = behind("device", device_socket)?;
+    let control = behind("control", control_socket)?;
+    Ok(Ports {
+        public: Public {
+            device: device_public,
+            control: control_public,
+        },
+        device,
+        control,
+        fronts,
+    })
+}
 
-    /// The device port's public address (the TLS front's, with `CERT_DIR`).
-    pub fn device_addr(&self) -> SocketAddr {
-        self.device_public
+/// The origin thermostats are told to use, with a warning when it cannot be reached.
+fn public_origin(config: &Config, device_public: SocketAddr, tls: bool) -> PublicOrigin {
+    let origin = PublicOrigin::resolve(config.api_origin.as_ref(), device_public.port(), tls);
+    if origin.ip.starts_with("127.") || origin.ip == "::1" {
+        log::warn!(
+            "thermostats are told to use {}, which they cannot reach; set API_ORIGIN to this machine's LAN address",
+            origin.with_port
+        );
     }
+    origin
+}
 
-    pub fn control_addr(&self) -> SocketAddr {
-        self.control_public
-    }
+fn log_started(app: &App, public: &Public, https: bool) {
+    log::info!(
+        "device port {}, control port {}; {}thermostats register at {}",
+        public.device,
+        public.control,
+        if https { "HTTPS on both; " } else { "" },
+        app.origin.cloud_register_url()
+    );
+}
 
-    pub fn app(&self) -> &Arc<App> {
-        &self.app
-    }
+/// The hub's notifier: ends held subscribes at their deadline and writes pushes.
+fn start_notifier(hub: &Arc<Hub>, shutdown: &Shutdown) -> Result<JoinHandle<()>, StartError> {
+    hub.stop_on(shutdown);
+    spawn("notifier", {
+        let hub = Arc::clone(hub);
+        move || hub.run_notifier()
+    })
+}
 
-    /// Stops accepting requests, ends held subscribes, and writes a final snapshot.
-    pub fn shutdown(self) {
-        if let Some(admin) = self.admin {
-            admin.stop();
+/// The control API's live event streams.
+fn start_events(
+    app: &Arc<App>,
+    hub: &Hub,
+    shutdown: &Shutdown,
+) -> Result<JoinHandle<()>, StartError> {
+    app.events.stop_on(shutdown);
+    spawn("events", {
+        let app = Arc::clone(app);
+        let changes = hub.watch_if(app.events.interest());
+        move || {
+            app.events.run(changes, |id| {
+                let now = app.config.clock.now_ms();
+                app.state
+                    .accounts(|a| a.api_keys.get(id).is_some_and(|k| !k.is_expired(now)))
+            })
         }
-        for front in self.fronts {
-            front.stop();
-        }
-        self.device.stop();
-        self.control.stop();
-        // After the listeners, so no thermostat changes what it last published; before the
-        // hub, so a command it ran in the meantime still reaches the thermostat.
-        if let Some(mqtt) = self.mqtt {
-            mqtt.stop();
-        }
-        if let Some(history) = self.history {
-            history.stop();
-        }
-        self.app.hub().shutdown(Duration::from_secs(2));
-        let _ = self.notifier.join();
-        self.app.events.stop();
-        let _ = self.events.join();
-        drop(self.maintenance.0);
-        let _ = self.maintenance.1.join();
-        if let Err(e) = self.app.state.snapshot() {
-            log::error!("final snapshot failed (the journal still holds every change): {e}");
-        }
-    }
+    })
+}
+
+/// Energy History's recorder. A convenience: a data directory it cannot write to is logged,
+/// not fatal.
+fn start_history(app: &Arc<App>, shutdown: &Shutdown) -> Option<Recorder> {
+    Recorder::start(app, shutdown)
+        .map_err(|e| log::error!("temperature history is off: {e}"))
+        .ok()
 }
 
 /// The admin socket the CLI's account commands use while this server holds the store. Without
 /// it those commands cannot run until the server stops, so a failure is logged loudly but does
 /// not stop the server.
-fn start_admin(app: &Arc<App>) -> Option<AdminSocket> {
+fn start_admin(app: &Arc<App>, shutdown: &Shutdown) -> Option<AdminSocket> {
     let path = app.config.data_dir.join(SOCKET_FILE);
     let handler: Handler = Arc::new({
         let app = Arc::clone(app);
@@ -281,7 +462,7 @@ fn start_admin(app: &Arc<App>) -> Option<AdminSocket> {
             }
         }
     });
-    match AdminSocket::start(path.clone(), handler) {
+    match AdminSocket::start(path.clone(), handler, shutdown.clone()) {
         Ok(socket) => Some(socket),
         Err(e) => {
             log::error!(
@@ -304,6 +485,7 @@ fn behind_tls(
     public: TcpListener,
     tls: Option<&Arc<rustls::ServerConfig>>,
     settings: &Config,
+    shutdown: &Shutdown,
 ) -> Result<(TcpListener, Option<Front>), StartError> {
     let Some(config) = tls else {
         return Ok((public, None));
@@ -320,6 +502,7 @@ fn behind_tls(
         // A handshake is a request head's worth of bytes: it gets the head's deadline.
         settings.head_timeout,
         settings.max_connections_per_client,
+        shutdown.clone(),
     )
     .map_err(StartError::Thread)?;
     Ok((inner, Some((front, peers))))
@@ -333,15 +516,16 @@ fn spawn(name: &str, f: impl FnOnce() + Send + 'static) -> Result<JoinHandle<()>
         .map_err(StartError::Thread)
 }
 
-/// Every few seconds: write a snapshot if the journal has grown enough, give freed heap back after a burst of requests
-/// ([`memory::Trimmer`]); and every
-/// `watchdog_interval_secs` probe both listeners, calling `on_fatal` after repeated failures.
+/// Every few seconds: write a snapshot if the journal has grown enough, give freed heap back
+/// after a burst of requests ([`memory::Trimmer`]); and every `watchdog_interval_secs` probe
+/// both listeners, calling `on_fatal` after repeated failures. Runs until `shutdown`.
 fn start_maintenance(
-    app: Arc<App>,
+    app: &Arc<App>,
     addrs: Vec<SocketAddr>,
     on_fatal: FatalHook,
-) -> Result<(Sender<()>, JoinHandle<()>), StartError> {
-    let (stop, stopped) = bounded::<()>(0);
+    shutdown: Shutdown,
+) -> Result<JoinHandle<()>, StartError> {
+    let app = Arc::clone(app);
     let interval = Duration::from_secs(app.config.watchdog_interval_secs);
     // A service manager's watchdog (systemd `WatchdogSec=`) is fed from this loop while the
     // self-probes pass, so a hung process (or a dead listener) is restarted.
@@ -349,24 +533,27 @@ fn start_maintenance(
     let tick = feed_every
         .map_or(Duration::from_secs(5), |f| f.min(Duration::from_secs(5)))
         .max(Duration::from_millis(100));
-    let handle = spawn("maintenance", move || {
+    spawn("maintenance", move || {
         let mut failures = vec![0u32; addrs.len()];
-        let mut next_probe = Instant::now() + interval;
+        // Time waited since the last probe, counted in ticks (the probes themselves, at most
+        // a few seconds, are not counted).
+        let mut since_probe = Duration::ZERO;
         let mut trimmer = memory::Trimmer::default();
         // A long journal left by a crash is folded into a snapshot at once, not at the first
         // tick: a server that keeps being killed young (a crash loop, a flaky power supply)
         // would otherwise replay an ever longer journal at every start.
         snapshot_if_due(&app);
-        while let Err(crossbeam_channel::RecvTimeoutError::Timeout) = stopped.recv_timeout(tick) {
+        while !shutdown.wait_timeout(tick) {
             trimmer.tick();
             snapshot_if_due(&app);
             if feed_every.is_some() && failures.iter().all(|f| *f == 0) {
                 service::notify("WATCHDOG=1");
             }
-            if interval.is_zero() || Instant::now() < next_probe {
+            since_probe += tick;
+            if interval.is_zero() || since_probe < interval {
                 continue;
             }
-            next_probe = Instant::now() + interval;
+            since_probe = Duration::ZERO;
             for (addr, failed) in addrs.iter().zip(failures.iter_mut()) {
                 if probe(*addr) {
                     *failed = 0;
@@ -379,8 +566,7 @@ fn start_maintenance(
                 }
             }
         }
-    })?;
-    Ok((stop, handle))
+    })
 }
 
 fn snapshot_if_due(app: &App) {

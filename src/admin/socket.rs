@@ -11,13 +11,13 @@ use std::os::unix::fs::PermissionsExt;
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread::{self, JoinHandle};
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
 use super::AdminRequest;
+use crate::util::shutdown::Shutdown;
 
 pub const SOCKET_FILE: &str = "admin.sock";
 /// Requests are a few hundred bytes; anything near this is not a CLI.
@@ -35,50 +35,40 @@ pub type Handler = Arc<dyn Fn(&AdminRequest) -> AdminReply + Send + Sync>;
 
 pub struct AdminSocket {
     path: PathBuf,
-    /// The listening socket, shared with the accept thread: shutting it down wakes the accept
-    /// even when the socket's file is gone (the data directory removed under the server).
-    waker: UnixListener,
-    stopping: Arc<AtomicBool>,
     thread: JoinHandle<()>,
 }
 
 impl AdminSocket {
     /// Listens at `path` (a leftover socket file there is removed: the caller holds the store's
-    /// lock, so no other server can be using it).
-    pub fn start(path: PathBuf, handler: Handler) -> io::Result<AdminSocket> {
+    /// lock, so no other server can be using it), until `shutdown` is triggered.
+    pub fn start(path: PathBuf, handler: Handler, shutdown: Shutdown) -> io::Result<AdminSocket> {
         let _ = std::fs::remove_file(&path);
         let listener = UnixListener::bind(&path)?;
         std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600))?;
+        // Shutting the listening socket down wakes the blocking accept, which then fails. A
+        // connection would wake it too, but not once the socket's file is deleted (the data
+        // directory removed under the server).
         let waker = listener.try_clone()?;
-        let stopping = Arc::new(AtomicBool::new(false));
+        shutdown.on_trigger(move || {
+            let _ = rustix::net::shutdown(&waker, rustix::net::Shutdown::Both);
+        });
         let thread = thread::Builder::new()
             .name("admin".into())
             .stack_size(256 * 1024)
-            .spawn({
-                let stopping = Arc::clone(&stopping);
-                move || accept_loop(&listener, &handler, &stopping)
-            })?;
-        Ok(AdminSocket {
-            path,
-            waker,
-            stopping,
-            thread,
-        })
+            .spawn(move || accept_loop(&listener, &handler, &shutdown))?;
+        Ok(AdminSocket { path, thread })
     }
 
-    pub fn stop(self) {
-        self.stopping.store(true, Ordering::SeqCst);
-        // Wakes the blocking accept, which then fails. A connection would wake it too, but not
-        // once the socket's file is deleted: shutting down stopped hanging for ever.
-        let _ = rustix::net::shutdown(&self.waker, rustix::net::Shutdown::Both);
+    /// After the shutdown signal: waits for the accept loop and removes the socket's file.
+    pub fn join(self) {
         let _ = self.thread.join();
         let _ = std::fs::remove_file(&self.path);
     }
 }
 
-fn accept_loop(listener: &UnixListener, handler: &Handler, stopping: &AtomicBool) {
+fn accept_loop(listener: &UnixListener, handler: &Handler, shutdown: &Shutdown) {
     for stream in listener.incoming() {
-        if stopping.load(Ordering::SeqCst) {
+        if shutdown.is_triggered() {
             return;
         }
         match stream {
@@ -166,12 +156,14 @@ mod tests {
             ok: true,
             text: String::new(),
         });
-        let socket = AdminSocket::start(dir.join(SOCKET_FILE), handler).unwrap();
+        let shutdown = Shutdown::new();
+        let socket = AdminSocket::start(dir.join(SOCKET_FILE), handler, shutdown.clone()).unwrap();
         std::fs::remove_dir_all(&dir).unwrap();
-        // Before the fix, stop() waited for ever on an accept nothing could wake.
+        // Before the fix, stopping waited for ever on an accept nothing could wake.
         let (done, stopped) = crossbeam_channel::bounded(1);
         thread::spawn(move || {
-            socket.stop();
+            shutdown.trigger();
+            socket.join();
             let _ = done.send(());
         });
         assert!(stopped.recv_timeout(Duration::from_secs(20)).is_ok());

@@ -17,7 +17,7 @@ use std::sync::Arc;
 use std::thread::{self, JoinHandle};
 use std::time::Duration;
 
-use crossbeam_channel::{Receiver, Sender, bounded, select};
+use crossbeam_channel::{Receiver, select};
 use parking_lot::RwLock;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -26,6 +26,7 @@ use crate::app::App;
 use crate::hub::ChangeEvent;
 use crate::thermostat::{self, COOLING_FLAGS, HEATING_FLAGS, status};
 use crate::util::clock;
+use crate::util::shutdown::Shutdown;
 
 use file::Segment;
 
@@ -105,17 +106,16 @@ pub fn dir(app: &App) -> PathBuf {
     app.config.data_dir.join(DIR)
 }
 
-/// The recorder's thread.
+/// The recorder's thread, which runs until the shutdown signal it was started with.
 pub struct Recorder {
-    stop: Sender<()>,
     handle: JoinHandle<()>,
 }
 
 impl Recorder {
-    pub fn start(app: &Arc<App>) -> std::io::Result<Recorder> {
+    pub fn start(app: &Arc<App>, shutdown: &Shutdown) -> std::io::Result<Recorder> {
         let dir = dir(app);
         crate::store::files::create_private_dir(&dir)?;
-        let (stop, stopped) = bounded(1);
+        let stopped = shutdown.receiver();
         let settled = Arc::new(RwLock::new(HashSet::new()));
         let run = Run {
             app: Arc::clone(app),
@@ -130,11 +130,11 @@ impl Recorder {
             .name("history".into())
             .stack_size(256 * 1024)
             .spawn(move || run.run(changes, stopped))?;
-        Ok(Recorder { stop, handle })
+        Ok(Recorder { handle })
     }
 
-    pub fn stop(self) {
-        let _ = self.stop.send(());
+    /// After the shutdown signal: waits for the thread to end.
+    pub fn join(self) {
         let _ = self.handle.join();
     }
 }

@@ -47,7 +47,7 @@ use std::io::{self, ErrorKind, Read, Write};
 use std::net::{IpAddr, SocketAddr, TcpListener, TcpStream};
 use std::panic::{self, AssertUnwindSafe};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
 
@@ -58,6 +58,7 @@ use rustix::net::sockopt;
 use super::respond::{self, Answer};
 use super::tls::Peers;
 use super::{Method, Reply, Request, Response, Service};
+use crate::util::shutdown::Shutdown;
 
 pub use super::head::HEAD_LIMIT;
 
@@ -86,8 +87,6 @@ const ACCEPT_STACK: usize = 128 * 1024;
 pub const LINGER_BYTES: usize = 1024 * 1024;
 /// ... for at most this long.
 pub const LINGER_TIME: Duration = Duration::from_secs(2);
-
-pub type FatalHook = Arc<dyn Fn(String) + Send + Sync>;
 
 /// How the listener treats its clients.
 #[derive(Clone, Debug)]
@@ -123,8 +122,6 @@ impl Default for Limits {
 pub struct Listener {
     addr: SocketAddr,
     shared: Arc<Shared>,
-    /// The listening socket, kept to wake the accept loop when stopping.
-    socket: TcpListener,
     accept: JoinHandle<Arc<Live>>,
     workers: Vec<JoinHandle<()>>,
 }
@@ -135,7 +132,9 @@ pub(super) struct Shared {
     pub service: Arc<dyn Service>,
     pub limits: Limits,
     jobs: Sender<Work>,
-    stopping: AtomicBool,
+    /// The server's signal: once triggered, the accept loop ends and connections end after
+    /// the request in hand.
+    shutdown: Shutdown,
     /// Connections being served (not parked), to end them when stopping.
     open: Mutex<HashMap<u64, Arc<TcpStream>>>,
     next_id: AtomicU64,
@@ -145,7 +144,7 @@ pub(super) struct Shared {
 
 impl Shared {
     pub fn stopping(&self) -> bool {
-        self.stopping.load(Ordering::SeqCst)
+        self.shutdown.is_triggered()
     }
 
     /// Runs the service's handler for `request` on one of the listener's workers, inside
@@ -344,7 +343,7 @@ pub(super) struct Accepted {
 
 /// Threads serving connections, including spare ones; stopping waits for them all.
 #[derive(Default)]
-struct Live {
+pub(super) struct Live {
     count: Mutex<usize>,
     changed: Condvar,
 }
@@ -360,13 +359,13 @@ impl Live {
     }
 
     /// Counts a live thread until the returned guard is dropped (also on unwinding, so a
-    /// panic cannot leave [`Listener::stop`] waiting for a thread that is gone).
-    fn enter(self: &Arc<Self>) -> LiveGuard {
+    /// panic cannot leave [`Listener::join`] waiting for a thread that is gone).
+    pub(super) fn enter(self: &Arc<Self>) -> LiveGuard {
         self.add();
         LiveGuard(Arc::clone(self))
     }
 
-    fn wait_none(&self) {
+    pub(super) fn wait_none(&self) {
         let mut count = self.count.lock();
         while *count > 0 {
             self.changed.wait(&mut count);
@@ -375,7 +374,7 @@ impl Live {
 }
 
 /// One live connection thread, counted until dropped.
-struct LiveGuard(Arc<Live>);
+pub(super) struct LiveGuard(Arc<Live>);
 
 impl Drop for LiveGuard {
     fn drop(&mut self) {
@@ -384,14 +383,15 @@ impl Drop for LiveGuard {
 }
 
 impl Listener {
-    /// Serves `service` on a bound listener. `on_fatal` is kept for the callers' sake: this
-    /// accept loop does not die (errors are logged and waited out).
+    /// Serves `service` on a bound listener until `shutdown` is triggered (then
+    /// [`Listener::join`] waits for it). The accept loop does not die: errors are logged and
+    /// waited out.
     pub fn start(
         name: &'static str,
         listener: TcpListener,
         limits: Limits,
         service: Arc<dyn Service>,
-        _on_fatal: FatalHook,
+        shutdown: Shutdown,
     ) -> io::Result<Listener> {
         set_send_timeout(&listener, SEND_TIMEOUT)?;
         set_no_delay(&listener)?;
@@ -411,12 +411,16 @@ impl Listener {
             service,
             jobs,
             limits,
-            stopping: AtomicBool::new(false),
+            shutdown: shutdown.clone(),
             open: Mutex::new(HashMap::new()),
             next_id: AtomicU64::new(0),
             bodies: Mutex::new(HashMap::new()),
         });
         let socket = listener.try_clone()?;
+        // shutdown() on a listening socket makes a blocked accept() fail at once (Linux).
+        shutdown.on_trigger(move || {
+            let _ = rustix::net::shutdown(&socket, rustix::net::Shutdown::Both);
+        });
         let accept = thread::Builder::new()
             .name(format!("{name}-accept"))
             .stack_size(ACCEPT_STACK)
@@ -427,7 +431,6 @@ impl Listener {
         Ok(Listener {
             addr,
             shared,
-            socket,
             accept,
             workers,
         })
@@ -437,13 +440,10 @@ impl Listener {
         self.addr
     }
 
-    /// Stops accepting, lets requests being handled finish and be answered, closes the
-    /// connections waiting for a request, and waits for every connection thread and worker
-    /// to end. Parked connections are the hub's to end.
-    pub fn stop(self) {
-        self.shared.stopping.store(true, Ordering::SeqCst);
-        // shutdown() on a listening socket makes a blocked accept() fail at once (Linux).
-        let _ = rustix::net::shutdown(&self.socket, rustix::net::Shutdown::Both);
+    /// After the shutdown signal: waits for the accept loop to end, lets requests being
+    /// handled finish and be answered, closes the connections waiting for a request, and waits
+    /// for every connection thread and worker to end. Parked connections are the hub's to end.
+    pub fn join(self) {
         if let Ok(live) = self.accept.join() {
             for stream in self.shared.open.lock().values() {
                 let _ = stream.shutdown(std::net::Shutdown::Read);
@@ -475,7 +475,7 @@ fn set_send_timeout(listener: &TcpListener, timeout: Duration) -> io::Result<()>
 }
 
 /// Accepts until the listener stops; returns the count of live connection threads for
-/// [`Listener::stop`] to wait on.
+/// [`Listener::join`] to wait on.
 fn accept_loop(listener: &TcpListener, shared: &Arc<Shared>) -> Arc<Live> {
     let live = Arc::new(Live::default());
     let counts = Counts::default();
@@ -675,13 +675,13 @@ mod tests {
     #[test]
     fn a_panic_serving_a_connection_closes_it_and_stop_still_returns() {
         let socket = TcpListener::bind("127.0.0.1:0").unwrap();
-        let on_fatal: FatalHook = Arc::new(|_| {});
+        let shutdown = Shutdown::new();
         let listener = Listener::start(
             "test",
             socket,
             Limits::default(),
             Arc::new(Panicky),
-            on_fatal,
+            shutdown.clone(),
         )
         .unwrap();
         let addr = listener.addr();
@@ -691,12 +691,13 @@ mod tests {
         }
         let (done, stopped) = crossbeam_channel::bounded(1);
         thread::spawn(move || {
-            listener.stop();
+            shutdown.trigger();
+            listener.join();
             let _ = done.send(());
         });
         assert!(
             stopped.recv_timeout(Duration::from_secs(30)).is_ok(),
-            "Listener::stop did not return"
+            "Listener::join did not return"
         );
     }
 

@@ -23,14 +23,15 @@ use std::io::{self, ErrorKind, Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
 use rustls::ServerConnection;
 
-use super::listener::{Counts, log_refusal, take_slot};
+use super::listener::{Counts, Live, log_refusal, take_slot};
+use crate::util::shutdown::Shutdown as Signal;
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 
@@ -127,12 +128,51 @@ impl Drop for PeerEntry<'_> {
     }
 }
 
+/// The client sockets of handshakes under way, shut down when the server stops: a client that
+/// never finishes its handshake would otherwise keep its relay (and the stop, which waits for
+/// relays) for the handshake's whole deadline.
+#[derive(Default)]
+struct Handshakes {
+    sockets: Mutex<HashMap<u64, Arc<TcpStream>>>,
+    next_id: AtomicU64,
+}
+
+impl Handshakes {
+    /// Records `sock` until the returned entry is dropped.
+    fn enter(&self, sock: &Arc<TcpStream>) -> HandshakeEntry<'_> {
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        self.sockets.lock().insert(id, Arc::clone(sock));
+        HandshakeEntry(self, id)
+    }
+
+    fn end_all(&self) {
+        for sock in self.sockets.lock().values() {
+            let _ = sock.shutdown(Shutdown::Both);
+        }
+    }
+}
+
+/// What a relay's handshake needs: where it is recorded, the signal, its deadline.
+struct Handshake<'a> {
+    under_way: &'a Handshakes,
+    shutdown: &'a Signal,
+    timeout: Duration,
+}
+
+struct HandshakeEntry<'a>(&'a Handshakes, u64);
+
+impl Drop for HandshakeEntry<'_> {
+    fn drop(&mut self) {
+        self.0.sockets.lock().remove(&self.1);
+    }
+}
+
 pub struct TlsFront {
     addr: SocketAddr,
-    /// The listening socket, kept to wake the accept loop when stopping.
-    listener: TcpListener,
-    stopping: Arc<AtomicBool>,
-    accept: JoinHandle<()>,
+    /// Until [`TlsFront::join_accept`].
+    accept: Option<JoinHandle<()>>,
+    /// The relay threads running.
+    relays: Arc<Live>,
 }
 
 impl TlsFront {
@@ -140,7 +180,9 @@ impl TlsFront {
     /// that has not finished its handshake within `handshake_timeout` is dropped. Relays are
     /// counted per client address (at most `per_client`) and in all (at most
     /// [`MAX_RELAYS`]) before their thread starts; a connection over a count is closed at
-    /// once (a refusal without TLS would mean nothing to the client).
+    /// once (a refusal without TLS would mean nothing to the client). It accepts until
+    /// `shutdown` is triggered.
+    #[allow(clippy::too_many_arguments)]
     pub fn start(
         name: &'static str,
         public: TcpListener,
@@ -149,20 +191,31 @@ impl TlsFront {
         peers: Arc<Peers>,
         handshake_timeout: Duration,
         per_client: usize,
+        shutdown: Signal,
     ) -> io::Result<TlsFront> {
         let addr = public.local_addr()?;
         let listener = public.try_clone()?;
-        let stopping = Arc::new(AtomicBool::new(false));
+        // shutdown() on a listening socket makes a blocked accept() fail at once (Linux).
+        shutdown.on_trigger(move || {
+            let _ = rustix::net::shutdown(&listener, rustix::net::Shutdown::Both);
+        });
+        let relays = Arc::new(Live::default());
+        let handshakes = Arc::new(Handshakes::default());
+        shutdown.on_trigger({
+            let handshakes = Arc::clone(&handshakes);
+            move || handshakes.end_all()
+        });
         let accept = thread::Builder::new()
             .name(format!("{name}-tls"))
             .stack_size(RELAY_STACK)
             .spawn({
-                let stopping = Arc::clone(&stopping);
+                let relays = Arc::clone(&relays);
+                let shutdown = shutdown.clone();
                 move || {
                     let counts = Counts::default();
                     loop {
                         let accepted = public.accept();
-                        if stopping.load(Ordering::SeqCst) {
+                        if shutdown.is_triggered() {
                             return;
                         }
                         let Ok((client, peer)) = accepted else {
@@ -185,15 +238,21 @@ impl TlsFront {
                             }
                         };
                         let (config, peers) = (Arc::clone(&config), Arc::clone(&peers));
+                        let (handshakes, shutdown) = (Arc::clone(&handshakes), shutdown.clone());
+                        // Dropped with the closure: when the relay ends, or if it cannot start.
+                        let running = relays.enter();
                         let spawned = thread::Builder::new()
                             .name("tls-relay".into())
                             .stack_size(RELAY_STACK)
                             .spawn(move || {
                                 // Counted until the relay (both directions) is over.
-                                let _slot = slot;
-                                if let Err(e) =
-                                    relay(client, inner, config, &peers, handshake_timeout)
-                                {
+                                let (_slot, _running) = (slot, running);
+                                let handshake = Handshake {
+                                    under_way: &handshakes,
+                                    shutdown: &shutdown,
+                                    timeout: handshake_timeout,
+                                };
+                                if let Err(e) = relay(client, inner, config, &peers, handshake) {
                                     log::debug!("TLS connection ended: {e}");
                                 }
                             });
@@ -205,9 +264,8 @@ impl TlsFront {
             })?;
         Ok(TlsFront {
             addr,
-            listener,
-            stopping,
-            accept,
+            accept: Some(accept),
+            relays,
         })
     }
 
@@ -215,12 +273,19 @@ impl TlsFront {
         self.addr
     }
 
-    /// Stops accepting (relays already running end with their connections).
-    pub fn stop(self) {
-        self.stopping.store(true, Ordering::SeqCst);
-        // shutdown() on a listening socket makes a blocked accept() fail at once (Linux).
-        let _ = rustix::net::shutdown(&self.listener, rustix::net::Shutdown::Both);
-        let _ = self.accept.join();
+    /// After the shutdown signal: waits for the accept loop to end. Relays already running
+    /// end with their connections: see [`TlsFront::wait_relays`].
+    pub fn join_accept(&mut self) {
+        if let Some(accept) = self.accept.take() {
+            let _ = accept.join();
+        }
+    }
+
+    /// Waits for every relay thread to end, which each does when its connection ends: the HTTP
+    /// listener closes idle ones when it stops, the hub and the event streams end held ones
+    /// when they stop, and the shutdown signal ends handshakes under way.
+    pub fn wait_relays(self) {
+        self.relays.wait_none();
     }
 }
 
@@ -230,12 +295,18 @@ fn relay(
     inner: SocketAddr,
     config: Arc<rustls::ServerConfig>,
     peers: &Peers,
-    handshake_timeout: Duration,
+    handshake: Handshake<'_>,
 ) -> io::Result<()> {
     let peer = client.peer_addr()?;
     let mut tls = ServerConnection::new(config).map_err(io::Error::other)?;
-    let sock = client;
-    handshake(&mut tls, &sock, handshake_timeout)?;
+    let sock = Arc::new(client);
+    {
+        let _entry = handshake.under_way.enter(&sock);
+        if handshake.shutdown.is_triggered() {
+            return Err(io::Error::other("the server is stopping"));
+        }
+        complete_handshake(&mut tls, &sock, handshake.timeout)?;
+    }
     // From here idle connections are the listener's to time out; a held response
     // may be silent for minutes. Writes to a client that stops reading still give up.
     sock.set_read_timeout(None)?;
@@ -292,7 +363,11 @@ fn connect_as(
 }
 
 /// The handshake, which must be over within `timeout` in all (not per read).
-fn handshake(tls: &mut ServerConnection, sock: &TcpStream, timeout: Duration) -> io::Result<()> {
+fn complete_handshake(
+    tls: &mut ServerConnection,
+    sock: &TcpStream,
+    timeout: Duration,
+) -> io::Result<()> {
     let deadline = Instant::now() + timeout;
     let mut io = sock;
     while tls.is_handshaking() {

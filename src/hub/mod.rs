@@ -32,6 +32,8 @@ use parking_lot::{Condvar, Mutex};
 
 pub use change::{BucketChange, ChangeEvent, Origin};
 
+use crate::util::shutdown::Shutdown;
+
 /// How long a held subscribe stays open after a push, waiting for more (the firmware closes
 /// its side about 5 s after the last data).
 pub const BATCH_WINDOW: Duration = Duration::from_secs(3);
@@ -346,6 +348,16 @@ impl Hub {
         let (events, rx) = crossbeam_channel::bounded(WATCH_BUFFER);
         self.inner.lock().watchers.push(Watcher { events, wants });
         rx
+    }
+
+    /// When `shutdown` is triggered: ends every held subscribe (after writing what is queued)
+    /// and stops the notifier, whose thread then ends.
+    pub fn stop_on(self: &Arc<Self>, shutdown: &Shutdown) {
+        let hub = Arc::clone(self);
+        shutdown.on_trigger(move || {
+            hub.inner.lock().stopping = true;
+            hub.wake.notify_all();
+        });
     }
 
     /// Ends every held subscribe (after writing what is queued) and stops the notifier.

@@ -16,7 +16,7 @@ use super::{
 };
 
 impl Hub {
-    /// The notifier loop; runs on its own thread until [`Hub::shutdown`]. It starts
+    /// The notifier loop; runs on its own thread until [`Hub::stop_on`]. It starts
     /// [`WRITERS`] threads that do every write, so a thermostat that stopped reading holds up
     /// only the writer it is on, until the connection's send timeout
     /// ([`crate::http::listener::PARKED_SEND_TIMEOUT`]) drops it, and not every other push. A

@@ -35,13 +35,14 @@ use std::sync::Arc;
 use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
 
-use crossbeam_channel::{Receiver, Sender, bounded, select};
+use crossbeam_channel::{Receiver, bounded, select};
 
 use crate::accounts;
 use crate::app::App;
 use crate::config::MqttConfig;
 use crate::hub::ChangeEvent;
 use crate::thermostat::{self, View, status};
+use crate::util::shutdown::Shutdown;
 use discovery::{Fingerprint, Prefixes};
 use link::{Inbound, Link};
 use state_topics::Snapshot;
@@ -57,9 +58,8 @@ const STABLE: Duration = Duration::from_secs(30);
 const INBOX: usize = 256;
 const STACK: usize = 256 * 1024;
 
-/// The running bridge; [`Mqtt::stop`] ends it.
+/// The running bridge; the shutdown signal it was started with ends it.
 pub struct Mqtt {
-    stop: Sender<()>,
     /// Disconnected when the thread ends.
     done: Receiver<()>,
     thread: JoinHandle<()>,
@@ -70,13 +70,13 @@ pub struct Mqtt {
 const STOP_WAIT: Duration = Duration::from_secs(8);
 
 impl Mqtt {
-    /// Starts the bridge if MQTT is configured.
-    pub fn start(app: &Arc<App>) -> io::Result<Option<Mqtt>> {
+    /// Starts the bridge if MQTT is configured; it runs until `shutdown` is triggered.
+    pub fn start(app: &Arc<App>, shutdown: &Shutdown) -> io::Result<Option<Mqtt>> {
         let Some(config) = app.config.mqtt.clone() else {
             return Ok(None);
         };
         let changes = app.hub().watch();
-        let (stop, stopped) = bounded(1);
+        let stopped = shutdown.receiver();
         let (finished, done) = bounded::<()>(0);
         let bridge = Bridge::new(Arc::clone(app), config);
         let thread = thread::Builder::new()
@@ -86,13 +86,13 @@ impl Mqtt {
                 let _finished = finished;
                 bridge.run(&changes, &stopped);
             })?;
-        Ok(Some(Mqtt { stop, done, thread }))
+        Ok(Some(Mqtt { done, thread }))
     }
 
-    /// Publishes `offline` for hearth and every thermostat and disconnects. Waits at most
-    /// [`STOP_WAIT`]; a bridge still busy with the broker after that is left to the process exit.
-    pub fn stop(self) {
-        let _ = self.stop.send(());
+    /// After the shutdown signal, on which the bridge publishes `offline` for hearth and every
+    /// thermostat and disconnects: waits for that at most [`STOP_WAIT`]; a bridge still busy
+    /// with the broker after that is left to the process exit.
+    pub fn join(self) {
         match self.done.recv_timeout(STOP_WAIT) {
             Err(crossbeam_channel::RecvTimeoutError::Timeout) => {
                 log::warn!("MQTT: the broker did not answer in {STOP_WAIT:?}; stopping without it");

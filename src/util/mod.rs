@@ -1,9 +1,11 @@
-//! Small helpers shared by every surface: the wall clock, randomness, and JSON shorthands.
+//! Small helpers shared by every surface: the wall clock, randomness, the shutdown signal, and
+//! JSON shorthands.
 
 pub mod clock;
 pub mod memory;
 pub mod outbound;
 pub mod random;
+pub mod shutdown;
 
 /// The client a per-client limit counts (connections, request bodies, event streams, failed
 /// keys, entry keys): an IPv4 address (an IPv4-mapped IPv6 one as IPv4), or an IPv6 address's

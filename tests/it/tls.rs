@@ -384,3 +384,138 @@ fn over_tls_an_http_page_at_the_hosts_default_port_is_not_hearths_own() {
     let (status, body) = https_with_origin(s.control(), &ca, target, "https://127.0.0.1");
     assert_eq!(status, 200, "{body}");
 }
+
+/// Threads of this process: id and name.
+fn tasks() -> std::collections::HashMap<String, String> {
+    std::fs::read_dir("/proc/self/task")
+        .unwrap()
+        .filter_map(|t| {
+            let t = t.ok()?;
+            let name = std::fs::read_to_string(t.path().join("comm")).ok()?;
+            Some((
+                t.file_name().into_string().ok()?,
+                name.trim_end().to_string(),
+            ))
+        })
+        .collect()
+}
+
+/// Once `Server::shutdown` returns, every thread the server started has ended, with every
+/// optional one running: the TLS fronts and their relays (one for an event stream held open,
+/// one for an idle keep-alive connection, one for a handshake never finished), MQTT connected
+/// to a broker (when mosquitto is installed), the admin socket and history. Run in a process of
+/// its own (the test binary again, with only this test), where every thread that is not the
+/// harness's is the server's.
+#[test]
+fn stopping_a_server_ends_every_thread_it_started() {
+    const ALONE: &str = "HEARTH_TEST_ALONE";
+    const NAME: &str = "stopping_a_server_ends_every_thread_it_started";
+    if std::env::var_os(ALONE).is_none() {
+        let out = std::process::Command::new(std::env::current_exe().unwrap())
+            .args([NAME, "--test-threads=1", "--nocapture"])
+            .env(ALONE, "1")
+            .output()
+            .unwrap();
+        let text = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(out.status.success() && text.contains("1 passed"), "{text}");
+        return;
+    }
+    let certs = TempDir::new("certs");
+    make_certificates(certs.path(), KeyKind::Sec1Ec);
+    let ca = certs.path().join("ca.pem");
+    let mosquitto = ["/usr/sbin/mosquitto", "/usr/bin/mosquitto"]
+        .iter()
+        .any(|p| Path::new(p).exists());
+    // The broker is a process, the watcher's client threads are counted before the server's.
+    let broker = mosquitto.then(common::mqtt::Broker::start);
+    let watch = broker
+        .as_ref()
+        .map(|b| common::mqtt::Watcher::connect(b.port));
+    let before = tasks();
+
+    let s = tls_server(certs.path(), |c| {
+        // Longer than any wait of the test: the stalled handshake ends only by the stop.
+        c.head_timeout = Duration::from_secs(600);
+        if let Some(b) = &broker {
+            c.mqtt = Some(hearth::config::MqttConfig {
+                topic_prefix: "nle".into(),
+                ..hearth::config::MqttConfig::new("127.0.0.1", b.port)
+            });
+        }
+    });
+    if let Some(w) = &watch {
+        w.wait_for("nle/availability", "online");
+    } else {
+        eprintln!("mosquitto is not installed: stopping without MQTT");
+    }
+    let mut events = connect(s.control(), &ca);
+    events
+        .write_all(
+            b"GET /api/events HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept: text/event-stream\r\n\r\n",
+        )
+        .unwrap();
+    let mut head = String::new();
+    let mut buf = [0u8; 4096];
+    while !head.contains("\r\n\r\n") {
+        let n = events.read(&mut buf).unwrap();
+        assert!(n > 0, "the stream ended: {head}");
+        head.push_str(&String::from_utf8_lossy(&buf[..n]));
+    }
+    let mut idle = connect(s.device(), &ca);
+    idle.write_all(b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+        .unwrap();
+    let n = idle.read(&mut buf).unwrap();
+    assert!(buf[..n].starts_with(b"HTTP/1.1 200"));
+    let mut stalled = TcpStream::connect(s.control()).unwrap();
+    stalled.write_all(&[0x16, 0x03, 0x01]).unwrap(); // the start of a ClientHello
+    let mut expected = vec![
+        "device-tls",
+        "control-tls",
+        "device-accept",
+        "control-accept",
+        "device-0",
+        "control-conn",
+        "tls-relay",
+        "tls-relay-out",
+        "notifier",
+        "push-writer-0",
+        "events",
+        "event-writer-0",
+        "maintenance",
+        "admin",
+        "history",
+    ];
+    if broker.is_some() {
+        expected.push("mqtt");
+    }
+    // Three relays: the stalled handshake's thread is started once its connection is accepted.
+    wait_until("every thread started", || {
+        let started: Vec<String> = tasks()
+            .into_iter()
+            .filter(|(id, _)| !before.contains_key(id))
+            .map(|(_, name)| name)
+            .collect();
+        let relays = started.iter().filter(|n| *n == "tls-relay").count();
+        relays == 3 && expected.iter().all(|e| started.iter().any(|n| n == e))
+    });
+
+    s.stop();
+    // A joined thread may linger in /proc for a moment while the kernel finishes its exit;
+    // one the stop did not end stays.
+    let left = || -> Vec<(String, String)> {
+        tasks()
+            .into_iter()
+            .filter(|(id, _)| !before.contains_key(id))
+            .collect()
+    };
+    let ended = poll_until(TIMEOUT, || left().is_empty());
+    assert!(ended, "threads left after the stop: {:?}", left());
+    if let Some(w) = &watch {
+        w.wait_for("nle/availability", "offline");
+    }
+    drop((events, idle, stalled));
+}
