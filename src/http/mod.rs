@@ -20,6 +20,8 @@ use std::sync::Arc;
 
 use serde::Serialize;
 
+use crate::util::shutdown::Shutdown;
+
 pub use chunked::ChunkedWriter;
 
 /// Body limit for ordinary requests.
@@ -226,21 +228,50 @@ pub trait Service: Send + Sync + 'static {
 }
 
 /// Serves `handler` on `addr` (port 0 picks a free one) through this edge, with the default
-/// [`listener::Limits`], until [`listener::Listener::stop`]. For HTTP servers that are not
-/// hearth's surfaces: the simulated thermostat's settings API and the tests' fake upstreams.
-/// `name` names its threads.
+/// [`listener::Limits`], until the returned [`Served`] is dropped. For HTTP servers that are
+/// not hearth's surfaces: the simulated thermostat's settings API and the tests' fake
+/// upstreams. `name` names its threads.
 pub fn serve(
     name: &'static str,
     addr: SocketAddr,
     handler: impl Fn(Request) -> Reply + Send + Sync + 'static,
-) -> io::Result<listener::Listener> {
-    listener::Listener::start(
+) -> io::Result<Served> {
+    let shutdown = Shutdown::new();
+    let listener = listener::Listener::start(
         name,
         TcpListener::bind(addr)?,
         listener::Limits::default(),
         Arc::new(HandlerFn(handler)),
-        Arc::new(|_| {}),
-    )
+        shutdown.clone(),
+    )?;
+    Ok(Served {
+        listener: Some(listener),
+        shutdown,
+    })
+}
+
+/// A handler function being served ([`serve`]); dropping it stops the listener and waits for
+/// its threads.
+pub struct Served {
+    listener: Option<listener::Listener>,
+    shutdown: Shutdown,
+}
+
+impl Served {
+    pub fn addr(&self) -> SocketAddr {
+        self.listener
+            .as_ref()
+            .map_or_else(|| SocketAddr::from(([0, 0, 0, 0], 0)), |l| l.addr())
+    }
+}
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        self.shutdown.trigger();
+        if let Some(listener) = self.listener.take() {
+            listener.join();
+        }
+    }
 }
 
 /// A handler function as a [`Service`]: the default body limit and refusals.
@@ -267,7 +298,8 @@ mod tests {
         assert_eq!(percent_decode("%4"), Ok("%4".to_string()));
     }
 
-    /// A handler function served on loopback answers through the edge, and stop returns.
+    /// A handler function served on loopback answers through the edge; dropping it stops
+    /// the listener (its port refuses connections).
     #[test]
     fn serve_answers_with_a_handler_function() {
         let listener = serve("test-serve", ([127, 0, 0, 1], 0).into(), |rq: Request| {
@@ -281,6 +313,8 @@ mod tests {
             (200, serde_json::json!({"path": "/a"}))
         );
         assert_eq!(r.header("Server"), Some("hearth"));
-        listener.stop();
+        let addr = listener.addr();
+        drop(listener);
+        assert!(std::net::TcpStream::connect(addr).is_err());
     }
 }

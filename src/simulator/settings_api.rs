@@ -16,7 +16,7 @@ use std::sync::Arc;
 use parking_lot::Mutex;
 use serde_json::{Value, json};
 
-use crate::http::listener::Listener;
+use crate::http::Served;
 use crate::http::{self, Method, Reply, Request, Response};
 
 pub const PATH: &str = "/cgi-bin/api/settings";
@@ -35,7 +35,7 @@ pub struct SettingsApi {
     addr: SocketAddr,
     settings: Arc<Mutex<Settings>>,
     /// Served by hearth's own HTTP edge; stopped when dropped.
-    listener: Option<Listener>,
+    _served: Served,
 }
 
 impl SettingsApi {
@@ -52,7 +52,7 @@ impl SettingsApi {
         Ok(SettingsApi {
             addr: listener.addr(),
             settings,
-            listener: Some(listener),
+            _served: listener,
         })
     }
 
@@ -67,14 +67,6 @@ impl SettingsApi {
 
     pub fn set_key_required(&self, required: bool) {
         self.settings.lock().key_required = required;
-    }
-}
-
-impl Drop for SettingsApi {
-    fn drop(&mut self) {
-        if let Some(listener) = self.listener.take() {
-            listener.stop();
-        }
     }
 }
 

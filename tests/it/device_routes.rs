@@ -430,7 +430,7 @@ struct WeatherUpstream {
     url: String,
     /// Dropped first, which lets go of the requests it hangs on.
     release: Option<crossbeam_channel::Sender<()>>,
-    listener: Option<hearth::http::listener::Listener>,
+    served: Option<hearth::http::Served>,
 }
 
 fn weather_upstream(mode: Arc<AtomicUsize>, hits: Arc<AtomicUsize>) -> WeatherUpstream {
@@ -466,16 +466,14 @@ fn weather_upstream(mode: Arc<AtomicUsize>, hits: Arc<AtomicUsize>) -> WeatherUp
     WeatherUpstream {
         url: format!("http://{}/weather/v1", listener.addr()),
         release: Some(release),
-        listener: Some(listener),
+        served: Some(listener),
     }
 }
 
 impl Drop for WeatherUpstream {
     fn drop(&mut self) {
         drop(self.release.take());
-        if let Some(listener) = self.listener.take() {
-            listener.stop();
-        }
+        drop(self.served.take());
     }
 }
 

@@ -5,7 +5,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use hearth::config::SupervisorConfig;
-use hearth::http::listener::Listener;
+use hearth::http::Served;
 use hearth::http::{self, Reply, Request, Response};
 use serde_json::{Value, json};
 
@@ -73,7 +73,7 @@ pub fn no_mqtt_service() -> Answer {
 
 pub struct FakeSupervisor {
     pub url: String,
-    listener: Option<Listener>,
+    _served: Served,
     asked: Arc<Mutex<Vec<String>>>,
 }
 
@@ -116,7 +116,7 @@ impl FakeSupervisor {
         .unwrap();
         FakeSupervisor {
             url: format!("http://{}", listener.addr()),
-            listener: Some(listener),
+            _served: listener,
             asked,
         }
     }
@@ -135,10 +135,3 @@ impl FakeSupervisor {
     }
 }
 
-impl Drop for FakeSupervisor {
-    fn drop(&mut self) {
-        if let Some(listener) = self.listener.take() {
-            listener.stop();
-        }
-    }
-}
