@@ -128,7 +128,6 @@ impl Drop for PeerEntry<'_> {
 }
 
 pub struct TlsFront {
-    addr: SocketAddr,
     /// The listening socket, kept to wake the accept loop when stopping.
     listener: TcpListener,
     stopping: Arc<AtomicBool>,
@@ -150,7 +149,6 @@ impl TlsFront {
         handshake_timeout: Duration,
         per_client: usize,
     ) -> io::Result<TlsFront> {
-        let addr = public.local_addr()?;
         let listener = public.try_clone()?;
         let stopping = Arc::new(AtomicBool::new(false));
         let accept = thread::Builder::new()
@@ -204,15 +202,10 @@ impl TlsFront {
                 }
             })?;
         Ok(TlsFront {
-            addr,
             listener,
             stopping,
             accept,
         })
-    }
-
-    pub fn addr(&self) -> SocketAddr {
-        self.addr
     }
 
     /// Stops accepting (relays already running end with their connections).
