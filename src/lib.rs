@@ -10,58 +10,59 @@
 //! integration tests and `hearth-dev` reach into them (the simulated thermostat, a child
 //! server process, the HTTP client, the store's types); they are not an interface. Everything
 //! else is `pub(crate)`. The map of the modules, their layers (checked by
-//! `tests/architecture.rs`), the threads and the HTTP edge: `docs/architecture.md`; read the
-//! internals with `cargo doc --document-private-items`.
+//! `tests/architecture.rs`), the threads and the HTTP edge: `docs/architecture.md`. The
+//! internals, hidden modules included:
+//! `RUSTDOCFLAGS="--cfg hearth_internals" cargo doc --document-private-items`.
 
-// Internal documentation links to crate-private items, read with `--document-private-items`.
+// Internal documentation links to crate-private items, read with the command above.
 #![allow(rustdoc::private_intra_doc_links)]
 
-#[doc(hidden)]
+#[cfg_attr(not(hearth_internals), doc(hidden))]
 pub mod accounts;
-#[doc(hidden)]
+#[cfg_attr(not(hearth_internals), doc(hidden))]
 pub mod admin;
-#[doc(hidden)]
+#[cfg_attr(not(hearth_internals), doc(hidden))]
 pub mod app;
 pub(crate) mod browser;
 pub mod cli;
 pub mod config;
-#[doc(hidden)]
+#[cfg_attr(not(hearth_internals), doc(hidden))]
 pub mod control;
-#[doc(hidden)]
+#[cfg_attr(not(hearth_internals), doc(hidden))]
 pub mod control_port;
 pub(crate) mod dashboard;
-#[doc(hidden)]
+#[cfg_attr(not(hearth_internals), doc(hidden))]
 pub mod demo;
-#[doc(hidden)]
+#[cfg_attr(not(hearth_internals), doc(hidden))]
 pub mod device;
 pub(crate) mod events;
 pub(crate) mod history;
 pub(crate) mod hosted;
-#[doc(hidden)]
+#[cfg_attr(not(hearth_internals), doc(hidden))]
 pub mod http;
-#[doc(hidden)]
+#[cfg_attr(not(hearth_internals), doc(hidden))]
 pub mod hub;
 pub(crate) mod info;
 pub(crate) mod migrate;
 pub(crate) mod mqtt;
 pub(crate) mod onboarding;
 pub(crate) mod presence;
-#[doc(hidden)]
+#[cfg_attr(not(hearth_internals), doc(hidden))]
 pub mod process;
 pub(crate) mod server;
 pub(crate) mod service;
-#[doc(hidden)]
+#[cfg_attr(not(hearth_internals), doc(hidden))]
 pub mod simulator;
-#[doc(hidden)]
+#[cfg_attr(not(hearth_internals), doc(hidden))]
 pub mod state;
-#[doc(hidden)]
+#[cfg_attr(not(hearth_internals), doc(hidden))]
 pub mod store;
-#[doc(hidden)]
+#[cfg_attr(not(hearth_internals), doc(hidden))]
 pub mod supervisor;
-#[doc(hidden)]
+#[cfg_attr(not(hearth_internals), doc(hidden))]
 pub mod thermostat;
 pub mod util;
-#[doc(hidden)]
+#[cfg_attr(not(hearth_internals), doc(hidden))]
 pub mod weather;
 
 pub use config::Config;

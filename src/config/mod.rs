@@ -7,12 +7,12 @@
 //! nothing else in the crate but [`crate::util`], so every other module can read its settings
 //! from here.
 
-#[doc(hidden)]
+#[cfg_attr(not(hearth_internals), doc(hidden))]
 pub mod addon;
 pub(crate) mod docs;
 mod options_file;
 mod origin;
-#[doc(hidden)]
+#[cfg_attr(not(hearth_internals), doc(hidden))]
 pub mod settings;
 mod sources;
 

@@ -3,7 +3,7 @@
 pub mod clock;
 pub(crate) mod memory;
 pub(crate) mod outbound;
-#[doc(hidden)]
+#[cfg_attr(not(hearth_internals), doc(hidden))]
 pub mod random;
 
 /// The client a per-client limit counts (connections, request bodies, event streams, failed
