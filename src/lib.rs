@@ -1,60 +1,68 @@
 //! hearth: a self-hosted cloud for Nest Gen1/Gen2 thermostats running No Longer Evil firmware.
 //!
-//! Map of the crate, top to bottom: a module uses only modules on its own line or below, never
-//! one that uses it back (`tests/it/architecture.rs` checks that, and that no surface uses
-//! another).
-//! - [`cli`], [`server`] (starts and stops everything; tests start it in-process), [`demo`],
-//!   and [`process`] (a `hearth serve` child process for the tests and for `hearth-dev`, the
-//!   developer tools' binary in `src/bin/hearth-dev`, which the `hearth` binary does not
-//!   contain).
-//! - [`control_port`]: port 8082, where the control API and the hosted API meet.
-//! - The surfaces, each one dialect: [`device`] (the thermostats' protocol, port 8000),
-//!   [`control`] (the flat control API, with the [`dashboard`] page at `/`), [`hosted`] (the
-//!   hosted service's `/api/v1`) and [`mqtt`] (state, Home Assistant discovery, commands).
-//! - What surfaces share: [`history`] (temperature history on disk), [`onboarding`] (finding
-//!   and pointing thermostats), [`admin`] (the CLI's account and onboarding commands, the admin
-//!   socket), [`migrate`] (imports), [`info`]; [`app`], what every handler is given;
-//!   [`browser`], what a web page may do with either port.
-//! - [`thermostat`]: the core below every surface. The intents a person can express, the one
-//!   planner from an intent and a thermostat's view to bucket writes, its refusals, the one
-//!   commit, the status and the hosted document every surface shows. [`accounts`]: users,
-//!   ownership, shares, keys, and released thermostats.
-//! - [`state`] (buckets, accounts and the one mutation path) over [`store`] (the durable
-//!   journal and snapshots) and [`hub`] (held subscribes, pushes and change events);
-//!   [`events`] (live event streams), [`presence`], [`weather`], [`config`], [`http`] (the
-//!   HTTP/1.1 edge, hearth's own: handlers are plain functions from a parsed request to a reply),
-//!   [`service`] (systemd), [`supervisor`] (Home Assistant's, for the add-on), [`simulator`] (a simulated thermostat), [`util`].
+//! The library behind two programs: `hearth` ([`cli::main`]) and the developer tools'
+//! `hearth-dev` (`src/bin/hearth-dev`). What it offers them and the tests is small: a [`Server`]
+//! started from a [`Config`] (in-process, on port 0 in the tests) and stopped with
+//! [`Server::shutdown`]; the command line ([`cli`]); and the clock the tests drive
+//! ([`util::clock::ManualClock`]).
+//!
+//! The modules hidden from this page (`#[doc(hidden)]`) are public only because the
+//! integration tests and `hearth-dev` reach into them (the simulated thermostat, a child
+//! server process, the HTTP client, the store's types); they are not an interface. Everything
+//! else is `pub(crate)`. The map of the modules, their layers (checked by
+//! `tests/it/architecture.rs`), the threads and the HTTP edge: `docs/architecture.md`. The
+//! internals, hidden modules included:
+//! `RUSTDOCFLAGS="--cfg hearth_internals" cargo doc --document-private-items`.
 
+// Internal documentation links to crate-private items, read with the command above.
+#![allow(rustdoc::private_intra_doc_links)]
+
+#[cfg_attr(not(hearth_internals), doc(hidden))]
 pub mod accounts;
+#[cfg_attr(not(hearth_internals), doc(hidden))]
 pub mod admin;
+#[cfg_attr(not(hearth_internals), doc(hidden))]
 pub mod app;
-pub mod browser;
+pub(crate) mod browser;
 pub mod cli;
 pub mod config;
+#[cfg_attr(not(hearth_internals), doc(hidden))]
 pub mod control;
+#[cfg_attr(not(hearth_internals), doc(hidden))]
 pub mod control_port;
-pub mod dashboard;
+pub(crate) mod dashboard;
+#[cfg_attr(not(hearth_internals), doc(hidden))]
 pub mod demo;
+#[cfg_attr(not(hearth_internals), doc(hidden))]
 pub mod device;
-pub mod events;
-pub mod history;
-pub mod hosted;
+pub(crate) mod events;
+pub(crate) mod history;
+pub(crate) mod hosted;
+#[cfg_attr(not(hearth_internals), doc(hidden))]
 pub mod http;
+#[cfg_attr(not(hearth_internals), doc(hidden))]
 pub mod hub;
-pub mod info;
-pub mod migrate;
-pub mod mqtt;
-pub mod onboarding;
-pub mod presence;
+pub(crate) mod info;
+pub(crate) mod migrate;
+pub(crate) mod mqtt;
+pub(crate) mod onboarding;
+pub(crate) mod presence;
+#[cfg_attr(not(hearth_internals), doc(hidden))]
 pub mod process;
-pub mod server;
-pub mod service;
+pub(crate) mod server;
+pub(crate) mod service;
+#[cfg_attr(not(hearth_internals), doc(hidden))]
 pub mod simulator;
+#[cfg_attr(not(hearth_internals), doc(hidden))]
 pub mod state;
+#[cfg_attr(not(hearth_internals), doc(hidden))]
 pub mod store;
+#[cfg_attr(not(hearth_internals), doc(hidden))]
 pub mod supervisor;
+#[cfg_attr(not(hearth_internals), doc(hidden))]
 pub mod thermostat;
 pub mod util;
+#[cfg_attr(not(hearth_internals), doc(hidden))]
 pub mod weather;
 
 pub use config::Config;

@@ -2,7 +2,7 @@
 //!
 //! A user relates to a thermostat as its owner or as a user it is shared with (`read` or
 //! `control`). In open mode (no pairing) a thermostat nobody has claimed belongs to the default
-//! user `owner`, unless it was released (see [`super::release`]). A key acts for its user and is
+//! user `owner`, unless it was released (see [`mod@super::release`]). A key acts for its user and is
 //! further limited by its scopes and its serial list. The order of the checks decides the
 //! answer:
 //! 1. no relation → not found (the caller learns nothing about thermostats that are not theirs);

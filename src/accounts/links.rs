@@ -5,7 +5,7 @@
 //! a thermostat away from the default user of open mode (`owner`), never away from another
 //! user: that user must unlink it first. When the owner changes, the old owner's shares end.
 //! A claim also takes a thermostat back from release; unlinking releases it in open mode (see
-//! [`super::release`]).
+//! [`mod@super::release`]).
 
 use serde_json::Value;
 

@@ -4,12 +4,12 @@
 //! API and the command line (`hearth users|keys|claim|share|devices`) all use them, so a rule
 //! is written once.
 
-pub mod access;
+pub(crate) mod access;
 mod error;
 pub mod keys;
 pub mod links;
-pub mod pin;
-pub mod release;
+pub(crate) mod pin;
+pub(crate) mod release;
 
 pub use access::{Need, Relation, effective_owner, relation};
 pub use error::AccountsError;

@@ -7,9 +7,9 @@
 //! socket in the data directory ([`socket`]) and the server runs it. Either way the same
 //! [`run`] does the work, so a key created while the server runs works at once.
 
-pub mod onboarding;
+pub(crate) mod onboarding;
 pub mod socket;
-pub mod table;
+pub(crate) mod table;
 
 use std::path::Path;
 use std::sync::Arc;

@@ -1,14 +1,15 @@
 //! The settings' documentation, from their declarations ([`super::settings::SETTINGS`]): the
 //! table in docs/configuration.md and each option's `--help` line.
 
-use super::settings::{Kind, SETTINGS, Setting, Unset};
+use super::settings::{Kind, Setting, Unset};
 
 /// The settings table of docs/configuration.md (Markdown), one row per declared setting.
-pub fn settings_table() -> String {
+#[cfg(test)]
+fn settings_table() -> String {
     let mut out = String::from(
         "| Variable | Option | Default | Allowed | What it does |\n|---|---|---|---|---|\n",
     );
-    for s in SETTINGS {
+    for s in super::settings::SETTINGS {
         out.push_str(&format!(
             "| `{}` | `{}` | {} | {} | {} |\n",
             s.variable,
@@ -94,6 +95,7 @@ fn link(s: &str) -> Option<(&str, &str)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::config::settings::SETTINGS;
     use std::path::Path;
 
     /// The table in docs/configuration.md sits between these lines.

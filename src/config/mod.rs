@@ -7,10 +7,12 @@
 //! nothing else in the crate but [`crate::util`], so every other module can read its settings
 //! from here.
 
+#[cfg_attr(not(hearth_internals), doc(hidden))]
 pub mod addon;
-pub mod docs;
+pub(crate) mod docs;
 mod options_file;
 mod origin;
+#[cfg_attr(not(hearth_internals), doc(hidden))]
 pub mod settings;
 mod sources;
 

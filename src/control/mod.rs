@@ -11,7 +11,7 @@
 //! in [`crate::control_port`], which also adds the CORS headers and answers `OPTIONS`.
 
 mod claim;
-pub mod command;
+pub(crate) mod command;
 mod devices;
 pub mod error;
 mod history;

@@ -9,7 +9,7 @@
 //! 24 hours of the same model into the history directory; those samples are simulated, like
 //! everything else in the demo.
 
-pub mod climate;
+pub(crate) mod climate;
 
 use std::io;
 use std::path::Path;

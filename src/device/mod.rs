@@ -3,7 +3,7 @@
 //! docs/device-protocol.md.
 
 mod entry;
-pub mod error;
+pub(crate) mod error;
 pub mod identity;
 mod listing;
 pub mod normalize;
@@ -11,8 +11,8 @@ mod passphrase;
 mod put;
 mod subscribe;
 mod upload;
-pub mod weather;
-pub mod wire;
+pub(crate) mod weather;
+pub(crate) mod wire;
 
 use std::sync::Arc;
 

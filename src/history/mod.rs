@@ -1,6 +1,6 @@
 //! Temperature history: per thermostat, a sample every `HISTORY_INTERVAL_SECONDS` (300 by
 //! default, on the clock's multiples of it) and one whenever its HVAC state (heating, cooling,
-//! fan) changes. Samples live on disk in `DATA_DIR/history/` (see [`file`] for the bounds),
+//! fan) changes. Samples live on disk in `DATA_DIR/history/` (see [`mod@file`] for the bounds),
 //! not in memory, so a thousand thermostats cost the recorder a few bytes each. Like the rest
 //! of the data directory, the files are readable only by hearth's user (they show when a home
 //! is occupied).

@@ -19,7 +19,7 @@ use ratelimit::RateLimiter;
 
 use std::sync::Arc;
 
-use crate::accounts::access::{self, Need, Relation};
+use crate::accounts::access::{self, Need};
 use crate::accounts::keys;
 use crate::app::App;
 use crate::http::{Method, Request, Response, percent_decode};
@@ -204,7 +204,6 @@ fn parse(method: Method, path: &str) -> Result<(Action, Option<String>), HostedE
 /// A thermostat a request may act on.
 pub struct Target {
     pub serial: String,
-    pub relation: Relation,
 }
 
 fn route(app: &App, req: &Request, key: &ApiKey) -> Result<Response, HostedError> {
@@ -220,10 +219,9 @@ fn route(app: &App, req: &Request, key: &ApiKey) -> Result<Response, HostedError
         .find_device(&id)
         .ok_or(HostedError::DeviceNotFound)?;
     let open_mode = !app.config.require_device_pairing;
-    let relation = app
-        .state
+    app.state
         .accounts(|a| access::check(a, key, &serial, action.need(), open_mode))?;
-    let target = Target { serial, relation };
+    let target = Target { serial };
     match action {
         Action::Devices => Ok(read::devices(app, key)),
         Action::Status => read::status(app, &target, key),

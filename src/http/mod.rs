@@ -4,13 +4,13 @@
 //! without sockets.
 
 mod body;
-pub mod chunked;
+pub(crate) mod chunked;
 pub mod client;
 mod connection;
 mod head;
 pub mod listener;
 mod respond;
-pub mod tls;
+pub(crate) mod tls;
 
 pub use connection::redact;
 

@@ -168,7 +168,6 @@ impl Drop for HandshakeEntry<'_> {
 }
 
 pub struct TlsFront {
-    addr: SocketAddr,
     /// Until [`TlsFront::join_accept`].
     accept: Option<JoinHandle<()>>,
     /// The relay threads running.
@@ -193,7 +192,6 @@ impl TlsFront {
         per_client: usize,
         shutdown: Signal,
     ) -> io::Result<TlsFront> {
-        let addr = public.local_addr()?;
         let listener = public.try_clone()?;
         // shutdown() on a listening socket makes a blocked accept() fail at once (Linux).
         shutdown.on_trigger(move || {
@@ -263,14 +261,9 @@ impl TlsFront {
                 }
             })?;
         Ok(TlsFront {
-            addr,
             accept: Some(accept),
             relays,
         })
-    }
-
-    pub fn addr(&self) -> SocketAddr {
-        self.addr
     }
 
     /// After the shutdown signal: waits for the accept loop to end. Relays already running

@@ -94,24 +94,67 @@ pub fn home_assistant(s: &Snapshot, now_s: i64) -> Vec<(&'static str, String)> {
     if s.view.device.is_none() || s.view.shared.is_none() {
         return Vec::new();
     }
-    let mut out: Vec<(&'static str, String)> = Vec::new();
-    let mut put = |suffix: &'static str, v: Option<Value>| {
-        if let Some(v) = v.filter(|v| !v.is_null()) {
-            out.push((suffix, payload(&v)));
-        }
-    };
-    let view = &s.view;
-    let r = |f: &str| s.record.get(f).cloned();
-    let d = |f: &str| view.device_field(f).cloned();
-    let text = |v: Option<Value>| v.map(|v| Value::String(payload(&v).to_ascii_lowercase()));
+    let mut out = Topics::default();
+    climate(s, &mut out);
+    activity(s, &mut out);
+    readings(s, now_s, &mut out);
+    if s.flag("has_fan") {
+        fan_timer(s, now_s, &mut out);
+    }
+    out.0
+}
 
+/// The Home Assistant topics of one publication, in the order they are published.
+#[derive(Default)]
+struct Topics(Vec<(&'static str, String)>);
+
+impl Topics {
+    /// A missing or null value publishes nothing.
+    fn put(&mut self, suffix: &'static str, v: Option<Value>) {
+        if let Some(v) = v.filter(|v| !v.is_null()) {
+            self.0.push((suffix, payload(&v)));
+        }
+    }
+}
+
+/// A field of the status record.
+fn record(s: &Snapshot, field: &str) -> Option<Value> {
+    s.record.get(field).cloned()
+}
+
+/// A field of the `device` bucket.
+fn device(s: &Snapshot, field: &str) -> Option<Value> {
+    s.view.device_field(field).cloned()
+}
+
+/// A field's text in lower case (`True` and `true` alike).
+fn lower_text(v: Option<Value>) -> Option<Value> {
+    v.map(|v| Value::String(payload(&v).to_ascii_lowercase()))
+}
+
+/// One of the status record's `hvac` flags.
+fn hvac(s: &Snapshot, flag: &str) -> bool {
+    s.record
+        .get("hvac")
+        .and_then(|h| h.get(flag))
+        .and_then(Value::as_bool)
+        .unwrap_or(false)
+}
+
+/// Whether the fan runs on its own (a timer, or the fan switched on).
+fn fan_on(s: &Snapshot) -> bool {
+    s.flag("fan_timer_active") || truthy(s.view.device_field("fan_control_state"))
+}
+
+/// The mode, the room's temperature and humidity, and the targets the mode uses.
+fn climate(s: &Snapshot, out: &mut Topics) {
     let mode = s.ha_mode();
-    put("mode", Some(Value::from(mode)));
-    put(
+    out.put("mode", Some(Value::from(mode)));
+    out.put(
         "current_temperature",
-        r("current_temperature").map(one_decimal),
+        record(s, "current_temperature").map(one_decimal),
     );
-    put("current_humidity", d("current_humidity"));
+    out.put("current_humidity", device(s, "current_humidity"));
     let used: &[&str] = match mode {
         "heat" | "cool" => &TARGETS[..1],
         "heat_cool" => &TARGETS[1..],
@@ -120,35 +163,31 @@ pub fn home_assistant(s: &Snapshot, now_s: i64) -> Vec<(&'static str, String)> {
     for field in TARGETS {
         let v = used
             .contains(&field)
-            .then(|| r(field))
+            .then(|| record(s, field))
             .flatten()
             .filter(|v| !v.is_null());
         // Unused (or unknown) targets are published empty so a stale retained value is cleared.
-        put(field, Some(v.unwrap_or_else(|| Value::from(""))));
+        out.put(field, Some(v.unwrap_or_else(|| Value::from(""))));
     }
+}
 
-    let hvac = |f: &str| {
-        s.record
-            .get("hvac")
-            .and_then(|h| h.get(f))
-            .and_then(Value::as_bool)
-            .unwrap_or(false)
-    };
-    let fan_on = s.flag("fan_timer_active") || truthy(view.device_field("fan_control_state"));
-    let action = if mode == "off" {
+/// What the thermostat is doing (heating, cooling, the fan, idle), its fan mode and its preset.
+fn activity(s: &Snapshot, out: &mut Topics) {
+    let fan_on = fan_on(s);
+    let action = if s.ha_mode() == "off" {
         "off"
-    } else if HEATING_FLAGS.iter().any(|f| hvac(f)) {
+    } else if HEATING_FLAGS.iter().any(|f| hvac(s, f)) {
         "heating"
-    } else if COOLING_FLAGS.iter().any(|f| hvac(f)) {
+    } else if COOLING_FLAGS.iter().any(|f| hvac(s, f)) {
         "cooling"
-    } else if fan_on || hvac("fan") {
+    } else if fan_on || hvac(s, "fan") {
         "fan"
     } else {
         "idle"
     };
-    put("action", Some(Value::from(action)));
+    out.put("action", Some(Value::from(action)));
     if s.flag("has_fan") {
-        put(
+        out.put(
             "fan_mode",
             Some(Value::from(if fan_on { "on" } else { "auto" })),
         );
@@ -160,12 +199,18 @@ pub fn home_assistant(s: &Snapshot, now_s: i64) -> Vec<(&'static str, String)> {
     } else {
         "home"
     };
-    put("preset", Some(Value::from(preset)));
-    put(
+    out.put("preset", Some(Value::from(preset)));
+}
+
+/// The sensors: outdoor temperature, occupancy, the fan, the leaf, the battery, the radio, the
+/// filter, time to target and the firmware's other readings.
+fn readings(s: &Snapshot, now_s: i64, out: &mut Topics) {
+    let view = &s.view;
+    out.put(
         "outdoor_temperature",
-        d("outdoor_temperature")
+        device(s, "outdoor_temperature")
             .or_else(|| view.shared_field("outside_temperature").cloned())
-            .or_else(|| d("outside_temperature"))
+            .or_else(|| device(s, "outside_temperature"))
             .map(one_decimal),
     );
     let away_sensed = view
@@ -173,68 +218,71 @@ pub fn home_assistant(s: &Snapshot, now_s: i64) -> Vec<(&'static str, String)> {
         .and_then(Value::as_f64)
         .is_some_and(|a| a > 0.0)
         || truthy(view.device_field("away"));
-    put(
+    out.put(
         "occupancy",
         Some(Value::from(if away_sensed { "away" } else { "home" })),
     );
-    put("fan_running", Some(Value::Bool(hvac("fan"))));
+    out.put("fan_running", Some(Value::Bool(hvac(s, "fan"))));
     let leaf = view
         .device_field("eco")
         .and_then(|e| e.get("leaf"))
         .or_else(|| view.device_field("leaf"));
-    put("eco", Some(Value::Bool(truthy(leaf))));
-    put(
+    out.put("eco", Some(Value::Bool(truthy(leaf))));
+    out.put(
         "battery",
-        d("battery_level")
+        device(s, "battery_level")
             .and_then(|v| v.as_f64())
             .map(|volts| Value::from(battery_percent(volts))),
     );
-    put(
+    out.put(
         "rssi",
-        d("rssi")
+        device(s, "rssi")
             .and_then(|v| number(&v))
             .map(|x| json_number(-x.abs())),
     );
-    put(
+    out.put(
         "filter_replacement_needed",
-        text(d("filter_replacement_needed")),
+        lower_text(device(s, "filter_replacement_needed")),
     );
-    put(
+    out.put(
         "filter_runtime_days",
-        d("filter_runtime_sec")
+        device(s, "filter_runtime_sec")
             .and_then(|v| v.as_f64())
             .map(|secs| json_number((secs / 8640.0).round() / 10.0)),
     );
-    put(
+    out.put(
         "time_to_target",
-        d("time_to_target")
+        device(s, "time_to_target")
             .and_then(|v| v.as_i64())
             .filter(|t| *t != 0)
             .map(|t| Value::from(minutes_until(t, now_s))),
     );
-    put(
+    out.put(
         "sunlight_correction_active",
-        text(d("sunlight_correction_active")),
+        lower_text(device(s, "sunlight_correction_active")),
     );
-    put("learning_mode", text(d("learning_mode")));
-    put("heat_pump_ready", text(d("heatpump_ready")));
-    put(
+    out.put("learning_mode", lower_text(device(s, "learning_mode")));
+    out.put("heat_pump_ready", lower_text(device(s, "heatpump_ready")));
+    out.put(
         "compressor_lockout_timeout",
-        d("compressor_lockout_timeout"),
+        device(s, "compressor_lockout_timeout"),
     );
-    put("local_ip", d("local_ip"));
-    if s.flag("has_fan") {
-        let until = d("fan_timer_timeout").and_then(|v| v.as_i64()).unwrap_or(0);
-        put(
-            "fan_timer_remaining",
-            Some(Value::from(minutes_until(until, now_s))),
-        );
-        put(
-            "fan_duration",
-            Some(Value::from(fan_run_seconds(view) / 60)),
-        );
-    }
-    out
+    out.put("local_ip", device(s, "local_ip"));
+}
+
+/// A thermostat with a fan: the minutes its timer has left and the length of a fan run.
+fn fan_timer(s: &Snapshot, now_s: i64, out: &mut Topics) {
+    let until = device(s, "fan_timer_timeout")
+        .and_then(|v| v.as_i64())
+        .unwrap_or(0);
+    out.put(
+        "fan_timer_remaining",
+        Some(Value::from(minutes_until(until, now_s))),
+    );
+    out.put(
+        "fan_duration",
+        Some(Value::from(fan_run_seconds(&s.view) / 60)),
+    );
 }
 
 /// A sensor reading to one decimal (20.934 °C shows as 20.9), as the Python server sends it.

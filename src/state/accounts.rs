@@ -24,7 +24,7 @@ pub struct Accounts {
     #[serde(default)]
     pub api_keys: BTreeMap<String, ApiKey>,
     /// Thermostats their owner let go of in open mode: nobody's until claimed or adopted
-    /// again (the rule is [`crate::accounts::release`]'s).
+    /// again (the rule is [`mod@crate::accounts::release`]'s).
     #[serde(default)]
     pub released: BTreeSet<String>,
 }

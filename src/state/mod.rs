@@ -15,14 +15,14 @@
 //! Never call `update_device` or `update_accounts` from inside another one's closure: both take
 //! the gate, and a second read of it blocks behind a waiting snapshot.
 
-pub mod accounts;
-pub mod bucket;
-pub mod compact;
-pub mod device;
-pub mod fields;
+pub(crate) mod accounts;
+pub(crate) mod bucket;
+pub(crate) mod compact;
+pub(crate) mod device;
+pub(crate) mod fields;
 pub mod limits;
-pub mod ops;
-pub mod txn;
+pub(crate) mod ops;
+pub(crate) mod txn;
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::Path;

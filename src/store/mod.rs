@@ -13,9 +13,9 @@
 //! are the journal's records.
 
 mod error;
-pub mod files;
-pub mod journal;
-pub mod snapshot;
+pub(crate) mod files;
+pub(crate) mod journal;
+pub(crate) mod snapshot;
 
 use std::fs::File;
 use std::io::Write;

@@ -8,18 +8,18 @@
 //! refusals to its own wire errors; a new control is one intent and one planner rule here,
 //! then a line of parsing per surface.
 
-pub mod commit;
+pub(crate) mod commit;
 pub mod document;
-pub mod intent;
-pub mod names;
-pub mod pin;
-pub mod plan;
-pub mod refusal;
+pub(crate) mod intent;
+pub(crate) mod names;
+pub(crate) mod pin;
+pub(crate) mod plan;
+pub(crate) mod refusal;
 pub mod schedule;
-pub mod settings;
-pub mod status;
-pub mod status_cache;
-pub mod view;
+pub(crate) mod settings;
+pub(crate) mod status;
+pub(crate) mod status_cache;
+pub(crate) mod view;
 
 pub use commit::{Applied, Committed, admit, commit};
 pub use intent::{

@@ -51,89 +51,38 @@ impl Write {
 /// The writes that carry out `intent` on the thermostat `view` shows, at `now_ms`; the first
 /// is the intent's own bucket. Nothing is written unless every rule passes.
 pub fn plan(intent: &Intent, view: &View, now_ms: i64) -> Result<Vec<Write>, Refusal> {
-    let mut values = JsonMap::new();
-    let bucket = match intent {
+    let (bucket, values) = match intent {
         Intent::Target {
             celsius,
             mode,
             step,
-        } => {
-            let mode = match mode {
-                SetpointMode::Unchanged => None,
-                SetpointMode::Heat => Some(Mode::Heat),
-                SetpointMode::Cool => Some(Mode::Cool),
-                SetpointMode::Current => Some(match view.mode() {
-                    Some("heat") => Mode::Heat,
-                    Some("cool") => Mode::Cool,
-                    other => return Err(Refusal::NotHeatingOrCooling(other.map(str::to_string))),
-                }),
-            };
-            if let Some(mode) = mode {
-                can_run(mode, view)?;
-            }
-            let c = fit(view, "target_temperature", *celsius, *step);
-            values.insert("target_temperature".into(), json_number(c));
-            if let Some(mode) = mode {
-                values.insert("target_temperature_type".into(), Value::from(mode.nest()));
-            }
-            // The thermostat lights its display for a pushed setpoint, then acknowledges it.
-            values.insert("target_change_pending".into(), Value::Bool(true));
-            BucketKind::Shared
-        }
+        } => (BucketKind::Shared, target(view, *celsius, *mode, *step)?),
         Intent::Range {
             low,
             high,
             switch_mode,
             step,
-        } => {
-            if *switch_mode {
-                if let (Some(l), Some(h)) = (low, high) {
-                    if l >= h {
-                        return Err(Refusal::LowNotBelowHigh);
-                    }
-                }
-                can_run(Mode::Range, view)?;
-            }
-            let fields = ("target_temperature_low", "target_temperature_high");
-            range(view, (*low, *high), fields, *step, &mut values)?;
-            if *switch_mode {
-                values.insert("target_temperature_type".into(), Value::from("range"));
-            }
-            values.insert("target_change_pending".into(), Value::Bool(true));
-            BucketKind::Shared
-        }
+        } => (
+            BucketKind::Shared,
+            target_range(view, (*low, *high), *switch_mode, *step)?,
+        ),
         Intent::Mode(mode) => {
             can_run(*mode, view)?;
-            values.insert("target_temperature_type".into(), Value::from(mode.nest()));
-            BucketKind::Shared
+            (
+                BucketKind::Shared,
+                one("target_temperature_type", Value::from(mode.nest())),
+            )
         }
         Intent::Fan(fan) => {
             let until = fan_timer_timeout(*fan, view, now_ms)?;
-            values.insert("fan_timer_timeout".into(), Value::from(until));
-            BucketKind::Device
+            (
+                BucketKind::Device,
+                one("fan_timer_timeout", Value::from(until)),
+            )
         }
-        Intent::FanRunTime(seconds) => {
-            if !(1..=MAX_FAN_SECONDS).contains(seconds) {
-                return Err(Refusal::Invalid(format!(
-                    "The fan run time must be from 1 to {MAX_FAN_SECONDS} seconds"
-                )));
-            }
-            values.insert("fan_timer_duration".into(), Value::from(*seconds));
-            if fan_running(view, now_ms) {
-                let until = fan_timer_timeout(Fan::For(*seconds), view, now_ms)?;
-                values.insert("fan_timer_timeout".into(), Value::from(until));
-            }
-            BucketKind::Device
-        }
+        Intent::FanRunTime(seconds) => (BucketKind::Device, fan_run_time(view, *seconds, now_ms)?),
         Intent::Away(away) => return Ok(away_writes(*away, now_ms)),
-        Intent::EcoRange { low, high } => {
-            if low.is_none() && high.is_none() {
-                return Err(Refusal::NothingToChange);
-            }
-            let fields = ("away_temperature_low", "away_temperature_high");
-            range(view, (*low, *high), fields, Step::Exact, &mut values)?;
-            BucketKind::Device
-        }
+        Intent::EcoRange { low, high } => (BucketKind::Device, eco_range(view, *low, *high)?),
         Intent::Schedule { schedule, .. } => {
             return Ok(vec![Write {
                 bucket: BucketKind::Schedule,
@@ -141,24 +90,122 @@ pub fn plan(intent: &Intent, view: &View, now_ms: i64) -> Result<Vec<Write>, Ref
                 replace: true,
             }]);
         }
-        Intent::ScheduleMode(mode) => {
-            values.insert("schedule_mode".into(), Value::from(mode.as_str()));
-            BucketKind::Shared
+        Intent::ScheduleMode(mode) => (
+            BucketKind::Shared,
+            one("schedule_mode", Value::from(mode.as_str())),
+        ),
+        Intent::Settings(settings) => (BucketKind::Device, settings.clone()),
+        Intent::Lock(lock) => (BucketKind::Device, lock_writes(view, lock)?),
+        // `label` is the field every surface reads first (see `names`), and the thermostat
+        // never sends it: `shared.name` would be overwritten by the `"name": ""` a thermostat
+        // uploads with its full state after a reboot.
+        Intent::Name(name) => (BucketKind::Shared, one("label", Value::from(name.as_str()))),
+    };
+    if values.is_empty() {
+        return Err(Refusal::NothingToChange);
+    }
+    Ok(vec![Write::merge(bucket, values)])
+}
+
+/// A bucket's values with one field.
+fn one(field: &str, value: Value) -> JsonMap {
+    let mut values = JsonMap::new();
+    values.insert(field.into(), value);
+    values
+}
+
+/// One setpoint, fitted to the bounds, switching the mode to heat or cool when the intent
+/// says so (the thermostat's equipment must be able to run it).
+fn target(view: &View, celsius: f64, mode: SetpointMode, step: Step) -> Result<JsonMap, Refusal> {
+    let mode = match mode {
+        SetpointMode::Unchanged => None,
+        SetpointMode::Heat => Some(Mode::Heat),
+        SetpointMode::Cool => Some(Mode::Cool),
+        SetpointMode::Current => Some(match view.mode() {
+            Some("heat") => Mode::Heat,
+            Some("cool") => Mode::Cool,
+            other => return Err(Refusal::NotHeatingOrCooling(other.map(str::to_string))),
+        }),
+    };
+    if let Some(mode) = mode {
+        can_run(mode, view)?;
+    }
+    let mut values = JsonMap::new();
+    let c = fit(view, "target_temperature", celsius, step);
+    values.insert("target_temperature".into(), json_number(c));
+    if let Some(mode) = mode {
+        values.insert("target_temperature_type".into(), Value::from(mode.nest()));
+    }
+    // The thermostat lights its display for a pushed setpoint, then acknowledges it.
+    values.insert("target_change_pending".into(), Value::Bool(true));
+    Ok(values)
+}
+
+/// A heat·cool pair (either or both), switching the mode to range when the intent says so.
+fn target_range(
+    view: &View,
+    (low, high): (Option<f64>, Option<f64>),
+    switch_mode: bool,
+    step: Step,
+) -> Result<JsonMap, Refusal> {
+    if switch_mode {
+        if let (Some(l), Some(h)) = (low, high) {
+            if l >= h {
+                return Err(Refusal::LowNotBelowHigh);
+            }
         }
-        Intent::Settings(settings) => {
-            values = settings.clone();
-            BucketKind::Device
-        }
-        Intent::Lock(Lock::Off) => {
+        can_run(Mode::Range, view)?;
+    }
+    let mut values = JsonMap::new();
+    let fields = ("target_temperature_low", "target_temperature_high");
+    range(view, (low, high), fields, step, &mut values)?;
+    if switch_mode {
+        values.insert("target_temperature_type".into(), Value::from("range"));
+    }
+    values.insert("target_change_pending".into(), Value::Bool(true));
+    Ok(values)
+}
+
+/// A new length for "fan on"; a timer already running is restarted with it.
+fn fan_run_time(view: &View, seconds: i64, now_ms: i64) -> Result<JsonMap, Refusal> {
+    if !(1..=MAX_FAN_SECONDS).contains(&seconds) {
+        return Err(Refusal::Invalid(format!(
+            "The fan run time must be from 1 to {MAX_FAN_SECONDS} seconds"
+        )));
+    }
+    let mut values = one("fan_timer_duration", Value::from(seconds));
+    if fan_running(view, now_ms) {
+        let until = fan_timer_timeout(Fan::For(seconds), view, now_ms)?;
+        values.insert("fan_timer_timeout".into(), Value::from(until));
+    }
+    Ok(values)
+}
+
+/// The eco temperatures (either or both), each fitted to its bounds as sent (no half-degree
+/// step).
+fn eco_range(view: &View, low: Option<f64>, high: Option<f64>) -> Result<JsonMap, Refusal> {
+    if low.is_none() && high.is_none() {
+        return Err(Refusal::NothingToChange);
+    }
+    let mut values = JsonMap::new();
+    let fields = ("away_temperature_low", "away_temperature_high");
+    range(view, (low, high), fields, Step::Exact, &mut values)?;
+    Ok(values)
+}
+
+/// The temperature lock off, or on with its PIN's hash and its bounds.
+fn lock_writes(view: &View, lock: &Lock) -> Result<JsonMap, Refusal> {
+    let mut values = JsonMap::new();
+    match lock {
+        Lock::Off => {
             values.insert("temperature_lock".into(), Value::Bool(false));
             values.insert("temperature_lock_pin_hash".into(), Value::from(""));
-            BucketKind::Device
         }
-        Intent::Lock(Lock::On {
+        Lock::On {
             pin_hash,
             low,
             high,
-        }) => {
+        } => {
             // Compared after clamping, so 36/40 °C is refused rather than stored as a lock to
             // the single value 35 °C.
             let low = view.clamp("temperature_lock_low_temp", *low);
@@ -173,20 +220,9 @@ pub fn plan(intent: &Intent, view: &View, now_ms: i64) -> Result<Vec<Write>, Ref
             );
             values.insert("temperature_lock_low_temp".into(), json_number(low));
             values.insert("temperature_lock_high_temp".into(), json_number(high));
-            BucketKind::Device
         }
-        // `label` is the field every surface reads first (see `names`), and the thermostat
-        // never sends it: `shared.name` would be overwritten by the `"name": ""` a thermostat
-        // uploads with its full state after a reboot.
-        Intent::Name(name) => {
-            values.insert("label".into(), Value::from(name.as_str()));
-            BucketKind::Shared
-        }
-    };
-    if values.is_empty() {
-        return Err(Refusal::NothingToChange);
     }
-    Ok(vec![Write::merge(bucket, values)])
+    Ok(values)
 }
 
 /// Whether the thermostat's equipment can run `mode`. `can_heat` and `can_cool` default to

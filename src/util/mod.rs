@@ -2,8 +2,9 @@
 //! JSON shorthands.
 
 pub mod clock;
-pub mod memory;
-pub mod outbound;
+pub(crate) mod memory;
+pub(crate) mod outbound;
+#[cfg_attr(not(hearth_internals), doc(hidden))]
 pub mod random;
 pub mod shutdown;
 
@@ -11,7 +12,7 @@ pub mod shutdown;
 /// keys, entry keys): an IPv4 address (an IPv4-mapped IPv6 one as IPv4), or an IPv6 address's
 /// /64, since one home network hands out many addresses within it and a host can take a new
 /// one at will.
-pub fn client_key(ip: std::net::IpAddr) -> std::net::IpAddr {
+pub(crate) fn client_key(ip: std::net::IpAddr) -> std::net::IpAddr {
     match ip.to_canonical() {
         std::net::IpAddr::V6(v6) => {
             let mut segments = v6.segments();
@@ -23,7 +24,7 @@ pub fn client_key(ip: std::net::IpAddr) -> std::net::IpAddr {
 }
 
 /// Bytes as lower-case hex digits, two per byte (key hashes, ids, simulated identities).
-pub fn hex(bytes: &[u8]) -> String {
+pub(crate) fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
@@ -33,7 +34,7 @@ pub type JsonMap = serde_json::Map<String, serde_json::Value>;
 /// A finite number: a JSON number, or a string holding a plain decimal number (the Python
 /// server accepted `"21.5"`, and MQTT payloads are text). `NaN`, `Infinity`, booleans and null
 /// are not numbers.
-pub fn number(v: &serde_json::Value) -> Option<f64> {
+pub(crate) fn number(v: &serde_json::Value) -> Option<f64> {
     let n = match v {
         serde_json::Value::Number(n) => n.as_f64(),
         serde_json::Value::String(s) => serde_json::from_str::<serde_json::Number>(s.trim())

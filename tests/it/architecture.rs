@@ -1,13 +1,19 @@
-//! The crate's map, checked: which top-level module uses which (`crate::x` paths in code, not
-//! in comments or test modules). The modules form no cycle, no surface uses another, and the
-//! thermostat core uses no surface. A failure names the edges and the files they come from.
+//! The crate's map, checked. docs/architecture.md draws the modules in layers (the fenced block
+//! after its `<!-- layers:` marker); this reads that drawing and which top-level module uses
+//! which (`crate::x` paths in code, not in comments or test modules), and fails when they
+//! disagree: a module using one in a layer above it, a surface using another surface, a module
+//! of `src/` missing from the drawing or a drawn module that does not exist, a module missing
+//! from the page's table of modules, or two modules that use each other. A failure names the
+//! edges and the files they come from.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
 use std::path::{Path, PathBuf};
 
-/// The surfaces: each speaks one dialect over the thermostat core.
-const SURFACES: [&str; 4] = ["device", "control", "hosted", "mqtt"];
+/// The layer whose modules must not use each other.
+const SURFACES: &str = "surfaces";
+/// What precedes the drawing of the layers in docs/architecture.md.
+const MARKER: &str = "<!-- layers:";
 
 /// module -> (module it uses -> files that use it)
 type Graph = BTreeMap<String, BTreeMap<String, BTreeSet<String>>>;
@@ -89,32 +95,27 @@ fn uses(code: &str) -> BTreeSet<String> {
     found
 }
 
-fn graph() -> Graph {
+/// The top-level modules of `src/` and which uses which.
+fn graph() -> (BTreeSet<String>, Graph) {
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
     let mut files = Vec::new();
     rust_files(&src, &mut files);
-    // src/bin holds other programs (hearth-dev), which use the library from outside.
+    // src/bin holds other programs (hearth-dev), which use the library from outside; lib.rs
+    // and main.rs are the crate's roots, not modules.
     files.retain(|f| !f.starts_with(src.join("bin")));
-    let modules: BTreeSet<String> = files
-        .iter()
-        .filter_map(|f| {
-            let rel = f.strip_prefix(&src).ok()?;
-            let first = rel.components().next()?.as_os_str().to_str()?;
-            Some(first.trim_end_matches(".rs").to_string())
-        })
-        .collect();
+    let module_of = |f: &Path| -> Option<String> {
+        let rel = f.strip_prefix(&src).ok()?;
+        let first = rel.components().next()?.as_os_str().to_str()?;
+        let name = first.trim_end_matches(".rs");
+        (name != "lib" && name != "main").then(|| name.to_string())
+    };
+    let modules: BTreeSet<String> = files.iter().filter_map(|f| module_of(f)).collect();
     let mut graph = Graph::new();
     for file in &files {
+        let Some(module) = module_of(file) else {
+            continue;
+        };
         let rel = file.strip_prefix(&src).unwrap();
-        let module = rel
-            .components()
-            .next()
-            .unwrap()
-            .as_os_str()
-            .to_str()
-            .unwrap()
-            .trim_end_matches(".rs")
-            .to_string();
         let code = code_of(&fs::read_to_string(file).unwrap());
         for used in uses(&code) {
             if used != module && modules.contains(&used) {
@@ -127,7 +128,96 @@ fn graph() -> Graph {
             }
         }
     }
-    graph
+    (modules, graph)
+}
+
+/// The layers a page draws, top first: `(name, modules)`. In the fenced block after
+/// [`MARKER`], `name: modules...` starts a layer, an indented line continues it, and `--`
+/// starts a comment.
+fn read_layers(page: &str) -> Result<Vec<(String, Vec<String>)>, String> {
+    let after = page
+        .split_once(MARKER)
+        .ok_or(format!("no `{MARKER}` marker"))?
+        .1;
+    let block = after
+        .split_once("```")
+        .and_then(|(_, b)| b.split_once('\n'))
+        .and_then(|(_, b)| b.split_once("```"))
+        .ok_or("no fenced block after the marker")?
+        .0;
+    let words = |s: &str| -> Vec<String> { s.split_whitespace().map(str::to_string).collect() };
+    let mut layers: Vec<(String, Vec<String>)> = Vec::new();
+    for line in block.lines() {
+        let line = line.split("--").next().unwrap_or("");
+        if line.trim().is_empty() {
+            continue;
+        }
+        if line.starts_with(char::is_whitespace) {
+            let (_, modules) = layers
+                .last_mut()
+                .ok_or(format!("`{line}` continues no layer"))?;
+            modules.extend(words(line));
+        } else {
+            let (name, modules) = line
+                .split_once(':')
+                .ok_or(format!("`{line}`: a layer is `name: modules`"))?;
+            layers.push((name.trim().to_string(), words(modules)));
+        }
+    }
+    if layers.is_empty() {
+        return Err("the drawing has no layers".into());
+    }
+    Ok(layers)
+}
+
+/// Where `modules` and their uses (`graph`) disagree with `layers`, one line each.
+fn disagreements(
+    modules: &BTreeSet<String>,
+    graph: &Graph,
+    layers: &[(String, Vec<String>)],
+) -> Vec<String> {
+    let mut wrong = Vec::new();
+    let mut layer_of: BTreeMap<&str, usize> = BTreeMap::new();
+    for (i, (name, drawn)) in layers.iter().enumerate() {
+        for m in drawn {
+            if let Some(j) = layer_of.insert(m, i) {
+                wrong.push(format!("`{m}` is drawn twice ({} and {name})", layers[j].0));
+            }
+            if !modules.contains(m) {
+                wrong.push(format!("`{m}` is drawn but src/ has no such module"));
+            }
+        }
+    }
+    for m in modules {
+        if !layer_of.contains_key(m.as_str()) {
+            wrong.push(format!(
+                "`{m}` is a module of src/ missing from the drawing"
+            ));
+        }
+    }
+    for (a, edges) in graph {
+        for (b, files) in edges {
+            let (Some(&la), Some(&lb)) = (layer_of.get(a.as_str()), layer_of.get(b.as_str()))
+            else {
+                continue;
+            };
+            let (name_a, name_b) = (&layers[la].0, &layers[lb].0);
+            if lb < la {
+                wrong.push(format!(
+                    "`{a}` ({name_a}) uses `{b}`, in the layer above it ({name_b}), in {files:?}"
+                ));
+            } else if la == lb && name_a == SURFACES {
+                wrong.push(format!(
+                    "the surface `{a}` uses the surface `{b}` in {files:?}"
+                ));
+            }
+        }
+    }
+    wrong
+}
+
+fn architecture_page() -> String {
+    fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/architecture.md")).unwrap()
 }
 
 /// Every edge on a cycle: `a -> b` where `a` can be reached again from `b`.
@@ -186,7 +276,7 @@ fn the_check_sees_imports_and_skips_comments_and_tests() {
 
 #[test]
 fn modules_form_no_cycle() {
-    let graph = graph();
+    let (_, graph) = graph();
     assert!(graph.contains_key("control"), "the check found no modules");
     let cycles = cyclic_edges(&graph);
     assert!(
@@ -197,18 +287,88 @@ fn modules_form_no_cycle() {
 }
 
 #[test]
-fn no_surface_uses_another_and_the_core_uses_none() {
-    let graph = graph();
-    let mut wrong = Vec::new();
-    for (a, edges) in &graph {
-        let below_surfaces = a == "thermostat";
-        for b in edges.keys() {
-            let surface_to_surface =
-                SURFACES.contains(&a.as_str()) && SURFACES.contains(&b.as_str());
-            if surface_to_surface || (below_surfaces && SURFACES.contains(&b.as_str())) {
-                wrong.push((a.clone(), b.clone()));
-            }
-        }
+fn the_code_keeps_to_the_layers_the_map_draws() {
+    let (modules, graph) = graph();
+    assert!(
+        modules.len() > 20,
+        "the check found no modules: {modules:?}"
+    );
+    let layers = read_layers(&architecture_page()).unwrap();
+    let wrong = disagreements(&modules, &graph, &layers);
+    assert!(
+        wrong.is_empty(),
+        "docs/architecture.md's layers and the code disagree (fix the code, or the drawing if \
+         the code is right):\n  {}",
+        wrong.join("\n  ")
+    );
+}
+
+#[test]
+fn every_drawn_module_has_its_line_in_the_table() {
+    let page = architecture_page();
+    let drawn: BTreeSet<String> = read_layers(&page)
+        .unwrap()
+        .into_iter()
+        .flat_map(|(_, modules)| modules)
+        .collect();
+    let table = page
+        .split_once("| Module | What it is |")
+        .expect("the page's table of modules")
+        .1;
+    let listed: BTreeSet<String> = table
+        .lines()
+        .skip(2)
+        .take_while(|l| l.starts_with('|'))
+        .filter_map(|l| l.strip_prefix("| `")?.split_once('`'))
+        .map(|(m, _)| m.to_string())
+        .collect();
+    assert_eq!(drawn, listed, "the drawing's modules and the table's rows");
+}
+
+/// The check on a made-up drawing the real code does not follow: `util` on top, `dashboard`
+/// among the surfaces, `weather` left out and a module that does not exist. Each must be
+/// reported, so a drawing that drifts from the code cannot pass.
+#[test]
+fn a_drawing_the_code_does_not_follow_fails() {
+    let page = "text\n<!-- layers: made up -->\n```text\n\
+                util:      util\n\
+                run:       cli server demo process   -- start\n\
+                surfaces:  device control hosted mqtt dashboard\n\
+                rest:      control_port app admin history onboarding migrate info browser\n\
+                \x20          events thermostat accounts state store hub config http presence\n\
+                \x20          service supervisor simulator nowhere\n\
+                ```\n";
+    let layers = read_layers(page).unwrap();
+    assert_eq!(layers.len(), 4);
+    assert_eq!(layers[3].1.len(), 21, "{:?}", layers[3]);
+    let (modules, graph) = graph();
+    let wrong = disagreements(&modules, &graph, &layers);
+    let found = |what: &str| {
+        assert!(
+            wrong.iter().any(|w| w.starts_with(what)),
+            "not reported: {what}\nreported:\n{}",
+            wrong.join("\n")
+        )
+    };
+    found("`cli` (run) uses `util`, in the layer above it (util)");
+    found("`control_port` (rest) uses `control`, in the layer above it (surfaces)");
+    found("the surface `control` uses the surface `dashboard`");
+    found("`weather` is a module of src/ missing from the drawing");
+    found("`nowhere` is drawn but src/ has no such module");
+    // The real drawing, doctored only by moving `hub` above `state`, fails too.
+    let real = architecture_page();
+    let mut moved = read_layers(&real).unwrap();
+    for (_, modules) in &mut moved {
+        modules.retain(|m| m != "hub");
     }
-    assert!(wrong.is_empty(), "{}", describe(&graph, &wrong));
+    moved.insert(0, ("top".into(), vec!["hub".into()]));
+    let wrong = disagreements(&modules, &graph, &moved);
+    assert!(
+        wrong
+            .iter()
+            .any(|w| w.starts_with("`state` (state) uses `hub`, in the layer above it (top)")),
+        "{wrong:?}"
+    );
+    assert!(read_layers("no marker").is_err());
+    assert!(read_layers("<!-- layers: -->\n```text\n  indented first\n```\n").is_err());
 }
