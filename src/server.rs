@@ -89,7 +89,7 @@ impl Server {
     /// Starts a server. `on_fatal` is called if a listener stops accepting or the watchdog's
     /// self-probe fails; the command line exits so that systemd restarts it.
     pub fn start_with(config: Config, on_fatal: FatalHook) -> Result<Server, StartError> {
-        let hub = Arc::new(Hub::new());
+        let hub = Arc::new(Hub::with_clock(config.clock.clone()));
         let (state, report) = State::open(&config.data_dir, Arc::clone(&hub))?;
         let state = state.with_clock(config.clock.clone());
         log::info!(
