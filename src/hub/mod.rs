@@ -161,6 +161,15 @@ impl Inner {
         Some(sub)
     }
 
+    /// See [`Hub::settled`].
+    fn settled(&self, serial: &str) -> bool {
+        self.ids_of(serial).iter().all(|id| {
+            self.subs
+                .get(id)
+                .is_some_and(|s| s.writer.is_some() && s.queue.is_empty() && s.timer.is_some())
+        })
+    }
+
     /// The subscribes of `serial` (held or reserved).
     fn ids_of(&self, serial: &str) -> &[u64] {
         self.by_serial.get(serial).map_or(&[], Vec::as_slice)
@@ -298,6 +307,13 @@ impl Hub {
     /// Subscribes of `serial` that are held or about to be.
     pub fn subscriptions_of(&self, serial: &str) -> usize {
         self.inner.lock().ids_of(serial).len()
+    }
+
+    /// Whether every subscribe of `serial` is parked with nothing to write, waiting for a push,
+    /// its deadline or the end of its batch window. From then on only a push or time ends one:
+    /// a test on a manual clock waits for this before it moves the time.
+    pub fn settled(&self, serial: &str) -> bool {
+        self.inner.lock().settled(serial)
     }
 
     /// Subscribes held (or about to be) per serial, for every serial that has any.
@@ -480,16 +496,9 @@ mod tests {
         });
     }
 
-    /// Waits until every subscribe of `serial` has written what it had and waits for its
-    /// timer: from then on only a move of the clock ends it.
+    /// Waits until [`Hub::settled`]: from then on only a move of the clock ends a subscribe.
     fn wait_settled(hub: &Hub, serial: &str) {
-        wait_state(hub, &format!("{serial} settled"), |inner| {
-            inner.ids_of(serial).iter().all(|id| {
-                inner.subs.get(id).is_some_and(|s| {
-                    s.writer.is_some() && s.queue.is_empty() && s.timer.is_some()
-                })
-            })
-        });
+        wait_state(hub, &format!("{serial} settled"), |inner| inner.settled(serial));
     }
 
     fn in_a_minute(hub: &Hub) -> Instant {
