@@ -6,7 +6,7 @@ use std::io;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, TcpListener};
 use std::sync::Arc;
 use std::thread::{self, JoinHandle};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use crossbeam_channel::{Sender, bounded};
 
@@ -139,6 +139,7 @@ impl Server {
             idle_timeout: config.idle_timeout,
             per_client: config.max_connections_per_client,
             peers: front.as_ref().map(|(_, peers)| Arc::clone(peers)),
+            clock: config.clock.clone(),
         };
         let (device_limits, control_limits) = (limits(&device_front), limits(&control_front));
         let fronts: Vec<TlsFront> = [device_front, control_front]
@@ -320,6 +321,7 @@ fn behind_tls(
         // A handshake is a request head's worth of bytes: it gets the head's deadline.
         settings.head_timeout,
         settings.max_connections_per_client,
+        settings.clock.clone(),
     )
     .map_err(StartError::Thread)?;
     Ok((inner, Some((front, peers))))
@@ -351,7 +353,8 @@ fn start_maintenance(
         .max(Duration::from_millis(100));
     let handle = spawn("maintenance", move || {
         let mut failures = vec![0u32; addrs.len()];
-        let mut next_probe = Instant::now() + interval;
+        let clock = app.config.clock.clone();
+        let mut next_probe = clock.now() + interval;
         let mut trimmer = memory::Trimmer::default();
         // A long journal left by a crash is folded into a snapshot at once, not at the first
         // tick: a server that keeps being killed young (a crash loop, a flaky power supply)
@@ -363,10 +366,10 @@ fn start_maintenance(
             if feed_every.is_some() && failures.iter().all(|f| *f == 0) {
                 service::notify("WATCHDOG=1");
             }
-            if interval.is_zero() || Instant::now() < next_probe {
+            if interval.is_zero() || clock.now() < next_probe {
                 continue;
             }
-            next_probe = Instant::now() + interval;
+            next_probe = clock.now() + interval;
             for (addr, failed) in addrs.iter().zip(failures.iter_mut()) {
                 if probe(*addr) {
                     *failed = 0;

@@ -40,10 +40,12 @@ pub struct Upstream<'a> {
     pub wait: Duration,
 }
 
+/// `Some` once done: the answer, or `None` if upstream failed.
+type Outcome = Option<Option<Arc<Vec<u8>>>>;
+
 /// A background fetch of one query, which requests with nothing cached wait on.
 struct Flight {
-    /// `Some` once done: the answer, or `None` if upstream failed.
-    done: Arc<Mutex<Option<Option<Arc<Vec<u8>>>>>>,
+    done: Arc<Mutex<Outcome>>,
     cv: Arc<Condvar>,
     /// The server's clock, which times the wait (the fetch's own timeout is the socket's).
     clock: Clock,

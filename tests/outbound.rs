@@ -278,7 +278,10 @@ fn with_nothing_cached_a_slow_upstream_is_a_502_after_the_wait() {
     // The request waits 300 ms of the server's clock for upstream, then gives up.
     let ask = || {
         let (addr, (tx, rx)) = (s.device(), crossbeam_channel::bounded(1));
-        thread::spawn(move || tx.send(get(addr, "/nest/weather/v1?query=94304,US")).unwrap());
+        thread::spawn(move || {
+            tx.send(get(addr, "/nest/weather/v1?query=94304,US"))
+                .unwrap()
+        });
         wait_until("the request waits for upstream", || {
             s.app().outbound_device.in_use() == 1
         });

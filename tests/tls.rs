@@ -307,7 +307,10 @@ fn idle_connections_from_one_address_are_capped_before_the_tls_handshake() {
             sock.peek(&mut [0u8; 1]),
             Err(e) if e.kind() == std::io::ErrorKind::WouldBlock
         );
-        assert!(open, "counted connection {i} was closed before /health was answered");
+        assert!(
+            open,
+            "counted connection {i} was closed before /health was answered"
+        );
     }
     drop(idle);
 }

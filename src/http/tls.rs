@@ -31,6 +31,7 @@ use parking_lot::Mutex;
 use rustls::ServerConnection;
 
 use super::listener::{Counts, log_refusal, take_slot};
+use crate::util::clock::Clock;
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 
@@ -140,7 +141,9 @@ impl TlsFront {
     /// that has not finished its handshake within `handshake_timeout` is dropped. Relays are
     /// counted per client address (at most `per_client`) and in all (at most
     /// [`MAX_RELAYS`]) before their thread starts; a connection over a count is closed at
-    /// once (a refusal without TLS would mean nothing to the client).
+    /// once (a refusal without TLS would mean nothing to the client). `clock` paces the log of
+    /// refusals.
+    #[allow(clippy::too_many_arguments)]
     pub fn start(
         name: &'static str,
         public: TcpListener,
@@ -149,6 +152,7 @@ impl TlsFront {
         peers: Arc<Peers>,
         handshake_timeout: Duration,
         per_client: usize,
+        clock: Clock,
     ) -> io::Result<TlsFront> {
         let addr = public.local_addr()?;
         let listener = public.try_clone()?;
@@ -179,7 +183,7 @@ impl TlsFront {
                         ) {
                             Ok(slot) => slot,
                             Err(why) => {
-                                log_refusal(&counts, name, peer, why);
+                                log_refusal(&counts, &clock, name, peer, why);
                                 drop(client);
                                 continue;
                             }

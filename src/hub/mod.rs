@@ -498,7 +498,9 @@ mod tests {
 
     /// Waits until [`Hub::settled`]: from then on only a move of the clock ends a subscribe.
     fn wait_settled(hub: &Hub, serial: &str) {
-        wait_state(hub, &format!("{serial} settled"), |inner| inner.settled(serial));
+        wait_state(hub, &format!("{serial} settled"), |inner| {
+            inner.settled(serial)
+        });
     }
 
     fn in_a_minute(hub: &Hub) -> Instant {

@@ -90,7 +90,8 @@ impl Manual {
         }
         // Wakers take other locks: call them with none of this clock's held, so that a waker
         // registered meanwhile (a new server's hub) cannot deadlock against a move.
-        let wakers = std::mem::take(&mut *self.wakers.lock().unwrap_or_else(PoisonError::into_inner));
+        let wakers =
+            std::mem::take(&mut *self.wakers.lock().unwrap_or_else(PoisonError::into_inner));
         let alive: Vec<Waker> = wakers.into_iter().filter(|wake| wake()).collect();
         self.wakers
             .lock()
@@ -178,6 +179,16 @@ impl Clock {
             )
         }));
         rx
+    }
+
+    /// [`Clock::wait_time`] for a deadline in wall time (milliseconds since the Unix epoch).
+    pub fn wait_time_ms(&self, deadline_ms: i64) -> Duration {
+        let left = u64::try_from(deadline_ms.saturating_sub(self.now_ms())).unwrap_or(0);
+        match &self.manual {
+            None => Duration::from_millis(left),
+            Some(_) if left == 0 => Duration::ZERO,
+            Some(_) => UNTIL_MOVED,
+        }
     }
 
     /// The timeout for a `select!` that waits until `deadline` (of this clock), alongside a
@@ -336,7 +347,10 @@ mod tests {
         manual.advance(Duration::from_millis(250));
         assert_eq!(clock.now() - start, Duration::from_millis(250));
         manual.set_ms(5_000);
-        assert_eq!((clock.now_ms(), clock.now() - start), (5_000, Duration::from_millis(250)));
+        assert_eq!(
+            (clock.now_ms(), clock.now() - start),
+            (5_000, Duration::from_millis(250))
+        );
         manual.set_ms(6_000);
         assert_eq!(clock.now() - start, Duration::from_millis(1_250));
         assert!(clock.is_manual() && !Clock::system().is_manual());
@@ -378,7 +392,11 @@ mod tests {
         assert!(moves.try_recv().is_ok());
         drop(wake);
         manual.advance(Duration::from_secs(1));
-        assert_eq!(manual.manual.wakers.lock().unwrap().len(), 1, "the dropped waker is gone");
+        assert_eq!(
+            manual.manual.wakers.lock().unwrap().len(),
+            1,
+            "the dropped waker is gone"
+        );
     }
 
     #[test]
