@@ -644,8 +644,11 @@ mod tests {
         let r = hub.reserve("S");
         hub.hold(r, Box::new(live.clone()), far).ok().unwrap();
         hub.publish("S", Origin::Server, Some(b"{\"n\":1}".to_vec()), vec![]);
-        live.wait_for("{\"n\":1}");
+        // The dead one is gone and the live one has written the push (and marked it
+        // delivered, which it does after the write).
         wait_subs(&hub, "S", 1);
+        wait_settled(&hub, "S");
+        assert_eq!(live.text(), "{\"n\":1}\n");
         let next = Probe::default();
         let r = hub.reserve("S");
         hub.hold(
