@@ -61,6 +61,8 @@ struct Manual {
     /// The instant that [`Time::moved`] counts from.
     base: Instant,
     wakers: StdMutex<Vec<Waker>>,
+    /// Held through a whole move, wakes included, so two moves never share one round of wakes.
+    moving: StdMutex<()>,
 }
 
 #[derive(Clone, Copy)]
@@ -81,6 +83,7 @@ impl Manual {
     /// Sets the wall time, moving monotonic time forward by as much as it went forward;
     /// then wakes every waiter.
     fn step(&self, to: impl FnOnce(i64) -> i64) {
+        let _moving = self.moving.lock().unwrap_or_else(PoisonError::into_inner);
         {
             let mut time = self.time.lock().unwrap_or_else(PoisonError::into_inner);
             let wall_ms = to(time.wall_ms);
@@ -88,8 +91,8 @@ impl Manual {
             time.wall_ms = wall_ms;
             time.moved = time.moved.saturating_add(Duration::from_millis(forward));
         }
-        // Wakers take other locks: call them with none of this clock's held, so that a waker
-        // registered meanwhile (a new server's hub) cannot deadlock against a move.
+        // Wakers take other locks: call them without the list's, so that a waker registered
+        // meanwhile (a new server's hub) cannot deadlock against a move.
         let wakers =
             std::mem::take(&mut *self.wakers.lock().unwrap_or_else(PoisonError::into_inner));
         let alive: Vec<Waker> = wakers.into_iter().filter(|wake| wake()).collect();
@@ -245,6 +248,7 @@ impl ManualClock {
                 }),
                 base: Instant::now(),
                 wakers: StdMutex::new(Vec::new()),
+                moving: StdMutex::new(()),
             }),
         }
     }
