@@ -42,7 +42,7 @@ pub struct App {
 
 impl App {
     pub fn new(config: Config, state: State, origin: PublicOrigin) -> App {
-        let keep_alive = config.event_keep_alive;
+        let events = EventStreams::new(config.event_keep_alive, config.clock.clone());
         let workers = config.http_workers;
         App {
             presence: Presence::new(config.availability_timeout, config.clock.clone()),
@@ -50,7 +50,7 @@ impl App {
             state,
             origin,
             weather: Weather::default(),
-            events: EventStreams::new(keep_alive),
+            events,
             status_json: StatusCache::default(),
             scanning: Mutex::new(()),
             outbound_device: OutboundGate::for_workers(workers),

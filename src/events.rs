@@ -14,7 +14,7 @@ use std::net::IpAddr;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::thread;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use crossbeam_channel::{Receiver, Sender, select, unbounded};
 use parking_lot::Mutex;
@@ -22,6 +22,7 @@ use serde::Serialize;
 
 use crate::http::ChunkedWriter;
 use crate::hub::{ChangeEvent, Interest, Origin};
+use crate::util::clock::Clock;
 use crate::util::shutdown::Shutdown;
 
 /// Streams open at once; one more gets 503.
@@ -42,6 +43,8 @@ const CONNECTED: &[u8] = b": connected\n\n";
 
 pub struct EventStreams {
     keep_alive: Duration,
+    /// Where keep-alives are timed (the server's clock).
+    clock: Clock,
     open: Arc<AtomicUsize>,
     /// Streams open (or being opened) per client address.
     per_client: Arc<Mutex<HashMap<IpAddr, usize>>>,
@@ -192,16 +195,18 @@ pub fn format_event(event: &ChangeEvent) -> Vec<u8> {
 
 impl Default for EventStreams {
     fn default() -> Self {
-        EventStreams::new(KEEP_ALIVE)
+        EventStreams::new(KEEP_ALIVE, Clock::system())
     }
 }
 
 impl EventStreams {
-    /// Streams that get a comment line every `keep_alive` when there is nothing else to send.
-    pub fn new(keep_alive: Duration) -> EventStreams {
+    /// Streams that get a comment line every `keep_alive` of `clock` when there is nothing
+    /// else to send.
+    pub fn new(keep_alive: Duration, clock: Clock) -> EventStreams {
         let (control, inbox) = unbounded();
         EventStreams {
             keep_alive,
+            clock,
             open: Arc::new(AtomicUsize::new(0)),
             per_client: Arc::new(Mutex::new(HashMap::new())),
             control,
@@ -315,9 +320,12 @@ impl EventStreams {
             next_id: 0,
             send,
         };
-        let mut next_keep_alive = Instant::now() + self.keep_alive;
+        let clock = &self.clock;
+        // A manual clock's moves wake this loop to look at the time again.
+        let moved = clock.moves();
+        let mut next_keep_alive = clock.now() + self.keep_alive;
         loop {
-            let wait = next_keep_alive.saturating_duration_since(Instant::now());
+            let wait = clock.wait_time(next_keep_alive);
             select! {
                 recv(changes) -> event => {
                     let Ok(event) = event else { break };
@@ -336,13 +344,14 @@ impl EventStreams {
                         streams.settle(done);
                     }
                 }
+                recv(moved) -> _ => {}
                 default(wait) => {
                     // A stream being written to needs no keep-alive.
                     let keep_alive: Arc<[u8]> = Arc::from(&b": keep-alive\n\n"[..]);
                     streams.each(key_valid, |s| {
                         (s.writer.is_some() && s.pending.is_empty()).then_some(&keep_alive)
                     });
-                    next_keep_alive = Instant::now() + self.keep_alive;
+                    next_keep_alive = clock.now() + self.keep_alive;
                 }
             }
         }

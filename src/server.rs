@@ -275,7 +275,7 @@ impl Server {
 
 /// Opens the data directory's store (snapshot, then journal) and the hub its commits publish to.
 fn load_store(config: &Config) -> Result<(State, Arc<Hub>), StartError> {
-    let hub = Arc::new(Hub::new());
+    let hub = Arc::new(Hub::with_clock(config.clock.clone()));
     let (state, report) = State::open(&config.data_dir, Arc::clone(&hub))?;
     let state = state.with_clock(config.clock.clone());
     log::info!(
@@ -359,6 +359,7 @@ fn bind_ports(
             idle_timeout: config.idle_timeout,
             per_client: config.max_connections_per_client,
             peers: front.as_ref().map(|(_, peers)| Arc::clone(peers)),
+            clock: config.clock.clone(),
         };
         fronts.extend(front.map(|(front, _)| front));
         Ok(Bound {
@@ -503,6 +504,7 @@ fn behind_tls(
         settings.head_timeout,
         settings.max_connections_per_client,
         shutdown.clone(),
+        settings.clock.clone(),
     )
     .map_err(StartError::Thread)?;
     Ok((inner, Some((front, peers))))

@@ -40,20 +40,34 @@ pub struct Upstream<'a> {
     pub wait: Duration,
 }
 
+/// `Some` once done: the answer, or `None` if upstream failed.
+type Outcome = Option<Option<Arc<Vec<u8>>>>;
+
 /// A background fetch of one query, which requests with nothing cached wait on.
-#[derive(Default)]
 struct Flight {
-    /// `Some` once done: the answer, or `None` if upstream failed.
-    done: Mutex<Option<Option<Arc<Vec<u8>>>>>,
-    cv: Condvar,
+    done: Arc<Mutex<Outcome>>,
+    cv: Arc<Condvar>,
+    /// The server's clock, which times the wait (the fetch's own timeout is the socket's).
+    clock: Clock,
 }
 
 impl Flight {
-    fn wait(&self, limit: Duration) -> Option<Arc<Vec<u8>>> {
-        let deadline = Instant::now() + limit;
+    fn new(clock: &Clock) -> Flight {
+        let flight = Flight {
+            done: Arc::default(),
+            cv: Arc::default(),
+            clock: clock.clone(),
+        };
+        clock.wake_on_move(&flight.done, &flight.cv);
+        flight
+    }
+
+    /// The answer, once the fetch is done; `None` if it failed or is not done by `deadline`
+    /// (of the server's clock).
+    fn wait(&self, deadline: Instant) -> Option<Arc<Vec<u8>>> {
         let mut done = self.done.lock();
         while done.is_none() {
-            if self.cv.wait_until(&mut done, deadline).timed_out() {
+            if self.clock.wait_until(&self.cv, &mut done, deadline) {
                 break;
             }
         }
@@ -90,6 +104,8 @@ impl Weather {
         gate: &OutboundGate,
     ) -> Option<Arc<Vec<u8>>> {
         let now = clock.now_ms();
+        // The wait is counted from the request's arrival.
+        let deadline = clock.now() + upstream.wait;
         if let Some(body) = self.inner.cached(query, Some(upstream.fresh_for), now) {
             return Some(body);
         }
@@ -99,7 +115,7 @@ impl Weather {
         }
         let flight = flight?;
         let _place = gate.try_enter()?;
-        flight.wait(upstream.wait)
+        flight.wait(deadline)
     }
 
     /// The fetch of `query` running now, or a new one; `None` when [`MAX_FETCHES`] run already
@@ -120,7 +136,7 @@ impl Weather {
             );
             return None;
         }
-        let flight = Arc::new(Flight::default());
+        let flight = Arc::new(Flight::new(clock));
         let (inner, url, query_owned, timeout, clock) = (
             Arc::clone(&self.inner),
             upstream.url.to_string(),

@@ -13,7 +13,7 @@ pub(crate) mod table;
 
 use std::path::Path;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
@@ -24,6 +24,7 @@ use crate::hub::Hub;
 use crate::state::{ShareAccess, State};
 use crate::store::{StoreError, files};
 use crate::thermostat::{self, names};
+use crate::util::clock::Clock;
 use table::{Table, when};
 
 /// One command, as the CLI sends it to a running server.
@@ -299,7 +300,9 @@ pub fn execute(data_dir: &Path, open_mode: bool, request: &AdminRequest) -> Resu
         return Err(format!("no data directory at {}", data_dir.display()));
     }
     let socket_path = data_dir.join(socket::SOCKET_FILE);
-    let deadline = Instant::now() + LOCKED_RETRY;
+    // The command line, not a server: the system clock.
+    let clock = Clock::system();
+    let deadline = clock.now() + LOCKED_RETRY;
     loop {
         match State::open(data_dir, Arc::new(Hub::new())) {
             Ok((state, _)) => {
@@ -321,7 +324,7 @@ pub fn execute(data_dir: &Path, open_mode: bool, request: &AdminRequest) -> Resu
             Err(StoreError::Locked { .. }) => match socket::send(&socket_path, request) {
                 Ok(reply) if reply.ok => return Ok(reply.text),
                 Ok(reply) => return Err(reply.text),
-                Err(e) if Instant::now() >= deadline => {
+                Err(e) if clock.now() >= deadline => {
                     return Err(format!(
                         "{} is in use by a running hearth, which did not answer on {}: {e}",
                         data_dir.display(),

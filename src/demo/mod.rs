@@ -24,7 +24,7 @@ use crate::config::{ApiOrigin, Config};
 use crate::history::{self, Sample};
 use crate::server::{Server, StartError};
 use crate::simulator::{Event, Options, Thermostat};
-use crate::util::clock;
+use crate::util::clock::Clock;
 use climate::{Hvac, Setting, Weather};
 
 /// How often each demo room is stepped and its readings reported.
@@ -126,7 +126,8 @@ impl Demo {
         let history_dir = config.data_dir.join(history::DIR);
         crate::store::files::create_private_dir(&history_dir).map_err(StartError::Thread)?;
         let interval = config.history_interval.as_secs().max(1) as i64;
-        let now = clock::now_ms().div_euclid(1000);
+        let clock = config.clock.clone();
+        let now = clock.now_ms().div_euclid(1000);
         let mut rooms = Vec::new();
         for profile in profiles() {
             let room = replay(&history_dir, &profile, now, interval).map_err(StartError::Thread)?;
@@ -137,11 +138,11 @@ impl Demo {
         let stop = Arc::new(AtomicBool::new(false));
         let mut thermostats = Vec::new();
         for (profile, (temp, hvac)) in rooms {
-            let (url, stop) = (url.clone(), Arc::clone(&stop));
+            let (url, stop, clock) = (url.clone(), Arc::clone(&stop), clock.clone());
             let handle = thread::Builder::new()
                 .name(format!("demo-{}", profile.name))
                 .stack_size(256 * 1024)
-                .spawn(move || DemoThermostat::new(profile, &url, temp, hvac).run(&stop))
+                .spawn(move || DemoThermostat::new(profile, &url, temp, hvac, clock).run(&stop))
                 .map_err(StartError::Thread)?;
             thermostats.push(handle);
         }
@@ -209,10 +210,12 @@ struct DemoThermostat {
     device: Thermostat,
     temp: f64,
     hvac: Hvac,
+    /// The server's clock: the room's steps and the pause after an error.
+    clock: Clock,
 }
 
 impl DemoThermostat {
-    fn new(profile: Profile, server: &str, temp: f64, hvac: Hvac) -> DemoThermostat {
+    fn new(profile: Profile, server: &str, temp: f64, hvac: Hvac, clock: Clock) -> DemoThermostat {
         let quiet = Arc::new(|serial: &str, event: &Event| {
             if let Event::Problem(why) = event {
                 log::debug!("demo thermostat {serial}: {why}");
@@ -240,18 +243,19 @@ impl DemoThermostat {
             device,
             temp,
             hvac,
+            clock,
         };
-        demo.report(clock::now_ms().div_euclid(1000));
+        demo.report(demo.clock.now_ms().div_euclid(1000));
         demo
     }
 
     fn run(mut self, stop: &AtomicBool) {
-        let mut last_tick = Instant::now();
+        let mut last_tick = self.clock.now();
         while !stop.load(Ordering::SeqCst) {
             if let Err(e) = self.hold(stop, &mut last_tick) {
                 log::debug!("demo thermostat {}: {e}", self.profile.serial);
                 self.device.reset();
-                pause(stop, Duration::from_secs(2));
+                pause(stop, &self.clock, Duration::from_secs(2));
             }
         }
     }
@@ -274,9 +278,10 @@ impl DemoThermostat {
                     None => return Ok(()),
                 }
             }
-            if last_tick.elapsed() >= TICK {
-                let dt = last_tick.elapsed().as_secs_f64();
-                *last_tick = Instant::now();
+            let now = self.clock.now();
+            if now - *last_tick >= TICK {
+                let dt = (now - *last_tick).as_secs_f64();
+                *last_tick = now;
                 self.step(dt);
                 self.device.put().map_err(|e| e.to_string())?;
             }
@@ -286,7 +291,7 @@ impl DemoThermostat {
 
     /// The room `dt` seconds on, under the setting the thermostat holds now.
     fn step(&mut self, dt: f64) {
-        let now = clock::now_ms().div_euclid(1000);
+        let now = self.clock.now_ms().div_euclid(1000);
         let setting = self.setting();
         self.hvac = climate::decide(self.temp, &setting, self.hvac);
         if !self.profile.can_cool {
@@ -368,9 +373,9 @@ impl DemoThermostat {
 }
 
 /// Sleeps up to `total`, waking early once stop is asked.
-fn pause(stop: &AtomicBool, total: Duration) {
-    let until = Instant::now() + total;
-    while !stop.load(Ordering::SeqCst) && Instant::now() < until {
+fn pause(stop: &AtomicBool, clock: &Clock, total: Duration) {
+    let until = clock.now() + total;
+    while !stop.load(Ordering::SeqCst) && clock.now() < until {
         thread::sleep(Duration::from_millis(100));
     }
 }

@@ -8,7 +8,6 @@
 
 use std::io;
 use std::sync::Arc;
-use std::time::Instant;
 
 use serde_json::{Value, json};
 
@@ -77,7 +76,7 @@ pub fn subscribe(app: &App, caller: &Caller, req: &Request) -> Result<Reply, Dev
         );
         ChunkedBody::Now(br#"{"objects":[]}"#.to_vec())
     } else {
-        let deadline = Instant::now() + app.config.hold();
+        let deadline = hub.clock().now() + app.config.hold();
         ChunkedBody::Park(Box::new(move |body| {
             let hub = Arc::clone(reservation.hub());
             if let Err(mut held) = hub.hold(reservation, Box::new(Held(body)), deadline) {

@@ -15,7 +15,6 @@ use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::thread::{self, JoinHandle};
-use std::time::Duration;
 
 use crossbeam_channel::{Receiver, select};
 use parking_lot::RwLock;
@@ -25,7 +24,7 @@ use serde_json::Value;
 use crate::app::App;
 use crate::hub::ChangeEvent;
 use crate::thermostat::{self, COOLING_FLAGS, HEATING_FLAGS, status};
-use crate::util::clock;
+use crate::util::clock::Stopwatch;
 use crate::util::shutdown::Shutdown;
 
 use file::Segment;
@@ -81,7 +80,7 @@ impl Sample {
 
 /// A thermostat's sample now, if it is known and reports a temperature.
 pub fn sample_now(app: &App, serial: &str) -> Option<Sample> {
-    let now_ms = clock::now_ms();
+    let now_ms = app.config.clock.now_ms();
     let record = status::derive(&thermostat::view(&app.state, serial)?, now_ms);
     Some(Sample::from_record(&record, now_ms.div_euclid(1000))).filter(|s| s.temp.is_some())
 }
@@ -174,16 +173,19 @@ impl Run {
         // The next multiple of the interval on the clock. Kept, not recomputed on each event,
         // so a steady stream of changes can never push the periodic sample past its time.
         let next_due = |now: i64| (now.div_euclid(interval_ms) + 1) * interval_ms;
-        let mut due = next_due(clock::now_ms());
+        // The server's clock; a manual clock's moves wake this loop to look again.
+        let clock = self.app.config.clock.clone();
+        let moved = clock.moves();
+        let mut due = next_due(clock.now_ms());
         loop {
-            let now = clock::now_ms();
+            let now = clock.now_ms();
             // The clock stepped back: the due time is reckoned again from the new time.
             if due - now > interval_ms {
                 due = next_due(now);
             }
             if now >= due {
                 self.sample_all();
-                due = next_due(clock::now_ms());
+                due = next_due(clock.now_ms());
                 continue;
             }
             select! {
@@ -192,7 +194,8 @@ impl Run {
                     Ok(event) => self.on_change(&event),
                     Err(_) => return,
                 },
-                default(Duration::from_millis((due - now) as u64)) => {}
+                recv(moved) -> _ => {}
+                default(clock.wait_time_ms(due)) => {}
             }
         }
     }
@@ -220,7 +223,7 @@ impl Run {
     }
 
     fn sample_all(&mut self) {
-        let started = std::time::Instant::now();
+        let started = Stopwatch::start();
         let counts = self.app.hub().subscription_counts();
         let mut sampled = 0;
         for serial in self.app.state.serials() {

@@ -12,6 +12,7 @@ use super::head::{self, Head, HeadError, Input, Timing};
 use super::listener::{self, Accepted, BodyReservation, PARKED_SEND_TIMEOUT, Shared, Slot};
 use super::respond::{self, Answer, Persist};
 use super::{ChunkedBody, ChunkedWriter, Method, Reply, Request, find_header};
+use crate::util::clock::Stopwatch;
 
 /// What became of the connection after a request.
 enum After {
@@ -101,7 +102,7 @@ fn request(
     client: SocketAddr,
     slot: &mut Option<Slot>,
 ) -> After {
-    let started = Instant::now();
+    let started = Stopwatch::start();
     let service = &*shared.service;
     let method = method_of(&head.method);
     let (path, query) = head

@@ -58,6 +58,7 @@ use rustix::net::sockopt;
 use super::respond::{self, Answer};
 use super::tls::Peers;
 use super::{Method, Reply, Request, Response, Service};
+use crate::util::clock::Clock;
 use crate::util::shutdown::Shutdown;
 
 pub use super::head::HEAD_LIMIT;
@@ -104,6 +105,9 @@ pub struct Limits {
     pub per_client: usize,
     /// Behind a TLS front: the real client of each relayed connection.
     pub peers: Option<Arc<Peers>>,
+    /// The server's clock, which paces the log of refused connections (socket deadlines are
+    /// real time).
+    pub clock: Clock,
 }
 
 impl Default for Limits {
@@ -115,6 +119,7 @@ impl Default for Limits {
             idle_timeout: Duration::from_secs(60),
             per_client: 64,
             peers: None,
+            clock: Clock::system(),
         }
     }
 }
@@ -277,10 +282,16 @@ impl Tally {
 
 /// Logs a connection refused at a count, at most once per address per
 /// [`REFUSAL_LOG_INTERVAL`] (a flood cannot fill the journal).
-pub(super) fn log_refusal(counts: &Counts, name: &str, client: SocketAddr, why: &str) {
+pub(super) fn log_refusal(
+    counts: &Counts,
+    clock: &Clock,
+    name: &str,
+    client: SocketAddr,
+    why: &str,
+) {
     let Some(unlogged) = counts
         .lock()
-        .refusal_to_log(crate::util::client_key(client.ip()), Instant::now())
+        .refusal_to_log(crate::util::client_key(client.ip()), clock.now())
     else {
         return;
     };
@@ -511,7 +522,7 @@ fn accept_loop(listener: &TcpListener, shared: &Arc<Shared>) -> Arc<Live> {
         ) {
             Ok(slot) => slot,
             Err(why) => {
-                log_refusal(&counts, shared.name, client, why);
+                log_refusal(&counts, &shared.limits.clock, shared.name, client, why);
                 refuse_at_once(stream, &shared.service.refusal(Method::Other, "", 503, why));
                 continue;
             }
@@ -707,7 +718,7 @@ mod tests {
     fn refusals_are_logged_once_per_address_per_minute() {
         let mut tally = Tally::default();
         let (a, b): (IpAddr, IpAddr) = ("127.0.0.2".parse().unwrap(), "::1".parse().unwrap());
-        let t0 = Instant::now();
+        let t0 = crate::util::clock::ManualClock::at(0).clock().now();
         assert_eq!(tally.refusal_to_log(a, t0), Some(0));
         for i in 1..1000 {
             assert_eq!(tally.refusal_to_log(a, t0 + Duration::from_millis(i)), None);

@@ -31,6 +31,7 @@ use parking_lot::Mutex;
 use rustls::ServerConnection;
 
 use super::listener::{Counts, Live, log_refusal, take_slot};
+use crate::util::clock::Clock;
 use crate::util::shutdown::Shutdown as Signal;
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer};
@@ -179,8 +180,8 @@ impl TlsFront {
     /// that has not finished its handshake within `handshake_timeout` is dropped. Relays are
     /// counted per client address (at most `per_client`) and in all (at most
     /// [`MAX_RELAYS`]) before their thread starts; a connection over a count is closed at
-    /// once (a refusal without TLS would mean nothing to the client). It accepts until
-    /// `shutdown` is triggered.
+    /// once (a refusal without TLS would mean nothing to the client). `clock` paces the log of
+    /// refusals. It accepts until `shutdown` is triggered.
     #[allow(clippy::too_many_arguments)]
     pub fn start(
         name: &'static str,
@@ -191,6 +192,7 @@ impl TlsFront {
         handshake_timeout: Duration,
         per_client: usize,
         shutdown: Signal,
+        clock: Clock,
     ) -> io::Result<TlsFront> {
         let listener = public.try_clone()?;
         // shutdown() on a listening socket makes a blocked accept() fail at once (Linux).
@@ -230,7 +232,7 @@ impl TlsFront {
                         ) {
                             Ok(slot) => slot,
                             Err(why) => {
-                                log_refusal(&counts, name, peer, why);
+                                log_refusal(&counts, &clock, name, peer, why);
                                 drop(client);
                                 continue;
                             }

@@ -17,6 +17,9 @@
 //!   change, from any origin, as a [`ChangeEvent`].
 //!
 //! Writes happen outside the hub's lock, so a slow socket never blocks a publisher.
+//!
+//! Every deadline, batch window and replay age is reckoned on the server's [`Clock`], so a test
+//! that runs the hub on a manual clock ends a hold by advancing the clock, not by waiting.
 
 mod change;
 mod notifier;
@@ -29,6 +32,8 @@ use std::time::{Duration, Instant};
 
 use crossbeam_channel::{Receiver, Sender, TrySendError};
 use parking_lot::{Condvar, Mutex};
+
+use crate::util::clock::{Clock, Stopwatch};
 
 pub use change::{BucketChange, ChangeEvent, Origin};
 
@@ -158,21 +163,54 @@ impl Inner {
         Some(sub)
     }
 
+    /// See [`Hub::settled`].
+    fn settled(&self, serial: &str) -> bool {
+        self.ids_of(serial).iter().all(|id| {
+            self.subs
+                .get(id)
+                .is_some_and(|s| s.writer.is_some() && s.queue.is_empty() && s.timer.is_some())
+        })
+    }
+
     /// The subscribes of `serial` (held or reserved).
     fn ids_of(&self, serial: &str) -> &[u64] {
         self.by_serial.get(serial).map_or(&[], Vec::as_slice)
     }
 }
 
-#[derive(Default)]
 pub struct Hub {
-    inner: Mutex<Inner>,
-    wake: Condvar,
+    inner: Arc<Mutex<Inner>>,
+    wake: Arc<Condvar>,
+    /// Where deadlines are reckoned; a move of a manual clock wakes the notifier.
+    clock: Clock,
+}
+
+impl Default for Hub {
+    fn default() -> Hub {
+        Hub::new()
+    }
 }
 
 impl Hub {
+    /// A hub on the system clock.
     pub fn new() -> Hub {
-        Hub::default()
+        Hub::with_clock(Clock::system())
+    }
+
+    /// A hub whose deadlines are reckoned on `clock` (the server's).
+    pub fn with_clock(clock: Clock) -> Hub {
+        let hub = Hub {
+            inner: Arc::default(),
+            wake: Arc::default(),
+            clock,
+        };
+        hub.clock.wake_on_move(&hub.inner, &hub.wake);
+        hub
+    }
+
+    /// The clock deadlines given to [`Hub::hold`] are read on.
+    pub fn clock(&self) -> &Clock {
+        &self.clock
     }
 
     /// Reserves a subscribe slot for `serial`; pushes published from now on are queued for it.
@@ -209,9 +247,10 @@ impl Hub {
         }
     }
 
-    /// Parks a subscribe whose response head has been written. Pushes queued since the
-    /// reservation, and recent pushes no subscribe could take, are written at once. If the hub
-    /// is shutting down the writer is handed back so the caller can end the response.
+    /// Parks a subscribe whose response head has been written, until `deadline` (of
+    /// [`Hub::clock`]). Pushes queued since the reservation, and recent pushes no subscribe
+    /// could take, are written at once. If the hub is shutting down the writer is handed back
+    /// so the caller can end the response.
     pub fn hold(
         &self,
         mut reservation: Reservation,
@@ -227,6 +266,7 @@ impl Hub {
             return Err(writer);
         }
         reservation.held = true;
+        let now = self.clock.now();
         let Inner { subs, replay, .. } = &mut *inner;
         let Some(sub) = subs.get_mut(&id) else {
             return Err(writer);
@@ -236,7 +276,8 @@ impl Hub {
             sub.queue = missed
                 .into_iter()
                 .filter(|(at, p)| {
-                    at.elapsed() < REPLAY_MAX_AGE && !p.delivered.load(Ordering::SeqCst)
+                    now.saturating_duration_since(*at) < REPLAY_MAX_AGE
+                        && !p.delivered.load(Ordering::SeqCst)
                 })
                 .map(|(_, p)| p)
                 .collect();
@@ -244,7 +285,7 @@ impl Hub {
         }
         sub.phase = Phase::Held { deadline };
         sub.writer = Some(writer);
-        self.schedule(&mut inner, id, Instant::now());
+        self.schedule(&mut inner, id, now);
         Ok(())
     }
 
@@ -255,7 +296,7 @@ impl Hub {
     /// refused), while the thermostat's own keeps its hold and receives the claim's push.
     pub fn end_other_holders(&self, serial: &str, password: Option<&str>) {
         let mut inner = self.inner.lock();
-        let now = Instant::now();
+        let now = self.clock.now();
         for id in inner.ids_of(serial).to_vec() {
             match inner.subs.get_mut(&id) {
                 Some(sub) if sub.password.as_deref() != password => sub.release = true,
@@ -268,6 +309,13 @@ impl Hub {
     /// Subscribes of `serial` that are held or about to be.
     pub fn subscriptions_of(&self, serial: &str) -> usize {
         self.inner.lock().ids_of(serial).len()
+    }
+
+    /// Whether every subscribe of `serial` is parked with nothing to write, waiting for a push,
+    /// its deadline or the end of its batch window. From then on only a push or time ends one:
+    /// a test on a manual clock waits for this before it moves the time.
+    pub fn settled(&self, serial: &str) -> bool {
+        self.inner.lock().settled(serial)
     }
 
     /// Subscribes held (or about to be) per serial, for every serial that has any.
@@ -297,7 +345,7 @@ impl Hub {
                 bytes,
                 delivered: AtomicBool::new(false),
             });
-            let now = Instant::now();
+            let now = self.clock.now();
             // Scheduling never adds or removes a subscribe, so the list stays as it is.
             for i in 0..inner.ids_of(serial).len() {
                 let id = inner.ids_of(serial)[i];
@@ -361,14 +409,16 @@ impl Hub {
     }
 
     /// Ends every held subscribe (after writing what is queued) and stops the notifier.
-    /// Returns once the notifier has finished, or after `timeout`.
+    /// Returns once the notifier has finished, or after `timeout` of real time (a bound on a
+    /// stuck writer, whatever clock the hub reads).
     pub fn shutdown(&self, timeout: Duration) {
         let mut inner = self.inner.lock();
         inner.stopping = true;
         self.wake.notify_all();
-        let until = Instant::now() + timeout;
+        let waited = Stopwatch::start();
         while !inner.notifier_done {
-            if self.wake.wait_until(&mut inner, until).timed_out() {
+            let left = timeout.saturating_sub(waited.elapsed());
+            if left.is_zero() || self.wake.wait_for(&mut inner, left).timed_out() {
                 break;
             }
         }
@@ -378,14 +428,19 @@ impl Hub {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::util::clock::ManualClock;
     use std::io;
     use std::thread;
 
-    /// A sink that records what it was given (each push on a line, then `END`), and can be
-    /// made to fail.
+    /// How long a test waits for an event before failing: real time, generous, never reached
+    /// when the hub works. The hub's own time is a manual clock the tests advance.
+    const PATIENCE: Duration = Duration::from_secs(10);
+
+    /// A sink that records what it was given (each push on a line, then `END`), can be made to
+    /// fail, and wakes whoever waits for it on each write.
     #[derive(Clone, Default)]
     struct Probe {
-        out: Arc<Mutex<Vec<u8>>>,
+        out: Arc<(Mutex<Vec<u8>>, Condvar)>,
         fail: Arc<Mutex<bool>>,
     }
 
@@ -394,8 +449,27 @@ mod tests {
             if *self.fail.lock() {
                 return Err(io::Error::new(io::ErrorKind::BrokenPipe, "gone"));
             }
-            self.out.lock().extend_from_slice(bytes);
+            self.out.0.lock().extend_from_slice(bytes);
+            self.out.1.notify_all();
             Ok(())
+        }
+
+        fn text(&self) -> String {
+            String::from_utf8_lossy(&self.out.0.lock()).to_string()
+        }
+
+        /// Waits until what was written contains `needle`; returns all of it.
+        fn wait_for(&self, needle: &str) -> String {
+            let mut out = self.out.0.lock();
+            while !String::from_utf8_lossy(&out).contains(needle) {
+                let timed_out = self.out.1.wait_for(&mut out, PATIENCE).timed_out();
+                assert!(
+                    !timed_out,
+                    "never saw {needle:?}; got {:?}",
+                    String::from_utf8_lossy(&out)
+                );
+            }
+            String::from_utf8_lossy(&out).to_string()
         }
     }
 
@@ -408,32 +482,48 @@ mod tests {
         }
     }
 
-    fn start() -> Arc<Hub> {
-        let hub = Arc::new(Hub::new());
+    /// A hub on a manual clock, its notifier running.
+    fn start() -> (Arc<Hub>, ManualClock) {
+        let time = ManualClock::at(1_000_000);
+        let hub = Arc::new(Hub::with_clock(time.clock()));
         let h = Arc::clone(&hub);
         thread::spawn(move || h.run_notifier());
-        hub
+        (hub, time)
     }
 
-    fn wait_for(probe: &Probe, needle: &str) -> String {
-        for _ in 0..400 {
-            let text = String::from_utf8_lossy(&probe.out.lock()).to_string();
-            if text.contains(needle) {
-                return text;
-            }
-            thread::sleep(Duration::from_millis(10));
+    /// Waits until `ok` holds of the hub's state (on a manual clock the hub wakes its
+    /// condition variable after every write).
+    fn wait_state(hub: &Hub, what: &str, ok: impl Fn(&Inner) -> bool) {
+        let mut inner = hub.inner.lock();
+        while !ok(&inner) {
+            let timed_out = hub.wake.wait_for(&mut inner, PATIENCE).timed_out();
+            assert!(!timed_out, "never saw {what}");
         }
-        panic!(
-            "never saw {needle:?}; got {:?}",
-            String::from_utf8_lossy(&probe.out.lock())
-        );
+    }
+
+    /// Waits until `serial` has `n` subscribes.
+    fn wait_subs(hub: &Hub, serial: &str, n: usize) {
+        wait_state(hub, &format!("{n} subscribes of {serial}"), |inner| {
+            inner.ids_of(serial).len() == n
+        });
+    }
+
+    /// Waits until [`Hub::settled`]: from then on only a move of the clock ends a subscribe.
+    fn wait_settled(hub: &Hub, serial: &str) {
+        wait_state(hub, &format!("{serial} settled"), |inner| {
+            inner.settled(serial)
+        });
+    }
+
+    fn in_a_minute(hub: &Hub) -> Instant {
+        hub.clock().now() + Duration::from_secs(60)
     }
 
     #[test]
     fn push_to_every_held_subscribe_then_end_after_quiet() {
-        let hub = start();
+        let (hub, time) = start();
         let (a, b) = (Probe::default(), Probe::default());
-        let far = Instant::now() + Duration::from_secs(60);
+        let far = in_a_minute(&hub);
         let ra = hub.reserve("S");
         hub.hold(ra, Box::new(a.clone()), far).ok().unwrap();
         let rb = hub.reserve("S");
@@ -450,106 +540,139 @@ mod tests {
             Some(b"{\"objects\":[2]}".to_vec()),
             vec![],
         );
+        wait_settled(&hub, "S");
+        // Still batching: the window ends only when the clock has moved through it.
+        assert_eq!(hub.subscriptions_of("S"), 2);
+        time.advance(BATCH_WINDOW - Duration::from_millis(1));
+        assert!(!a.text().contains("END") && !b.text().contains("END"));
+        time.advance(Duration::from_millis(1));
         for p in [&a, &b] {
-            let text = wait_for(p, "END");
-            assert_eq!(text, "{\"objects\":[1]}\nEND");
+            assert_eq!(p.wait_for("END"), "{\"objects\":[1]}\nEND");
         }
-        hub.shutdown(Duration::from_secs(1));
+        hub.shutdown(PATIENCE);
     }
 
     #[test]
     fn push_during_reservation_is_delivered_on_hold() {
-        let hub = start();
+        let (hub, time) = start();
         let p = Probe::default();
         let r = hub.reserve("S");
         hub.publish("S", Origin::Server, Some(b"{}".to_vec()), vec![]);
-        hub.hold(
-            r,
-            Box::new(p.clone()),
-            Instant::now() + Duration::from_secs(60),
-        )
-        .ok()
-        .unwrap();
-        assert_eq!(wait_for(&p, "END"), "{}\nEND");
-        hub.shutdown(Duration::from_secs(1));
+        hub.hold(r, Box::new(p.clone()), in_a_minute(&hub))
+            .ok()
+            .unwrap();
+        wait_settled(&hub, "S");
+        assert_eq!(p.text(), "{}\n");
+        time.advance(BATCH_WINDOW);
+        assert_eq!(p.wait_for("END"), "{}\nEND");
+        hub.shutdown(PATIENCE);
     }
 
     #[test]
     fn deadline_ends_with_zero_length_chunk() {
-        let hub = start();
+        let (hub, time) = start();
         let p = Probe::default();
         let r = hub.reserve("S");
         hub.hold(
             r,
             Box::new(p.clone()),
-            Instant::now() + Duration::from_millis(50),
+            hub.clock().now() + Duration::from_millis(50),
         )
         .ok()
         .unwrap();
-        assert_eq!(wait_for(&p, "END"), "END");
-        assert_eq!(hub.subscriptions_of("S"), 0);
-        hub.shutdown(Duration::from_secs(1));
+        // A subscribe due 10 ms from now ends when the clock gets there, and the notifier,
+        // having looked at the time, leaves the one due at 50 ms alone.
+        let first = Probe::default();
+        let r = hub.reserve("T");
+        hub.hold(
+            r,
+            Box::new(first.clone()),
+            hub.clock().now() + Duration::from_millis(10),
+        )
+        .ok()
+        .unwrap();
+        time.advance(Duration::from_millis(10));
+        first.wait_for("END");
+        assert_eq!((p.text().as_str(), hub.subscriptions_of("S")), ("", 1));
+        time.advance(Duration::from_millis(40));
+        assert_eq!(p.wait_for("END"), "END");
+        wait_subs(&hub, "S", 0);
+        hub.shutdown(PATIENCE);
     }
 
     #[test]
     fn failed_push_is_replayed_to_next_subscribe() {
-        let hub = start();
+        let (hub, time) = start();
         let dead = Probe::default();
         *dead.fail.lock() = true;
         let r = hub.reserve("S");
-        hub.hold(r, Box::new(dead), Instant::now() + Duration::from_secs(60))
+        hub.hold(r, Box::new(dead), in_a_minute(&hub)).ok().unwrap();
+        hub.publish("S", Origin::Server, Some(b"{\"n\":1}".to_vec()), vec![]);
+        wait_subs(&hub, "S", 0);
+        let next = Probe::default();
+        let r = hub.reserve("S");
+        hub.hold(r, Box::new(next.clone()), in_a_minute(&hub))
             .ok()
             .unwrap();
+        wait_settled(&hub, "S");
+        assert_eq!(next.text(), "{\"n\":1}\n");
+        time.advance(BATCH_WINDOW);
+        assert_eq!(next.wait_for("END"), "{\"n\":1}\nEND");
+        hub.shutdown(PATIENCE);
+    }
+
+    #[test]
+    fn a_failed_push_is_not_replayed_after_the_replay_age() {
+        let (hub, time) = start();
+        let dead = Probe::default();
+        *dead.fail.lock() = true;
+        let r = hub.reserve("S");
+        hub.hold(r, Box::new(dead), in_a_minute(&hub)).ok().unwrap();
         hub.publish("S", Origin::Server, Some(b"{\"n\":1}".to_vec()), vec![]);
-        for _ in 0..200 {
-            if hub.subscriptions_of("S") == 0 {
-                break;
-            }
-            thread::sleep(Duration::from_millis(10));
-        }
-        assert_eq!(hub.subscriptions_of("S"), 0);
+        wait_subs(&hub, "S", 0);
+        time.advance(REPLAY_MAX_AGE);
         let next = Probe::default();
         let r = hub.reserve("S");
         hub.hold(
             r,
             Box::new(next.clone()),
-            Instant::now() + Duration::from_secs(60),
+            hub.clock().now() + Duration::from_millis(100),
         )
         .ok()
         .unwrap();
-        assert_eq!(wait_for(&next, "END"), "{\"n\":1}\nEND");
-        hub.shutdown(Duration::from_secs(1));
+        time.advance(Duration::from_millis(100));
+        assert_eq!(next.wait_for("END"), "END");
+        hub.shutdown(PATIENCE);
     }
 
     #[test]
     fn a_push_delivered_elsewhere_is_not_replayed() {
-        let hub = start();
+        let (hub, time) = start();
         let (live, dead) = (Probe::default(), Probe::default());
         *dead.fail.lock() = true;
-        let far = Instant::now() + Duration::from_secs(60);
+        let far = in_a_minute(&hub);
         let r = hub.reserve("S");
         hub.hold(r, Box::new(dead), far).ok().unwrap();
         let r = hub.reserve("S");
         hub.hold(r, Box::new(live.clone()), far).ok().unwrap();
         hub.publish("S", Origin::Server, Some(b"{\"n\":1}".to_vec()), vec![]);
-        wait_for(&live, "{\"n\":1}");
-        for _ in 0..200 {
-            if hub.subscriptions_of("S") == 1 {
-                break;
-            }
-            thread::sleep(Duration::from_millis(10));
-        }
+        // The dead one is gone and the live one has written the push (and marked it
+        // delivered, which it does after the write).
+        wait_subs(&hub, "S", 1);
+        wait_settled(&hub, "S");
+        assert_eq!(live.text(), "{\"n\":1}\n");
         let next = Probe::default();
         let r = hub.reserve("S");
         hub.hold(
             r,
             Box::new(next.clone()),
-            Instant::now() + Duration::from_millis(100),
+            hub.clock().now() + Duration::from_millis(100),
         )
         .ok()
         .unwrap();
-        assert_eq!(wait_for(&next, "END"), "END");
-        hub.shutdown(Duration::from_secs(1));
+        time.advance(Duration::from_millis(100));
+        assert_eq!(next.wait_for("END"), "END");
+        hub.shutdown(PATIENCE);
     }
 
     #[test]
@@ -563,11 +686,11 @@ mod tests {
 
     #[test]
     fn hold_after_shutdown_hands_the_writer_back() {
-        let hub = start();
+        let (hub, _time) = start();
         let r = hub.reserve("S");
         hub.shutdown(Duration::from_secs(1));
         assert!(
-            hub.hold(r, Box::new(Probe::default()), Instant::now())
+            hub.hold(r, Box::new(Probe::default()), hub.clock().now())
                 .is_err()
         );
         assert_eq!(hub.subscriptions_of("S"), 0);
@@ -575,28 +698,29 @@ mod tests {
 
     #[test]
     fn batching_never_outlasts_the_hold_deadline_by_more_than_the_window() {
-        let hub = start();
+        let (hub, time) = start();
         let p = Probe::default();
         let r = hub.reserve("S");
-        let started = Instant::now();
-        hub.hold(r, Box::new(p.clone()), started + Duration::from_millis(200))
+        let held_at = hub.clock().now();
+        hub.hold(r, Box::new(p.clone()), held_at + Duration::from_millis(200))
             .ok()
             .unwrap();
-        // Pushes every 500 ms would keep a plain 3 s window open forever.
-        for _ in 0..12 {
+        // A push every 500 ms would keep a plain 3 s window open for ever; the batch is capped
+        // at 3 s after the hold's deadline (3.2 s). The pushes at 0 s .. 3.0 s are written and
+        // the subscribe stays open; moving on to 3.5 s ends it with no further push.
+        for n in 1..=7 {
             hub.publish("S", Origin::Server, Some(b"{}".to_vec()), vec![]);
-            thread::sleep(Duration::from_millis(500));
-            if p.out.lock().ends_with(b"END") {
-                break;
-            }
+            wait_settled(&hub, "S");
+            assert_eq!(p.text(), "{}\n".repeat(n));
+            time.advance(Duration::from_millis(500));
         }
-        assert!(
-            p.out.lock().ends_with(b"END"),
-            "still open after {:?}",
-            started.elapsed()
+        assert_eq!(p.wait_for("END"), format!("{}END", "{}\n".repeat(7)));
+        assert_eq!(
+            hub.clock().now() - held_at,
+            Duration::from_millis(3_500),
+            "the plain window would have ended at 6 s"
         );
-        assert!(started.elapsed() < Duration::from_secs(5));
-        hub.shutdown(Duration::from_secs(1));
+        hub.shutdown(PATIENCE);
     }
 
     #[test]

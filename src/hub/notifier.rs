@@ -2,6 +2,9 @@
 //! changes; writes go to a small pool of writer threads; the notifier thread ends the
 //! subscribes whose deadline or batch window ran out, and writes itself when no writer thread
 //! could be started.
+//!
+//! Time is the hub's [`crate::util::clock::Clock`]: the notifier sleeps until the earliest
+//! timer by that clock, and a manual clock's move wakes it to look again.
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
@@ -33,7 +36,8 @@ impl Hub {
                     .spawn_scoped(scope, move || {
                         for job in queue {
                             let done = job.run();
-                            self.settle(&mut self.inner.lock(), done, Instant::now());
+                            let mut inner = self.inner.lock();
+                            self.settle(&mut inner, done, self.clock.now());
                         }
                     });
                 match spawned {
@@ -104,7 +108,7 @@ impl Hub {
     fn dispatch(&self) {
         let mut inner = self.inner.lock();
         loop {
-            let now = Instant::now();
+            let now = self.clock.now();
             let stopping = inner.stopping;
             let mut due = std::mem::take(&mut inner.ready);
             while let Some(&(at, id)) = inner.timers.first() {
@@ -150,7 +154,7 @@ impl Hub {
                 }
                 match inner.timers.first() {
                     Some(&(at, _)) if !stopping => {
-                        self.wake.wait_until(&mut inner, at);
+                        self.clock.wait_until(&self.wake, &mut inner, at);
                     }
                     _ => self.wake.wait(&mut inner),
                 }
@@ -159,7 +163,8 @@ impl Hub {
             for job in jobs {
                 if let Some(job) = hand_over(&inner.writers, job) {
                     let done = MutexGuard::unlocked(&mut inner, || job.run());
-                    self.settle(&mut inner, done, Instant::now());
+                    let now = self.clock.now();
+                    self.settle(&mut inner, done, now);
                 }
             }
         }
@@ -168,8 +173,10 @@ impl Hub {
     /// After a write: the subscribe goes on (batching, or written again at once if pushes
     /// arrived meanwhile) or is removed, its unwritten pushes kept for the serial's next one.
     fn settle(&self, inner: &mut Inner, done: Done, written_at: Instant) {
-        if inner.stopping {
-            // The notifier waits for writes in flight before it stops.
+        // The notifier waits for writes in flight before it stops. A test on a manual clock
+        // waits for a write to settle before it moves the time (the batch window counts from
+        // the end of the write), so there every write wakes whoever waits.
+        if inner.stopping || self.clock.is_manual() {
             self.wake.notify_all();
         }
         let Some(sub) = inner.subs.get_mut(&done.id) else {
@@ -199,7 +206,7 @@ impl Hub {
         missed.retain(|p| !p.delivered.load(Ordering::SeqCst));
         if !missed.is_empty() {
             let replay = inner.replay.entry(sub.serial).or_default();
-            replay.retain(|(at, _)| at.elapsed() < REPLAY_MAX_AGE);
+            replay.retain(|(at, _)| written_at.saturating_duration_since(*at) < REPLAY_MAX_AGE);
             replay.extend(missed.into_iter().map(|p| (written_at, p)));
             let excess = replay.len().saturating_sub(REPLAY_LIMIT);
             replay.drain(..excess);

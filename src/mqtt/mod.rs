@@ -33,7 +33,7 @@ use std::hash::{DefaultHasher, Hash, Hasher};
 use std::io;
 use std::sync::Arc;
 use std::thread::{self, JoinHandle};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use crossbeam_channel::{Receiver, bounded, select};
 
@@ -162,7 +162,7 @@ impl Bridge {
         let filter = format!("{}/+/+/+/set", self.config.topic_prefix);
         let mut backoff = MIN_BACKOFF;
         loop {
-            let started = Instant::now();
+            let started = self.app.config.clock.now();
             self.link_id += 1;
             let opened = Link::open(
                 &self.config,
@@ -182,7 +182,7 @@ impl Bridge {
                     );
                     let ended = self.serve(&link, changes, &inbox, stopped);
                     // A connection that keeps dropping soon after it opens backs off too.
-                    if started.elapsed() >= STABLE {
+                    if self.app.config.clock.now() - started >= STABLE {
                         backoff = MIN_BACKOFF;
                     }
                     match ended {
@@ -230,8 +230,11 @@ impl Bridge {
         let mut dirty: HashSet<String> = self.known_serials();
         let tick = (self.app.config.availability_timeout / 2)
             .clamp(Duration::from_millis(250), Duration::from_secs(5));
-        let mut next_tick = Instant::now() + tick;
-        let mut next_resync = Instant::now() + RESYNC;
+        // Ticks are on the server's clock; a manual clock's moves wake the loop to look again.
+        let clock = self.app.config.clock.clone();
+        let moved = clock.moves();
+        let mut next_tick = clock.now() + tick;
+        let mut next_resync = clock.now() + RESYNC;
         loop {
             if !dirty.is_empty() {
                 let held = self.app.hub().subscription_counts();
@@ -241,7 +244,7 @@ impl Bridge {
                     }
                 }
             }
-            let now = Instant::now();
+            let now = clock.now();
             if now >= next_tick {
                 next_tick = now + tick;
                 dirty.extend(self.availability_changes());
@@ -269,7 +272,8 @@ impl Bridge {
                     }
                     _ => {}
                 },
-                default(next_tick.saturating_duration_since(now)) => {}
+                recv(moved) -> _ => {}
+                default(clock.wait_time(next_tick)) => {}
             }
             if !link.is_connected() {
                 return Ended::Lost("the connection to the broker was lost".into());

@@ -4,7 +4,9 @@ use std::io::Write;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread;
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+use crate::util::clock::Clock;
 
 use super::{Event, Options, Thermostat};
 
@@ -48,12 +50,14 @@ impl Fleet {
                 })
                 .map_err(|e| e.to_string())?;
         }
-        let started = Instant::now();
+        // The command line's simulator, not a server: the system clock.
+        let clock = Clock::system();
+        let started = clock.now();
         loop {
             thread::sleep(Duration::from_millis(200));
             if self
                 .seconds
-                .is_some_and(|s| started.elapsed() >= Duration::from_secs(s))
+                .is_some_and(|s| clock.now() - started >= Duration::from_secs(s))
             {
                 stop.store(true, Ordering::SeqCst);
                 // Threads may be parked in a held subscribe; the process exit ends them.

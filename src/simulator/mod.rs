@@ -22,6 +22,7 @@ use serde_json::{Value, json};
 
 use crate::http::client::{ChunkStream, ClientResponse, Url};
 use crate::util::JsonMap;
+use crate::util::clock::{Clock, Stopwatch};
 
 const USER_AGENT: &str = "AddLightness/5.9.4-5 (Display-2.12; wireless_reg_domain=A2)";
 const CAS_RETRIES: usize = 2;
@@ -813,7 +814,7 @@ impl Thermostat {
         let objects: Vec<Value> = objects.iter().map(PutObject::to_json).collect();
         let body = serde_json::to_vec(&json!({"session": self.session, "objects": objects}))
             .unwrap_or_default();
-        let request_started = std::time::Instant::now();
+        let request_started = Stopwatch::start();
         let r = self.send(&url, "POST", &self.transport_headers(), &body)?;
         // A lower bound (on the server's clock) for when this request arrived: the answer's
         // service timestamp minus the round trip. A write the server accepted is stamped at or
@@ -882,15 +883,17 @@ impl Thermostat {
     /// uploading sensor drift every `drift_every` between them. Errors are reported and
     /// retried after a pause, as a real thermostat backs off.
     pub fn run(&mut self, keep_going: &dyn Fn() -> bool, drift_every: Option<Duration>) {
-        let mut last_drift = std::time::Instant::now();
+        // A thermostat of its own, outside the server: the system clock.
+        let clock = Clock::system();
+        let mut last_drift = clock.now();
         while keep_going() {
             let step = (|| -> Result<(), SimError> {
                 if self.urls.is_none() {
                     self.boot()?;
                 }
                 if let Some(every) = drift_every {
-                    if last_drift.elapsed() >= every {
-                        last_drift = std::time::Instant::now();
+                    if clock.now() - last_drift >= every {
+                        last_drift = clock.now();
                         self.drift();
                     }
                 }

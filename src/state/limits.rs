@@ -352,8 +352,8 @@ mod tests {
 #[cfg(test)]
 mod measure {
     use super::*;
+    use crate::util::clock::Stopwatch;
     use serde_json::json;
-    use std::time::Instant;
 
     #[test]
     #[ignore = "a measurement: run it with --release --ignored --nocapture"]
@@ -386,12 +386,12 @@ mod measure {
             ("a full 198-field PUT", &device),
         ] {
             let n = 20_000;
-            let t = Instant::now();
+            let t = Stopwatch::start();
             for _ in 0..n {
                 std::hint::black_box(check(&target, std::hint::black_box(delta), false)).unwrap();
             }
             let per = t.elapsed().as_secs_f64() / n as f64 * 1e6;
-            let t = Instant::now();
+            let t = Stopwatch::start();
             for _ in 0..n {
                 std::hint::black_box(stored.merged(std::hint::black_box(delta)));
             }

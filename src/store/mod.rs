@@ -190,6 +190,8 @@ impl Store {
         }
         c.queue
             .extend_from_slice(format!("{{\"seq\":{seq},\"ops\":{body}}}\n").as_bytes());
+        #[cfg(test)]
+        self.flush_gate.moved();
 
         loop {
             if let Some((_, _, why)) = c
@@ -345,24 +347,52 @@ mod tests {
     use super::*;
     use crate::state::{Bucket, Data, Op};
 
-    /// A flush waits here while the gate is closed.
+    /// A flush waits here while the gate is closed. It also tells a waiting test when the
+    /// store moved on (a record queued, a flush at the gate), so the test waits for that
+    /// rather than polling.
     #[derive(Default)]
     pub(super) struct Gate {
-        closed: Mutex<bool>,
-        opened: Condvar,
+        /// Closed?, and how many times the store moved on.
+        state: Mutex<(bool, u64)>,
+        changed: Condvar,
     }
 
     impl Gate {
         pub(super) fn pass(&self) {
-            let mut closed = self.closed.lock();
-            while *closed {
-                self.opened.wait(&mut closed);
+            let mut state = self.state.lock();
+            state.1 += 1;
+            self.changed.notify_all();
+            while state.0 {
+                self.changed.wait(&mut state);
             }
         }
 
         pub(super) fn set(&self, closed: bool) {
-            *self.closed.lock() = closed;
-            self.opened.notify_all();
+            self.state.lock().0 = closed;
+            self.changed.notify_all();
+        }
+
+        pub(super) fn moved(&self) {
+            self.state.lock().1 += 1;
+            self.changed.notify_all();
+        }
+
+        /// Waits until `ok` holds, looking again each time the store moves on.
+        fn wait_until(&self, what: &str, ok: impl Fn() -> bool) {
+            loop {
+                let seen = self.state.lock().1;
+                if ok() {
+                    return;
+                }
+                let mut state = self.state.lock();
+                while state.1 == seen {
+                    let timed_out = self
+                        .changed
+                        .wait_for(&mut state, Duration::from_secs(10))
+                        .timed_out();
+                    assert!(!timed_out, "never saw {what}");
+                }
+            }
         }
     }
     use std::sync::Arc;
@@ -406,9 +436,9 @@ mod tests {
             std::thread::spawn(move || s.append(&[merge("LEADER0000", 1)]).unwrap())
         };
         // Wait until the leader's flush is under way, then queue ten more writers behind it.
-        while !store.commit.lock().flushing {
-            std::thread::sleep(Duration::from_millis(1));
-        }
+        store
+            .flush_gate
+            .wait_until("the flush", || store.commit.lock().flushing);
         let followers: Vec<_> = (0..10)
             .map(|i| {
                 let s = Arc::clone(&store);
@@ -417,9 +447,9 @@ mod tests {
                 })
             })
             .collect();
-        while store.commit.lock().records < 11 {
-            std::thread::sleep(Duration::from_millis(1));
-        }
+        store
+            .flush_gate
+            .wait_until("11 records", || store.commit.lock().records >= 11);
         store.flush_gate.set(false);
         leader.join().unwrap();
         for f in followers {

@@ -7,7 +7,7 @@ use crate::common;
 use std::io::{ErrorKind, Read, Write};
 use std::net::TcpStream;
 use std::thread;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use common::*;
 use hearth::hub::BucketChange;
@@ -104,13 +104,12 @@ fn half_requests_do_not_hold_up_others_and_are_closed_once_idle() {
     assert_eq!(status.status, 200, "{}", status.text());
     assert_eq!(get(s.device(), "/nest/ping").status, 200);
 
-    // Every stuck connection is closed once idle for the timeout.
-    let started = Instant::now();
+    // Every stuck connection is closed once idle for the timeout (a socket deadline of the
+    // HTTP edge, in real time: asserted as the outcome, within the harness's timeout).
     for (i, sock) in idle.iter_mut().enumerate() {
         assert!(
             closed_by_server(sock, TIMEOUT),
-            "connection {i} still open {:?} after the idle timeout",
-            started.elapsed()
+            "connection {i} still open after the idle timeout"
         );
     }
 
@@ -160,8 +159,11 @@ fn a_quiet_keep_alive_connection_is_closed_after_the_idle_timeout() {
     assert!(closed_by_server(&mut talking, TIMEOUT));
 }
 
-/// Sends `head` and then `filler` until the server stops taking it; returns the answer's
-/// first line and how many filler bytes went out.
+/// More than any body limit and socket buffers together.
+const SEND_AT_MOST: usize = 64 * 1024 * 1024;
+
+/// Sends `head` and then `filler` until the server stops taking it (or [`SEND_AT_MOST`] went
+/// out); returns the answer's first line and how many filler bytes went out.
 fn send_until_refused(addr: std::net::SocketAddr, head: &[u8], filler: &[u8]) -> (String, usize) {
     let mut sock = TcpStream::connect(addr).unwrap();
     sock.set_write_timeout(Some(Duration::from_secs(5)))
@@ -180,8 +182,9 @@ fn send_until_refused(addr: std::net::SocketAddr, head: &[u8], filler: &[u8]) ->
             .to_string()
     });
     let mut sent = 0;
-    let started = Instant::now();
-    while started.elapsed() < TIMEOUT {
+    // Bounded by how much goes out, not by time: a server that took it all fails the caller's
+    // assertion on `sent`.
+    while sent < SEND_AT_MOST {
         match sock.write(filler) {
             Ok(n) => sent += n,
             Err(_) => break,
@@ -231,7 +234,7 @@ fn an_endless_chunked_body_gets_413_and_is_not_read_to_its_end() {
         let (status, sent) = send_until_refused(addr, head.as_bytes(), chunk.as_bytes());
         assert!(status.starts_with("HTTP/1.1 413"), "{target}: {status:?}");
         // The server stopped reading soon after its 1 MiB limit (plus socket buffers).
-        assert!(sent < 64 * 1024 * 1024, "{target}: {sent} bytes were taken");
+        assert!(sent < SEND_AT_MOST, "{target}: {sent} bytes were taken");
     }
     assert_eq!(store_bytes(s.dir.path()), before, "nothing was stored");
     assert_eq!(get(s.device(), "/nest/ping").status, 200);

@@ -12,7 +12,7 @@ use crate::common;
 use std::io::{BufRead, BufReader, ErrorKind, Read, Write};
 use std::net::{IpAddr, Ipv4Addr, SocketAddr, TcpStream};
 use std::thread;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use common::*;
 use serde_json::json;
@@ -291,16 +291,14 @@ fn trickling_connections_are_capped(cap: Option<usize>) {
         "{cap} kept on each port"
     );
 
-    // Others are served meanwhile, a push within a second of its command.
+    // Others are served meanwhile, and a command is pushed to the held subscribe. How soon is
+    // real time, which this does not bound: each within the harness's timeout.
     assert_eq!(get(s.control(), "/health").status, 200);
     assert_eq!(get(s.device(), "/health").status, 200);
-    let started = Instant::now();
     let r = command(s.control(), SERIAL, "set_temperature", json!(22.5));
     assert_eq!(r.status, 200, "{}", r.text());
     let (_, doc) = next_push(&mut held);
-    let took = started.elapsed();
     assert!(doc.to_string().contains("22.5"), "{doc}");
-    assert!(took < Duration::from_secs(1), "the push took {took:?}");
 
     // The kept ones are still open (until the head deadline).
     for (sock, refused) in conns.iter_mut().zip(&refused) {
@@ -342,12 +340,12 @@ fn a_head_not_complete_within_the_head_timeout_is_closed_and_its_place_freed() {
     assert!(text.starts_with("HTTP/1.1 503"), "{text}");
     // ... while another address is served.
     assert_eq!(get(s.control(), "/health").status, 200);
-    let started = Instant::now();
+    // The head timeout is a socket deadline of the HTTP edge, in real time: asserted as the
+    // outcome, within the harness's timeout.
     assert!(
         closed_within(&mut slow, TIMEOUT),
         "the slow head was closed"
     );
-    assert!(started.elapsed() < TIMEOUT);
     // Its place is free again.
     let mut again = connect_from(SECOND_CLIENT, s.control());
     again

@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use common::*;
 use hearth::http::client::ChunkStream;
+use hearth::util::clock::ManualClock;
 use serde_json::{Value, json};
 
 fn open(s: &TestServer, target: &str) -> ChunkStream {
@@ -192,10 +193,20 @@ fn one_client_address_holds_at_most_8_streams_and_another_still_gets_one() {
 
 #[test]
 fn an_idle_stream_gets_keep_alive_comments_and_head_opens_none() {
-    let s = TestServer::start_with(|c| c.event_keep_alive = Duration::from_millis(200));
+    // Keep-alives are timed on the server's clock: each comes when the clock has moved on by
+    // the interval, and none before.
+    let time = ManualClock::starting_now();
+    let keep_alive = Duration::from_secs(15);
+    let s = TestServer::start_with(|c| {
+        c.clock = time.clock();
+        c.event_keep_alive = keep_alive;
+    });
     let mut stream = open(&s, "/api/events");
     assert_eq!(stream.next_chunk().unwrap().unwrap(), b": connected\n\n");
     for _ in 0..2 {
+        time.advance(keep_alive - Duration::from_millis(1));
+        assert!(nothing_arrived(&mut stream));
+        time.advance(Duration::from_millis(1));
         assert_eq!(stream.next_chunk().unwrap().unwrap(), b": keep-alive\n\n");
     }
     // HEAD answers the stream's headers and takes no place among the streams.

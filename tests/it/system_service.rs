@@ -8,7 +8,7 @@ use std::os::unix::fs::PermissionsExt;
 use std::os::unix::net::UnixDatagram;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use common::{TempDir, wait_until_within};
 
@@ -57,12 +57,11 @@ fn serve_reports_ready_feeds_the_watchdog_and_reports_stopping() {
         ready.contains("STATUS=thermostats register at http://127.0.0.1:8000/entry"),
         "{ready:?}"
     );
-    let started = Instant::now();
+    // Three feeds. Their 200 ms interval is real time in another process, which this does not
+    // bound: each must come within the socket's read timeout.
     for _ in 0..3 {
         assert_eq!(recv(&socket), "WATCHDOG=1");
     }
-    // Three feeds at a 200 ms interval; far below the 20 s a missing feed would take.
-    assert!(started.elapsed() < Duration::from_secs(5));
 
     let status = Command::new("kill")
         .args(["-TERM", &child.id().to_string()])

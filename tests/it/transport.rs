@@ -2,7 +2,7 @@
 
 use crate::common;
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use common::*;
 use hearth::http::client::ChunkStream;
@@ -397,7 +397,8 @@ fn a_thermostat_copy_with_a_newer_timestamp_is_kept_verbatim() {
 
 #[test]
 fn held_subscribe_receives_a_push_as_one_chunk_then_more_within_three_seconds_then_ends() {
-    let s = TestServer::start();
+    let time = ManualClock::starting_now();
+    let s = TestServer::start_with(|c| c.clock = time.clock());
     let mut a = open(
         &s,
         json!([{"object_key": shared(), "object_revision": 0, "object_timestamp": 5}]),
@@ -422,9 +423,10 @@ fn held_subscribe_receives_a_push_as_one_chunk_then_more_within_three_seconds_th
         );
         assert_eq!(doc["objects"][0]["object_revision"], json!(1));
     }
-    std::thread::sleep(Duration::from_millis(1000));
+    // Each push opens a 3 s window for more, counted from its write on the server's clock.
+    wait_until("the push is written", || s.app().hub().settled(SERIAL));
+    time.advance(Duration::from_millis(1000));
     s.server_change(SERIAL, &shared(), json!({"target_temperature": 23.0}));
-    let started = Instant::now();
     for stream in [&mut a, &mut b] {
         let doc = chunk_json(stream);
         assert_eq!(
@@ -434,17 +436,19 @@ fn held_subscribe_receives_a_push_as_one_chunk_then_more_within_three_seconds_th
         );
         assert_eq!(doc["objects"][0]["object_revision"], json!(2));
     }
+    wait_until("the push is written", || s.app().hub().settled(SERIAL));
+    // Past the first push's window, within the second's: still open.
+    time.advance(Duration::from_millis(2001));
+    for stream in [&mut a, &mut b] {
+        assert!(nothing_arrived(stream), "still open after the first window");
+    }
+    time.advance(Duration::from_millis(999));
     for stream in [&mut a, &mut b] {
         assert!(
             stream.next_chunk().unwrap().is_none(),
             "ends with the zero-length chunk"
         );
     }
-    let quiet = started.elapsed();
-    assert!(
-        quiet >= Duration::from_millis(2500) && quiet < Duration::from_secs(5),
-        "ended {quiet:?} after the last push"
-    );
     s.wait_released(SERIAL);
 }
 
@@ -467,23 +471,24 @@ fn back_to_back_subscribes_each_receive_the_next_change() {
 
 #[test]
 fn hold_ends_with_an_empty_body_after_suspend_time_max_minus_ten() {
-    let s = TestServer::start_with(|c| c.suspend_time_max_secs = 12);
-    let started = Instant::now();
+    let time = ManualClock::starting_now();
+    let s = TestServer::start_with(|c| {
+        c.clock = time.clock();
+        c.suspend_time_max_secs = 12;
+    });
+    // The head comes while the server's clock stands still: at once.
     let mut stream = open(
         &s,
         json!([{"object_key": shared(), "object_revision": 0, "object_timestamp": 5}]),
     );
     assert_eq!(stream.header("X-nl-suspend-time-max"), Some("12"));
-    assert!(
-        started.elapsed() < Duration::from_millis(500),
-        "the head is sent at once"
-    );
+    s.wait_held(SERIAL, 1);
+    // Held for 12 - 10 = 2 s of the clock, and not a millisecond less.
+    time.advance(Duration::from_millis(1999));
+    assert!(nothing_arrived(&mut stream), "ended before its deadline");
+    time.advance(Duration::from_millis(1));
     assert!(stream.next_chunk().unwrap().is_none());
-    let held = started.elapsed();
-    assert!(
-        held >= Duration::from_millis(1900) && held < Duration::from_secs(4),
-        "held {held:?}"
-    );
+    s.wait_released(SERIAL);
 }
 
 #[test]

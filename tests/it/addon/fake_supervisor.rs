@@ -134,4 +134,3 @@ impl FakeSupervisor {
         self.asked.lock().unwrap().clone()
     }
 }
-

@@ -498,6 +498,13 @@ pub fn next_push(held: &mut hearth::simulator::Held) -> (Vec<u8>, Value) {
     (chunk, serde_json::from_str(&text).unwrap())
 }
 
+/// Whether nothing more of `stream` has arrived: a look that does not wait (the peek's 1 ms
+/// timeout is the shortest a socket takes), for a test that shows something has not happened
+/// yet before it moves the clock to make it happen.
+pub fn nothing_arrived(stream: &mut hearth::http::client::ChunkStream) -> bool {
+    !stream.wait_readable(Duration::from_millis(1)).unwrap()
+}
+
 /// `GET target` (`/api/events...`) opened on `addr` (the control port) as an event stream,
 /// its head checked.
 pub fn open_events(addr: SocketAddr, target: &str) -> hearth::http::client::ChunkStream {
