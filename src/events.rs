@@ -251,12 +251,7 @@ impl EventStreams {
         Box::new(move |_| open.load(Ordering::SeqCst) > 0)
     }
 
-    /// Ends every stream and stops [`EventStreams::run`].
-    pub fn stop(&self) {
-        let _ = self.control.send(Control::Stop);
-    }
-
-    /// [`EventStreams::stop`] when `shutdown` is triggered.
+    /// When `shutdown` is triggered: ends every stream and stops [`EventStreams::run`].
     pub fn stop_on(&self, shutdown: &Shutdown) {
         let control = self.control.clone();
         shutdown.on_trigger(move || {
@@ -264,7 +259,7 @@ impl EventStreams {
         });
     }
 
-    /// The streams' thread: runs until [`EventStreams::stop`]. `key_valid` says whether an API
+    /// The streams' thread: runs until the signal given to [`EventStreams::stop_on`]. `key_valid` says whether an API
     /// key (by id) still works; a stream opened with one that no longer does is ended before
     /// anything more is written to it (at its next event or keep-alive).
     ///

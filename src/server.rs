@@ -65,7 +65,7 @@ use crate::device::DeviceApi;
 use crate::history::Recorder;
 use crate::http::client::{self, Url};
 use crate::http::listener::{Limits, Listener};
-use crate::http::tls::{self, Peers, TlsError, TlsFront};
+use crate::http::tls::{self, FrontLimits, Peers, TlsError, TlsFront};
 use crate::hub::Hub;
 use crate::mqtt::Mqtt;
 use crate::service;
@@ -500,11 +500,13 @@ fn behind_tls(
         inner_addr,
         Arc::clone(config),
         Arc::clone(&peers),
-        // A handshake is a request head's worth of bytes: it gets the head's deadline.
-        settings.head_timeout,
-        settings.max_connections_per_client,
+        FrontLimits {
+            // A handshake is a request head's worth of bytes: it gets the head's deadline.
+            handshake_timeout: settings.head_timeout,
+            per_client: settings.max_connections_per_client,
+            clock: settings.clock.clone(),
+        },
         shutdown.clone(),
-        settings.clock.clone(),
     )
     .map_err(StartError::Thread)?;
     Ok((inner, Some((front, peers))))

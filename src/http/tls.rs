@@ -168,6 +168,14 @@ impl Drop for HandshakeEntry<'_> {
     }
 }
 
+/// A TLS front's bounds: `handshake_timeout` for a client's handshake, `per_client` relays per
+/// client address; `clock` paces the log of refusals.
+pub struct FrontLimits {
+    pub handshake_timeout: Duration,
+    pub per_client: usize,
+    pub clock: Clock,
+}
+
 pub struct TlsFront {
     /// Until [`TlsFront::join_accept`].
     accept: Option<JoinHandle<()>>,
@@ -182,18 +190,20 @@ impl TlsFront {
     /// [`MAX_RELAYS`]) before their thread starts; a connection over a count is closed at
     /// once (a refusal without TLS would mean nothing to the client). `clock` paces the log of
     /// refusals. It accepts until `shutdown` is triggered.
-    #[allow(clippy::too_many_arguments)]
     pub fn start(
         name: &'static str,
         public: TcpListener,
         inner: SocketAddr,
         config: Arc<rustls::ServerConfig>,
         peers: Arc<Peers>,
-        handshake_timeout: Duration,
-        per_client: usize,
+        limits: FrontLimits,
         shutdown: Signal,
-        clock: Clock,
     ) -> io::Result<TlsFront> {
+        let FrontLimits {
+            handshake_timeout,
+            per_client,
+            clock,
+        } = limits;
         let listener = public.try_clone()?;
         // shutdown() on a listening socket makes a blocked accept() fail at once (Linux).
         shutdown.on_trigger(move || {

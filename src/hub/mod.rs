@@ -33,7 +33,7 @@ use std::time::{Duration, Instant};
 use crossbeam_channel::{Receiver, Sender, TrySendError};
 use parking_lot::{Condvar, Mutex};
 
-use crate::util::clock::{Clock, Stopwatch};
+use crate::util::clock::Clock;
 
 pub use change::{BucketChange, ChangeEvent, Origin};
 
@@ -407,22 +407,6 @@ impl Hub {
             hub.wake.notify_all();
         });
     }
-
-    /// Ends every held subscribe (after writing what is queued) and stops the notifier.
-    /// Returns once the notifier has finished, or after `timeout` of real time (a bound on a
-    /// stuck writer, whatever clock the hub reads).
-    pub fn shutdown(&self, timeout: Duration) {
-        let mut inner = self.inner.lock();
-        inner.stopping = true;
-        self.wake.notify_all();
-        let waited = Stopwatch::start();
-        while !inner.notifier_done {
-            let left = timeout.saturating_sub(waited.elapsed());
-            if left.is_zero() || self.wake.wait_for(&mut inner, left).timed_out() {
-                break;
-            }
-        }
-    }
 }
 
 #[cfg(test)]
@@ -480,6 +464,14 @@ mod tests {
         fn end(&mut self) -> io::Result<()> {
             self.record(b"END")
         }
+    }
+
+    /// Stops the hub as the server does (its shutdown signal) and waits for the notifier.
+    fn stop(hub: &Arc<Hub>) {
+        let shutdown = crate::util::shutdown::Shutdown::new();
+        hub.stop_on(&shutdown);
+        shutdown.trigger();
+        wait_state(hub, "the notifier done", |inner| inner.notifier_done);
     }
 
     /// A hub on a manual clock, its notifier running.
@@ -549,7 +541,7 @@ mod tests {
         for p in [&a, &b] {
             assert_eq!(p.wait_for("END"), "{\"objects\":[1]}\nEND");
         }
-        hub.shutdown(PATIENCE);
+        stop(&hub);
     }
 
     #[test]
@@ -565,7 +557,7 @@ mod tests {
         assert_eq!(p.text(), "{}\n");
         time.advance(BATCH_WINDOW);
         assert_eq!(p.wait_for("END"), "{}\nEND");
-        hub.shutdown(PATIENCE);
+        stop(&hub);
     }
 
     #[test]
@@ -597,7 +589,7 @@ mod tests {
         time.advance(Duration::from_millis(40));
         assert_eq!(p.wait_for("END"), "END");
         wait_subs(&hub, "S", 0);
-        hub.shutdown(PATIENCE);
+        stop(&hub);
     }
 
     #[test]
@@ -618,7 +610,7 @@ mod tests {
         assert_eq!(next.text(), "{\"n\":1}\n");
         time.advance(BATCH_WINDOW);
         assert_eq!(next.wait_for("END"), "{\"n\":1}\nEND");
-        hub.shutdown(PATIENCE);
+        stop(&hub);
     }
 
     #[test]
@@ -642,7 +634,7 @@ mod tests {
         .unwrap();
         time.advance(Duration::from_millis(100));
         assert_eq!(next.wait_for("END"), "END");
-        hub.shutdown(PATIENCE);
+        stop(&hub);
     }
 
     #[test]
@@ -672,7 +664,7 @@ mod tests {
         .unwrap();
         time.advance(Duration::from_millis(100));
         assert_eq!(next.wait_for("END"), "END");
-        hub.shutdown(PATIENCE);
+        stop(&hub);
     }
 
     #[test]
@@ -688,7 +680,7 @@ mod tests {
     fn hold_after_shutdown_hands_the_writer_back() {
         let (hub, _time) = start();
         let r = hub.reserve("S");
-        hub.shutdown(Duration::from_secs(1));
+        stop(&hub);
         assert!(
             hub.hold(r, Box::new(Probe::default()), hub.clock().now())
                 .is_err()
@@ -720,7 +712,7 @@ mod tests {
             Duration::from_millis(3_500),
             "the plain window would have ended at 6 s"
         );
-        hub.shutdown(PATIENCE);
+        stop(&hub);
     }
 
     #[test]

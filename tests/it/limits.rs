@@ -10,24 +10,15 @@
 use crate::common;
 
 use std::io::{BufRead, BufReader, ErrorKind, Read, Write};
-use std::net::{IpAddr, Ipv4Addr, SocketAddr, TcpStream};
+use std::net::{SocketAddr, TcpStream};
 use std::thread;
 use std::time::Duration;
 
+use common::from_address::{SECOND, connect_from};
 use common::*;
 use serde_json::json;
 
-const SECOND_CLIENT: IpAddr = IpAddr::V4(Ipv4Addr::new(127, 0, 0, 2));
-
 /// A connection to `to` from the loopback address `from` (a second "client address").
-fn connect_from(from: IpAddr, to: SocketAddr) -> TcpStream {
-    use rustix::net::{AddressFamily, SocketType};
-    let socket = rustix::net::socket(AddressFamily::INET, SocketType::STREAM, None).unwrap();
-    rustix::net::bind(&socket, &SocketAddr::new(from, 0)).unwrap();
-    rustix::net::connect(&socket, &to).unwrap();
-    TcpStream::from(socket)
-}
-
 /// One response from `r`: its status line, headers and body (by its `Content-Length`).
 fn response(r: &mut impl BufRead) -> (String, Vec<(String, String)>, String) {
     let mut status = String::new();
@@ -246,12 +237,7 @@ fn trickling_connections_are_capped(cap: Option<usize>) {
     let (_sim, _events, mut held) = booted_and_held(&s, SERIAL);
 
     let mut conns: Vec<TcpStream> = (0..400)
-        .map(|i| {
-            connect_from(
-                SECOND_CLIENT,
-                if i % 2 == 0 { s.device() } else { s.control() },
-            )
-        })
+        .map(|i| connect_from(SECOND, if i % 2 == 0 { s.device() } else { s.control() }))
         .collect();
     // The refused ones are answered at once, unread, and closed.
     let mut refused = vec![false; conns.len()];
@@ -330,10 +316,10 @@ fn a_head_not_complete_within_the_head_timeout_is_closed_and_its_place_freed() {
         c.head_timeout = Duration::from_secs(1);
         c.max_connections_per_client = 1;
     });
-    let mut slow = connect_from(SECOND_CLIENT, s.control());
+    let mut slow = connect_from(SECOND, s.control());
     slow.write_all(b"GET /health HTTP/1.1\r\nHo").unwrap();
     // The address's one place is taken: a second connection from it is refused...
-    let mut second = connect_from(SECOND_CLIENT, s.control());
+    let mut second = connect_from(SECOND, s.control());
     second.set_read_timeout(Some(TIMEOUT)).unwrap();
     let mut text = String::new();
     second.read_to_string(&mut text).unwrap();
@@ -347,7 +333,7 @@ fn a_head_not_complete_within_the_head_timeout_is_closed_and_its_place_freed() {
         "the slow head was closed"
     );
     // Its place is free again.
-    let mut again = connect_from(SECOND_CLIENT, s.control());
+    let mut again = connect_from(SECOND, s.control());
     again
         .write_all(b"GET /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
         .unwrap();
@@ -515,7 +501,7 @@ const UPLOAD: usize = 8 * 1024 * 1024 - 1;
 /// A stalled upload from 127.0.0.2: its head with `Expect: 100-continue`, and once the edge
 /// has reserved the body (it answers 100), all of the body but its last byte.
 fn stalled_upload(to: SocketAddr) -> TcpStream {
-    let mut sock = connect_from(SECOND_CLIENT, to);
+    let mut sock = connect_from(SECOND, to);
     let head = format!(
         "POST /nest/upload HTTP/1.1\r\nHost: x\r\nAuthorization: {}\r\nExpect: 100-continue\r\nContent-Length: {UPLOAD}\r\n\r\n",
         basic(SERIAL, "pw")
@@ -544,7 +530,7 @@ fn bodies_being_read_from_one_address_share_a_budget() {
             "POST /nest/upload HTTP/1.1\r\nHost: x\r\nAuthorization: {}\r\nContent-Length: {UPLOAD}\r\n\r\nxxxx",
             basic(SERIAL, "pw")
         );
-        let mut sock = connect_from(SECOND_CLIENT, s.device());
+        let mut sock = connect_from(SECOND, s.device());
         sock.write_all(request.as_bytes()).unwrap();
         sock.set_read_timeout(Some(TIMEOUT)).unwrap();
         let mut text = String::new();
@@ -561,7 +547,7 @@ fn bodies_being_read_from_one_address_share_a_budget() {
     }
     // A chunked body reserves the route's whole limit: it does not fit either.
     let text = {
-        let mut sock = connect_from(SECOND_CLIENT, s.device());
+        let mut sock = connect_from(SECOND, s.device());
         sock.write_all(b"POST /nest/upload HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n4\r\nxxxx\r\n")
             .unwrap();
         sock.set_read_timeout(Some(TIMEOUT)).unwrap();

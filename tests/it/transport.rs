@@ -10,14 +10,6 @@ use hearth::hub::Origin;
 use hearth::util::clock::ManualClock;
 use serde_json::{Value, json};
 
-fn shared() -> String {
-    format!("shared.{SERIAL}")
-}
-
-fn device() -> String {
-    format!("device.{SERIAL}")
-}
-
 fn put_shared(s: &TestServer, value: Value) -> Value {
     let r = post_json(
         s.device(),
