@@ -65,20 +65,6 @@ fn health(sock: &mut TcpStream) {
 /// gets stuck, slow in a debug build on a loaded machine. Only a failing run waits this long.
 const STALL: Duration = Duration::from_secs(60);
 
-/// Reads until the server closes the connection; false if it is still open after `within`.
-fn closed_by_server(sock: &mut TcpStream, within: Duration) -> bool {
-    sock.set_read_timeout(Some(within)).unwrap();
-    let mut buf = [0u8; 512];
-    loop {
-        match sock.read(&mut buf) {
-            Ok(0) => return true,
-            Ok(_) => continue,
-            Err(e) if e.kind() == ErrorKind::ConnectionReset => return true,
-            Err(_) => return false,
-        }
-    }
-}
-
 #[test]
 fn half_requests_do_not_hold_up_others_and_are_closed_once_idle() {
     // The per-address cap (tests/it/limits.rs) is lifted: all 500 come from 127.0.0.1.
@@ -108,7 +94,7 @@ fn half_requests_do_not_hold_up_others_and_are_closed_once_idle() {
     // HTTP edge, in real time: asserted as the outcome, within the harness's timeout).
     for (i, sock) in idle.iter_mut().enumerate() {
         assert!(
-            closed_by_server(sock, TIMEOUT),
+            closed_within(sock, TIMEOUT),
             "connection {i} still open after the idle timeout"
         );
     }
@@ -156,7 +142,7 @@ fn a_quiet_keep_alive_connection_is_closed_after_the_idle_timeout() {
     });
     health(&mut talking);
     // Quiet in turn, it is closed too.
-    assert!(closed_by_server(&mut talking, TIMEOUT));
+    assert!(closed_within(&mut talking, TIMEOUT));
 }
 
 /// More than any body limit and socket buffers together.
@@ -304,7 +290,7 @@ fn a_request_being_read_or_handled_is_not_idle_however_quiet() {
     let mut later = TcpStream::connect(s.control()).unwrap();
     health(&mut later);
     assert!(
-        closed_by_server(&mut later, TIMEOUT),
+        closed_within(&mut later, TIMEOUT),
         "the later connection is closed once idle"
     );
     sock.write_all(&body.as_bytes()[100..]).unwrap();

@@ -54,20 +54,6 @@ fn header<'a>(headers: &'a [(String, String)], name: &str) -> Option<&'a str> {
         .map(|(_, v)| v.as_str())
 }
 
-/// Whether the server has closed `sock` (read to its end within `within`).
-fn closed_within(sock: &mut TcpStream, within: Duration) -> bool {
-    sock.set_read_timeout(Some(within)).unwrap();
-    let mut buf = [0u8; 1024];
-    loop {
-        match sock.read(&mut buf) {
-            Ok(0) => return true,
-            Ok(_) => continue,
-            Err(e) if e.kind() == ErrorKind::ConnectionReset => return true,
-            Err(_) => return false,
-        }
-    }
-}
-
 fn count_entries(dir: &str) -> usize {
     std::fs::read_dir(dir).unwrap().count()
 }

@@ -76,6 +76,30 @@ fn tls_over(
     rustls::StreamOwned::new(conn, sock)
 }
 
+/// An event stream over HTTPS, once its response head has arrived; what was read so far.
+fn open_event_stream(
+    addr: SocketAddr,
+    ca: &Path,
+) -> (
+    rustls::StreamOwned<rustls::ClientConnection, TcpStream>,
+    String,
+) {
+    let mut events = connect(addr, ca);
+    events
+        .write_all(
+            b"GET /api/events HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept: text/event-stream\r\n\r\n",
+        )
+        .unwrap();
+    let mut seen = String::new();
+    let mut buf = [0u8; 4096];
+    while !seen.contains("\r\n\r\n") {
+        let n = events.read(&mut buf).unwrap();
+        assert!(n > 0, "the stream ended: {seen}");
+        seen.push_str(&String::from_utf8_lossy(&buf[..n]));
+    }
+    (events, seen)
+}
+
 /// One HTTPS request with `Connection: close`: the status and the body.
 fn https(addr: SocketAddr, ca: &Path, method: &str, target: &str, body: &str) -> (u16, String) {
     let mut tls = connect(addr, ca);
@@ -145,19 +169,8 @@ fn commands_and_live_events_over_https() {
         json!({"target_temperature": 20.0}),
     );
 
-    let mut events = connect(s.control(), &ca);
-    events
-        .write_all(
-            b"GET /api/events HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept: text/event-stream\r\n\r\n",
-        )
-        .unwrap();
-    let mut seen = String::new();
+    let (mut events, mut seen) = open_event_stream(s.control(), &ca);
     let mut buf = [0u8; 4096];
-    while !seen.contains("\r\n\r\n") {
-        let n = events.read(&mut buf).unwrap();
-        assert!(n > 0, "the stream ended: {seen}");
-        seen.push_str(&String::from_utf8_lossy(&buf[..n]));
-    }
     assert!(seen.starts_with("HTTP/1.1 200"), "{seen}");
 
     let body = json!({"serial": SERIAL, "command": "set_temperature", "value": 22.5}).to_string();
@@ -459,19 +472,8 @@ fn stopping_a_server_ends_every_thread_it_started() {
     } else {
         eprintln!("mosquitto is not installed: stopping without MQTT");
     }
-    let mut events = connect(s.control(), &ca);
-    events
-        .write_all(
-            b"GET /api/events HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept: text/event-stream\r\n\r\n",
-        )
-        .unwrap();
-    let mut head = String::new();
+    let (events, _head) = open_event_stream(s.control(), &ca);
     let mut buf = [0u8; 4096];
-    while !head.contains("\r\n\r\n") {
-        let n = events.read(&mut buf).unwrap();
-        assert!(n > 0, "the stream ended: {head}");
-        head.push_str(&String::from_utf8_lossy(&buf[..n]));
-    }
     let mut idle = connect(s.device(), &ca);
     idle.write_all(b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
         .unwrap();

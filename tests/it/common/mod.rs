@@ -568,3 +568,17 @@ pub fn shared() -> String {
 pub fn device() -> String {
     format!("device.{SERIAL}")
 }
+
+/// Whether the server has closed `sock` (read to its end within `within`).
+pub fn closed_within(sock: &mut TcpStream, within: Duration) -> bool {
+    sock.set_read_timeout(Some(within)).unwrap();
+    let mut buf = [0u8; 1024];
+    loop {
+        match sock.read(&mut buf) {
+            Ok(0) => return true,
+            Ok(_) => continue,
+            Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => return true,
+            Err(_) => return false,
+        }
+    }
+}
