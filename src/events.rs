@@ -14,7 +14,7 @@ use std::net::IpAddr;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::thread;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use crossbeam_channel::{Receiver, Sender, select, unbounded};
 use parking_lot::Mutex;
@@ -50,6 +50,16 @@ pub struct EventStreams {
     per_client: Arc<Mutex<HashMap<IpAddr, usize>>>,
     control: Sender<Control>,
     inbox: Receiver<Control>,
+    /// What the streams' thread has done, for [`EventStreams::settled_at`].
+    progress: Mutex<Progress>,
+}
+
+/// Writes in flight, and the latest time at which the streams' thread knew every keep-alive
+/// due had been handed to its writer.
+#[derive(Default)]
+struct Progress {
+    writing: usize,
+    seen: Option<Instant>,
 }
 
 enum Control {
@@ -211,7 +221,16 @@ impl EventStreams {
             per_client: Arc::new(Mutex::new(HashMap::new())),
             control,
             inbox,
+            progress: Mutex::new(Progress::default()),
         }
+    }
+
+    /// Whether the streams' thread has looked at the time at `at` or later, handed out every
+    /// keep-alive due by then, and has no write in flight. A test that moves a manual clock
+    /// waits for this before it looks at what a stream received.
+    pub fn settled_at(&self, at: Instant) -> bool {
+        let progress = self.progress.lock();
+        progress.writing == 0 && progress.seen.is_some_and(|seen| seen >= at)
     }
 
     /// A place for a new stream from `client` (`None`: not known, counted only in the total),
@@ -314,12 +333,18 @@ impl EventStreams {
             open: HashMap::new(),
             next_id: 0,
             send,
+            progress: &self.progress,
         };
         let clock = &self.clock;
         // A manual clock's moves wake this loop to look at the time again.
         let moved = clock.moves();
         let mut next_keep_alive = clock.now() + self.keep_alive;
         loop {
+            let now = clock.now();
+            if now < next_keep_alive {
+                // Nothing is due at `now`.
+                self.progress.lock().seen = Some(now);
+            }
             let wait = clock.wait_time(next_keep_alive);
             select! {
                 recv(changes) -> event => {
@@ -341,12 +366,16 @@ impl EventStreams {
                 }
                 recv(moved) -> _ => {}
                 default(wait) => {
+                    // Read before the keep-alives go out, so the next is an interval from
+                    // this one however long handing them out takes.
+                    let now = clock.now();
                     // A stream being written to needs no keep-alive.
                     let keep_alive: Arc<[u8]> = Arc::from(&b": keep-alive\n\n"[..]);
                     streams.each(key_valid, |s| {
                         (s.writer.is_some() && s.pending.is_empty()).then_some(&keep_alive)
                     });
-                    next_keep_alive = clock.now() + self.keep_alive;
+                    next_keep_alive = now + self.keep_alive;
+                    self.progress.lock().seen = Some(now);
                 }
             }
         }
@@ -375,6 +404,7 @@ struct Streams<'a> {
     open: HashMap<u64, Stream>,
     next_id: u64,
     send: &'a dyn Fn(Job),
+    progress: &'a Mutex<Progress>,
 }
 
 impl Streams<'_> {
@@ -429,6 +459,7 @@ impl Streams<'_> {
             return;
         };
         s.pending_bytes = 0;
+        self.progress.lock().writing += 1;
         (self.send)(Job {
             id,
             writer,
@@ -439,6 +470,9 @@ impl Streams<'_> {
 
     /// A write finished: the stream goes on with its writer back, or is closed.
     fn settle(&mut self, done: Done) {
+        let mut progress = self.progress.lock();
+        progress.writing = progress.writing.saturating_sub(1);
+        drop(progress);
         match (done.writer, self.open.get_mut(&done.id)) {
             (Some(writer), Some(s)) => {
                 s.writer = Some(writer);

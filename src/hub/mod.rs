@@ -146,6 +146,8 @@ struct Inner {
     watchers: Vec<Watcher>,
     stopping: bool,
     notifier_done: bool,
+    /// The time of the notifier's latest look at its timers (see [`Hub::settled_at`]).
+    seen: Option<Instant>,
 }
 
 impl Inner {
@@ -316,6 +318,14 @@ impl Hub {
     /// a test on a manual clock waits for this before it moves the time.
     pub fn settled(&self, serial: &str) -> bool {
         self.inner.lock().settled(serial)
+    }
+
+    /// [`Hub::settled`], and the notifier has looked at its timers at time `at` or later: no
+    /// subscribe of `serial` was due then. A test that moves a manual clock to just before a
+    /// deadline waits for this to show the subscribe was not ended early.
+    pub fn settled_at(&self, serial: &str, at: Instant) -> bool {
+        let inner = self.inner.lock();
+        inner.seen.is_some_and(|seen| seen >= at) && inner.settled(serial)
     }
 
     /// Subscribes held (or about to be) per serial, for every serial that has any.
@@ -536,6 +546,12 @@ mod tests {
         // Still batching: the window ends only when the clock has moved through it.
         assert_eq!(hub.subscriptions_of("S"), 2);
         time.advance(BATCH_WINDOW - Duration::from_millis(1));
+        // Once the notifier has looked at that time, neither has ended.
+        let at = hub.clock().now();
+        wait_state(&hub, "the notifier looks", |inner| {
+            inner.seen.is_some_and(|seen| seen >= at) || inner.ids_of("S").len() < 2
+        });
+        assert!(hub.settled_at("S", at), "ended before the window's end");
         assert!(!a.text().contains("END") && !b.text().contains("END"));
         time.advance(Duration::from_millis(1));
         for p in [&a, &b] {

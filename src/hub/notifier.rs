@@ -109,6 +109,14 @@ impl Hub {
         let mut inner = self.inner.lock();
         loop {
             let now = self.clock.now();
+            // Every subscribe due at `now` leaves the settled state (its writer taken) before
+            // this lock is let go: see `Hub::settled_at`.
+            if inner.seen != Some(now) {
+                inner.seen = Some(now);
+                // For whoever waits to see the notifier look (a test on a manual clock); with
+                // no one waiting this is one atomic load.
+                self.wake.notify_all();
+            }
             let stopping = inner.stopping;
             let mut due = std::mem::take(&mut inner.ready);
             while let Some(&(at, id)) = inner.timers.first() {

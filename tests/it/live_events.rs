@@ -203,9 +203,19 @@ fn an_idle_stream_gets_keep_alive_comments_and_head_opens_none() {
     });
     let mut stream = open(&s, "/api/events");
     assert_eq!(stream.next_chunk().unwrap().unwrap(), b": connected\n\n");
+    // The streams' thread has handed out all that was due at the clock's time, and every
+    // write is done: what a stream has not received by then was not sent.
+    let settled = || {
+        let now = time.clock().now();
+        wait_until("the event streams settle", || {
+            s.app().events.settled_at(now)
+        });
+    };
     for _ in 0..2 {
+        settled();
         time.advance(keep_alive - Duration::from_millis(1));
-        assert!(nothing_arrived(&mut stream));
+        settled();
+        assert!(nothing_arrived(&mut stream), "a keep-alive came early");
         time.advance(Duration::from_millis(1));
         assert_eq!(stream.next_chunk().unwrap().unwrap(), b": keep-alive\n\n");
     }

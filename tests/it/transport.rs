@@ -429,8 +429,17 @@ fn held_subscribe_receives_a_push_as_one_chunk_then_more_within_three_seconds_th
         assert_eq!(doc["objects"][0]["object_revision"], json!(2));
     }
     wait_until("the push is written", || s.app().hub().settled(SERIAL));
-    // Past the first push's window, within the second's: still open.
+    // Past the first push's window, within the second's: still open once the notifier has
+    // looked at that time.
     time.advance(Duration::from_millis(2001));
+    let at = time.clock().now();
+    wait_until("the notifier looks past the first window", || {
+        s.app().hub().settled_at(SERIAL, at) || s.app().hub().subscriptions_of(SERIAL) < 2
+    });
+    assert!(
+        s.app().hub().settled_at(SERIAL, at),
+        "ended after the first window"
+    );
     for stream in [&mut a, &mut b] {
         assert!(nothing_arrived(stream), "still open after the first window");
     }
@@ -475,8 +484,14 @@ fn hold_ends_with_an_empty_body_after_suspend_time_max_minus_ten() {
     );
     assert_eq!(stream.header("X-nl-suspend-time-max"), Some("12"));
     s.wait_held(SERIAL, 1);
-    // Held for 12 - 10 = 2 s of the clock, and not a millisecond less.
+    // Held for 12 - 10 = 2 s of the clock, and not a millisecond less: once the notifier has
+    // looked at 1999 ms, the subscribe is still parked, and nothing was written to it.
     time.advance(Duration::from_millis(1999));
+    let at = time.clock().now();
+    wait_until("the notifier looks at 1999 ms", || {
+        s.app().hub().settled_at(SERIAL, at) || s.app().hub().subscriptions_of(SERIAL) == 0
+    });
+    assert!(s.app().hub().settled_at(SERIAL, at), "ended before its deadline");
     assert!(nothing_arrived(&mut stream), "ended before its deadline");
     time.advance(Duration::from_millis(1));
     assert!(stream.next_chunk().unwrap().is_none());
