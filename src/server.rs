@@ -71,6 +71,7 @@ use crate::mqtt::Mqtt;
 use crate::service;
 use crate::state::State;
 use crate::store::StoreError;
+use crate::util::clock::Stopwatch;
 use crate::util::memory;
 use crate::util::shutdown::Shutdown;
 
@@ -539,9 +540,8 @@ fn start_maintenance(
         .max(Duration::from_millis(100));
     spawn("maintenance", move || {
         let mut failures = vec![0u32; addrs.len()];
-        // Time waited since the last probe, counted in ticks (the probes themselves, at most
-        // a few seconds, are not counted).
-        let mut since_probe = Duration::ZERO;
+        // The watchdog's probes are about the machine, so real time paces them.
+        let mut since_probe = Stopwatch::start();
         let mut trimmer = memory::Trimmer::default();
         // A long journal left by a crash is folded into a snapshot at once, not at the first
         // tick: a server that keeps being killed young (a crash loop, a flaky power supply)
@@ -553,11 +553,10 @@ fn start_maintenance(
             if feed_every.is_some() && failures.iter().all(|f| *f == 0) {
                 service::notify("WATCHDOG=1");
             }
-            since_probe += tick;
-            if interval.is_zero() || since_probe < interval {
+            if interval.is_zero() || since_probe.elapsed() < interval {
                 continue;
             }
-            since_probe = Duration::ZERO;
+            since_probe = Stopwatch::start();
             for (addr, failed) in addrs.iter().zip(failures.iter_mut()) {
                 if probe(*addr) {
                     *failed = 0;

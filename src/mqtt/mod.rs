@@ -28,6 +28,7 @@ pub mod discovery;
 mod link;
 pub mod state_topics;
 
+use crate::util::clock::Stopwatch;
 use std::collections::{HashMap, HashSet};
 use std::hash::{DefaultHasher, Hash, Hasher};
 use std::io;
@@ -162,7 +163,8 @@ impl Bridge {
         let filter = format!("{}/+/+/+/set", self.config.topic_prefix);
         let mut backoff = MIN_BACKOFF;
         loop {
-            let started = self.app.config.clock.now();
+            // Whether a connection stayed up is real time, whatever clock the server reads.
+            let started = Stopwatch::start();
             self.link_id += 1;
             let opened = Link::open(
                 &self.config,
@@ -182,7 +184,7 @@ impl Bridge {
                     );
                     let ended = self.serve(&link, changes, &inbox, stopped);
                     // A connection that keeps dropping soon after it opens backs off too.
-                    if self.app.config.clock.now() - started >= STABLE {
+                    if started.elapsed() >= STABLE {
                         backoff = MIN_BACKOFF;
                     }
                     match ended {

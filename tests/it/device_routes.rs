@@ -435,6 +435,7 @@ struct WeatherUpstream {
 }
 
 fn weather_upstream(mode: Arc<AtomicUsize>, hits: Arc<AtomicUsize>) -> WeatherUpstream {
+    common::share_process();
     use hearth::http::{Reply, Request, Response};
     let (release, hang) = crossbeam_channel::bounded::<()>(0);
     let listener = hearth::http::serve(

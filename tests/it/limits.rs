@@ -4,8 +4,8 @@
 //! keeps (Expect, pipelining, HTTP/1.0 keep-alive, ambiguous framing). Each bound is shown to
 //! hold while other clients are served.
 //!
-//! These tests count the process's threads, descriptors and memory, so each has the process to
-//! itself ([`common::alone`]).
+//! The tests that count the process's threads, descriptors or memory, or open hundreds of
+//! connections, have the process to themselves ([`common::alone`]).
 
 use crate::common;
 
@@ -332,7 +332,6 @@ fn a_head_not_complete_within_the_head_timeout_is_closed_and_its_place_freed() {
 
 #[test]
 fn expect_100_continue_is_answered_only_for_a_body_within_the_limit() {
-    let _alone = alone();
     let s = TestServer::start();
     let body = json!({"serial": SERIAL, "command": "set_temperature", "value": 21.0}).to_string();
     let mut sock = TcpStream::connect(s.control()).unwrap();
@@ -377,7 +376,6 @@ fn expect_100_continue_is_answered_only_for_a_body_within_the_limit() {
 
 #[test]
 fn pipelined_requests_are_answered_in_order() {
-    let _alone = alone();
     let s = TestServer::start();
     let mut sock = TcpStream::connect(s.device()).unwrap();
     sock.set_read_timeout(Some(TIMEOUT)).unwrap();
@@ -418,7 +416,6 @@ fn pipelined_requests_are_answered_in_order() {
 
 #[test]
 fn http_1_0_keeps_the_connection_only_when_asked() {
-    let _alone = alone();
     let s = TestServer::start();
     let mut sock = TcpStream::connect(s.control()).unwrap();
     sock.set_read_timeout(Some(TIMEOUT)).unwrap();
@@ -442,7 +439,6 @@ fn http_1_0_keeps_the_connection_only_when_asked() {
 
 #[test]
 fn a_request_with_both_content_length_and_transfer_encoding_gets_400_and_changes_nothing() {
-    let _alone = alone();
     let s = TestServer::start();
     let (_sim, _events, _held) = booted_and_held(&s, SERIAL);
     let before = store_bytes(s.dir.path());
@@ -560,7 +556,6 @@ fn bodies_being_read_from_one_address_share_a_budget() {
 /// Without device logs stored, an upload gets the ordinary 1 MiB limit.
 #[test]
 fn an_upload_over_1_mib_gets_413_when_device_logs_are_not_stored() {
-    let _alone = alone();
     let s = TestServer::start();
     let request = format!(
         "POST /nest/upload HTTP/1.1\r\nHost: x\r\nAuthorization: {}\r\nContent-Length: {}\r\n\r\nxxxx",

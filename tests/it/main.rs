@@ -3,8 +3,9 @@
 //! pool (`cargo test --test it transport::` runs one module's tests).
 //!
 //! Tests in different modules now share a process, so a test that measures the process itself
-//! (its threads, descriptors or memory) takes [`common::alone`], and every server a test starts
-//! through [`common::TestServer`] waits while such a test runs.
+//! (its threads, descriptors or memory) takes [`common::alone`], and every server or fake a
+//! test starts first takes its thread's share of the process ([`common::share_process`]),
+//! waiting while such a test runs.
 
 mod common;
 

@@ -32,6 +32,7 @@ struct Hung {
 
 impl Hung {
     fn start() -> Hung {
+        common::share_process();
         Hung::serve(None)
     }
 

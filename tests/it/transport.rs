@@ -491,7 +491,10 @@ fn hold_ends_with_an_empty_body_after_suspend_time_max_minus_ten() {
     wait_until("the notifier looks at 1999 ms", || {
         s.app().hub().settled_at(SERIAL, at) || s.app().hub().subscriptions_of(SERIAL) == 0
     });
-    assert!(s.app().hub().settled_at(SERIAL, at), "ended before its deadline");
+    assert!(
+        s.app().hub().settled_at(SERIAL, at),
+        "ended before its deadline"
+    );
     assert!(nothing_arrived(&mut stream), "ended before its deadline");
     time.advance(Duration::from_millis(1));
     assert!(stream.next_chunk().unwrap().is_none());

@@ -80,6 +80,7 @@ pub struct FakeSupervisor {
 impl FakeSupervisor {
     /// Answers each path with its answer, anything else with 404.
     pub fn start(answers: &[(&str, Answer)]) -> FakeSupervisor {
+        crate::common::share_process();
         let answers: HashMap<String, Answer> = answers
             .iter()
             .map(|(p, a)| (p.to_string(), a.clone()))

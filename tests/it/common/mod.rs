@@ -87,8 +87,9 @@ impl Drop for TempDir {
 /// Whether any thread is measuring the whole process, and how many threads run servers.
 /// One test binary holds every test, so a test that counts the process's threads, descriptors
 /// or memory ([`alone`]) must not run beside another test's server: every thread that starts
-/// one ([`TestServer`], [`start_server`]) first takes a share of the process ([`share_process`]),
-/// held until that test's thread ends (libtest runs each test on a thread of its own).
+/// one ([`TestServer`], [`start_server`], a fake upstream, the demo) first takes a share of the
+/// process ([`share_process`]), held until that test's thread ends (libtest runs each test on a
+/// thread of its own).
 struct ProcessGate {
     /// Threads holding a share, and whether a test is alone (or waiting to be).
     state: std::sync::Mutex<(Vec<std::thread::ThreadId>, bool)>,

@@ -31,6 +31,7 @@ struct PageServer {
 
 impl PageServer {
     fn start() -> PageServer {
+        crate::common::share_process();
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let addr = listener.local_addr().unwrap();
         let stop = Arc::new(AtomicBool::new(false));

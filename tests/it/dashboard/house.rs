@@ -20,6 +20,7 @@ const FAKE_KEY: &str = "SECRETKEY123";
 /// A thermostat's settings API (the firmware's `/cgi-bin/api/settings`) on a loopback address
 /// of its own, which wants its key: what "Point here" talks to.
 pub fn fake_thermostat() -> SettingsApi {
+    crate::common::share_process();
     SettingsApi::start(
         SocketAddr::from((FAKE_IP, 0)),
         Settings {

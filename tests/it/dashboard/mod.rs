@@ -133,6 +133,7 @@ fn the_dashboard_in_a_real_browser() {
     config.api_origin = Some(hearth::config::ApiOrigin::parse("http://127.0.0.1").unwrap());
     let fake = house::fake_thermostat();
     config.thermostat_api_port = fake.addr().port();
+    share_process();
     let demo = Demo::start(config).expect("demo starts");
     let app = Arc::clone(demo.server().app());
     let page = format!("http://{}/", demo.server().control_addr());

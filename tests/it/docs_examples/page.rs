@@ -187,6 +187,7 @@ impl PageRun {
                     // In its first 30 minutes after power-on: it takes a URL without a key.
                     key_required: false,
                 };
+                crate::common::share_process();
                 SettingsApi::start(SocketAddr::from((LAN_THERMOSTAT, 0)), settings)
                     .expect("the fake thermostat's settings API starts")
             });
