@@ -245,6 +245,7 @@ pub fn serve(
         shutdown.clone(),
     )?;
     Ok(Served {
+        addr: listener.addr(),
         listener: Some(listener),
         shutdown,
     })
@@ -253,15 +254,15 @@ pub fn serve(
 /// A handler function being served ([`serve`]); dropping it stops the listener and waits for
 /// its threads.
 pub struct Served {
+    addr: SocketAddr,
+    /// Taken when dropped.
     listener: Option<listener::Listener>,
     shutdown: Shutdown,
 }
 
 impl Served {
     pub fn addr(&self) -> SocketAddr {
-        self.listener
-            .as_ref()
-            .map_or_else(|| SocketAddr::from(([0, 0, 0, 0], 0)), |l| l.addr())
+        self.addr
     }
 }
 

@@ -49,11 +49,7 @@ fn connect_from(
     addr: SocketAddr,
     ca: &Path,
 ) -> rustls::StreamOwned<rustls::ClientConnection, TcpStream> {
-    use rustix::net::{AddressFamily, SocketType};
-    let socket = rustix::net::socket(AddressFamily::INET, SocketType::STREAM, None).unwrap();
-    rustix::net::bind(&socket, &SocketAddr::new(from, 0)).unwrap();
-    rustix::net::connect(&socket, &addr).unwrap();
-    tls_over(TcpStream::from(socket), ca)
+    tls_over(common::from_address::connect_from(from, addr), ca)
 }
 
 fn tls_over(
@@ -291,14 +287,7 @@ fn idle_connections_from_one_address_are_capped_before_the_tls_handshake() {
     let second: std::net::IpAddr = "127.0.0.2".parse().unwrap();
     let (_certs, s, ca) = ec_server(|_| {});
     let idle: Vec<TcpStream> = (0..400)
-        .map(|_| {
-            use rustix::net::{AddressFamily, SocketType};
-            let socket =
-                rustix::net::socket(AddressFamily::INET, SocketType::STREAM, None).unwrap();
-            rustix::net::bind(&socket, &SocketAddr::new(second, 0)).unwrap();
-            rustix::net::connect(&socket, &s.device()).unwrap();
-            TcpStream::from(socket)
-        })
+        .map(|_| common::from_address::connect_from(second, s.device()))
         .collect();
     // The front accepts in the order of connecting: the first 64 are counted, each later one
     // is closed as soon as it is accepted (long before the 10 s handshake deadline).
