@@ -9,6 +9,8 @@ use std::sync::{Arc, Mutex};
 use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
 
+use hearth::util::clock::real_now;
+
 use crossbeam_channel::{Receiver, Sender, unbounded};
 
 use hearth::simulator::{Event, Observer, Options, Thermostat, fleet};
@@ -51,9 +53,9 @@ impl HeldFleet {
             threads,
             pushes,
         };
-        let deadline = Instant::now() + Duration::from_secs(300);
+        let deadline = real_now() + Duration::from_secs(300);
         while fleet.held_count() < count {
-            if Instant::now() > deadline {
+            if real_now() > deadline {
                 return Err(format!(
                     "only {} of {count} thermostats held a subscribe within 300 s",
                     fleet.held_count()
@@ -74,8 +76,8 @@ impl HeldFleet {
     /// the CPU with a thousand threads winding down.
     pub fn finish(self, within: Duration) {
         self.stop();
-        let until = Instant::now() + within;
-        while self.threads.iter().any(|t| !t.is_finished()) && Instant::now() < until {
+        let until = real_now() + within;
+        while self.threads.iter().any(|t| !t.is_finished()) && real_now() < until {
             thread::sleep(Duration::from_millis(10));
         }
     }
@@ -112,7 +114,7 @@ fn observer(
             held.lock().map(|mut h| h.insert(serial.to_string())).ok();
         }
         Event::Pushed { key, .. } => {
-            let _ = pushes.send((key.clone(), Instant::now()));
+            let _ = pushes.send((key.clone(), real_now()));
         }
         // The server is stopped under the thermostats at the end: their complaints are noise.
         Event::Problem(why) if !stop.load(Ordering::SeqCst) => log::warn!("{serial}: {why}"),

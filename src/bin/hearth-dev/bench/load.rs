@@ -7,6 +7,8 @@ use std::sync::Arc;
 use std::thread;
 use std::time::{Duration, Instant};
 
+use hearth::util::clock::real_now;
+
 use serde_json::json;
 
 use super::fleet::HeldFleet;
@@ -97,7 +99,7 @@ pub fn timed_commands(
     });
     let url = control_url(server, "/");
     let cpu_before = Cpu::now(server)?;
-    let started = Instant::now();
+    let started = real_now();
     let threads: Vec<_> = shares
         .into_iter()
         .zip(receivers)
@@ -112,10 +114,10 @@ pub fn timed_commands(
                 for i in 0..n {
                     let serial = &share[i % share.len()];
                     while inbox.try_recv().is_ok() {}
-                    let started = Instant::now();
+                    let started = real_now();
                     send_command(&mut client, serial, i * commanders + c)?;
-                    let left = (started + Duration::from_secs(10))
-                        .saturating_duration_since(Instant::now());
+                    let left =
+                        (started + Duration::from_secs(10)).saturating_duration_since(real_now());
                     let at = inbox
                         .recv_timeout(left)
                         .map_err(|_| format!("{serial} did not receive its push within 10 s"))?;
@@ -207,8 +209,8 @@ fn keep_alive_load(
 ) -> Result<Load, String> {
     let url = control_url(server, "/");
     let cpu_before = server.cpu_time().ok_or("no CPU time for the server")?;
-    let until = Instant::now() + Duration::from_secs(seconds);
-    let started = Instant::now();
+    let until = real_now() + Duration::from_secs(seconds);
+    let started = real_now();
     let workers: Vec<_> = (0..clients)
         .map(|c| {
             let (url, request) = (url.clone(), Arc::clone(&request));
@@ -217,8 +219,8 @@ fn keep_alive_load(
                     KeepAlive::connect(&url, Duration::from_secs(10)).map_err(|e| e.to_string())?;
                 let mut times = Vec::new();
                 let mut i = c;
-                while Instant::now() < until {
-                    let t = Instant::now();
+                while real_now() < until {
+                    let t = real_now();
                     request(&mut client, i)?;
                     times.push(t.elapsed().as_micros() as u64);
                     i += clients;
@@ -299,7 +301,7 @@ fn get_load(
 
 /// Starts `exe serve` on `data_dir` and times it until `/health` answers 200.
 pub fn start_and_time(exe: &Path, data_dir: &Path) -> Result<(ServerProcess, Duration), String> {
-    let started = Instant::now();
+    let started = real_now();
     let server = ServerProcess::start_for_timing(exe, data_dir, &[])
         .map_err(|log| format!("the server did not start:\n{log}"))?;
     let health = control_url(&server, "/health");
