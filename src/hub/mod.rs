@@ -521,6 +521,12 @@ mod tests {
         hub.clock().now() + Duration::from_secs(60)
     }
 
+    /// Holds a new subscribe of `serial` writing to `sink`, due in a minute of the clock.
+    fn hold_a_minute(hub: &Arc<Hub>, serial: &str, sink: Probe) {
+        let r = hub.reserve(serial);
+        hub.hold(r, Box::new(sink), in_a_minute(hub)).ok().unwrap();
+    }
+
     #[test]
     fn push_to_every_held_subscribe_then_end_after_quiet() {
         let (hub, time) = start();
@@ -613,15 +619,11 @@ mod tests {
         let (hub, time) = start();
         let dead = Probe::default();
         *dead.fail.lock() = true;
-        let r = hub.reserve("S");
-        hub.hold(r, Box::new(dead), in_a_minute(&hub)).ok().unwrap();
+        hold_a_minute(&hub, "S", dead);
         hub.publish("S", Origin::Server, Some(b"{\"n\":1}".to_vec()), vec![]);
         wait_subs(&hub, "S", 0);
         let next = Probe::default();
-        let r = hub.reserve("S");
-        hub.hold(r, Box::new(next.clone()), in_a_minute(&hub))
-            .ok()
-            .unwrap();
+        hold_a_minute(&hub, "S", next.clone());
         wait_settled(&hub, "S");
         assert_eq!(next.text(), "{\"n\":1}\n");
         time.advance(BATCH_WINDOW);
@@ -634,8 +636,7 @@ mod tests {
         let (hub, time) = start();
         let dead = Probe::default();
         *dead.fail.lock() = true;
-        let r = hub.reserve("S");
-        hub.hold(r, Box::new(dead), in_a_minute(&hub)).ok().unwrap();
+        hold_a_minute(&hub, "S", dead);
         hub.publish("S", Origin::Server, Some(b"{\"n\":1}".to_vec()), vec![]);
         wait_subs(&hub, "S", 0);
         time.advance(REPLAY_MAX_AGE);

@@ -116,8 +116,10 @@ impl Shutdown {
         self.shared.reached.load(Ordering::SeqCst) >= self.stage
     }
 
-    /// Waits until the signal is triggered.
-    pub fn wait(&self) {
+    /// Waits until the signal is triggered. (Every thread of the server has something else to
+    /// do meanwhile, so only the tests wait on the signal alone.)
+    #[cfg(test)]
+    fn wait(&self) {
         let mut state = self.shared.state.lock();
         while state.reached < self.stage {
             self.shared.changed.wait(&mut state);
