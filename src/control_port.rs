@@ -29,13 +29,14 @@ impl ControlPort {
 }
 
 /// What the browser rule asks of a request on this port: nothing for `/health` (probes), a
-/// name of this server for the page and `/info` (nothing secret, nothing changed), everything
+/// name of this server for the page, its files and `/info` (nothing secret, nothing changed), everything
 /// for the rest and for every preflight.
 fn guard(method: Method, path: &str) -> Guard {
     match (method, path) {
         (Method::Options, _) => Guard::Full,
         (_, "/health") => Guard::Open,
         (_, "/" | "/info") => Guard::Host,
+        (_, p) if p.starts_with("/ui/") => Guard::Host,
         _ => Guard::Full,
     }
 }

@@ -73,8 +73,13 @@ impl ControlApi {
     /// ingress proxy (`INGRESS_PROXY`) speaks for people Home Assistant has signed in. Gives
     /// the key's id.
     fn check_key(&self, req: &Request) -> Result<Option<String>, ControlError> {
-        // The dashboard page holds no data; it asks for a key when its requests are refused.
-        if !self.app.config.control_require_key || req.path == "/health" || req.path == "/" {
+        // The dashboard page and its files hold no data; it asks for a key when its requests
+        // are refused.
+        if !self.app.config.control_require_key
+            || req.path == "/health"
+            || req.path == "/"
+            || req.path.starts_with("/ui/")
+        {
             return Ok(None);
         }
         let proxy = self.app.config.ingress_proxy;
@@ -106,6 +111,8 @@ impl ControlApi {
 #[derive(Clone, Debug, PartialEq, Eq)]
 enum Route {
     Dashboard,
+    /// One of the page's files (`/ui/...`).
+    PagePart(usize),
     Health,
     Info,
     Command,
@@ -155,6 +162,10 @@ impl Route {
             "/api/configure-nest" => (Route::ConfigureNest, post),
             "/api/waiting" => (Route::Waiting, get),
             "/api/adopt" => (Route::Adopt, post),
+            p if p.starts_with("/ui/") => match dashboard::assets::find(p) {
+                Some((index, _)) => (Route::PagePart(index), get),
+                None => return Err(ControlError::NotFound),
+            },
             p => match (
                 p.strip_prefix("/api/dismiss-pairing/"),
                 p.strip_prefix("/api/registered-devices/"),
@@ -193,6 +204,10 @@ impl Route {
     ) -> Result<Reply, ControlError> {
         let response = match self {
             Route::Dashboard => dashboard::page(req),
+            Route::PagePart(index) => match dashboard::assets::ASSETS.get(*index) {
+                Some(asset) => dashboard::assets::serve(req, *index, asset),
+                None => return Err(ControlError::NotFound),
+            },
             Route::Health => info::health(),
             Route::Info => info::info(app),
             Route::Command => command::run(app, &req.body)?,

@@ -1,17 +1,15 @@
-//! `GET /` on the control port: the dashboard, one self-contained page compiled into the binary
-//! (its CSS and script inline; nothing from a CDN, no fonts, no build step), so it works on a
-//! home network with no internet.
+//! `GET /` on the control port: the dashboard. The page is a shell (`page.html`) and its parts,
+//! one stylesheet and one script per part of the page in `ui/` ([`assets`]), all compiled into
+//! the binary: nothing from a CDN, no fonts, no build step, so it works on a home network with
+//! no internet.
 //!
-//! The page only talks to the control API's own routes (`/api/devices`, `/status`, `/command`,
-//! `/api/events`, `/api/history`, `/api/schedule`, `/api/config`, `/api/register`) with URLs
-//! relative to itself, so it works under a path prefix. Behind Home Assistant ingress the
-//! prefix comes in `X-Ingress-Path`, which is put in `<body data-ingress-path="...">` as the
-//! Python server does.
+//! The page only talks to the control API's own routes with URLs relative to itself, so it
+//! works under a path prefix. Behind Home Assistant ingress the prefix comes in
+//! `X-Ingress-Path`, which is put in `<body data-ingress-path="...">` as the Python server
+//! does, and in a `<base>` so the page's files load from under the prefix whatever the URL the
+//! browser shows.
 
-use std::sync::OnceLock;
-
-use base64::Engine;
-use sha2::{Digest, Sha256};
+pub(crate) mod assets;
 
 use crate::http::{Request, Response};
 
@@ -19,33 +17,11 @@ const PAGE: &str = include_str!("page.html");
 /// Longest `X-Ingress-Path` honoured; anything longer (or not a plain path) is ignored.
 const MAX_INGRESS_PATH: usize = 512;
 
-/// The page's own inline script and style block, named by their hashes, and nothing else may
-/// run or style it (no other inline script, no `style` attributes); it may fetch from its own
-/// origin only.
-fn content_security_policy() -> &'static str {
-    static POLICY: OnceLock<String> = OnceLock::new();
-    POLICY.get_or_init(|| {
-        format!(
-            "default-src 'none'; script-src {}; style-src {}; connect-src 'self'; \
-             img-src data:; base-uri 'none'; form-action 'none'; frame-ancestors 'self'",
-            inline_hash("<script>", "</script>"),
-            inline_hash("<style>", "</style>"),
-        )
-    })
-}
-
-/// `'sha256-…'` of the text between `open` and `close` in the page, as browsers hash it.
-fn inline_hash(open: &str, close: &str) -> String {
-    let inner = PAGE
-        .split_once(open)
-        .and_then(|(_, rest)| rest.split_once(close))
-        .map_or("", |(inner, _)| inner);
-    let digest = Sha256::digest(inner.as_bytes());
-    format!(
-        "'sha256-{}'",
-        base64::engine::general_purpose::STANDARD.encode(digest)
-    )
-}
+/// Scripts, styles, images and the manifest from this server only, and no inline script or
+/// style at all (the page has none), so injected markup cannot run; fetches go to this origin.
+const CONTENT_SECURITY_POLICY: &str = "default-src 'none'; script-src 'self'; style-src 'self'; \
+     connect-src 'self'; img-src 'self' data:; manifest-src 'self'; base-uri 'self'; \
+     form-action 'none'; frame-ancestors 'self'";
 
 pub fn page(req: &Request) -> Response {
     let ingress = req
@@ -53,11 +29,20 @@ pub fn page(req: &Request) -> Response {
         .map(str::trim)
         .filter(|p| is_plain_path(p));
     let body = match ingress {
-        Some(path) => PAGE.replacen(
-            "<body>",
-            &format!("<body data-ingress-path=\"{}\">", escape_attribute(path)),
-            1,
-        ),
+        Some(path) => PAGE
+            .replacen(
+                "<body>",
+                &format!("<body data-ingress-path=\"{}\">", escape_attribute(path)),
+                1,
+            )
+            .replacen(
+                "<head>",
+                &format!(
+                    "<head>\n<base href=\"{}/\">",
+                    escape_attribute(path.trim_end_matches('/'))
+                ),
+                1,
+            ),
         None => PAGE.to_string(),
     };
     Response {
@@ -69,7 +54,7 @@ pub fn page(req: &Request) -> Response {
             ("Vary".into(), "X-Ingress-Path".into()),
             (
                 "Content-Security-Policy".into(),
-                content_security_policy().into(),
+                CONTENT_SECURITY_POLICY.into(),
             ),
             ("X-Content-Type-Options".into(), "nosniff".into()),
         ],
@@ -109,32 +94,59 @@ mod tests {
     #[test]
     fn the_page_is_self_contained() {
         assert_eq!(PAGE.matches("<body>").count(), 1);
-        for outside in ["https://", "src=", "<link", "@import", "url("] {
-            assert!(
-                !PAGE.contains(outside),
-                "the page refers outside itself: {outside}"
+        assert_eq!(PAGE.matches("<head>").count(), 1);
+        let parts = assets::ASSETS
+            .iter()
+            .map(|a| String::from_utf8_lossy(a.body));
+        for (name, text) in std::iter::once(("page.html".into(), PAGE.into()))
+            .chain(assets::ASSETS.iter().map(|a| a.name.to_string()).zip(parts))
+        {
+            let text: std::borrow::Cow<str> = text;
+            for outside in ["https://", "@import", "url(", "//cdn", "fonts."] {
+                assert!(
+                    !text.contains(outside),
+                    "{name} refers outside itself: {outside}"
+                );
+            }
+            // The one `http://` is SVG's namespace name, which is never fetched.
+            assert_eq!(
+                text.matches("http://").count(),
+                text.matches("http://www.w3.org/2000/svg").count(),
+                "{name}"
             );
         }
-        // The one `http://` is SVG's namespace name, which is never fetched.
-        assert_eq!(
-            PAGE.matches("http://").count(),
-            PAGE.matches("http://www.w3.org/2000/svg").count()
-        );
+        // Every file the shell loads is relative, under ui/.
+        for attr in ["src=\"", "href=\""] {
+            for (at, _) in PAGE.match_indices(attr) {
+                let value = &PAGE[at + attr.len()..];
+                assert!(value.starts_with("ui/"), "{attr}{value:.40}");
+            }
+        }
     }
 
     #[test]
-    fn the_policy_names_the_script_and_the_style() {
-        assert_eq!(PAGE.matches("<script>").count(), 1);
-        assert_eq!(PAGE.matches("<style>").count(), 1);
-        assert!(
-            !PAGE.contains(" style=\""),
-            "style attributes would be refused"
+    fn nothing_inline_runs_or_styles() {
+        // Every <script> has a src; there is no <style> block and no style attribute, which
+        // the policy (no 'unsafe-inline') would refuse.
+        assert_eq!(
+            PAGE.matches("<script").count(),
+            PAGE.matches("<script defer src=\"ui/").count()
         );
-        let policy = content_security_policy();
-        assert_eq!(policy.matches("'sha256-").count(), 2, "{policy}");
-        assert!(!policy.contains("unsafe-inline"));
-        // The hash of nothing would mean the block was not found.
-        assert!(!policy.contains(&inline_hash("<nothing>", "</nothing>")));
+        assert!(!PAGE.contains("<style"));
+        assert!(!PAGE.contains(" style=\""));
+        assert!(!CONTENT_SECURITY_POLICY.contains("unsafe"));
+    }
+
+    #[test]
+    fn an_ingress_prefix_becomes_the_base_of_every_relative_url() {
+        let req = Request::new(crate::http::Method::Get, "/")
+            .with_header("X-Ingress-Path", "/api/hassio_ingress/abc");
+        let body = String::from_utf8(page(&req).body).expect("utf-8");
+        assert!(body.contains("<base href=\"/api/hassio_ingress/abc/\">"));
+        assert!(body.contains("<body data-ingress-path=\"/api/hassio_ingress/abc\">"));
+        let plain = String::from_utf8(page(&Request::new(crate::http::Method::Get, "/")).body)
+            .expect("utf-8");
+        assert!(!plain.contains("<base"));
     }
 
     #[test]

@@ -1,0 +1,65 @@
+"use strict";
+// ---- live: /api/events, read with fetch so an API key can be sent; reconnects with backoff ----
+function setLive(on, text) {
+  const live = document.getElementById("live");
+  live.classList.toggle("on", on);
+  live.textContent = text;
+}
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+// The server sends a keep-alive every 15 s; this long with nothing means the connection is gone
+// even if it was never closed (a laptop asleep, a router that forgot it).
+const SILENCE_MS = 45000;
+async function live() {
+  let delay = 1000;
+  for (;;) {
+    const abort = new AbortController();
+    let watchdog = setTimeout(() => abort.abort(), SILENCE_MS);
+    try {
+      const res = await fetch(rel("api/events"), { headers: headers(false), cache: "no-store", signal: abort.signal });
+      if (res.status === 401) needKey();
+      if (!res.ok || !res.body) throw new Error("HTTP " + res.status);
+      setLive(true, "Live");
+      delay = 1000;
+      loadDevices().catch(() => {});
+      const reader = res.body.getReader();
+      const decoder = new TextDecoder();
+      let buffer = "";
+      for (;;) {
+        const { value, done } = await reader.read();
+        if (done) break;
+        clearTimeout(watchdog);
+        watchdog = setTimeout(() => abort.abort(), SILENCE_MS);
+        buffer += decoder.decode(value, { stream: true });
+        let end;
+        while ((end = buffer.indexOf("\n\n")) >= 0) {
+          const block = buffer.slice(0, end);
+          buffer = buffer.slice(end + 2);
+          for (const line of block.split("\n")) if (line.startsWith("data:")) onEvent(line.slice(5).trim());
+        }
+      }
+    } catch (e) { /* fall through to the reconnect */ }
+    clearTimeout(watchdog);
+    abort.abort();
+    setLive(false, "Reconnecting…");
+    await sleep(delay);
+    delay = Math.min(delay * 2, 30000);
+  }
+}
+
+const historyDue = new Map();
+function onEvent(text) {
+  let ev;
+  try { ev = JSON.parse(text); } catch (e) { return; }
+  if (!ev.serial) return;
+  if (!cards.has(ev.serial) || ev.deleted) { devicesSoon(); return; }
+  if (ev.object_key === "schedule." + ev.serial) scheduleChanged(cards.get(ev.serial), ev.revision);
+  refreshOne(ev.serial);
+  // A change of HVAC state adds a history sample: redraw the chart soon after.
+  if ((ev.changed || []).some((f) => f.startsWith("hvac_")) && !historyDue.has(ev.serial)) {
+    historyDue.set(ev.serial, setTimeout(() => {
+      historyDue.delete(ev.serial);
+      const c = cards.get(ev.serial);
+      if (c) loadHistory(c).catch(() => {});
+    }, 1500));
+  }
+}

@@ -1,0 +1,77 @@
+"use strict";
+const DAYS = ["Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday"];
+const MODE_NAMES = { off: "Off", heat: "Heat", cool: "Cool", range: "Heat · Cool", emergency: "Emergency heat" };
+const HEAT_FLAGS = ["heater", "heat_x2", "heat_x3", "aux_heat", "emer_heat", "alt_heat"];
+const COOL_FLAGS = ["ac", "cool_x2", "cool_x3"];
+const cards = new Map();
+
+function el(tag, attrs, ...children) {
+  const node = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs || {})) {
+    if (k === "class") node.className = v;
+    else if (k === "text") node.textContent = v;
+    else if (k.startsWith("on")) node.addEventListener(k.slice(2), v);
+    else node.setAttribute(k, v);
+  }
+  for (const c of children) if (c != null) node.append(c);
+  return node;
+}
+
+// Temperatures: stored and sent in Celsius, shown in the thermostat's own scale.
+const isF = (d) => d.temperature_scale === "F";
+function show(c, d) {
+  if (typeof c !== "number") return "–";
+  return isF(d) ? Math.round(c * 9 / 5 + 32) + "°F" : c.toFixed(1) + "°C";
+}
+function stepped(c, d, dir) {
+  if (isF(d)) {
+    const f = Math.round(c * 9 / 5 + 32) + dir;
+    return Math.round((f - 32) * 5 / 9 * 100) / 100;
+  }
+  // To the next half degree in that direction: 20.8 goes up to 21.0 and down to 20.5.
+  return dir > 0 ? Math.floor(c * 2 + 1e-9) / 2 + 0.5 : Math.ceil(c * 2 - 1e-9) / 2 - 0.5;
+}
+function ago(iso) {
+  if (!iso) return "never";
+  const s = Math.max(0, (Date.now() - Date.parse(iso)) / 1000);
+  if (s < 90) return "just now";
+  if (s < 5400) return Math.round(s / 60) + " min ago";
+  if (s < 129600) return Math.round(s / 3600) + " h ago";
+  return Math.round(s / 86400) + " days ago";
+}
+function duration(secs) {
+  const m = Math.round(secs / 60);
+  return m >= 60 ? Math.floor(m / 60) + " h " + (m % 60) + " min" : m + " min";
+}
+function activity(d) {
+  const h = d.hvac || {};
+  const out = [];
+  if (HEAT_FLAGS.some((f) => h[f])) out.push(["heating", "Heating"]);
+  if (COOL_FLAGS.some((f) => h[f])) out.push(["cooling", "Cooling"]);
+  if (h.fan && !out.length) out.push(["fan", "Fan running"]);
+  if (h.humidifier) out.push(["", "Humidifying"]);
+  if (h.dehumidifier) out.push(["", "Dehumidifying"]);
+  return out.length ? out : [["idle", "Idle"]];
+}
+
+// Writes text only when it changes, so live regions are not re-announced on every refresh.
+function setText(node, text) { if (node.textContent !== text) node.textContent = text; }
+function setAttr(node, name, value) { if (node.getAttribute(name) !== value) node.setAttribute(name, value); }
+// Temperatures in the thermostat's scale, the 0.5 °C grid, times of day.
+const half = (c) => Math.round(c * 2) / 2;
+const toScale = (c, d) => (isF(d) ? c * 9 / 5 + 32 : c);
+const fromScale = (v, d) => (isF(d) ? (v - 32) * 5 / 9 : v);
+const inputValue = (c, d) => (isF(d) ? String(Math.round(toScale(c, d))) : String(Math.round(c * 10) / 10));
+const unit = (d) => (isF(d) ? "°F" : "°C");
+const nameOf = (c) => c.data.name || c.serial;
+function hhmm(t) {
+  return String(Math.floor(t / 3600)).padStart(2, "0") + ":" + String(Math.floor(t % 3600 / 60)).padStart(2, "0");
+}
+function secondsOf(text) {
+  const m = /^(\d{2}):(\d{2})/.exec(text || "");
+  return m && +m[1] < 24 && +m[2] < 60 ? +m[1] * 3600 + +m[2] * 60 : null;
+}
+// The lowest and highest setpoints on the 0.5 °C grid within the editor's limits.
+const lowest = (lim) => Math.ceil(lim.low * 2 - 1e-9) / 2;
+const highest = (lim) => Math.floor(lim.high * 2 + 1e-9) / 2;
+const within = (c, lim) => Math.min(highest(lim), Math.max(lowest(lim), half(c)));
