@@ -81,7 +81,7 @@ pub fn profiles() -> Vec<Profile> {
                 seed: 1,
             },
             setting: setting("heat", 20.5, 19.0, 24.0),
-            start_temp: 19.0,
+            start_temp: 20.3,
         },
         Profile {
             serial: "02AA01AC5100DE02",
@@ -125,7 +125,7 @@ pub fn profiles() -> Vec<Profile> {
                 seed: 3,
             },
             setting: setting("cool", 23.5, 20.0, 25.0),
-            start_temp: 24.5,
+            start_temp: 23.6,
         },
     ]
 }
