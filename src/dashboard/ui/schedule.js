@@ -165,7 +165,8 @@ function carriedRow(c, i, entry) {
 
 function entryRow(c, i, entry) {
   const d = c.data, e = entry.e, day = DAYS[i];
-  const time = el("input", { type: "text", class: "time", inputmode: "numeric", pattern: "([01]?[0-9]|2[0-3])(:?[0-5][0-9])?",
+  // A spin button a screen reader announces as such (its value as a time), that can be typed in.
+  const time = el("input", { type: "text", role: "spinbutton", "aria-valuemin": "0", "aria-valuemax": "1439", class: "time", inputmode: "numeric", pattern: "([01]?[0-9]|2[0-3])(:?[0-5][0-9])?",
     maxlength: "5", size: "5", placeholder: "HH:MM", autocomplete: "off", spellcheck: "false", required: "",
     "data-focus-key": "time-" + entry.id, "data-entry": String(entry.id) });
   time.value = entry.raw.time ?? hhmm(e.time);
@@ -190,6 +191,8 @@ function entryRow(c, i, entry) {
     title: "Remove", onclick: () => removeEntry(c, i, entry) }, "×");
   const label = () => {
     const t = parseTime(time.value);
+    if (t === null) { time.removeAttribute("aria-valuenow"); time.removeAttribute("aria-valuetext"); }
+    else { time.setAttribute("aria-valuenow", String(t / 60)); time.setAttribute("aria-valuetext", hhmm(t)); }
     time.setAttribute("aria-label", t === null ? `Time of a setpoint on ${day}, as HH:MM` : `Time of the ${hhmm(t)} setpoint on ${day}`);
     const at = t === null ? "a setpoint with no time" : hhmm(t);
     for (const { input, what } of temps) input.setAttribute("aria-label", `${what} at ${at} on ${day}, ${unit(d)}`);

@@ -158,6 +158,10 @@ fn the_schedule_in_24_hours_and_the_fan_on_the_card() {
         focused_label(&b),
         json!("Time of the 05:15 setpoint on Monday")
     );
+    assert_eq!(
+        b.js("const i = document.activeElement; return [i.getAttribute('role'), i.getAttribute('aria-valuetext'), i.getAttribute('aria-valuenow')]"),
+        json!(["spinbutton", "05:15", "315"])
+    );
 
     // Tuesday's 07:00 typed as 2300, then Enter: put last, the focus staying on it.
     b.type_into(
