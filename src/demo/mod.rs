@@ -1,9 +1,10 @@
 //! `hearth demo`: the server on a temporary data directory with three simulated thermostats
 //! (heat only; heating and cooling; a fan and a humidity sensor, in °F), so the dashboard can
 //! be tried with no thermostat at all. The thermostats speak the real device protocol through
-//! [`crate::simulator`]; [`climate`] decides how their rooms warm and cool and when their HVAC
-//! runs, and they obey commands as a real one does (a pushed setpoint changes what the HVAC
-//! does on the next tick).
+//! [`crate::simulator`]; [`climate`] decides how their rooms warm and cool (the weather, the
+//! sun, the people in them) and when their HVAC runs, and they obey commands as a real one
+//! does (a pushed setpoint changes what the HVAC does on the next tick). The rooms move on the
+//! server's clock (`Config::clock`), fast enough that the page changes within a minute.
 //!
 //! So that the history chart has something to show at once, the demo first replays the last
 //! 24 hours of the same model into the history directory; those samples are simulated, like
@@ -14,7 +15,7 @@ pub(crate) mod climate;
 use std::io;
 use std::path::Path;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
 
@@ -25,14 +26,17 @@ use crate::history::{self, Sample};
 use crate::server::{Server, StartError};
 use crate::simulator::{Event, Options, Thermostat};
 use crate::util::clock::Clock;
-use climate::{Hvac, Setting, Weather};
+use climate::{Hvac, Room, Setting, Weather};
 
 /// How often each demo room is stepped and its readings reported.
-const TICK: Duration = Duration::from_secs(5);
+pub const TICK: Duration = Duration::from_secs(5);
 /// A held subscribe is waited on this long at a time, so a tick or a stop is never late.
 const READ_SLICE: Duration = Duration::from_millis(500);
-/// Step of the 24-hour replay.
-const REPLAY_STEP: i64 = 60;
+/// The model's step, in the 24-hour replay and within a tick (seconds).
+pub(crate) const STEP: i64 = 5;
+/// A clock that jumps (a suspended laptop, a test's manual clock) is followed this far at
+/// most; the room then goes on from where it was.
+const MAX_CATCH_UP: i64 = 24 * 3600;
 
 /// One demo thermostat: who it is and the climate it lives in.
 #[derive(Clone, Debug)]
@@ -43,6 +47,7 @@ pub struct Profile {
     pub has_fan: bool,
     pub scale: &'static str,
     pub weather: Weather,
+    pub room: Room,
     pub setting: Setting,
     /// The room's temperature 24 hours ago, where the replay starts.
     pub start_temp: f64,
@@ -67,8 +72,16 @@ pub fn profiles() -> Vec<Profile> {
                 swing: 5.0,
                 humidity: None,
             },
+            // A front door, and people passing through morning and evening.
+            room: Room {
+                sun: 0.0005,
+                occupied: &[(6, 9), (16, 23)],
+                people: 3,
+                door: true,
+                seed: 1,
+            },
             setting: setting("heat", 20.5, 19.0, 24.0),
-            start_temp: 19.0,
+            start_temp: 20.3,
         },
         Profile {
             serial: "02AA01AC5100DE02",
@@ -80,6 +93,14 @@ pub fn profiles() -> Vec<Profile> {
                 mean: 23.0,
                 swing: 7.0,
                 humidity: None,
+            },
+            // Big windows to the south, and the family in the evening.
+            room: Room {
+                sun: 0.003,
+                occupied: &[(7, 9), (12, 14), (17, 23)],
+                people: 4,
+                door: false,
+                seed: 2,
             },
             setting: setting("range", 21.0, 20.0, 24.0),
             start_temp: 22.0,
@@ -95,8 +116,16 @@ pub fn profiles() -> Vec<Profile> {
                 swing: 5.0,
                 humidity: Some(50.0),
             },
+            // Slept in at night, the afternoon sun on its window.
+            room: Room {
+                sun: 0.0015,
+                occupied: &[(21, 7), (14, 15)],
+                people: 2,
+                door: false,
+                seed: 3,
+            },
             setting: setting("cool", 23.5, 20.0, 25.0),
-            start_temp: 24.5,
+            start_temp: 23.6,
         },
     ]
 }
@@ -104,6 +133,7 @@ pub fn profiles() -> Vec<Profile> {
 pub struct Demo {
     server: Server,
     stop: Arc<AtomicBool>,
+    ticks: Arc<AtomicU64>,
     thermostats: Vec<JoinHandle<()>>,
 }
 
@@ -136,25 +166,37 @@ impl Demo {
         let server = Server::start(config)?;
         let url = format!("http://127.0.0.1:{}", server.device_addr().port());
         let stop = Arc::new(AtomicBool::new(false));
+        let ticks = Arc::new(AtomicU64::new(0));
         let mut thermostats = Vec::new();
         for (profile, (temp, hvac)) in rooms {
             let (url, stop, clock) = (url.clone(), Arc::clone(&stop), clock.clone());
+            let ticks = Arc::clone(&ticks);
             let handle = thread::Builder::new()
                 .name(format!("demo-{}", profile.name))
                 .stack_size(256 * 1024)
-                .spawn(move || DemoThermostat::new(profile, &url, temp, hvac, clock).run(&stop))
+                .spawn(move || {
+                    DemoThermostat::new(profile, &url, temp, hvac, clock, ticks).run(&stop)
+                })
                 .map_err(StartError::Thread)?;
             thermostats.push(handle);
         }
         Ok(Demo {
             server,
             stop,
+            ticks,
             thermostats,
         })
     }
 
     pub fn server(&self) -> &Server {
         &self.server
+    }
+
+    /// How many ticks the thermostats have taken, all together: each steps its room and
+    /// uploads what it reads before it counts one. A test that moves a manual clock by
+    /// [`TICK`] waits for three more.
+    pub fn ticks(&self) -> u64 {
+        self.ticks.load(Ordering::SeqCst)
     }
 
     /// Stops the thermostats and the server.
@@ -168,6 +210,19 @@ impl Demo {
     }
 }
 
+impl Profile {
+    /// The room from Unix time `t` to `t + dt` (`dt` at most a few seconds) under `setting`:
+    /// the thermostat decides on what its sensor reads at `t`, then the room moves.
+    pub fn step(&self, temp: f64, hvac: Hvac, setting: &Setting, t: i64, dt: f64) -> (f64, Hvac) {
+        let mut hvac = climate::decide(climate::sensed(temp, t), setting, hvac);
+        if !self.can_cool {
+            hvac.cooling = false;
+        }
+        let now = self.room.conditions(&self.weather, t);
+        (climate::advance(temp, &now, hvac, dt), hvac)
+    }
+}
+
 /// Writes 24 hours of simulated samples ending at `now`: one every `interval` seconds and one
 /// at every change of HVAC state. Returns the room as it ends (temperature, HVAC).
 fn replay(dir: &Path, profile: &Profile, now: i64, interval: i64) -> io::Result<(f64, Hvac)> {
@@ -175,15 +230,14 @@ fn replay(dir: &Path, profile: &Profile, now: i64, interval: i64) -> io::Result<
     let mut segment = history::file::inspect(dir, profile.serial)?;
     let mut t = now - 24 * 3600;
     while t < now {
-        let next = climate::decide(temp, &profile.setting, hvac);
-        let on_the_interval = t % interval < REPLAY_STEP;
+        let (next_temp, next) = profile.step(temp, hvac, &profile.setting, t, STEP as f64);
+        let on_the_interval = t.rem_euclid(interval) < STEP;
         if next != hvac || on_the_interval {
-            hvac = next;
-            let sample = sample(profile, t, climate::reading(temp), hvac);
+            let sample = sample(profile, t, climate::sensed(temp, t), next);
             segment = history::file::append(dir, profile.serial, segment, &sample)?;
         }
-        temp = climate::advance(temp, profile.weather.outside(t), hvac, REPLAY_STEP as f64);
-        t += REPLAY_STEP;
+        (temp, hvac) = (next_temp, next);
+        t += STEP;
     }
     Ok((temp, hvac))
 }
@@ -212,10 +266,19 @@ struct DemoThermostat {
     hvac: Hvac,
     /// The server's clock: the room's steps and the pause after an error.
     clock: Clock,
+    /// Counts each tick taken and uploaded (shared by the demo's thermostats).
+    ticks: Arc<AtomicU64>,
 }
 
 impl DemoThermostat {
-    fn new(profile: Profile, server: &str, temp: f64, hvac: Hvac, clock: Clock) -> DemoThermostat {
+    fn new(
+        profile: Profile,
+        server: &str,
+        temp: f64,
+        hvac: Hvac,
+        clock: Clock,
+        ticks: Arc<AtomicU64>,
+    ) -> DemoThermostat {
         let quiet = Arc::new(|serial: &str, event: &Event| {
             if let Event::Problem(why) = event {
                 log::debug!("demo thermostat {serial}: {why}");
@@ -244,6 +307,7 @@ impl DemoThermostat {
             temp,
             hvac,
             clock,
+            ticks,
         };
         demo.report(demo.clock.now_ms().div_euclid(1000));
         demo
@@ -284,20 +348,24 @@ impl DemoThermostat {
                 *last_tick = now;
                 self.step(dt);
                 self.device.put().map_err(|e| e.to_string())?;
+                self.ticks.fetch_add(1, Ordering::SeqCst);
             }
         }
         Ok(())
     }
 
-    /// The room `dt` seconds on, under the setting the thermostat holds now.
+    /// The room `dt` seconds on (in steps of [`STEP`]), under the setting the thermostat
+    /// holds now.
     fn step(&mut self, dt: f64) {
         let now = self.clock.now_ms().div_euclid(1000);
         let setting = self.setting();
-        self.hvac = climate::decide(self.temp, &setting, self.hvac);
-        if !self.profile.can_cool {
-            self.hvac.cooling = false;
+        let mut left = dt.min(MAX_CATCH_UP as f64);
+        while left > 0.0 {
+            let step = left.min(STEP as f64);
+            let t = now - left.ceil() as i64;
+            (self.temp, self.hvac) = self.profile.step(self.temp, self.hvac, &setting, t, step);
+            left -= step;
         }
-        self.temp = climate::advance(self.temp, self.profile.weather.outside(now), self.hvac, dt);
         self.report(now);
     }
 
@@ -311,7 +379,7 @@ impl DemoThermostat {
         d.report(
             "shared",
             "current_temperature",
-            json!(climate::reading(self.temp)),
+            json!(climate::sensed(self.temp, now)),
         );
         d.report("shared", "hvac_heater_state", json!(self.hvac.heating));
         d.report("shared", "hvac_ac_state", json!(self.hvac.cooling));

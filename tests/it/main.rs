@@ -19,6 +19,7 @@ mod control_bad_input;
 mod control_commands;
 mod control_routes;
 mod dashboard;
+mod demo;
 mod device_routes;
 mod docs_examples;
 mod docs_links;

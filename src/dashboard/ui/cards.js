@@ -29,8 +29,6 @@ function buildCard(d) {
   c.modeLabel = el("span", { class: "what", id: id("mode-label") }, "Mode");
   c.away = el("button", { type: "button", id: id("away"), "aria-pressed": "false",
     onclick: () => queue(c, "set_away", c.away.getAttribute("aria-pressed") !== "true", c.controlError) }, "Away");
-  c.fan = el("button", { type: "button", id: id("fan"), "aria-pressed": "false",
-    onclick: () => queue(c, "set_fan", c.fan.getAttribute("aria-pressed") === "true" ? "auto" : "on", c.controlError) }, "Fan on");
   c.controlError = el("p", { class: "error", id: id("control-error"), role: "alert" });
   c.chart = el("figure", { class: "history" });
   c.schedule = el("div", { class: "editor" });
@@ -52,7 +50,7 @@ function buildCard(d) {
     c.facts,
     el("div", { class: "setpoints", role: "group", "aria-label": "Setpoint" }, c.single, c.low, c.high),
     c.setError,
-    el("div", { class: "controls" }, el("div", { class: "group" }, c.modeLabel, c.modes), c.away, c.fan),
+    el("div", { class: "controls" }, el("div", { class: "group" }, c.modeLabel, c.modes), c.away, fanControl(c)),
     c.controlError,
     c.chart,
     details,
@@ -108,9 +106,7 @@ function updateCard(d) {
   setAttr(c.modes, "aria-label", "Mode of " + name);
   setAttr(c.away, "aria-pressed", String(!!d.away));
   setAttr(c.away, "aria-label", "Away for " + name);
-  c.fan.hidden = !d.has_fan;
-  setAttr(c.fan, "aria-pressed", String(!!d.fan_timer_active));
-  setAttr(c.fan, "aria-label", "Fan on for " + name);
+  updateFan(c);
   if (c.chart.dataset.drawn) drawChart(c, c.history);
   updateSettings(c);
   labelEditor(c);

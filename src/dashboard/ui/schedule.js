@@ -5,9 +5,20 @@
 // out when the day gets a setpoint of its own at 00:00. Temperatures are edited in the
 // thermostat's scale and stored in Celsius rounded to 0.5 °C (what the thermostat shows, and
 // hearth's rule for setpoints sent in °F: every whole °F survives the round trip); an entry
-// nobody touched keeps its stored value exactly.
+// nobody touched keeps its stored value exactly. Times are typed in 24 hours whatever the
+// browser's locale (a type=time input would follow it, and show 10:00 PM on a page that says
+// 22:00 everywhere else).
 const SCHEDULE_MODES = { HEAT: "Heat", COOL: "Cool", RANGE: "Heat · Cool" };
 let entryIds = 0;
+// A time of day as typed: "07:30", "7:30", "0730", "730" or "7"; seconds, or null.
+function parseTime(text) {
+  const m = /^(\d{1,2})(?::?(\d{2}))?$/.exec((text || "").trim());
+  if (!m) return null;
+  const h = +m[1], min = m[2] === undefined ? 0 : +m[2];
+  return h < 24 && min < 60 ? h * 3600 + min * 60 : null;
+}
+// Carried-over entry first, then by time: the order a day is shown in.
+const inOrder = (a, b) => (b.carried - a.carried) || (a.e.time - b.e.time);
 function allowedModes(d) {
   const modes = [];
   if (d.can_heat) modes.push("HEAT");
@@ -90,7 +101,7 @@ function buildEditor(c) {
     onclick: () => discardSchedule(c) }, "Discard changes");
   const lim = ed.limits;
   c.schedule.replaceChildren(
-    el("p", { class: "note" }, `Day 0 is Monday, as the thermostat numbers its days. Temperatures in ${unit(d)}, from ${show(lowest(lim), d)} to ${show(highest(lim), d)}; the time arrows step by 15 minutes, and any minute can be typed.`),
+    el("p", { class: "note" }, `Temperatures in ${unit(d)}, from ${show(lowest(lim), d)} to ${show(highest(lim), d)}. Times are 24-hour (07:30, or 0730); the ↑ and ↓ keys step by 15 minutes.`),
     el("div", { class: "controls" }, el("label", { for: ed.modeSelect.id }, "Schedule mode"), ed.modeSelect),
     ed.banner, ed.week, ed.message,
     el("div", { class: "controls" }, ed.save, ed.discard),
@@ -127,7 +138,7 @@ function renderWeek(c) {
 function renderDay(c, i) {
   const ed = c.ed, d = c.data, day = DAYS[i], name = nameOf(c);
   const entries = ed.model.days[i];
-  entries.sort((a, b) => (b.carried - a.carried) || (a.e.time - b.e.time));
+  entries.sort(inOrder);
   const list = el("ul", { class: "entries" });
   for (const entry of entries) list.append(entry.carried ? carriedRow(c, i, entry) : entryRow(c, i, entry));
   if (!entries.some((x) => !x.carried)) list.append(el("li", { class: "empty" }, "No setpoints"));
@@ -143,18 +154,21 @@ function renderDay(c, i) {
     if (!panel.hidden) panel.querySelector("input").focus();
   });
   return el("section", { class: "day", "aria-labelledby": head, "data-day": String(i) },
-    el("h4", { id: head }, `${day} (${i})`), list, el("div", { class: "controls" }, add, toggle), panel);
+    el("h4", { id: head }, day), list, el("div", { class: "controls" }, add, toggle), panel);
 }
 
 function carriedRow(c, i, entry) {
   const e = entry.e, d = c.data;
   const temp = e.type === "RANGE" ? `${show(e["temp-min"], d)}–${show(e["temp-max"], d)}` : show(e.temp, d);
-  return el("li", { class: "carried" }, `00:00 ${temp}, carried over from ${DAYS[(i + 6) % 7]}`);
+  return el("li", { class: "carried", "data-entry": String(entry.id) }, `00:00 ${temp}, carried over from ${DAYS[(i + 6) % 7]}`);
 }
 
 function entryRow(c, i, entry) {
   const d = c.data, e = entry.e, day = DAYS[i];
-  const time = el("input", { type: "time", step: "900", required: "", "data-focus-key": "time-" + entry.id, "data-entry": String(entry.id) });
+  // A spin button a screen reader announces as such (its value as a time), that can be typed in.
+  const time = el("input", { type: "text", role: "spinbutton", "aria-valuemin": "0", "aria-valuemax": "1439", class: "time", inputmode: "numeric", pattern: "([01]?[0-9]|2[0-3])(:?[0-5][0-9])?",
+    maxlength: "5", size: "5", placeholder: "HH:MM", autocomplete: "off", spellcheck: "false", required: "",
+    "data-focus-key": "time-" + entry.id, "data-entry": String(entry.id) });
   time.value = entry.raw.time ?? hhmm(e.time);
   const fields = e.type === "RANGE" ? [["temp-min", "Heat-to temperature"], ["temp-max", "Cool-to temperature"]] : [["temp", "Temperature"]];
   const temps = fields.map(([field, what]) => {
@@ -176,24 +190,58 @@ function entryRow(c, i, entry) {
   const remove = el("button", { type: "button", class: "remove", "data-focus-key": "remove-" + entry.id,
     title: "Remove", onclick: () => removeEntry(c, i, entry) }, "×");
   const label = () => {
-    const at = secondsOf(time.value) !== null ? time.value : "a setpoint with no time";
-    time.setAttribute("aria-label", `Time of the ${at} setpoint on ${day}`);
+    const t = parseTime(time.value);
+    if (t === null) { time.removeAttribute("aria-valuenow"); time.removeAttribute("aria-valuetext"); }
+    else { time.setAttribute("aria-valuenow", String(t / 60)); time.setAttribute("aria-valuetext", hhmm(t)); }
+    time.setAttribute("aria-label", t === null ? `Time of a setpoint on ${day}, as HH:MM` : `Time of the ${hhmm(t)} setpoint on ${day}`);
+    const at = t === null ? "a setpoint with no time" : hhmm(t);
     for (const { input, what } of temps) input.setAttribute("aria-label", `${what} at ${at} on ${day}, ${unit(d)}`);
     remove.setAttribute("aria-label", `Remove ${at} on ${day} from ${nameOf(c)}`);
   };
-  time.addEventListener("input", () => {
-    const t = secondsOf(time.value);
+  const setTime = (t) => {
     if (t === null) entry.raw.time = time.value;
     else { e.time = t; delete entry.raw.time; }
     label();
     touched(c);
+  };
+  time.addEventListener("input", () => setTime(parseTime(time.value)));
+  // Once the time is entered (Enter, Tab, a click elsewhere), it is written out in full and
+  // the day is put back in order.
+  time.addEventListener("change", () => {
+    if (parseTime(time.value) === null) return;
+    time.value = hhmm(e.time);
+    resortDay(c, i);
+  });
+  time.addEventListener("keydown", (ev) => {
+    if (ev.key !== "ArrowUp" && ev.key !== "ArrowDown") return;
+    ev.preventDefault();
+    const now = parseTime(time.value) ?? e.time;
+    const next = ev.key === "ArrowUp" ? Math.floor(now / 900) * 900 + 900 : Math.ceil(now / 900) * 900 - 900;
+    time.value = hhmm((next + 86400) % 86400);
+    setTime(parseTime(time.value));
+    resortDay(c, i);
   });
   label();
   entry.inputs = { time };
   for (const { input } of temps) entry.inputs[input.dataset.field] = input;
   const parts = [time];
   temps.forEach(({ input }, k) => { if (k) parts.push(el("span", { "aria-hidden": "true" }, "–")); parts.push(input); });
-  return el("li", { class: "entry" }, ...parts, el("span", {}, unit(d)), remove);
+  return el("li", { class: "entry", "data-entry": String(entry.id) }, ...parts, el("span", {}, unit(d)), remove);
+}
+
+// Puts a day's rows in order after a time changed, moving every row but the one being edited
+// (a focused element that is moved loses the focus, and the person their place).
+function resortDay(c, i) {
+  const entries = c.ed.model.days[i].sort(inOrder);
+  const list = c.ed.week.querySelector(`section[data-day="${i}"] .entries`);
+  if (!list) return;
+  const rows = new Map([...list.children].map((li) => [li.dataset.entry, li]));
+  const order = entries.map((x) => rows.get(String(x.id))).filter(Boolean);
+  const here = order.find((li) => li.contains(document.activeElement));
+  if (!here) { list.append(...order); return; }
+  const k = order.indexOf(here);
+  here.before(...order.slice(0, k));
+  here.after(...order.slice(k + 1));
 }
 
 function copyPanel(c, i, toggle) {
@@ -319,7 +367,10 @@ function scheduleProblems(c) {
       if (entry.carried) continue;
       const e = entry.e;
       if (entry.raw.time !== undefined) {
-        out.push({ entry, field: "time", text: `${day}: a setpoint has no time; enter one from 00:00 to 23:59.` });
+        const typed = entry.raw.time.trim();
+        out.push({ entry, field: "time", text: typed
+          ? `${day}: "${typed}" is not a time; enter one from 00:00 to 23:59, such as 07:30.`
+          : `${day}: a setpoint has no time; enter one from 00:00 to 23:59.` });
         continue;
       }
       const at = hhmm(e.time);

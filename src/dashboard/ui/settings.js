@@ -1,6 +1,41 @@
 "use strict";
-// ---- a thermostat's settings: name, eco temperatures, fan run, temperature lock, removal ----
+// ---- a thermostat's settings: name, eco temperatures, temperature lock, removal; and the ----
+// ---- card's fan control (the one place the fan is run from) ----
 const FAN_RUNS = [[900, "15 min"], [1800, "30 min"], [3600, "1 hour"], [7200, "2 hours"], [14400, "4 hours"], [28800, "8 hours"], [43200, "12 hours"]];
+
+// The card's quick fan control, on thermostats with a fan: "Fan on" runs it for the time
+// chosen beside it (the thermostat's own fan timer duration until someone chooses), and
+// while it runs says until when; pressed again, the fan follows heating and cooling again.
+function fanControl(c) {
+  const id = (part) => part + "-" + c.serial;
+  c.fan = el("button", { type: "button", id: id("fan"), "aria-pressed": "false", onclick: async () => {
+    const running = c.fan.getAttribute("aria-pressed") === "true";
+    c.fanNote.textContent = "";
+    await queue(c, "set_fan", running ? "auto" : +c.fanFor.value, c.controlError);
+  } }, "Fan on");
+  c.fanFor = el("select", { id: id("fan-for"), onchange: () => { c.fanChosen = true; } },
+    ...FAN_RUNS.map(([secs, text]) => el("option", { value: String(secs) }, "for " + text)));
+  c.fanNote = el("span", { class: "note", id: id("fan-note"), role: "status" });
+  c.fanControl = el("div", { class: "group" }, c.fan, c.fanFor, c.fanNote);
+  return c.fanControl;
+}
+
+function updateFan(c) {
+  const d = c.data, name = nameOf(c);
+  c.fanControl.hidden = !d.has_fan;
+  const running = !!d.fan_timer_active;
+  setAttr(c.fan, "aria-pressed", String(running));
+  setAttr(c.fan, "aria-label", "Fan on for " + name);
+  setAttr(c.fanFor, "aria-label", "How long the fan of " + name + " runs");
+  if (!c.fanChosen) {
+    const own = FAN_RUNS.find(([secs]) => secs === d.fan_timer_duration);
+    c.fanFor.value = String(own ? own[0] : 3600);
+  }
+  c.fanFor.hidden = running;
+  setText(c.fanNote, running && typeof d.fan_timer_timeout === "number"
+    ? "until " + new Date(d.fan_timer_timeout * 1000).toLocaleTimeString([], { hour: "2-digit", minute: "2-digit", hour12: false })
+    : "");
+}
 
 function buildSettings(c) {
   const s = c.serial, id = (part) => part + "-" + s;
@@ -18,7 +53,7 @@ function buildSettings(c) {
     refreshOne(s);
   };
   const form = (title, at, ...children) => el("form", { novalidate: "" }, el("h3", {}, title), ...children, at.error, at.note);
-  const named = slot("name"), eco = slot("eco"), fan = slot("fan"), locked = slot("lock"), removal = slot("remove");
+  const named = slot("name"), eco = slot("eco"), locked = slot("lock"), removal = slot("remove");
   st.removal = removal;
   const number = (part, label) => {
     const input = el("input", { type: "number", id: id(part), inputmode: "decimal" });
@@ -58,23 +93,6 @@ function buildSettings(c) {
     if (await queue(c, "set_eco_temperatures", value, eco.error)) { st.dirtyEco = false; done(eco, `Eco temperatures saved: ${show(value.low, d)} to ${show(value.high, d)}.`); }
   });
   for (const input of [ecoLow, ecoHigh]) input.addEventListener("input", () => { st.dirtyEco = true; });
-
-  // Fan run
-  st.fanRun = el("select", { id: id("fan-run") }, ...FAN_RUNS.map(([secs, text]) => el("option", { value: String(secs) }, text)));
-  st.fanRun.value = "3600";
-  st.fanStart = el("button", { type: "submit" }, "Run the fan");
-  st.fanStop = el("button", { type: "button", onclick: async () => {
-    start(fan);
-    if (await queue(c, "set_fan", "auto", fan.error)) done(fan, "Fan stopped: it follows heating and cooling again.", true);
-  } }, "Stop the fan");
-  st.fanState = el("p", { class: "note" });
-  st.fanForm = form("Fan", fan, el("div", { class: "controls" }, el("label", { for: st.fanRun.id }, "Run for"), st.fanRun, st.fanStart, st.fanStop), st.fanState);
-  st.fanForm.addEventListener("submit", async (ev) => {
-    ev.preventDefault();
-    start(fan);
-    const secs = +st.fanRun.value;
-    if (await queue(c, "set_fan", secs, fan.error)) done(fan, `Fan running for ${duration(secs)}.`);
-  });
 
   // Temperature lock
   st.lockState = el("p", {});
@@ -121,7 +139,7 @@ function buildSettings(c) {
   const removeBlock = el("div", {}, el("h3", {}, "Remove"), el("div", { class: "controls" }, st.remove), st.confirm,
     removal.error, removal.note);
 
-  c.settings = el("div", { class: "settings" }, nameForm, ecoForm, st.fanForm, lockForm, removeBlock);
+  c.settings = el("div", { class: "settings" }, nameForm, ecoForm, lockForm, removeBlock);
   updateSettings(c);
   return c.settings;
 }
@@ -143,14 +161,6 @@ function updateSettings(c) {
   setAttr(st.ecoLow, "aria-label", `Eco heat-to temperature of ${name}, ${unit(d)}`);
   setAttr(st.ecoHigh, "aria-label", `Eco cool-to temperature of ${name}, ${unit(d)}`);
   setAttr(st.ecoSave, "aria-label", "Save eco temperatures of " + name);
-  st.fanForm.hidden = !d.has_fan;
-  setAttr(st.fanRun, "aria-label", "How long to run the fan of " + name);
-  setAttr(st.fanStart, "aria-label", "Run the fan of " + name);
-  setAttr(st.fanStop, "aria-label", "Stop the fan of " + name);
-  st.fanStop.hidden = !d.fan_timer_active;
-  setText(st.fanState, d.fan_timer_active
-    ? "Running until " + new Date(d.fan_timer_timeout * 1000).toLocaleTimeString([], { hour: "2-digit", minute: "2-digit", hour12: false }) + "."
-    : `Not running on its timer. "Fan on" above runs it for ${duration(d.fan_timer_duration || 3600)}.`);
   const lock = d.temperature_lock || {};
   setText(st.lockState, lock.enabled
     ? `Locked: the thermostat asks for the PIN to go outside ${show(lock.low, d)}–${show(lock.high, d)}.`

@@ -10,6 +10,7 @@ mod browser;
 use crate::common;
 mod cross_origin;
 mod house;
+mod schedule;
 
 use std::sync::Arc;
 
@@ -290,7 +291,7 @@ fn the_dashboard_in_a_real_browser() {
     house::setup_panel(&b, &app, &fake, true);
     let control = demo.server().control_addr();
     house::schedule_editor(&b, &app, control, &sim, true);
-    house::fahrenheit_and_fan(&b, &app);
+    house::fahrenheit(&b, &app);
     house::lock_and_rename(&b, &app, true);
     let device_origin = format!("http://{}", demo.server().device_addr());
     house::remove_and_add_back(&b, &app, sim, &device_origin);
