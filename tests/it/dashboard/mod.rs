@@ -9,6 +9,7 @@
 mod browser;
 use crate::common;
 mod cross_origin;
+mod glance;
 mod house;
 
 use std::sync::Arc;
@@ -232,6 +233,13 @@ fn the_dashboard_in_a_real_browser() {
     b.wait_for(
         "away pressed",
         &format!("return document.getElementById('away-{TEST_SERIAL}').getAttribute('aria-pressed') === 'true'"),
+    );
+    // Away is eco: the setpoints give way to the way back home, which the keyboard reaches too.
+    tab_to(&b, "I'm home: end eco on Test Room");
+    b.press("\u{E007}");
+    b.wait_for(
+        "home again, with the setpoints back",
+        &format!("return document.getElementById('eco-{TEST_SERIAL}').hidden && !document.getElementById('target-{TEST_SERIAL}').closest('.setpoints').hidden"),
     );
 
     // Mode buttons; in heat·cool, a click on each side changes that side only, in order.
