@@ -221,10 +221,12 @@ function dayEntries(sched, day) {
 function planAt(sched, now) {
   const day = (now.getDay() + 6) % 7;
   const secs = now.getHours() * 3600 + now.getMinutes() * 60 + now.getSeconds();
-  let current = null;
-  for (let back = 0; back < 7 && !current; back++) {
+  let current = null, previous = null, since = 0;
+  for (let back = 0; back < 8 && !previous; back++) {
     const entries = dayEntries(sched, (day - back + 7) % 7).filter((e) => back > 0 || e.time <= secs);
-    if (entries.length) current = entries[entries.length - 1];
+    for (let i = entries.length - 1; i >= 0 && !previous; i--) {
+      if (!current) { current = entries[i]; since = back * 86400 + secs - current.time; } else previous = entries[i];
+    }
   }
   const upcoming = [];
   for (let ahead = 0; ahead <= 7; ahead++) {
@@ -234,22 +236,24 @@ function planAt(sched, now) {
       upcoming.push({ ahead, entry: e });
     }
   }
-  return { current, upcoming };
+  return { current, previous, since, upcoming };
 }
 
+// How long after a schedule entry's time the thermostat may still show the setpoint before it.
+const TRANSITION_SLACK_S = 120;
 const entryValue = (e, type) => (type === "RANGE" ? [e["temp-min"], e["temp-max"]] : [e.temp]);
 const sameValue = (a, b, tolerance) => a.length === b.length && a.every((v, i) => isNum(v) && isNum(b[i]) && Math.abs(v - b[i]) <= tolerance);
 function valueText(v, d) { return v.length === 2 ? deg(v[0], d).slice(0, -1) + "–" + deg(v[1], d) : deg(v[0], d); }
-function whenText(x) {
+function whenText(x, now) {
   const t = hhmm(x.entry.time);
-  return x.ahead === 0 ? t : x.ahead === 1 ? "tomorrow " + t : DAYS[(new Date().getDay() + 6 + x.ahead) % 7].slice(0, 3) + " " + t;
+  return x.ahead === 0 ? t : x.ahead === 1 ? "tomorrow " + t : DAYS[(now.getDay() + 6 + x.ahead) % 7].slice(0, 3) + " " + t;
 }
 
 function planText(c, d, now) {
   const sched = c.stored;
   const type = { heat: "HEAT", cool: "COOL", range: "RANGE" }[d.mode];
   if (!sched || !type || (sched.schedule_mode || "").toUpperCase() !== type) return "";
-  const { current, upcoming } = planAt(sched, now);
+  const { current, previous, since, upcoming } = planAt(sched, now);
   if (!current) return "";
   const scheduled = entryValue(current, type);
   // A manual change holds until the schedule's next entry; the thermostat's record shows it as
@@ -258,11 +262,13 @@ function planText(c, d, now) {
   if (!setpoints.every(isNum)) return "";
   const tolerance = isF(d) ? 0.3 : 0.25;
   const transitions = upcoming.filter((x) => x.entry.entry_type !== "continuation");
+  // Just after an entry's time the thermostat may not have moved yet: not a hold.
+  if (since < TRANSITION_SLACK_S && previous && sameValue(setpoints, entryValue(previous, type), tolerance)) return "";
   if (!sameValue(setpoints, scheduled, tolerance)) {
-    return transitions.length ? `Holding ${valueText(setpoints, d)} until ${whenText(transitions[0])}` : `Holding ${valueText(setpoints, d)}`;
+    return transitions.length ? `Holding ${valueText(setpoints, d)} until ${whenText(transitions[0], now)}` : `Holding ${valueText(setpoints, d)}`;
   }
   const next = upcoming.find((x) => !sameValue(entryValue(x.entry, type), scheduled, 0.01));
-  return next ? `Next ${whenText(next)} → ${valueText(entryValue(next.entry, type), d)}` : "";
+  return next ? `Next ${whenText(next, now)} → ${valueText(entryValue(next.entry, type), d)}` : "";
 }
 
 function showPlan(c, d, quiet) {

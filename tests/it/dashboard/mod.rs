@@ -337,6 +337,19 @@ fn pairing_form_claims_a_thermostat(b: &Browser) {
                 .contains("Claim it with the entry code"),
         "{waiting}"
     );
+    // It stays in sight with "Add a thermostat" closed, and leads to the code form.
+    b.js("document.getElementById('setup').open = false; return true");
+    assert_eq!(
+        b.js("return document.querySelector('#waiting li').offsetParent !== null"),
+        json!(true)
+    );
+    b.click(&format!(
+        "button[aria-label='Enter the entry code of {SERIAL}']"
+    ));
+    b.wait_for(
+        "the code form, focused",
+        "return document.getElementById('setup').open && document.activeElement.id === 'pairing-code'",
+    );
     let result = "return document.getElementById('pairing-result').textContent";
     b.type_into("#pairing-code", "AB");
     b.click("#pairing-form button[type=submit]");
