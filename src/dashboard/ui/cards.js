@@ -257,7 +257,7 @@ function planText(c, d, now) {
   if (!current) return "";
   const scheduled = entryValue(current, type);
   // A manual change holds until the schedule's next entry; the thermostat's record shows it as
-  // a setpoint other than the one in force (half a degree, or one °F, of slack for rounding).
+  // a setpoint other than the one in force (a quarter degree of slack, for °F rounding).
   const setpoints = type === "RANGE" ? [d.target_temperature_low, d.target_temperature_high] : [d.target_temperature];
   if (!setpoints.every(isNum)) return "";
   const tolerance = isF(d) ? 0.3 : 0.25;
