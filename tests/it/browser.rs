@@ -650,6 +650,9 @@ fn home_assistant_ingress_passes_on_home_assistants_name() {
     let page = from_proxy("GET", "/", own, "");
     assert!(page.starts_with("HTTP/1.1 200"), "{page}");
     assert!(page.contains("data-ingress-path=\"/api/hassio_ingress/0123abcd\""));
+    // The page's own files come through the proxy the same way, with no key.
+    let part = from_proxy("GET", "/ui/api.js", own, "");
+    assert!(part.starts_with("HTTP/1.1 200"), "{part}");
     let answer = from_proxy("POST", "/command", own, SET_29_5);
     assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
     assert_eq!(target_of(&s), json!(29.5));

@@ -164,7 +164,16 @@ fn the_dashboard_page_is_served_whole_and_honours_an_ingress_prefix() {
         "{csp}"
     );
     let page = r.text();
-    assert!(page.contains("<body>") && page.contains("api/events"));
+    assert!(page.contains("<body>") && page.contains("src=\"ui/live.js\""));
+    // Its parts come from under the same prefix, with the same Host rule and no key.
+    let live = get(s.control(), "/ui/live.js");
+    assert_eq!(live.status, 200);
+    assert_eq!(
+        live.header("Content-Type"),
+        Some("text/javascript; charset=utf-8")
+    );
+    assert!(live.text().contains("api/events"));
+    assert_eq!(get(s.control(), "/ui/nothing.js").status, 404);
 
     let with = |path: &str| {
         client::request(
@@ -177,10 +186,9 @@ fn the_dashboard_page_is_served_whole_and_honours_an_ingress_prefix() {
         .unwrap()
         .text()
     };
-    assert!(
-        with("/api/hassio_ingress/Tok3n")
-            .contains("<body data-ingress-path=\"/api/hassio_ingress/Tok3n\">")
-    );
+    let under = with("/api/hassio_ingress/Tok3n");
+    assert!(under.contains("<body data-ingress-path=\"/api/hassio_ingress/Tok3n\">"));
+    assert!(under.contains("<base href=\"/api/hassio_ingress/Tok3n/\">"));
     assert!(with("/x\"><script>alert(1)</script>").contains(
         "<body data-ingress-path=\"/x&quot;&gt;&lt;script&gt;alert(1)&lt;/script&gt;\">"
     ));
@@ -192,6 +200,7 @@ fn the_dashboard_page_is_served_whole_and_honours_an_ingress_prefix() {
 fn with_control_keys_the_page_loads_and_its_data_wants_a_key() {
     let s = TestServer::start_with(|c| c.control_require_key = true);
     assert_eq!(get(s.control(), "/").status, 200);
+    assert_eq!(get(s.control(), "/ui/api.js").status, 200);
     assert_eq!(get(s.control(), "/api/devices").status, 401);
     assert_eq!(
         get(s.control(), &format!("/api/history?serial={SERIAL}")).status,

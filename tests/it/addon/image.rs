@@ -435,6 +435,8 @@ fn the_image_runs_as_home_assistant_runs_it() {
     let page = ingress(control, "GET", "/", None, "");
     assert!(page.starts_with("HTTP/1.1 200"), "{page}");
     assert!(page.contains(&format!("<body data-ingress-path=\"{INGRESS_PATH}\">")));
+    let part = ingress(control, "GET", "/ui/cards.js", None, "");
+    assert!(part.starts_with("HTTP/1.1 200"), "{part}");
     let status = ingress(
         control,
         "GET",
