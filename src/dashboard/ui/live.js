@@ -20,7 +20,9 @@ async function live() {
       if (!res.ok || !res.body) throw new Error("HTTP " + res.status);
       setLive(true, "Live");
       delay = 1000;
-      loadDevices().catch(() => {});
+      // Once per connection: the list (and the settings, if the page started without them).
+      (Object.keys(config).length ? Promise.resolve() : loadConfig()).catch(() => {})
+        .then(() => loadDevices()).catch(() => {});
       const reader = res.body.getReader();
       const decoder = new TextDecoder();
       let buffer = "";
@@ -51,8 +53,16 @@ function onEvent(text) {
   let ev;
   try { ev = JSON.parse(text); } catch (e) { return; }
   if (!ev.serial) return;
-  if (!cards.has(ev.serial) || ev.deleted) { devicesSoon(); return; }
-  if (ev.object_key === "schedule." + ev.serial) scheduleChanged(cards.get(ev.serial), ev.revision);
+  if (!cards.has(ev.serial) || ev.deleted) {
+    // The list being loaded may already hold it: ask again only if it does not.
+    if (devicesLoading && !ev.deleted) devicesLoading.then(() => { if (!cards.has(ev.serial)) devicesSoon(); });
+    else devicesSoon();
+    return;
+  }
+  if (ev.object_key === "schedule." + ev.serial) {
+    scheduleChanged(cards.get(ev.serial), ev.revision);
+    loadPlan(cards.get(ev.serial)).catch(() => {});
+  }
   refreshOne(ev.serial);
   // A change of HVAC state adds a history sample: redraw the chart soon after.
   if ((ev.changed || []).some((f) => f.startsWith("hvac_")) && !historyDue.has(ev.serial)) {

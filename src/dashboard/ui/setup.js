@@ -114,7 +114,12 @@ async function loadWaiting() {
       (w.name ? ` (${w.serial})` : "") + (w.is_available ? " · online" : " · last seen " + ago(w.last_seen)));
     const result = el("p", { class: "note result", role: "status" });
     if (config.require_device_pairing) {
-      return el("li", {}, seen, el("span", { class: "note" }, "Claim it with the entry code it shows, below."), result);
+      const claim = el("button", { type: "button", "aria-label": `Enter the entry code of ${name}` }, "Enter its code");
+      claim.addEventListener("click", () => {
+        document.getElementById("setup").open = true;
+        document.getElementById("pairing-code").focus();
+      });
+      return el("li", {}, seen, el("span", { class: "note" }, "Claim it with the entry code it shows."), claim, result);
     }
     const add = el("button", { type: "button", class: "primary", "aria-label": `Add ${name}` }, "Add");
     add.addEventListener("click", async () => {

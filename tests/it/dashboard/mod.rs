@@ -9,6 +9,7 @@
 mod browser;
 use crate::common;
 mod cross_origin;
+mod glance;
 mod house;
 mod schedule;
 
@@ -234,6 +235,13 @@ fn the_dashboard_in_a_real_browser() {
         "away pressed",
         &format!("return document.getElementById('away-{TEST_SERIAL}').getAttribute('aria-pressed') === 'true'"),
     );
+    // Away is eco: the setpoints give way to the way back home, which the keyboard reaches too.
+    tab_to(&b, "I'm home: end eco on Test Room");
+    b.press("\u{E007}");
+    b.wait_for(
+        "home again, with the setpoints back",
+        &format!("return document.getElementById('eco-{TEST_SERIAL}').hidden && !document.getElementById('target-{TEST_SERIAL}').closest('.setpoints').hidden"),
+    );
 
     // Mode buttons; in heat·cool, a click on each side changes that side only, in order.
     b.click(&format!("#mode-{TEST_SERIAL} button[data-mode='range']"));
@@ -329,6 +337,19 @@ fn pairing_form_claims_a_thermostat(b: &Browser) {
                 .unwrap()
                 .contains("Claim it with the entry code"),
         "{waiting}"
+    );
+    // It stays in sight with "Add a thermostat" closed, and leads to the code form.
+    b.js("document.getElementById('setup').open = false; return true");
+    assert_eq!(
+        b.js("return document.querySelector('#waiting li').offsetParent !== null"),
+        json!(true)
+    );
+    b.click(&format!(
+        "button[aria-label='Enter the entry code of {SERIAL}']"
+    ));
+    b.wait_for(
+        "the code form, focused",
+        "return document.getElementById('setup').open && document.activeElement.id === 'pairing-code'",
     );
     let result = "return document.getElementById('pairing-result').textContent";
     b.type_into("#pairing-code", "AB");
