@@ -224,7 +224,7 @@ function drawChart(c, h) {
     if (when.getHours() % every) continue;
     const tx = x(when.getTime() / 1000);
     parts.push(svg("line", { class: "hour", x1: tx, y1: B, x2: tx, y2: B + 4 }));
-    if (tx < L + 16 || tx > R - 40) continue;
+    if (tx < L + 16 || tx > R - 50) continue;
     const label = svg("text", { class: "tick x", x: tx, y: B + 17, "text-anchor": "middle" });
     label.textContent = String(when.getHours()).padStart(2, "0") + ":00";
     parts.push(label);
@@ -303,10 +303,9 @@ function drawChart(c, h) {
   const legendKey = [heats, cools, targetKinds].join();
   if (p.legend.dataset.key !== legendKey) {
     p.legend.dataset.key = legendKey;
-    const swatch = (cls) => el("span", { class: "swatch " + cls, "aria-hidden": "true" });
-    const item = (classes, text) => el("span", { class: "item" }, ...classes.split(" ").map(swatch), text);
-    p.legend.replaceChildren(item("temperature", "Temperature"), item(targetKinds.split(" ").map((k) => "target-" + k).join(" "), "Target"),
-      heats ? item("heating", "Heating") : null, cools ? item("cooling", "Cooling") : null);
+    const item = (cls, text) => el("span", { class: "item" }, el("span", { class: "swatch " + cls, "aria-hidden": "true" }), text);
+    p.legend.replaceChildren(item("temperature", "Temperature"), item("target " + targetKinds, "Target"),
+      ...(heats ? [item("heating", "Heating")] : []), ...(cools ? [item("cooling", "Cooling")] : []));
   }
   c.chart.dataset.drawn = "1";
   // The reading shown before the redraw stays, at the same time of day.

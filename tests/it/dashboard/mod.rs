@@ -8,8 +8,10 @@
 
 mod browser;
 use crate::common;
+mod chart;
 mod cross_origin;
 mod house;
+mod install;
 
 use std::sync::Arc;
 
