@@ -191,6 +191,35 @@ mod tests {
     }
 
     #[test]
+    fn every_colour_is_a_variable_of_base_css_so_dark_mode_reaches_it() {
+        for a in ASSETS
+            .iter()
+            .filter(|a| a.content_type == CSS || a.content_type == JS)
+        {
+            if a.name == "base.css" {
+                continue;
+            }
+            let text = String::from_utf8_lossy(a.body);
+            for (at, _) in text.match_indices('#') {
+                let hex = text[at + 1..]
+                    .chars()
+                    .take_while(char::is_ascii_hexdigit)
+                    .count();
+                let after = text[at + 1 + hex..].chars().next().unwrap_or(' ');
+                assert!(
+                    !matches!(hex, 3 | 4 | 6 | 8) || after.is_ascii_alphanumeric() || after == '-',
+                    "{} has a colour of its own: {:.12}; use a variable of base.css",
+                    a.name,
+                    &text[at..]
+                );
+            }
+            for word in ["rgb(", "rgba(", "hsl("] {
+                assert!(!text.contains(word), "{} names a colour: {word}", a.name);
+            }
+        }
+    }
+
+    #[test]
     fn a_known_tag_gets_304_and_no_body() {
         let (i, a) = find("/ui/api.js").expect("api.js");
         let first = serve(&Request::new(Method::Get, "/ui/api.js"), i, a);

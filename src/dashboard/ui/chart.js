@@ -94,13 +94,20 @@ function nearestSample(samples, t) {
 }
 
 // What one sample says: its time, then "20.4°C", "target 21.0°C", "heating".
+// The chart's label says it shorter: "14:35 · 20.4°C · target 21.0°C", "… · 20.0–24.0°C".
 function reading(s, d) {
-  const values = [typeof s.temp === "number" ? show(s.temp, d) : "no temperature"];
-  if (s.mode === "off") values.push("off");
-  else if (s.mode === "range" && typeof s.low === "number" && typeof s.high === "number") values.push("heat to " + show(s.low, d) + ", cool to " + show(s.high, d));
-  else if (typeof s.target === "number") values.push("target " + show(s.target, d));
+  const temp = typeof s.temp === "number" ? show(s.temp, d) : "no temperature";
+  const values = [temp], short = [temp];
+  if (s.mode === "off") { values.push("off"); short.push("off"); }
+  else if (s.mode === "range" && typeof s.low === "number" && typeof s.high === "number") {
+    values.push("heat to " + show(s.low, d) + ", cool to " + show(s.high, d));
+    short.push(show(s.low, d).replace(/°.$/, "") + "–" + show(s.high, d));
+  } else if (typeof s.target === "number") {
+    values.push("target " + show(s.target, d));
+    short.push("target " + show(s.target, d));
+  }
   const doing = s.heating ? "heating" : s.cooling ? "cooling" : s.fan ? "fan" : null;
-  return { time: clock(s.t), values, doing };
+  return { time: clock(s.t), values, short, doing };
 }
 const clock = (t) => {
   const when = new Date(t * 1000);
@@ -131,15 +138,15 @@ function pointAt(c, i, announce) {
   const group = svg("g", { class: "readout", "data-t": String(s.t) });
   group.append(svg("line", { class: "cursor", x1: x, y1: g.T, x2: x, y2: g.B }));
   if (typeof s.temp === "number") group.append(svg("circle", { class: "dot", cx: x, cy: g.yClamped(s.temp), r: 4 }));
-  const label = svg("text", { class: "value", y: g.T + 13 });
-  label.textContent = r.time + " · " + r.values.join(", ");
+  const label = svg("text", { class: "value", y: 14 });
+  label.textContent = [r.time, ...r.short].join(" · ");
   group.append(label);
   p.svg.append(group);
-  // Above the plot, near the pointer but inside the drawing.
+  // Above the plot, over the pointer but inside the drawing.
   const w = label.getComputedTextLength ? label.getComputedTextLength() : 0;
   const left = Math.max(2, Math.min(g.W - w - 10, x - w / 2 - 4));
   label.setAttribute("x", left + 4);
-  group.insertBefore(svg("rect", { class: "tip", x: left, y: g.T, width: w + 8, height: 18, rx: 4 }), label);
+  group.insertBefore(svg("rect", { class: "tip", x: left, y: 1, width: w + 8, height: 18, rx: 4 }), label);
 }
 
 // Last 24 h: shaded bands where heating or cooling ran, the temperature line, the target(s)
@@ -217,14 +224,14 @@ function drawChart(c, h) {
   }
   // Hours: on the hour, every 1 to 6 hours as the width allows, and "now" at the right.
   const perHour = (R - L) / 24;
-  const every = [1, 2, 3, 4, 6, 12].find((n) => n * perHour >= 46) || 12;
+  const every = [1, 2, 3, 4, 6, 12].find((n) => n * perHour >= 40) || 12;
   const first = new Date(from * 1000);
   first.setMinutes(0, 0, 0);
   for (let when = new Date(first.getTime() + 3600000); when.getTime() / 1000 <= now; when = new Date(when.getTime() + 3600000)) {
     if (when.getHours() % every) continue;
     const tx = x(when.getTime() / 1000);
     parts.push(svg("line", { class: "hour", x1: tx, y1: B, x2: tx, y2: B + 4 }));
-    if (tx < L + 16 || tx > R - 50) continue;
+    if (tx < L + 16 || tx > R - 44) continue;
     const label = svg("text", { class: "tick x", x: tx, y: B + 17, "text-anchor": "middle" });
     label.textContent = String(when.getHours()).padStart(2, "0") + ":00";
     parts.push(label);
@@ -275,7 +282,9 @@ function drawChart(c, h) {
     const tip = up ? T : B;
     const pts = up ? `${mx - 5},${tip + 7} ${mx + 5},${tip + 7} ${mx},${tip}` : `${mx - 5},${tip - 7} ${mx + 5},${tip - 7} ${mx},${tip}`;
     parts.push(svg("polygon", { class: "offscale " + m.kind, points: pts, "data-value": String(m.v) }));
-    const label = svg("text", { class: "tick offscale-value", x: mx + 8, y: up ? tip + 11 : tip - 3 });
+    const right = mx < R - 60;
+    const label = svg("text", { class: "tick offscale-value", x: right ? mx + 8 : mx - 8, y: up ? tip + 11 : tip - 3,
+      "text-anchor": right ? "start" : "end" });
     label.textContent = show(m.v, d);
     parts.push(label);
   }

@@ -12,6 +12,7 @@ use super::{LOW_CONTRAST, SHOWN, UNLABELLED, tab_to};
 use crate::common::*;
 
 const HALLWAY: &str = "02AA01AC5100DE01";
+const LIVING_ROOM: &str = "02AA01AC5100DE02";
 const BEDROOM: &str = "02AA01AC5100DE03";
 
 /// Height, width and the tick labels of a card's chart.
@@ -246,6 +247,19 @@ fn the_chart_reads_at_every_width_and_in_the_dark() {
     }
     let width = b.js("return document.documentElement.scrollWidth");
     assert!(width.as_i64().unwrap() <= 360, "{width}");
+    // A reading three hours back on a phone, for the docs.
+    b.js(&format!(
+        "const p = document.querySelector('#card-{LIVING_ROOM} .plot');
+         p.focus(); p.scrollIntoView({{ block: 'center' }}); return true"
+    ));
+    b.press(&"\u{E012}".repeat(36));
+    b.wait_for(
+        "the reading three hours back",
+        &format!("return +document.querySelector('#card-{LIVING_ROOM} .plot').getAttribute('aria-valuenow') > 0"),
+    );
+    b.painted();
+    b.screenshot("chart-360.png");
+    b.js("document.activeElement.blur(); return true");
 
     // Dark, as the system asks: dark backgrounds, light text, and the contrast checks pass.
     b.call(
