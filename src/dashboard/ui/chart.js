@@ -231,7 +231,7 @@ function drawChart(c, h) {
     if (when.getHours() % every) continue;
     const tx = x(when.getTime() / 1000);
     parts.push(svg("line", { class: "hour", x1: tx, y1: B, x2: tx, y2: B + 4 }));
-    if (tx < L + 16 || tx > R - 44) continue;
+    if (tx < L + 16 || tx > R - 48) continue;
     const label = svg("text", { class: "tick x", x: tx, y: B + 17, "text-anchor": "middle" });
     label.textContent = String(when.getHours()).padStart(2, "0") + ":00";
     parts.push(label);
