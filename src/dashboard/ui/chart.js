@@ -18,7 +18,7 @@ function svg(tag, attrs) {
 const CHART_H = 176;
 // A target held this long in all widens the axis; a shorter one off the temperatures' scale is
 // clipped at the edge and marked with its value.
-const HELD_LONG_ENOUGH = 3600;
+const CHART_HELD_LONG_ENOUGH = 3600;
 
 // A sample's target lines: `target` outside range mode, `low`/`high` in it.
 function usesTarget(s, key) {
@@ -27,12 +27,12 @@ function usesTarget(s, key) {
   return key === "target";
 }
 // The colour a target line takes: what the thermostat does to reach it.
-function targetKind(s, key) {
+function chartTargetKind(s, key) {
   if (key === "low") return "heat";
   if (key === "high") return "cool";
   return s.mode === "cool" ? "cool" : "heat";
 }
-const TARGET_KEYS = ["target", "low", "high"];
+const CHART_TARGETS = ["target", "low", "high"];
 
 // The figure's parts are made once, so a redraw (every update of the card) keeps the focus and
 // the reading under the pointer; only the drawing inside the SVG is replaced.
@@ -57,25 +57,25 @@ function chartParts(c) {
     const box = p.svg.getBoundingClientRect();
     if (!box.width) return;
     const px = (e.clientX - box.left) * g.W / box.width;
-    pointAt(c, nearestSample(g.samples, g.t(px)), false);
+    chartPointAt(c, chartNearest(g.samples, g.t(px)));
   };
   p.plot.addEventListener("pointermove", at);
   p.plot.addEventListener("pointerdown", at);
-  p.plot.addEventListener("pointerleave", (e) => { if (e.pointerType === "mouse" && document.activeElement !== p.plot) pointAt(c, null, false); });
+  p.plot.addEventListener("pointerleave", (e) => { if (e.pointerType === "mouse" && document.activeElement !== p.plot) chartPointAt(c, null); });
   // Keyboard: the chart is a slider over its readings, as a screen reader announces it.
-  p.plot.addEventListener("focus", () => { if (c.chartAt === null) pointAt(c, last(c), true); });
-  p.plot.addEventListener("blur", () => pointAt(c, null, false));
+  p.plot.addEventListener("focus", () => { if (c.chartAt === null) chartPointAt(c, chartLast(c)); });
+  p.plot.addEventListener("blur", () => chartPointAt(c, null));
   p.plot.addEventListener("keydown", (e) => {
     const g = c.chartGeometry;
     if (!g || !g.samples.length) return;
     const n = g.samples.length;
-    const i = c.chartAt === null ? n - 1 : nearestSample(g.samples, c.chartAt);
-    const hour = (dir) => nearestSample(g.samples, g.samples[i].t + dir * 3600);
+    const i = c.chartAt === null ? n - 1 : chartNearest(g.samples, c.chartAt);
+    const hour = (dir) => chartNearest(g.samples, g.samples[i].t + dir * 3600);
     const to = { ArrowLeft: i - 1, ArrowDown: i - 1, ArrowRight: i + 1, ArrowUp: i + 1,
       PageDown: hour(-1), PageUp: hour(1), Home: 0, End: n - 1 }[e.key];
     if (to === undefined) return;
     e.preventDefault();
-    pointAt(c, Math.max(0, Math.min(n - 1, to)), true);
+    chartPointAt(c, Math.max(0, Math.min(n - 1, to)));
   });
   // The drawing follows the card's width (a window resized, the schedule opened or closed).
   if (window.ResizeObserver) {
@@ -85,9 +85,9 @@ function chartParts(c) {
   }
   return p;
 }
-const last = (c) => (c.chartGeometry && c.chartGeometry.samples.length ? c.chartGeometry.samples.length - 1 : null);
+const chartLast = (c) => (c.chartGeometry && c.chartGeometry.samples.length ? c.chartGeometry.samples.length - 1 : null);
 
-function nearestSample(samples, t) {
+function chartNearest(samples, t) {
   let best = null, bestD = Infinity;
   samples.forEach((s, i) => { const dt = Math.abs(s.t - t); if (dt < bestD) { bestD = dt; best = i; } });
   return best;
@@ -95,7 +95,7 @@ function nearestSample(samples, t) {
 
 // What one sample says: its time, then "20.4°C", "target 21.0°C", "heating".
 // The chart's label says it shorter: "14:35 · 20.4°C · target 21.0°C", "… · 20.0–24.0°C".
-function reading(s, d) {
+function chartReading(s, d) {
   const temp = typeof s.temp === "number" ? show(s.temp, d) : "no temperature";
   const values = [temp], short = [temp];
   if (s.mode === "off") { values.push("off"); short.push("off"); }
@@ -107,15 +107,15 @@ function reading(s, d) {
     short.push("target " + show(s.target, d));
   }
   const doing = s.heating ? "heating" : s.cooling ? "cooling" : s.fan ? "fan" : null;
-  return { time: clock(s.t), values, short, doing };
+  return { time: chartClock(s.t), values, short, doing };
 }
-const clock = (t) => {
+const chartClock = (t) => {
   const when = new Date(t * 1000);
   return String(when.getHours()).padStart(2, "0") + ":" + String(when.getMinutes()).padStart(2, "0");
 };
 
 // Shows (or, with null, hides) the reading of sample `i`: a line, a dot and the values above.
-function pointAt(c, i, announce) {
+function chartPointAt(c, i) {
   const p = c.chartParts, g = c.chartGeometry;
   if (!p || !g) return;
   const old = p.svg.querySelector(".readout");
@@ -128,12 +128,10 @@ function pointAt(c, i, announce) {
   }
   const s = g.samples[i];
   c.chartAt = s.t;
-  const r = reading(s, c.data);
+  const r = chartReading(s, c.data);
   const text = r.time + ": " + [...r.values, r.doing].filter(Boolean).join(", ");
-  if (announce || p.plot.getAttribute("aria-valuetext") !== text) {
-    setAttr(p.plot, "aria-valuenow", String(i));
-    setAttr(p.plot, "aria-valuetext", text);
-  }
+  setAttr(p.plot, "aria-valuenow", String(i));
+  setAttr(p.plot, "aria-valuetext", text);
   const x = g.x(s.t);
   const group = svg("g", { class: "readout", "data-t": String(s.t) });
   group.append(svg("line", { class: "cursor", x1: x, y1: g.T, x2: x, y2: g.B }));
@@ -174,14 +172,14 @@ function drawChart(c, h) {
   const temps = samples.filter((s) => typeof s.temp === "number").map((s) => conv(s.temp));
   const heldFor = new Map();
   samples.forEach((s, i) => {
-    for (const k of TARGET_KEYS) {
+    for (const k of CHART_TARGETS) {
       if (typeof s[k] !== "number" || !usesTarget(s, k)) continue;
       const v = Math.round(conv(s[k]) * 10) / 10;
       heldFor.set(v, (heldFor.get(v) || 0) + held(i));
     }
   });
   const shown = [...temps];
-  for (const [v, secs] of heldFor) if (secs >= HELD_LONG_ENOUGH || !temps.length) shown.push(v);
+  for (const [v, secs] of heldFor) if (secs >= CHART_HELD_LONG_ENOUGH || !temps.length) shown.push(v);
   let lo = shown.length ? Math.min(...shown) : conv(18), hi = shown.length ? Math.max(...shown) : conv(22);
   const minSpan = f ? 6 : 3;
   if (hi - lo < minSpan) { const mid = (hi + lo) / 2; lo = mid - minSpan / 2; hi = mid + minSpan / 2; }
@@ -244,7 +242,7 @@ function drawChart(c, h) {
 
   // Lines: a target in the colour of what reaches it (heat red, cool blue), clipped at the
   // plot's edge where it is off the scale, with a mark and its value there.
-  const marks = [];
+  const marks = [], drawnKinds = new Set();
   const line = (key, kind, cls) => {
     let path = "", lastT = null, points = 0, off = null;
     const flush = () => {
@@ -254,7 +252,7 @@ function drawChart(c, h) {
     };
     samples.forEach((s, i) => {
       const v = s[key];
-      const fits = typeof v === "number" && (key === "temp" || (usesTarget(s, key) && targetKind(s, key) === kind));
+      const fits = typeof v === "number" && (key === "temp" || (usesTarget(s, key) && chartTargetKind(s, key) === kind));
       if (!fits) { lastT = null; flush(); return; }
       const cmd = lastT === null || s.t - lastT > gap ? "M" : "L";
       path += `${cmd}${x(s.t).toFixed(1)},${yClamped(v).toFixed(1)} `;
@@ -268,6 +266,7 @@ function drawChart(c, h) {
     });
     flush();
     if (!points) return;
+    if (kind) drawnKinds.add(kind);
     const attrs = { class: cls, d: path.trim(), "data-points": points };
     parts.push(svg("path", attrs));
   };
@@ -308,7 +307,9 @@ function drawChart(c, h) {
     : "No history yet: a sample is recorded every few minutes.");
   const heats = d.can_heat !== false || samples.some((s) => s.heating);
   const cools = !!d.can_cool || samples.some((s) => s.cooling);
-  const targetKinds = d.mode === "range" ? "heat cool" : d.mode === "cool" ? "cool" : "heat";
+  // The target's swatch in the colours its lines were drawn in (or, with none, the mode's).
+  const targetKinds = drawnKinds.size ? ["heat", "cool"].filter((k) => drawnKinds.has(k)).join(" ")
+    : d.mode === "range" ? "heat cool" : d.mode === "cool" ? "cool" : "heat";
   const legendKey = [heats, cools, targetKinds].join();
   if (p.legend.dataset.key !== legendKey) {
     p.legend.dataset.key = legendKey;
@@ -318,5 +319,5 @@ function drawChart(c, h) {
   }
   c.chart.dataset.drawn = "1";
   // The reading shown before the redraw stays, at the same time of day.
-  pointAt(c, c.chartAt === null ? null : nearestSample(samples, c.chartAt), false);
+  chartPointAt(c, c.chartAt === null ? null : chartNearest(samples, c.chartAt));
 }

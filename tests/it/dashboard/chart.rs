@@ -177,10 +177,13 @@ fn the_chart_reads_at_every_width_and_in_the_dark() {
     );
     assert!(text.contains("target 21.0°C"), "{mouse}");
     pointer(&b, "touch", &plot, -100, &["pointerDown", "pointerUp"]);
-    let finger = readout(&b, HALLWAY);
-    assert!(
-        finger["t"].as_i64().unwrap() < mouse["t"].as_i64().unwrap() - 3600,
-        "{mouse} then {finger}"
+    b.wait_for(
+        "the reading under the finger, hours earlier",
+        &format!(
+            "const g = document.querySelector('#card-{HALLWAY} svg.chart .readout');
+             return g && +g.dataset.t < {} - 3600",
+            mouse["t"]
+        ),
     );
 
     // In cool mode the target is blue.
@@ -201,33 +204,35 @@ fn the_chart_reads_at_every_width_and_in_the_dark() {
     tab_to(&b, "History of Hallway");
     let slider = format!(
         "const p = document.querySelector('#card-{HALLWAY} .plot');
-         return {{ role: p.getAttribute('role'), now: +p.getAttribute('aria-valuenow'),
-                  max: +p.getAttribute('aria-valuemax'), text: p.getAttribute('aria-valuetext'),
-                  shown: !!p.querySelector('.readout') }}"
+         return {{ role: p.getAttribute('role'), max: +p.getAttribute('aria-valuemax'), shown: !!p.querySelector('.readout') }}"
     );
+    let slider_at = |what: &str, test: &str| {
+        b.wait_for(
+            what,
+            &format!(
+                "const p = document.querySelector('#card-{HALLWAY} .plot');
+                 const now = +p.getAttribute('aria-valuenow'), max = +p.getAttribute('aria-valuemax');
+                 return p.hasAttribute('aria-valuenow') && ({test}) && p.getAttribute('aria-valuetext')"
+            ),
+        )
+    };
     b.press("\u{E010}");
-    let at_end = b.js(&slider);
-    assert_eq!(at_end["role"], json!("slider"));
-    assert_eq!(at_end["now"], at_end["max"], "{at_end}");
-    assert!(at_end["shown"].as_bool().unwrap(), "{at_end}");
+    let at_end = slider_at("the last sample", "now === max");
+    let state = b.js(&slider);
+    assert_eq!(state["role"], json!("slider"));
+    assert!(state["shown"].as_bool().unwrap(), "{state}");
     b.press("\u{E012}\u{E012}");
-    let back = b.js(&slider);
-    assert_eq!(
-        back["now"].as_i64().unwrap(),
-        at_end["now"].as_i64().unwrap() - 2,
-        "{back}"
-    );
-    assert_ne!(back["text"], at_end["text"]);
+    let back = slider_at("two samples back", &format!("now === {} - 2", state["max"]));
+    assert_ne!(back, at_end);
     assert!(
-        back["text"].as_str().unwrap().contains(", target 24.0°C, "),
+        back.as_str().unwrap().contains(", target 24.0°C, "),
         "{back}"
     );
     b.press("\u{E011}");
-    assert_eq!(b.js(&slider)["now"], json!(0));
+    slider_at("the first sample", "now === 0");
 
     // At 360 px: the same height, every legend on one line inside its card, no sideways scroll.
     b.viewport(360, 780, true);
-    b.painted();
     b.wait_for("the phone's width", "return window.innerWidth === 360");
     b.painted();
     for serial in [HALLWAY, BEDROOM] {
