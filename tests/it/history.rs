@@ -164,7 +164,10 @@ fn the_dashboard_page_is_served_whole_and_honours_an_ingress_prefix() {
         "{csp}"
     );
     let page = r.text();
-    assert!(page.contains("<body>") && page.contains("api/events"));
+    assert!(page.contains("<body>") && page.contains("\"ui/live.js\""));
+    let live = get(s.control(), "/ui/live.js");
+    assert_eq!(live.status, 200);
+    assert!(live.text().contains("api/events"));
 
     let with = |path: &str| {
         client::request(
