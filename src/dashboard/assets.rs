@@ -19,6 +19,9 @@ pub struct Asset {
 
 const CSS: &str = "text/css; charset=utf-8";
 const JS: &str = "text/javascript; charset=utf-8";
+const PNG: &str = "image/png";
+const SVG: &str = "image/svg+xml";
+const MANIFEST: &str = "application/manifest+json";
 
 macro_rules! asset {
     ($name:literal, $type:expr) => {
@@ -30,7 +33,8 @@ macro_rules! asset {
     };
 }
 
-/// Every file under `ui/`, in no particular order (page.html sets the order they load in).
+/// Every file under `ui/`, in no particular order (page.html sets the order they load in). The
+/// PNG icons are drawn from `icon.svg` by `scripts/icons.sh`.
 pub const ASSETS: &[Asset] = &[
     asset!("base.css", CSS),
     asset!("card.css", CSS),
@@ -47,6 +51,14 @@ pub const ASSETS: &[Asset] = &[
     asset!("setup.js", JS),
     asset!("live.js", JS),
     asset!("main.js", JS),
+    asset!("title.js", JS),
+    asset!("manifest.webmanifest", MANIFEST),
+    asset!("icon.svg", SVG),
+    asset!("favicon-32.png", PNG),
+    asset!("apple-touch-icon.png", PNG),
+    asset!("icon-192.png", PNG),
+    asset!("icon-512.png", PNG),
+    asset!("icon-maskable-512.png", PNG),
 ];
 
 /// The asset a `/ui/...` path names, if any.
@@ -79,6 +91,11 @@ pub fn serve(req: &Request, index: usize, asset: &Asset) -> Response {
         ("Cache-Control".into(), "no-cache".into()),
         ("ETag".into(), tag.into()),
         ("X-Content-Type-Options".into(), "nosniff".into()),
+        // Opened on its own (the SVG icon, say), a file may load and run nothing.
+        (
+            "Content-Security-Policy".into(),
+            "default-src 'none'".into(),
+        ),
     ];
     let unchanged = req
         .header("If-None-Match")
@@ -99,23 +116,106 @@ mod tests {
     use super::*;
     use crate::http::Method;
 
+    /// The names the page's head or its manifest refer to, in order.
+    fn named_in(text: &str, prefix: &str) -> Vec<String> {
+        text.match_indices(prefix)
+            .map(|(at, _)| {
+                text[at + prefix.len()..]
+                    .split('"')
+                    .next()
+                    .unwrap_or("")
+                    .to_string()
+            })
+            .collect()
+    }
+
     #[test]
     fn every_file_the_page_names_is_served_and_every_served_file_is_named() {
         let page = include_str!("page.html");
+        let manifest = include_str!("ui/manifest.webmanifest");
+        let mut named = named_in(page, "\"ui/");
+        named.extend(named_in(manifest, "\"src\": \""));
         for a in ASSETS {
             assert!(
-                page.contains(&format!("\"ui/{}\"", a.name)),
-                "page.html does not load {}",
+                named.iter().any(|n| n == a.name),
+                "neither page.html nor the manifest names {}",
                 a.name
             );
             assert!(!a.body.is_empty(), "{} is empty", a.name);
         }
-        for (at, _) in page.match_indices("\"ui/") {
-            let name = page[at + 4..].split('"').next().unwrap_or("");
+        for name in &named {
             assert!(
                 find(&format!("/ui/{name}")).is_some(),
-                "page.html loads ui/{name}, which is not served"
+                "ui/{name} is named but not served"
             );
+        }
+    }
+
+    #[test]
+    fn icons_are_the_sizes_their_names_and_the_manifest_say() {
+        let size = |name: &str| {
+            let (_, a) = find(&format!("/ui/{name}")).expect(name);
+            assert_eq!(a.content_type, PNG, "{name}");
+            assert_eq!(&a.body[..8], b"\x89PNG\r\n\x1a\n", "{name}");
+            assert_eq!(&a.body[12..16], b"IHDR", "{name}");
+            let be = |at: usize| {
+                u32::from_be_bytes([a.body[at], a.body[at + 1], a.body[at + 2], a.body[at + 3]])
+            };
+            (be(16), be(20))
+        };
+        assert_eq!(size("favicon-32.png"), (32, 32));
+        assert_eq!(size("apple-touch-icon.png"), (180, 180));
+        assert_eq!(size("icon-192.png"), (192, 192));
+        assert_eq!(size("icon-512.png"), (512, 512));
+        assert_eq!(size("icon-maskable-512.png"), (512, 512));
+        let manifest: serde_json::Value =
+            serde_json::from_str(include_str!("ui/manifest.webmanifest")).expect("json");
+        for icon in manifest["icons"].as_array().expect("icons") {
+            let src = icon["src"].as_str().expect("src");
+            let (_, a) = find(&format!("/ui/{src}")).expect(src);
+            assert_eq!(icon["type"].as_str(), Some(a.content_type), "{src}");
+            if a.content_type == PNG {
+                let (w, h) = size(src);
+                assert_eq!(icon["sizes"].as_str(), Some(format!("{w}x{h}").as_str()));
+            }
+        }
+        // Relative to the manifest (ui/): the page above it, wherever a proxy puts it.
+        for field in ["start_url", "scope", "id"] {
+            assert_eq!(manifest[field], "../", "{field}");
+        }
+        let (_, svg) = find("/ui/icon.svg").expect("svg");
+        assert!(
+            String::from_utf8_lossy(svg.body)
+                .starts_with("<svg xmlns=\"http://www.w3.org/2000/svg\"")
+        );
+    }
+
+    #[test]
+    fn every_colour_is_a_variable_of_base_css_so_dark_mode_reaches_it() {
+        for a in ASSETS
+            .iter()
+            .filter(|a| a.content_type == CSS || a.content_type == JS)
+        {
+            if a.name == "base.css" {
+                continue;
+            }
+            let text = String::from_utf8_lossy(a.body);
+            for (at, _) in text.match_indices('#') {
+                let hex = text[at + 1..]
+                    .chars()
+                    .take_while(char::is_ascii_hexdigit)
+                    .count();
+                let after = text[at + 1 + hex..].chars().next().unwrap_or(' ');
+                assert!(
+                    !matches!(hex, 3 | 4 | 6 | 8) || after.is_ascii_alphanumeric() || after == '-',
+                    "{} has a colour of its own: {:.12}; use a variable of base.css",
+                    a.name,
+                    &text[at..]
+                );
+            }
+            for word in ["rgb(", "rgba(", "hsl("] {
+                assert!(!text.contains(word), "{} names a colour: {word}", a.name);
+            }
         }
     }
 

@@ -8,9 +8,11 @@
 
 mod browser;
 use crate::common;
+mod chart;
 mod cross_origin;
 mod glance;
 mod house;
+mod install;
 mod schedule;
 
 use std::sync::Arc;
