@@ -10,6 +10,7 @@ mod browser;
 use crate::common;
 mod cross_origin;
 mod house;
+mod removal;
 
 use std::sync::Arc;
 
