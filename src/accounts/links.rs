@@ -4,7 +4,7 @@
 //! thermostat off its pairing screen) and `structure.<id>` to it in one chunk. A claim may move
 //! a thermostat away from the default user of open mode (`owner`), never away from another
 //! user: that user must unlink it first. When the owner changes, the old owner's shares end.
-//! A claim also takes a thermostat back from release; unlinking releases it in open mode (see
+//! A claim also takes a thermostat back from release; unlinking releases it (see
 //! [`mod@super::release`]).
 
 use serde_json::Value;
@@ -99,7 +99,7 @@ pub fn claim(state: &State, code: &str, user: &str) -> Result<String, AccountsEr
 }
 
 /// Writes (and so pushes) the owner's `user.<id>` and `structure.<id>` buckets, and pins the
-/// claimed key's password unless the thermostat has a pin already.
+/// claimed key's password (see [`super::pin::pin_claimed`]).
 fn push_owner_buckets(
     state: &State,
     serial: &str,
@@ -107,7 +107,7 @@ fn push_owner_buckets(
     password: Option<&str>,
 ) -> Result<(), AccountsError> {
     state.update_device(serial, Origin::Server, |txn| {
-        super::pin::pin_if_unset(txn, password).map_err(|_| AccountsError::RandomUnavailable)?;
+        super::pin::pin_claimed(txn, password).map_err(|_| AccountsError::RandomUnavailable)?;
         let mut name = JsonMap::new();
         name.insert("name".into(), Value::String(user.to_string()));
         txn.merge(&user_key(Some(user)), &name, Stamp::Always);
@@ -143,11 +143,10 @@ pub enum Link<'a> {
     Claim(Option<&'a str>),
 }
 
-/// Unlinks a thermostat, ends every share and clears its pinned password (see [`super::pin`]).
-/// Its state stays and it keeps working, but it is
-/// nobody's until claimed again with a new entry key: with pairing required it is unclaimed,
-/// and in open mode it is released (so the default user does not take it back; it can also
-/// be adopted again). `NotLinked` when `link` does not hold; then nothing changes.
+/// Unlinks a thermostat and ends every share: it is released (see [`mod@super::release`]). Its
+/// state, its pinned password and its connection stay and it keeps working, but it is nobody's
+/// until claimed again with a new entry key (or, in open mode, adopted). `NotLinked` when
+/// `link` does not hold; then nothing changes.
 pub fn unlink(
     state: &State,
     serial: &str,
@@ -165,13 +164,10 @@ pub fn unlink(
         if !linked {
             return Err(AccountsError::NotLinked(serial.to_string()));
         }
-        let_go(txn, serial, open_mode);
+        let_go(txn, serial);
         Ok(())
     })?;
-    // After the unlink: a crash in between leaves the pin, which errs on the side of refusing
-    // (deleting the thermostat clears it in one step).
-    super::pin::clear(state, serial)?;
-    log::info!("{serial} unlinked; its password is no longer pinned");
+    log::info!("{serial} unlinked: released, it keeps operating");
     Ok(())
 }
 

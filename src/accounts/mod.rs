@@ -15,7 +15,7 @@ pub use access::{Need, Relation, effective_owner, relation};
 pub use error::AccountsError;
 pub use keys::{KEY_PREFIX, NewKey};
 pub use links::{Link, claim, share, unlink, unshare};
-pub use release::{adopt, pairing_applies, release};
+pub use release::{adopt, needs_entry_key, pairing_applies, release};
 
 use crate::state::{Op, State, structure_id};
 

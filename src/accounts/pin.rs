@@ -9,15 +9,19 @@
 //!   (the thermostat and someone pretending to be it), the code on the thermostat's screen, the
 //!   one its owner types, is the thermostat's own: the claim pins the password of whoever was
 //!   shown the code that was claimed.
-//! - The pin is the thermostat's stored `api_key` ([`crate::state::DeviceMeta`]), which is never
-//!   replaced once set: data from before pins existed is pinned to the key it already holds.
+//! - The pin is the thermostat's stored `api_key` ([`crate::state::DeviceMeta`]), which only a
+//!   claim replaces: data from before pins existed is pinned to the key it already holds.
 //!   Between a claim and the thermostat's next registration (which stores it there), the
 //!   claimed key's password stands in for it.
-//! - Removing the thermostat clears the pin: deleting it (`DELETE /api/device`, the page's
-//!   Remove) forgets its metadata, and unlinking it (its owner's hosted `DELETE`,
-//!   `DELETE /api/registered-devices/{serial}`) drops the stored key. It is pinned again at its
-//!   next registration, which after either needs its owner (a claim, or an adoption in open
-//!   mode). That is how an owner lets a reflashed thermostat (a new password) back in.
+//! - Removing the thermostat (deleting it, `DELETE /api/device`, the page's Remove, or its
+//!   owner unlinking it) keeps the pin: a removed thermostat keeps operating (see
+//!   [`mod@super::release`]), so nothing else may take its serial meanwhile. A claim pins the
+//!   claimed key's password, replacing the stored one: that is how an owner lets a reflashed
+//!   thermostat (a new password) back in. It is refused until its owner removes it; a removed
+//!   thermostat may then ask for an entry key with another password (the device protocol
+//!   skips the pin for `/nest/passphrase` and its status only), and the claim of the code on
+//!   its screen pins its new password. Anything else that asks gets a code of its own, which
+//!   the owner does not type.
 //! - A thermostat that sends no password has nothing to pin; the first password it sends is.
 
 use sha2::{Digest, Sha256};
@@ -97,28 +101,25 @@ pub fn ensure(
     }
 }
 
-/// Pins `password` if the thermostat has no pin yet (a claim's), making its metadata if needed.
-pub fn pin_if_unset(txn: &mut DeviceTxn<'_>, password: Option<&str>) -> Result<(), PinError> {
-    let stored = txn.meta().and_then(|m| m.api_key.clone());
-    set(txn, stored.as_deref().or(password))
-}
-
-/// Forgets the pin (an unlink): the thermostat's next registration pins its password again.
-/// A serial the server holds nothing for is left alone.
-pub fn clear(state: &State, serial: &str) -> Result<(), crate::store::StoreError> {
-    if !state.device_exists(serial) {
-        return Ok(());
+/// A claim's pin: the claimed key's `password` replaces the stored one (the owner vouched for
+/// the code on the thermostat's screen, which was made for that password); a key made for no
+/// password keeps the stored pin. Makes the metadata if needed.
+pub fn pin_claimed(txn: &mut DeviceTxn<'_>, password: Option<&str>) -> Result<(), PinError> {
+    let Some(password) = password else {
+        return set(txn, None);
+    };
+    set(txn, Some(password))?;
+    if let Some(meta) = txn
+        .meta()
+        .filter(|m| m.api_key.as_deref() != Some(password))
+    {
+        let meta = DeviceMeta {
+            api_key: Some(password.to_string()),
+            ..meta.clone()
+        };
+        txn.set_meta(meta);
     }
-    state.update_device(serial, crate::hub::Origin::Server, |txn| {
-        if let Some(meta) = txn.meta().filter(|m| m.api_key.is_some()) {
-            let meta = DeviceMeta {
-                api_key: None,
-                ..meta.clone()
-            };
-            txn.set_meta(meta);
-        }
-        Ok(())
-    })
+    Ok(())
 }
 
 /// Writes the metadata with `api_key` set to `key` unless one is stored (never replaced).

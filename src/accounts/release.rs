@@ -1,32 +1,45 @@
-//! Letting a thermostat go, and the one rule that says when pairing applies to it.
+//! Letting a thermostat go, and the rules that say who sees it and what it may send.
 //!
-//! The rule: a thermostat nobody owns is treated as pairing mode treats a thermostat nobody has
-//! claimed when pairing is required (`REQUIRE_DEVICE_PAIRING`), or when its owner released it.
-//! On every surface: nobody owns it (the hosted API shows it to no one, the control API's
-//! device list leaves it out, commands to it are refused with 409), and the device protocol
-//! refuses what it sends until it holds an entry key (and then stores nothing). Its buckets
-//! stay, so it comes back with its settings. It waits (`GET /api/waiting`) until someone claims
-//! it with a new entry key or, in open mode, adopts it (`POST /api/adopt`).
+//! Removing a thermostat (deleting it on the control API, or its owner unlinking it) *releases*
+//! it: its owner and its shares end, and it is recorded as released, in either mode. Nothing
+//! of it is forgotten. It keeps operating: its pinned password stays, the device protocol
+//! takes what it sends as before (no 401, no reboot needed), so its state stays current and
+//! adding it again (`POST /api/adopt` in open mode) or claiming it with a new entry key brings
+//! it back at once as it is.
 //!
-//! A thermostat is released when it is unlinked or deleted in open mode, whoever owned it (the
-//! user who claimed it, or the default user by rule). Otherwise "unlink" would mean two things:
-//! a claimed thermostat would silently become the default user's, and the default user could
-//! not let go of one at all. With pairing required an unlinked thermostat is simply unclaimed,
-//! which is the same treatment, so nothing is recorded.
+//! Two rules follow:
+//! - [`pairing_applies`]: nobody owns it, and pairing is required or it was released. Then no
+//!   user sees or controls it on any surface (the hosted API shows it to no one, the control
+//!   API's device list leaves it out, commands to it are refused with 409, MQTT hides it); it
+//!   waits (`GET /api/waiting`) until someone claims it or, in open mode, adopts it.
+//! - [`needs_entry_key`]: nobody owns it, pairing is required, and it was never released (it
+//!   was never anyone's). Only then does the device protocol refuse what it sends until it
+//!   holds an entry key (and then store nothing).
+//!
+//! A thermostat is released whoever owned it (the user who claimed it, or the default user by
+//! rule). Otherwise "unlink" would mean two things in open mode: a claimed thermostat would
+//! silently become the default user's, and the default user could not let go of one at all.
 
 use super::AccountsError;
 use super::access::effective_owner;
 use crate::state::{Accounts, AccountsTxn, Op, State};
 
-/// Whether `serial` gets pairing mode's treatment of an unclaimed thermostat (see the module
-/// comment): it has no owner, and pairing is required or its owner released it.
+/// Whether nobody may see or control `serial` (see the module comment): it has no owner, and
+/// pairing is required or its owner released it.
 pub fn pairing_applies(accounts: &Accounts, serial: &str, require_pairing: bool) -> bool {
     accounts.owner_of(serial).is_none() && (require_pairing || accounts.is_released(serial))
 }
 
-/// Ends every link to `serial` in `txn`: its shares and its owner; in open mode it is also
-/// marked released, so the default user does not take it back.
-pub(super) fn let_go(txn: &mut AccountsTxn, serial: &str, open_mode: bool) {
+/// Whether the device protocol refuses what `serial` sends until it holds an entry key (see the
+/// module comment): pairing is required and it was never anyone's. A released thermostat
+/// keeps operating.
+pub fn needs_entry_key(accounts: &Accounts, serial: &str, require_pairing: bool) -> bool {
+    require_pairing && accounts.owner_of(serial).is_none() && !accounts.is_released(serial)
+}
+
+/// Ends every link to `serial` in `txn`: its shares and its owner, and marks it released, so
+/// the default user does not take it back in open mode and it keeps operating in either.
+pub(super) fn let_go(txn: &mut AccountsTxn, serial: &str) {
     end_shares(txn, serial);
     if txn.accounts().owner_of(serial).is_some() {
         txn.push(Op::SetOwner {
@@ -34,7 +47,7 @@ pub(super) fn let_go(txn: &mut AccountsTxn, serial: &str, open_mode: bool) {
             owner: None,
         });
     }
-    if open_mode && !txn.accounts().is_released(serial) {
+    if !txn.accounts().is_released(serial) {
         txn.push(Op::SetReleased {
             serial: serial.to_string(),
             released: true,
@@ -57,11 +70,11 @@ pub(super) fn end_shares(txn: &mut AccountsTxn, serial: &str) {
     }
 }
 
-/// Drops the owner and the shares of `serial` whoever holds them, and in open mode releases it
-/// (a thermostat being forgotten must not come back as the default user's).
-pub fn release(state: &State, serial: &str, open_mode: bool) -> Result<(), AccountsError> {
+/// Drops the owner and the shares of `serial` whoever holds them, and releases it (the
+/// control API's `DELETE /api/device`). Its state, its pin and its connection stay.
+pub fn release(state: &State, serial: &str) -> Result<(), AccountsError> {
     state.update_accounts(|txn| {
-        let_go(txn, serial, open_mode);
+        let_go(txn, serial);
         Ok::<_, AccountsError>(())
     })?;
     log::info!("{serial} released");
@@ -132,5 +145,31 @@ mod tests {
             released: false,
         });
         assert!(!a.is_released(S));
+    }
+
+    #[test]
+    fn only_a_thermostat_never_anyones_needs_an_entry_key_and_only_in_pairing_mode() {
+        let mut a = Accounts::default();
+        assert!(needs_entry_key(&a, S, true));
+        assert!(!needs_entry_key(&a, S, false));
+        // Released (it was someone's): it keeps operating, though nobody sees it.
+        a.apply(&Op::SetReleased {
+            serial: S.into(),
+            released: true,
+        });
+        assert!(!needs_entry_key(&a, S, true) && !needs_entry_key(&a, S, false));
+        assert!(pairing_applies(&a, S, true) && pairing_applies(&a, S, false));
+        a.apply(&Op::SetReleased {
+            serial: S.into(),
+            released: false,
+        });
+        a.apply(&Op::SetOwner {
+            serial: S.into(),
+            owner: Some(Owner {
+                user: "alice".into(),
+                since_ms: 0,
+            }),
+        });
+        assert!(!needs_entry_key(&a, S, true));
     }
 }

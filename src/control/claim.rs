@@ -103,8 +103,9 @@ pub fn registered(app: &App, req: &Request) -> Result<Response, ControlError> {
 }
 
 /// `DELETE /api/registered-devices/{serial}[?userId=U]`: unlinks a thermostat from its owner
-/// (from `U` only, when given). Its state stays; it needs a new entry key (or, in open mode,
-/// `POST /api/adopt`) to be anyone's again.
+/// (from `U` only, when given): it is released and keeps operating (its state, pin and
+/// connection stay); it needs a new entry key (or, in open mode, `POST /api/adopt`) to be
+/// anyone's again, and then comes back as it is.
 pub fn unregister(app: &App, serial: &str, req: &Request) -> Result<Response, ControlError> {
     let serial = input::serial(serial)?;
     let user = req

@@ -1,4 +1,4 @@
-//! Per-thermostat maintenance routes: its schedule, a re-push of its state, deleting it.
+//! Per-thermostat maintenance routes: its schedule, a re-push of its state, removing it.
 
 use serde_json::json;
 
@@ -7,7 +7,6 @@ use super::input;
 use crate::accounts;
 use crate::app::App;
 use crate::http::{Request, Response};
-use crate::hub::Origin;
 use crate::thermostat::{self, schedule};
 
 /// `GET /api/schedule?serial=S`: the schedule bucket, or `"schedule": null` when the
@@ -49,33 +48,19 @@ pub fn notify(app: &App, body: &[u8]) -> Result<Response, ControlError> {
     ))
 }
 
-/// `DELETE /api/device {"serial"}`: forgets the thermostat's buckets, metadata and history,
-/// and drops its owner and shares. In open mode it is also released: if it connects again it
-/// is not the default user's but waits (`/api/waiting`) to be adopted or claimed; with pairing
-/// required it is unclaimed, which is the same. Its entry keys are kept.
+/// `DELETE /api/device {"serial"}` (the page's Remove): releases the thermostat (see
+/// [`mod@accounts::release`]): its owner and shares end, so it is unlisted and nobody's, but
+/// nothing of it is forgotten. It keeps operating (its state, history, pin and connection
+/// stay), so adding it (`POST /api/adopt`, open mode) or claiming it again with a new entry key
+/// brings it back at once as it is. `objects_deleted` is always 0 (the Python server's field).
 pub fn delete(app: &App, body: &[u8]) -> Result<Response, ControlError> {
     let serial = input::body_serial(&input::json_object(body)?)?;
     let serial = input::known(app, serial)?;
-    // Accounts first: a crash between the two commits then leaves a released thermostat that
-    // still has its state (deleting it again finishes the job), never a forgotten one with no
-    // record of its release, which the default user would take when it connects again.
-    let open_mode = !app.config.require_device_pairing;
-    accounts::release(&app.state, &serial, open_mode)?;
-    let deleted = app.state.update_device(&serial, Origin::Server, |txn| {
-        if !txn.exists() {
-            return Err(ControlError::DeviceNotFound);
-        }
-        Ok(txn.delete_all())
-    })?;
-    log::info!("{serial} deleted ({deleted} buckets)");
-    // The history recorder also removes it on the change event; this does not depend on the
-    // event reaching it.
-    if let Err(e) = crate::history::file::remove(&crate::history::dir(app), &serial) {
-        log::warn!("could not remove the history of {serial}: {e}");
-    }
+    accounts::release(&app.state, &serial)?;
+    log::info!("{serial} removed: released, it keeps operating");
     Ok(Response::json(
         200,
-        &json!({"success": true, "serial": serial, "objects_deleted": deleted}),
+        &json!({"success": true, "serial": serial, "objects_deleted": 0}),
     ))
 }
 

@@ -25,16 +25,34 @@ pub fn status(app: &App, req: &Request) -> Result<Response, ControlError> {
     Ok(Response::json_bytes(200, json.to_vec()))
 }
 
-/// A thermostat in `/api/devices`: its status record, then who holds it.
+/// A thermostat in `/api/devices`: its status record, then who holds it and whether it has
+/// reported its state yet.
 #[derive(Serialize)]
 struct Listed {
     #[serde(flatten)]
     status: Status,
     subscription_count: usize,
     owner: Option<String>,
+    /// Whether the thermostat has uploaded its state at least once (see [`reported`]).
+    reported: bool,
 }
 
-/// `{"devices":[status + subscription_count + owner], "total": n}`. Thermostats pairing
+/// Whether `serial` has uploaded its state at least once: its `shared` bucket holds the room
+/// temperature, which only the thermostat writes (a command before then may create the bucket
+/// with a setpoint, not with this). Until then a page shows "Waiting for the thermostat…".
+fn reported(app: &App, serial: &str) -> bool {
+    let key = format!("shared.{serial}");
+    app.state
+        .read_device(serial, |d| {
+            d.buckets
+                .get(&key)
+                .and_then(|b| b.value.get("current_temperature"))
+                .is_some_and(|t| !t.is_null())
+        })
+        .unwrap_or(false)
+}
+
+/// `{"devices":[status + subscription_count + owner + reported], "total": n}`. Thermostats pairing
 /// applies to are left out: in pairing mode only claimed ones are listed (as the Python server
 /// does), in open mode released ones are not (`/api/waiting` lists both); `/status` still
 /// answers for any.
@@ -61,6 +79,7 @@ pub fn devices(app: &App) -> Response {
                 status: typed_record(app, &serial)?,
                 subscription_count: counts.get(&serial).copied().unwrap_or(0),
                 owner: owners.get(&serial).cloned(),
+                reported: reported(app, &serial),
             })
         })
         .collect();

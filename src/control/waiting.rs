@@ -15,8 +15,8 @@ use crate::thermostat::{self, names};
 use crate::util::clock;
 
 /// `GET /api/waiting`: `{"devices":[{"serial","name","is_available","last_seen","released"}]}`,
-/// sorted by serial. A released thermostat is listed even when its state was deleted (it is
-/// known by its release; its name is then null).
+/// sorted by serial. A released thermostat is listed even when it has no state (an older
+/// hearth deleted it; it is known by its release and its name is then null).
 pub fn waiting(app: &App) -> Response {
     let pairing = app.config.require_device_pairing;
     let serials = app.state.serials();
@@ -49,7 +49,8 @@ pub fn waiting(app: &App) -> Response {
 }
 
 /// `POST /api/adopt {"serial"}` (open mode): a released thermostat becomes the default user's
-/// again, so it is listed and its writes are stored once more.
+/// again: it is listed and takes commands at once, with the state it kept reporting while it
+/// waited.
 pub fn adopt(app: &App, body: &[u8]) -> Result<Response, ControlError> {
     let serial = input::body_serial(&input::json_object(body)?)?;
     let open_mode = !app.config.require_device_pairing;

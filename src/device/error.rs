@@ -128,8 +128,9 @@ fn wrong_password_log(serial: &str) -> String {
         "refused a request for {serial}: it does not carry the password pinned at the \
          thermostat's first registration (another device, or this thermostat reflashed with a \
          new password). If it is yours, remove it (the page's Remove, or DELETE /api/device \
-         {{\"serial\":\"{serial}\"}} on the control port): that clears the pin, and its next \
-         registration pins its new password"
+         {{\"serial\":\"{serial}\"}} on the control port), then claim it with the entry code \
+         it shows (Settings > Nest Account > Get entry key; the page's entry code form, or \
+         POST /api/register): the claim pins its new password"
     )
 }
 
@@ -158,7 +159,7 @@ mod tests {
             line.contains(r#"DELETE /api/device {"serial":"02AA01AC0000SIM1"}"#),
             "{line}"
         );
-        assert!(line.contains("next registration pins"), "{line}");
+        assert!(line.contains("the claim pins its new password"), "{line}");
         let r = DeviceError::WrongPassword("02AA01AC0000SIM1".into()).response();
         assert_eq!(r.status, 401);
     }

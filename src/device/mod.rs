@@ -174,7 +174,7 @@ fn route(app: &App, req: &Request) -> Result<Reply, DeviceError> {
     let id = identity::identify(req, path_serial.as_deref())?;
     // Before anything else looks at the serial: a request for a pinned thermostat without its
     // password changes nothing, not even its last-seen time.
-    let pin = check_pins(app, &id)?;
+    let pin = check_pins(app, &id, route)?;
     // Ungated routes never build a Caller; pairing only decides gated ones.
     let tier = if route.is_gated() {
         check_pairing(app, &id, route)
@@ -225,13 +225,17 @@ fn route(app: &App, req: &Request) -> Result<Reply, DeviceError> {
 }
 
 /// Checks that every serial the request names is given its pinned password (see
-/// [`accounts::pin`]); returns the pin of the serial it is served for.
-fn check_pins(app: &App, id: &Identity) -> Result<accounts::pin::Pin, DeviceError> {
+/// [`accounts::pin`]); returns the pin of the serial it is served for. A released thermostat
+/// may ask for an entry key (and its status) with another password: a claim of that code is
+/// how its owner lets it in after a reflash, and the code is shown only to whoever asked.
+fn check_pins(app: &App, id: &Identity, route: Route) -> Result<accounts::pin::Pin, DeviceError> {
+    let entry_key = matches!(route, Route::Passphrase | Route::PassphraseStatus);
     let mut first = None;
     for serial in &id.named {
         let pin = accounts::pin::lookup(&app.state, serial);
         if let Some(expected) = pin.expected() {
-            if !accounts::pin::matches(expected, id.password.as_deref()) {
+            let exempt = entry_key && app.state.accounts(|a| a.is_released(serial));
+            if !exempt && !accounts::pin::matches(expected, id.password.as_deref()) {
                 return Err(DeviceError::WrongPassword(serial.clone()));
             }
         }
@@ -240,15 +244,15 @@ fn check_pins(app: &App, id: &Identity) -> Result<accounts::pin::Pin, DeviceErro
     Ok(first.unwrap_or_default())
 }
 
-/// A thermostat the server has state for, or one its owner released (whose state may have
-/// been deleted).
+/// A thermostat the server has state for, or one its owner released (whose state an older
+/// hearth may have deleted).
 fn known(app: &App, serial: &str) -> bool {
     app.state.device_exists(serial) || app.state.accounts(|a| a.is_released(serial))
 }
 
-/// The pairing checks for a gated route: a thermostat counts as paired unless pairing applies
-/// to it ([`accounts::pairing_applies`]: pairing mode and unclaimed, or released); then it
-/// needs an active entry key (pending, and no uploads).
+/// The pairing checks for a gated route: a thermostat counts as paired unless it needs an entry
+/// key ([`accounts::needs_entry_key`]: pairing mode, and never anyone's; a released one keeps
+/// operating); then it needs an active one (pending, and no uploads).
 fn check_pairing(app: &App, id: &Identity, route: Route) -> Result<Tier, DeviceError> {
     let serial = id.serial.as_deref();
     let now = app.config.clock.now_ms();
@@ -257,7 +261,7 @@ fn check_pairing(app: &App, id: &Identity, route: Route) -> Result<Tier, DeviceE
         // Without a serial only open mode's rule can let a request through.
         None if pairing => Err(DeviceError::SerialRequired),
         None => Ok(Some(Tier::Paired)),
-        Some(s) if !accounts::pairing_applies(a, s, pairing) => Ok(Some(Tier::Paired)),
+        Some(s) if !accounts::needs_entry_key(a, s, pairing) => Ok(Some(Tier::Paired)),
         Some(s) => Ok(a
             .active_entry_key(s, now)
             .is_some()

@@ -269,8 +269,9 @@ fn schedule(body: &JsonMap) -> Result<Intent, HostedError> {
 }
 
 /// `DELETE /thermostat/{id}` (owner only): unlinks the thermostat from its owner and ends every
-/// share. It keeps its state and keeps working, and can be claimed again with a new entry key;
-/// in open mode it is released, so the default user does not take it back.
+/// share. It is released: it keeps its state and keeps working (its uploads are stored, no
+/// 401), and can be claimed again with a new entry key (or adopted, in open mode), coming back
+/// as it is; in open mode the default user does not take it back.
 pub fn unlink(app: &App, target: &Target, key: &ApiKey) -> Result<Response, HostedError> {
     let open_mode = !app.config.require_device_pairing;
     let link = accounts::Link::User(&key.user);

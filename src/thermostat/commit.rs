@@ -53,8 +53,7 @@ pub fn admit(state: &State, serial: &str, pairing: bool) -> Result<(), Error> {
 
 /// Carries out `intent` on the thermostat `serial` as one durable, pushed change. `pairing`:
 /// `REQUIRE_DEVICE_PAIRING`. A thermostat pairing applies to (unclaimed with pairing required,
-/// or released) stores nothing it sends, so nothing is sent to it either (a command would
-/// leave a partial bucket that reaches it once claimed).
+/// or released) is nobody's, so nobody may send it anything.
 pub fn commit(
     state: &State,
     serial: &str,

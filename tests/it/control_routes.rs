@@ -195,7 +195,7 @@ fn devices_stats_config_and_schedule() {
 }
 
 #[test]
-fn notify_repushes_every_bucket_and_delete_forgets_the_thermostat() {
+fn notify_repushes_every_bucket_and_delete_unlists_the_thermostat() {
     let s = TestServer::start();
     let (_sim, _events, mut held) = booted_and_held(&s, SERIAL);
     let r = call(
@@ -222,26 +222,36 @@ fn notify_repushes_every_bucket_and_delete_forgets_the_thermostat() {
         );
     }
 
-    let r = call(
-        s.control(),
-        "DELETE",
-        "/api/device",
-        &json!({"serial": SERIAL}).to_string(),
+    let r = remove_device(s.control(), SERIAL);
+    assert_eq!(
+        (r.status, r.json()),
+        (
+            200,
+            json!({"success": true, "serial": SERIAL, "objects_deleted": 0})
+        )
     );
-    assert_eq!(r.status, 200, "{}", r.text());
-    assert_eq!(r.json()["success"], json!(true));
-    assert!(r.json()["objects_deleted"].as_u64().unwrap() >= 3);
+    // Removed: unlisted, but nothing is forgotten (tests/it/removal.rs has the rest).
+    assert_eq!(get(s.control(), "/api/devices").json()["total"], json!(0));
     assert_eq!(
         get(s.control(), &format!("/status?serial={SERIAL}")).status,
-        404
+        200
     );
-    assert_eq!(get(s.control(), "/api/devices").json()["total"], json!(0));
-    // Deleted for good: a restart replays the deletion.
+    // Removing it again changes nothing; an unknown serial is a 404.
+    let before = store_bytes(s.dir.path());
+    let r = remove_device(s.control(), SERIAL);
+    assert_eq!(r.status, 200, "{}", r.text());
+    let r = remove_device(s.control(), "02AA01AC0000NONE");
+    assert_eq!(
+        (r.status, r.json()),
+        (404, json!({"error": "Device not found"}))
+    );
+    assert!(store_bytes(s.dir.path()) == before);
     let dir = s.stop();
     let mut config = hearth::Config::local(dir.path());
     config.api_origin = hearth::config::ApiOrigin::parse("http://127.0.0.1").ok();
     let again = common::start_server(config);
-    assert!(!again.app().state.device_exists(SERIAL));
+    assert!(again.app().state.device_exists(SERIAL));
+    assert!(again.app().state.accounts(|a| a.is_released(SERIAL)));
     again.shutdown();
 }
 

@@ -1,6 +1,7 @@
 //! A thermostat's pinned password: pinned at its first registration (open mode) or by its
 //! claim (pairing mode), required on every device path by every request that names its serial,
-//! kept across restarts, shown by `/status`, and cleared by removing the thermostat.
+//! kept across restarts and while the thermostat is removed, shown by `/status`, and replaced
+//! only by a claim.
 
 use crate::common;
 
@@ -263,43 +264,56 @@ fn data_from_before_pins_is_pinned_to_the_key_it_holds() {
 }
 
 #[test]
-fn removing_the_thermostat_clears_its_pin_and_its_next_registration_pins_again() {
+fn removing_the_thermostat_keeps_its_pin_and_a_claim_lets_a_reflashed_one_in() {
     let s = TestServer::start();
     register(&s, "pw");
-    // Reflashed: a new password is refused until its owner removes it.
+    // Reflashed: a new password is refused, entry keys included, until its owner removes it.
     let r = put(s.device(), 22.0, "reflashed");
     assert_eq!((r.status, r.text().as_str()), (401, WRONG));
-    let r = call(
-        s.control(),
-        "DELETE",
-        "/api/device",
-        &json!({"serial": SERIAL}).to_string(),
-    );
+    let entry_key = |password| {
+        send(
+            s.device(),
+            "GET",
+            "/nest/passphrase",
+            b"",
+            Credentials::Basic(password),
+        )
+    };
+    let r = entry_key("reflashed");
+    assert_eq!((r.status, r.text().as_str()), (401, WRONG));
+    let r = remove_device(s.control(), SERIAL);
     assert_eq!(r.status, 200, "{}", r.text());
-    // Released (open mode): it asks for an entry key with its new password, and is adopted.
-    let r = send(
-        s.device(),
-        "GET",
-        "/nest/passphrase",
-        b"",
-        Credentials::Basic("reflashed"),
-    );
+    // Removed, it keeps operating under its pin: nothing else takes its serial meanwhile.
+    assert_eq!(api_key(&s), json!("pw"));
+    let r = put(s.device(), 22.5, "pw");
     assert_eq!(r.status, 200, "{}", r.text());
+    for other in ["reflashed", "mallory"] {
+        let r = put(s.device(), 23.0, other);
+        assert_eq!((r.status, r.text().as_str()), (401, WRONG), "{other}");
+    }
+    // Released, it may ask for an entry key with its new password; the claim of that code
+    // (the one on its screen) pins it.
+    let r = entry_key("reflashed");
+    assert_eq!(r.status, 200, "{}", r.text());
+    let code = r.json()["value"].as_str().unwrap().to_string();
     let r = call(
         s.control(),
         "POST",
-        "/api/adopt",
-        &json!({"serial": SERIAL}).to_string(),
+        "/api/register",
+        &json!({"code": code, "userId": "owner"}).to_string(),
     );
-    assert_eq!(r.status, 200, "{}", r.text());
-    register(&s, "reflashed");
+    assert_eq!(r.json()["success"], json!(true), "{}", r.text());
     assert_eq!(api_key(&s), json!("reflashed"));
+    register(&s, "reflashed");
     let r = put(s.device(), 23.0, "pw");
     assert_eq!(
         (r.status, r.text().as_str()),
         (401, WRONG),
         "the old password is not"
     );
+    // Owned again, so no other password gets an entry key.
+    let r = entry_key("mallory");
+    assert_eq!((r.status, r.text().as_str()), (401, WRONG));
 }
 
 fn claim(s: &TestServer, code: &str) -> ClientResponse {
@@ -366,8 +380,8 @@ fn a_claim_pins_the_password_that_asked_for_the_claimed_code() {
     assert_eq!(r.status, 200, "{}", r.text());
     assert_eq!(api_key(&s), json!("pw"));
 
-    // Unlinked by its owner, it is pinned to nothing until it is claimed again, and that claim
-    // pins the password that was shown its code.
+    // Unlinked by its owner, it keeps operating under its pin; a claim again pins the password
+    // that was shown the claimed code (a reflashed thermostat may ask for one once released).
     let r = call(
         s.control(),
         "DELETE",
@@ -375,7 +389,11 @@ fn a_claim_pins_the_password_that_asked_for_the_claimed_code() {
         "",
     );
     assert_eq!(r.json()["success"], json!(true), "{}", r.text());
-    assert_eq!(api_key(&s), Value::Null);
+    assert_eq!(api_key(&s), json!("pw"));
+    let r = put(s.device(), 21.5, "pw");
+    assert_eq!(r.status, 200, "{}", r.text());
+    let r = put(s.device(), 21.5, "mallory");
+    assert_eq!((r.status, r.text().as_str()), (401, WRONG));
     let reflashed = passphrase("reflashed");
     let r = claim(&s, &reflashed);
     assert_eq!(r.json()["success"], json!(true), "{}", r.text());

@@ -39,6 +39,7 @@ mod pairing;
 mod persistence;
 mod properties;
 mod release;
+mod removal;
 mod simulator;
 mod state_limits;
 mod system_service;

@@ -1,14 +1,15 @@
-//! Letting a thermostat go in open mode: the owner's hosted DELETE, the control API's
-//! `DELETE /api/device` and `DELETE /api/registered-devices/{serial}` release it. A released
-//! thermostat is treated as pairing mode treats an unclaimed one (nobody's, its writes refused,
-//! commands refused) and waits in `GET /api/waiting` until it is claimed with a new entry key
-//! or adopted (`POST /api/adopt`). The release survives restarts and snapshots.
+//! Letting a thermostat go: the owner's hosted DELETE, the control API's `DELETE /api/device`
+//! and `DELETE /api/registered-devices/{serial}` release it. A released thermostat is nobody's
+//! (unlisted, commands refused) but keeps operating (its writes are stored), and waits in
+//! `GET /api/waiting` until it is claimed with a new entry key or adopted (`POST /api/adopt`).
+//! The release survives restarts and snapshots. tests/it/removal.rs shows it coming back as it
+//! was.
 
 use crate::common;
 
 use std::time::Duration;
 
-use common::hosted::{api, new_key};
+use common::hosted::{api, hosted_serials, new_key};
 use common::*;
 use hearth::http::client::{self, ClientResponse};
 use hearth::state::ShareAccess;
@@ -20,18 +21,6 @@ const OTHER: &str = "02AA01AC0000SIM2";
 fn share_with(s: &TestServer, user: &str) {
     hearth::accounts::add_user(&s.app().state, user).unwrap();
     hearth::accounts::share(&s.app().state, SERIAL, user, ShareAccess::Control, true).unwrap();
-}
-
-/// The serials `key`'s user sees in the hosted device list.
-fn hosted_list(s: &TestServer, key: &str) -> Vec<Value> {
-    let r = api(s, "GET", "/devices", key, Value::Null);
-    assert_eq!(r.status, 200, "{}", r.text());
-    r.json()["devices"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|d| d["serial"].clone())
-        .collect()
 }
 
 /// The serials control `/api/devices` lists.
@@ -91,8 +80,8 @@ fn the_owners_delete_in_open_mode_releases_the_thermostat_until_it_is_claimed() 
     share_with(&s, "bob");
     let bob = new_key(&s, "bob", "read,write", &[]);
     // Listed everywhere, and a PUT from it is stored: what the checks below would see.
-    assert_eq!(hosted_list(&s, &owner), [json!(SERIAL)]);
-    assert_eq!(hosted_list(&s, &bob), [json!(SERIAL)]);
+    assert_eq!(hosted_serials(&s, &owner), [json!(SERIAL)]);
+    assert_eq!(hosted_serials(&s, &bob), [json!(SERIAL)]);
     assert_eq!(control_list(&s), [json!(SERIAL)]);
     assert_eq!(waiting(&s), json!({"devices": []}));
     sim.report("shared", "current_temperature", json!(19.5));
@@ -108,30 +97,27 @@ fn the_owners_delete_in_open_mode_releases_the_thermostat_until_it_is_claimed() 
             json!({"success": true, "message": "Device deleted successfully"})
         )
     );
-    assert!(hosted_list(&s, &owner).is_empty());
-    assert!(hosted_list(&s, &bob).is_empty(), "its shares ended");
+    assert!(hosted_serials(&s, &owner).is_empty());
+    assert!(hosted_serials(&s, &bob).is_empty(), "its shares ended");
     assert!(s.app().state.accounts(|a| a.shares_of(SERIAL).is_none()));
     assert!(released(&s));
     assert!(s.bucket(SERIAL, &format!("shared.{SERIAL}")).is_some());
 
-    // Its next PUT reaches the server (its last_seen moves to the PUT's time) and is refused
-    // as pairing mode refuses an unclaimed thermostat's: nothing stored, nobody adopts it.
+    // It keeps operating: its next PUT is stored (its last_seen moves to the PUT's time), but
+    // nobody sees it and nobody adopts it.
     time.advance(Duration::from_secs(5));
     sim.report("shared", "current_temperature", json!(18.0));
-    let refused = sim.put().unwrap_err().to_string();
-    assert!(refused.contains("401"), "{refused}");
+    sim.put().unwrap();
     assert_eq!(
         waiting(&s),
         json!({"devices": [{"serial": SERIAL, "name": "Hallway", "is_available": true,
                             "last_seen": iso8601_ms(time.now_ms()), "released": true}]})
     );
-    assert_eq!(current_temperature(&s), json!(19.5));
-    assert!(hosted_list(&s, &owner).is_empty());
+    assert_eq!(current_temperature(&s), json!(18.0));
+    assert!(hosted_serials(&s, &owner).is_empty());
+    assert!(hosted_serials(&s, &bob).is_empty());
     assert!(control_list(&s).is_empty());
-    assert!(
-        sim.open_subscribe().is_err(),
-        "its subscribe is refused too"
-    );
+    drop(sim.open_subscribe().unwrap());
 
     // Commands: the same 409 as for an unclaimed thermostat in pairing mode.
     let before = store_bytes(s.dir.path());
@@ -146,13 +132,15 @@ fn the_owners_delete_in_open_mode_releases_the_thermostat_until_it_is_claimed() 
     assert_eq!(r.status, 200, "{}", r.text());
     assert!(!released(&s));
     let alice = new_key(&s, "alice", "read,write", &[]);
-    assert_eq!(hosted_list(&s, &alice), [json!(SERIAL)]);
-    assert!(hosted_list(&s, &owner).is_empty());
+    assert_eq!(hosted_serials(&s, &alice), [json!(SERIAL)]);
+    assert!(hosted_serials(&s, &owner).is_empty());
     assert_eq!(waiting(&s), json!({"devices": []}));
     let devices = get(s.control(), "/api/devices").json();
     assert_eq!(devices["devices"][0]["owner"], json!("alice"));
-    sim.put().unwrap();
     assert_eq!(current_temperature(&s), json!(18.0));
+    sim.report("shared", "current_temperature", json!(18.5));
+    sim.put().unwrap();
+    assert_eq!(current_temperature(&s), json!(18.5));
 }
 
 #[test]
@@ -215,7 +203,7 @@ fn adopting_gives_a_released_thermostat_back_and_refusals_change_nothing() {
     assert!(!released(&s));
     assert_eq!(waiting(&s), json!({"devices": []}));
     assert_eq!(control_list(&s), [json!(SERIAL), json!(OTHER)]);
-    assert_eq!(hosted_list(&s, &owner), [json!(SERIAL), json!(OTHER)]);
+    assert_eq!(hosted_serials(&s, &owner), [json!(SERIAL), json!(OTHER)]);
     sim.report("shared", "current_temperature", json!(17.5));
     sim.put().unwrap();
     assert_eq!(current_temperature(&s), json!(17.5));
@@ -260,7 +248,7 @@ fn in_pairing_mode_waiting_lists_unclaimed_thermostats_and_adopting_is_refused()
 }
 
 #[test]
-fn deleting_a_thermostat_in_open_mode_releases_it_so_it_waits_when_it_comes_back() {
+fn deleting_a_thermostat_in_open_mode_releases_it_and_it_waits_while_it_keeps_operating() {
     let time = ManualClock::starting_now();
     let s = TestServer::start_with(|c| c.clock = time.clock());
     let (mut sim, _events, held) = booted_and_held(&s, SERIAL);
@@ -268,52 +256,47 @@ fn deleting_a_thermostat_in_open_mode_releases_it_so_it_waits_when_it_comes_back
     share_with(&s, "bob");
     assert_eq!(control_list(&s), [json!(SERIAL)]);
 
-    let r = call(
-        s.control(),
-        "DELETE",
-        "/api/device",
-        &json!({"serial": SERIAL}).to_string(),
+    let r = remove_device(s.control(), SERIAL);
+    assert_eq!(
+        (r.status, r.json()),
+        (
+            200,
+            json!({"success": true, "serial": SERIAL, "objects_deleted": 0})
+        )
     );
-    assert_eq!(r.status, 200, "{}", r.text());
-    let body = r.json();
-    assert_eq!(body["success"], json!(true));
-    assert_eq!(body["serial"], json!(SERIAL));
-    assert!(body["objects_deleted"].as_u64().unwrap() >= 3, "{body}");
-    assert!(!s.app().state.device_exists(SERIAL));
+    assert!(s.app().state.device_exists(SERIAL));
     let accounts = s.app().state.accounts(|a| a.clone());
     assert!(accounts.is_released(SERIAL));
     assert!(accounts.shares_of(SERIAL).is_none());
     assert!(accounts.owner_of(SERIAL).is_none());
-    // Known by its release, though its state is gone.
-    assert_eq!(waiting(&s)["devices"][0]["name"], json!(null));
     assert_eq!(waiting(&s)["devices"][0]["released"], json!(true));
+    assert!(control_list(&s).is_empty());
 
-    // It comes back: its subscribe reaches the server (last_seen is its time) and is refused,
-    // so nothing of it is stored and it is not listed.
-    sim.register().unwrap();
+    // Its subscribes are served and what it sends is stored (last_seen is its time).
     time.advance(Duration::from_secs(5));
-    assert!(sim.open_subscribe().is_err());
+    drop(sim.open_subscribe().unwrap());
+    sim.report("shared", "current_temperature", json!(16.5));
+    sim.put().unwrap();
     let row = waiting(&s)["devices"][0].clone();
     assert_eq!(row["serial"], json!(SERIAL));
     assert_eq!(row["last_seen"], json!(iso8601_ms(time.now_ms())));
-    assert!(!s.app().state.device_exists(SERIAL));
+    assert_eq!(current_temperature(&s), json!(16.5));
     assert!(control_list(&s).is_empty());
 
-    // Adopted, it boots afresh (as after a restart) and uploads its state again.
+    // Adopted, it is listed at once with what it reported, without booting again.
     assert_eq!(
         adopt(&s, &json!({"serial": SERIAL}).to_string()).status,
         200
     );
-    drop(sim);
-    let (mut sim, _events) = thermostat(&s.origin(), SERIAL);
-    sim.boot().unwrap();
-    assert!(s.app().state.device_exists(SERIAL));
     assert_eq!(control_list(&s), [json!(SERIAL)]);
     assert_eq!(waiting(&s), json!({"devices": []}));
+    let listed = get(s.control(), "/api/devices").json()["devices"][0].clone();
+    assert_eq!(listed["current_temperature"], json!(16.5));
+    assert_eq!(listed["reported"], json!(true));
 }
 
 #[test]
-fn deleting_a_thermostat_in_pairing_mode_drops_its_owner_and_shares() {
+fn deleting_a_thermostat_in_pairing_mode_drops_its_owner_and_shares_and_it_keeps_operating() {
     let s = TestServer::start_with(|c| c.require_device_pairing = true);
     let (mut sim, _events) = thermostat(&s.origin(), SERIAL);
     sim.register().unwrap();
@@ -323,23 +306,23 @@ fn deleting_a_thermostat_in_pairing_mode_drops_its_owner_and_shares() {
     hearth::accounts::add_user(&s.app().state, "bob").unwrap();
     hearth::accounts::share(&s.app().state, SERIAL, "bob", ShareAccess::Read, false).unwrap();
 
-    let r = call(
-        s.control(),
-        "DELETE",
-        "/api/device",
-        &json!({"serial": SERIAL}).to_string(),
-    );
+    let r = remove_device(s.control(), SERIAL);
     assert_eq!(r.status, 200, "{}", r.text());
     let accounts = s.app().state.accounts(|a| a.clone());
     assert!(accounts.owner_of(SERIAL).is_none());
     assert!(accounts.shares_of(SERIAL).is_none());
-    // Pairing mode needs no record: an unclaimed thermostat is nobody's already.
-    assert!(!accounts.is_released(SERIAL));
+    // Recorded as released: it was someone's, so it keeps operating though it is unclaimed.
+    assert!(accounts.is_released(SERIAL));
     let r = get(s.control(), "/api/registered-devices");
     assert_eq!(r.json(), json!([]));
-    // Its writes now wait for a new claim.
-    assert!(sim.open_subscribe().is_err());
-    assert!(!s.app().state.device_exists(SERIAL));
+    assert!(control_list(&s).is_empty());
+    drop(sim.open_subscribe().unwrap());
+    sim.report("shared", "current_temperature", json!(17.0));
+    sim.put().unwrap();
+    assert_eq!(current_temperature(&s), json!(17.0));
+    // Nobody controls it until it is claimed again.
+    let r = command(s.control(), SERIAL, "set_temperature", json!(21));
+    assert_eq!((r.status, r.json()), (409, not_claimed()));
 }
 
 #[test]
@@ -351,7 +334,7 @@ fn unlinking_a_claimed_thermostat_through_the_control_api_releases_it_in_open_mo
     let owner = new_key(&s, "owner", "read,write", &[]);
     // The default user would see it if it fell back to them: it sees OTHER, unclaimed.
     let (_sim2, _events2, _held2) = booted_and_held(&s, OTHER);
-    assert_eq!(hosted_list(&s, &owner), [json!(OTHER)]);
+    assert_eq!(hosted_serials(&s, &owner), [json!(OTHER)]);
 
     let r = call(
         s.control(),
@@ -367,7 +350,7 @@ fn unlinking_a_claimed_thermostat_through_the_control_api_releases_it_in_open_mo
         )
     );
     assert!(released(&s));
-    assert_eq!(hosted_list(&s, &owner), [json!(OTHER)]);
+    assert_eq!(hosted_serials(&s, &owner), [json!(OTHER)]);
     assert_eq!(control_list(&s), [json!(OTHER)]);
     assert_eq!(waiting(&s)["devices"][0]["serial"], json!(SERIAL));
 }

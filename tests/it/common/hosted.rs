@@ -27,6 +27,18 @@ pub fn api(s: &TestServer, method: &str, path: &str, key: &str, body: Value) -> 
     .expect("request")
 }
 
+/// The serials `key`'s user sees in the hosted device list.
+pub fn hosted_serials(s: &TestServer, key: &str) -> Vec<Value> {
+    let r = api(s, "GET", "/devices", key, Value::Null);
+    assert_eq!(r.status, 200, "{}", r.text());
+    r.json()["devices"]
+        .as_array()
+        .expect("a device list")
+        .iter()
+        .map(|d| d["serial"].clone())
+        .collect()
+}
+
 /// A key for `user` (created if new) with `scopes`, limited to `serials` if any.
 pub fn new_key(s: &TestServer, user: &str, scopes: &str, serials: &[&str]) -> String {
     hearth::accounts::add_user(&s.app().state, user).unwrap();

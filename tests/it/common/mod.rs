@@ -473,6 +473,12 @@ pub fn call(addr: SocketAddr, method: &str, target: &str, body: &str) -> ClientR
     .expect("request")
 }
 
+/// `DELETE /api/device {"serial"}`: the dashboard's Remove.
+pub fn remove_device(addr: SocketAddr, serial: &str) -> ClientResponse {
+    let body = serde_json::json!({"serial": serial});
+    call(addr, "DELETE", "/api/device", &body.to_string())
+}
+
 /// `POST /command` with `{"serial","command","value"}`.
 pub fn command(addr: SocketAddr, serial: &str, name: &str, value: Value) -> ClientResponse {
     let body = serde_json::json!({"serial": serial, "command": name, "value": value});

@@ -13,6 +13,7 @@ mod cross_origin;
 mod glance;
 mod house;
 mod install;
+mod removal;
 mod schedule;
 
 use std::sync::Arc;
