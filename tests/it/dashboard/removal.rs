@@ -12,14 +12,14 @@ use crate::common::*;
 use hearth::Config;
 
 /// What the card shows: name, temperature, pressed mode, target.
-const CARD: &str = r#"
+const CARD: &str = r##"
 const c = document.getElementById("card-02AA01AC5100TE57");
 const v = (() => { if (!c) return null;
 const text = (sel) => { const e = c.querySelector(sel); return e ? e.textContent.trim() : null; };
 const pressed = c.querySelector("[id^='mode-'] button[aria-pressed='true']");
-return { name: text("[id^='name-']"), temperature: text(".temp .value"),
-         mode: pressed ? pressed.dataset.mode : null, target: text("[id^='target-']") }; })();
-"#;
+return { name: text("#name-02AA01AC5100TE57"), temperature: text(".temp .value"),
+         mode: pressed ? pressed.dataset.mode : null, target: text("#target-02AA01AC5100TE57") }; })();
+"##;
 
 fn card(b: &Browser) -> serde_json::Value {
     b.js(&format!("{CARD} return v;"))
@@ -48,6 +48,10 @@ fn remove_then_add_brings_the_card_back_live_within_five_seconds() {
         &format!("{CARD} return (v && v.temperature && v.target && v.mode) ? v : null;"),
     );
     assert_eq!(before["name"], json!("Test Room"), "{before}");
+    assert!(
+        before["target"].as_str().is_some_and(|t| t.ends_with("°C")),
+        "{before}"
+    );
 
     // Remove, behind its confirmation.
     b.click(&format!("#card-{s} details.more > summary"));
