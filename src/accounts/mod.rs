@@ -10,6 +10,7 @@ pub mod keys;
 pub mod links;
 pub(crate) mod pin;
 pub(crate) mod release;
+pub mod users;
 
 pub use access::{Need, Relation, effective_owner, relation};
 pub use error::AccountsError;
