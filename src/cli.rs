@@ -686,9 +686,9 @@ fn demo(args: DemoArgs) -> ExitCode {
                 data_dir.display()
             );
             println!(
-                "Manage its users and keys from another terminal with --data-dir {}, e.g. \
-                 hearth keys create --user owner --name test --scopes read,write --data-dir {}",
-                data_dir.display(),
+                "Its users and keys, from another terminal (the account commands need this \
+                 --data-dir): hearth keys create --user owner --name test --scopes read,write \
+                 --data-dir {}",
                 data_dir.display()
             );
             println!("Open the dashboard at http://127.0.0.1:{port}/ (Ctrl-C stops the demo)");
