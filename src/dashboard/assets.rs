@@ -38,6 +38,7 @@ pub const ASSETS: &[Asset] = &[
     asset!("schedule.css", CSS),
     asset!("settings.css", CSS),
     asset!("setup.css", CSS),
+    asset!("accounts.css", CSS),
     asset!("api.js", JS),
     asset!("util.js", JS),
     asset!("cards.js", JS),
@@ -45,6 +46,7 @@ pub const ASSETS: &[Asset] = &[
     asset!("schedule.js", JS),
     asset!("settings.js", JS),
     asset!("setup.js", JS),
+    asset!("accounts.js", JS),
     asset!("live.js", JS),
     asset!("main.js", JS),
 ];
