@@ -135,15 +135,7 @@ pub fn list_users(app: &App) -> Response {
 /// `POST /api/users {"name"}`: 201, or 409 if the user exists.
 pub fn add_user(app: &App, body: &[u8]) -> Result<Response, ControlError> {
     let body = input::json_object(body)?;
-    let name = match body.get("name") {
-        None | Some(Value::Null) => {
-            return Err(ControlError::Invalid(
-                "name required: the user's name".into(),
-            ));
-        }
-        Some(Value::String(n)) => accounts::user_name(n).map_err(|_| invalid_user())?,
-        Some(_) => return Err(invalid_user()),
-    };
+    let name = user_field(&body, "name", "name required: the user's name")?;
     if accounts::add_user(&app.state, &name).map_err(refusal)? {
         Ok(Response::json(
             201,
@@ -202,15 +194,7 @@ pub fn list_shares(app: &App) -> Response {
 pub fn share(app: &App, body: &[u8]) -> Result<Response, ControlError> {
     let body = input::json_object(body)?;
     let serial = input::body_serial(&body)?;
-    let user = match body.get("user") {
-        None | Some(Value::Null) => {
-            return Err(ControlError::Invalid(
-                "user required: the user to share it with".into(),
-            ));
-        }
-        Some(Value::String(u)) => accounts::user_name(u).map_err(|_| invalid_user())?,
-        Some(_) => return Err(invalid_user()),
-    };
+    let user = user_field(&body, "user", "user required: the user to share it with")?;
     let access = body
         .get("access")
         .and_then(Value::as_str)
@@ -288,6 +272,15 @@ fn scopes(body: &JsonMap) -> Result<Vec<Scope>, ControlError> {
         _ => return Err(bad()),
     };
     keys::parse_scopes(&raw).map_err(|_| bad())
+}
+
+/// A user name in the body's `field`: `missing` when it is absent.
+fn user_field(body: &JsonMap, field: &str, missing: &str) -> Result<String, ControlError> {
+    match body.get(field) {
+        None | Some(Value::Null) => Err(ControlError::Invalid(missing.to_string())),
+        Some(Value::String(u)) => accounts::user_name(u).map_err(|_| invalid_user()),
+        Some(_) => Err(invalid_user()),
+    }
 }
 
 fn invalid_user() -> ControlError {

@@ -49,18 +49,25 @@
   }
   const refusalTextShort = (r) => r.status === 401 ? "Refused: this server wants an API key that can write." : (r.body.error || r.body.message || "Failed (HTTP " + r.status + ")");
 
-  // Someone deleting something: a second, explicit press in the row itself.
-  function confirmIn(row, question, yes, act) {
-    const box = el("div", { class: "confirm", role: "group", "aria-label": question });
-    const ok = el("button", { type: "button", class: "danger" }, yes);
-    const keep = el("button", { type: "button" }, "Cancel");
-    box.append(el("p", {}, question), el("div", { class: "controls" }, ok, keep));
-    const buttons = [...row.querySelectorAll(":scope > button")];
-    for (const b of buttons) b.hidden = true;
-    row.append(box);
-    keep.addEventListener("click", () => { box.remove(); for (const b of buttons) b.hidden = false; buttons[0]?.focus(); });
-    ok.addEventListener("click", () => { ok.disabled = true; act(box); });
-    ok.focus();
+  // Deleting something (a key, a user) takes a second, explicit press in the row itself: the
+  // row's button makes way for the question, `yes` sends DELETE `path`, Cancel brings it back.
+  function deleteAsked(row, button, question, yes, path, out) {
+    button.addEventListener("click", () => {
+      const box = el("div", { class: "confirm", role: "group", "aria-label": question });
+      const ok = el("button", { type: "button", class: "danger" }, yes);
+      const keep = el("button", { type: "button" }, "Cancel");
+      box.append(el("p", {}, question), el("div", { class: "controls" }, ok, keep));
+      button.hidden = true;
+      row.append(box);
+      const back = () => { box.remove(); button.hidden = false; button.focus(); };
+      keep.addEventListener("click", back);
+      ok.addEventListener("click", async () => {
+        ok.disabled = true;
+        const done = await change("DELETE", path, undefined, out);
+        if (done) { say(done.message); await loadAccounts(); } else back();
+      });
+      ok.focus();
+    });
   }
 
   // ---- keys ----
@@ -77,11 +84,8 @@
         el("span", { class: "grow" }, el("strong", {}, k.name), ` · ${k.user} · ${what}`,
           el("br"), el("span", { class: "note" }, el("code", {}, k.preview), " · " + when)),
         revoke, out);
-      revoke.addEventListener("click", () => confirmIn(row, `Revoke ${k.name}? Whatever uses it is refused from now on.`, "Revoke", async (box) => {
-        const done = await change("DELETE", "api/keys/" + encodeURIComponent(k.id), undefined, out);
-        box.remove();
-        if (done) { say(done.message); await loadAccounts(); } else { revoke.hidden = false; revoke.focus(); }
-      }));
+      deleteAsked(row, revoke, `Revoke ${k.name}? Whatever uses it is refused from now on.`, "Revoke",
+        "api/keys/" + encodeURIComponent(k.id), out);
       return row;
     }));
   }
@@ -147,11 +151,8 @@
       if (!u.default) {
         const remove = el("button", { type: "button", "aria-label": `Remove the user ${u.name}` }, "Remove");
         row.insertBefore(remove, out);
-        remove.addEventListener("click", () => confirmIn(row, `Remove ${u.name}? Their API keys stop working and nothing is shared with them any more.`, "Remove", async (box) => {
-          const done = await change("DELETE", "api/users/" + encodeURIComponent(u.name), undefined, out);
-          box.remove();
-          if (done) { say(done.message); await loadAccounts(); } else { remove.hidden = false; remove.focus(); }
-        }));
+        deleteAsked(row, remove, `Remove ${u.name}? Their API keys stop working and nothing is shared with them any more.`, "Remove",
+          "api/users/" + encodeURIComponent(u.name), out);
       }
       return row;
     }));
