@@ -1,13 +1,13 @@
-//! Keys, users and sharing on the page, in Chromium: a key created on the page works against
-//! `/api/v1` at once and is shown once with a Copy button; revoked on the page, it gets 401. A
-//! user is added, given a share and removed. With `CONTROL_REQUIRE_KEY` the page asks once for
-//! a key, keeps it in the browser, and says in words why a key that cannot write may not
-//! manage accounts.
+//! Keys, users and sharing on the page, in Chromium, every control named, reached by Tab and
+//! readable, at 360 px too: a key created on the page works against `/api/v1` at once and is
+//! shown once with a Copy button; revoked on the page, it gets 401. A user is added, given a
+//! share and removed. With `CONTROL_REQUIRE_KEY` the page asks once for a key, keeps it in the
+//! browser, and says in words why a key that cannot write may not manage accounts.
 
 use serde_json::{Value, json};
 
 use super::browser::*;
-use super::{SHOWN, UNLABELLED};
+use super::{LOW_CONTRAST, SHOWN, UNLABELLED, unreachable_by_tab};
 use crate::common::hosted::{api, new_key};
 use crate::common::*;
 
@@ -79,6 +79,9 @@ fn keys_users_and_sharing_on_the_page() {
     // Every control of the panel has a name, and 360 px needs no sideways scrolling.
     let labels = b.js(&format!("{SHOWN}{UNLABELLED}"));
     assert_eq!(labels["unlabelled"], json!([]), "{labels}");
+    assert_eq!(unreachable_by_tab(&b), Vec::<String>::new());
+    let contrast = b.js(LOW_CONTRAST);
+    assert_eq!(contrast["bad"], json!([]), "{contrast}");
     b.viewport(360, 780, true);
     b.wait_for("the phone's width", "return window.innerWidth === 360");
     b.painted();
