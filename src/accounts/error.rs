@@ -9,6 +9,11 @@ use crate::store::StoreError;
 pub enum AccountsError {
     InvalidUserName,
     UnknownUser(String),
+    /// As many users or API keys as hearth keeps already (`what`: "users", "API keys").
+    TooMany {
+        what: &'static str,
+        limit: usize,
+    },
     /// Removing the default user `owner`, which always exists.
     DefaultUserStays,
     /// Removing a user who owns thermostats: they must be unlinked first.
@@ -64,6 +69,12 @@ impl fmt::Display for AccountsError {
             ),
             AccountsError::UnknownUser(u) => {
                 write!(f, "No user named {u} (add it with: hearth users add {u})")
+            }
+            AccountsError::TooMany { what, limit } => {
+                write!(
+                    f,
+                    "Too many {what}: hearth keeps at most {limit}; remove some first"
+                )
             }
             AccountsError::DefaultUserStays => write!(
                 f,

@@ -299,7 +299,8 @@ fn refusal(e: AccountsError) -> ControlError {
             ControlError::Missing(format!("{serial} is not shared with {user}"))
         }
         AccountsError::UnknownDevice(_) => ControlError::DeviceNotFound,
-        e @ (AccountsError::DefaultUserStays
+        e @ (AccountsError::TooMany { .. }
+        | AccountsError::DefaultUserStays
         | AccountsError::UserOwns { .. }
         | AccountsError::ShareWithOwner { .. }) => ControlError::Conflict(e.to_string()),
         AccountsError::InvalidUserName => invalid_user(),

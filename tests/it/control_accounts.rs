@@ -776,3 +776,69 @@ fn in_pairing_mode_a_thermostat_nobody_claimed_is_shared_with_nobody() {
     );
     assert_eq!(r.status, 200, "{}", r.text());
 }
+
+#[test]
+fn users_and_keys_are_bounded() {
+    use hearth::state::{ApiKey, Op, Scope};
+    let s = TestServer::start();
+    // Filled to the limits in one write (through the API it would take 2,000 fsyncs).
+    s.app()
+        .state
+        .update_accounts(|txn| {
+            for i in 1..hearth::accounts::MAX_USERS {
+                txn.push(Op::AddUser {
+                    name: format!("user{i}"),
+                    created_ms: 0,
+                });
+            }
+            for i in 0..hearth::accounts::keys::MAX_KEYS {
+                txn.push(Op::PutApiKey {
+                    key: ApiKey {
+                        id: format!("{i:08x}"),
+                        hash: format!("{i:064x}"),
+                        preview: String::new(),
+                        user: "owner".into(),
+                        name: "k".into(),
+                        scopes: vec![Scope::Read],
+                        serials: Vec::new(),
+                        created_ms: 0,
+                        expires_ms: None,
+                        last_used_ms: None,
+                    },
+                });
+            }
+            Ok::<_, hearth::store::StoreError>(())
+        })
+        .unwrap();
+    let before = store_bytes(s.dir.path());
+    assert_eq!(
+        outcome(&open(&s, "POST", "/api/users", json!({"name": "one-more"}))),
+        (
+            409,
+            json!({"error": "Too many users: hearth keeps at most 1000; remove some first"})
+        )
+    );
+    assert_eq!(
+        outcome(&open(
+            &s,
+            "POST",
+            "/api/keys",
+            json!({"name": "one more", "scopes": "read"})
+        )),
+        (
+            409,
+            json!({"error": "Too many API keys: hearth keeps at most 1000; remove some first"})
+        )
+    );
+    assert!(store_bytes(s.dir.path()) == before);
+    // One gone, one may come.
+    let r = open(&s, "DELETE", "/api/keys/00000000", Value::Null);
+    assert_eq!(r.status, 200, "{}", r.text());
+    let r = open(
+        &s,
+        "POST",
+        "/api/keys",
+        json!({"name": "one more", "scopes": "read"}),
+    );
+    assert_eq!(r.status, 201, "{}", r.text());
+}
