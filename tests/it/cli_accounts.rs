@@ -409,13 +409,24 @@ fn the_demo_prints_the_data_directory_that_reaches_it() {
     use std::io::{BufRead, BufReader};
     use std::process::Stdio;
 
-    let mut demo = Command::new(env!("CARGO_BIN_EXE_hearth"))
-        .args(["demo", "--device-port", "0", "--control-port", "0"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("the demo starts");
-    let mut lines = BufReader::new(demo.stdout.take().unwrap()).lines();
+    /// Stops the demo (SIGTERM, so it deletes its directory) however the test ends.
+    struct Stopped(std::process::Child);
+    impl Drop for Stopped {
+        fn drop(&mut self) {
+            let pid = rustix::process::Pid::from_child(&self.0);
+            let _ = rustix::process::kill_process(pid, rustix::process::Signal::TERM);
+            let _ = self.0.wait();
+        }
+    }
+    let mut demo = Stopped(
+        Command::new(env!("CARGO_BIN_EXE_hearth"))
+            .args(["demo", "--device-port", "0", "--control-port", "0"])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("the demo starts"),
+    );
+    let mut lines = BufReader::new(demo.0.stdout.take().unwrap()).lines();
     let mut printed = Vec::new();
     let (mut data_dir, mut port) = (None, None);
     while data_dir.is_none() || port.is_none() {
@@ -449,10 +460,6 @@ fn the_demo_prints_the_data_directory_that_reaches_it() {
     );
     let control = std::net::SocketAddr::from(([127, 0, 0, 1], port.unwrap()));
     let r = v1(control, "/devices", &key);
-    let _ = rustix::process::kill_process(
-        rustix::process::Pid::from_child(&demo),
-        rustix::process::Signal::TERM,
-    );
-    let _ = demo.wait();
+    drop(demo);
     assert_eq!(r.status, 200, "{}", r.text());
 }
