@@ -61,6 +61,20 @@ struct UsersArgs {
 enum UsersCommand {
     Add(UsersAdd),
     List(UsersList),
+    Remove(UsersRemove),
+}
+
+#[derive(FromArgs)]
+#[argh(subcommand, name = "remove")]
+/// remove a user, its API keys and the shares made to it (not `owner`, nor a user who owns a
+/// thermostat)
+struct UsersRemove {
+    /// the user's name
+    #[argh(positional)]
+    name: String,
+    /// data directory (DATA_DIR; default ./data)
+    #[argh(option)]
+    data_dir: Option<String>,
 }
 
 #[derive(FromArgs)]
@@ -416,6 +430,9 @@ pub fn main() -> ExitCode {
         Command::Users(args) => match args.command {
             UsersCommand::Add(a) => admin(a.data_dir, AdminRequest::UsersAdd { name: a.name }),
             UsersCommand::List(a) => admin(a.data_dir, AdminRequest::UsersList),
+            UsersCommand::Remove(a) => {
+                admin(a.data_dir, AdminRequest::UsersRemove { name: a.name })
+            }
         },
         Command::Keys(args) => match args.command {
             KeysCommand::Create(a) => admin(
@@ -483,8 +500,10 @@ pub fn main() -> ExitCode {
 }
 
 /// Runs an account command on the data directory (`--data-dir`, else `DATA_DIR`, else
-/// `./data`), locally or through the server running on it. `REQUIRE_DEVICE_PAIRING` from the
-/// environment says whether unclaimed thermostats count as the default user's.
+/// `./data`), locally or through the server running on it, and says on stderr which (the
+/// directory's full path, and whether a running server took the change): before the output,
+/// or after the error. `REQUIRE_DEVICE_PAIRING` from the environment says whether unclaimed
+/// thermostats count as the default user's.
 fn admin(data_dir: Option<String>, request: AdminRequest) -> ExitCode {
     let env = |k: &str| std::env::var(k).ok();
     let mut sources = Sources::new(&env);
@@ -496,11 +515,21 @@ fn admin(data_dir: Option<String>, request: AdminRequest) -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    report(crate::admin::execute(
-        &config.data_dir,
-        !config.require_device_pairing,
-        &request,
-    ))
+    let executed =
+        crate::admin::execute_via(&config.data_dir, !config.require_device_pairing, &request);
+    let note = crate::admin::note(&config.data_dir, &request, &executed);
+    match (&executed.outcome, note) {
+        (Ok(_), Some(note)) => {
+            eprintln!("hearth: {note}");
+            report(executed.outcome)
+        }
+        (Err(_), Some(note)) => {
+            let code = report(executed.outcome);
+            eprintln!("hearth: {note}");
+            code
+        }
+        (_, None) => report(executed.outcome),
+    }
 }
 
 /// Prints a command's text (to stderr, prefixed, if it failed) and gives its exit code.
@@ -654,6 +683,12 @@ fn demo(args: DemoArgs) -> ExitCode {
             let port = demo.server().control_addr().port();
             println!(
                 "hearth demo: three simulated thermostats; data in {}",
+                data_dir.display()
+            );
+            println!(
+                "Its users and keys, from another terminal (the account commands need this \
+                 --data-dir): hearth keys create --user owner --name test --scopes read,write \
+                 --data-dir {}",
                 data_dir.display()
             );
             println!("Open the dashboard at http://127.0.0.1:{port}/ (Ctrl-C stops the demo)");

@@ -9,6 +9,18 @@ use crate::store::StoreError;
 pub enum AccountsError {
     InvalidUserName,
     UnknownUser(String),
+    /// As many users or API keys as hearth keeps already (`what`: "users", "API keys").
+    TooMany {
+        what: &'static str,
+        limit: usize,
+    },
+    /// Removing the default user `owner`, which always exists.
+    DefaultUserStays,
+    /// Removing a user who owns thermostats: they must be unlinked first.
+    UserOwns {
+        user: String,
+        serials: Vec<String>,
+    },
     InvalidSerial(String),
     /// A thermostat the server has never seen (no state and no owner).
     UnknownDevice(String),
@@ -58,6 +70,21 @@ impl fmt::Display for AccountsError {
             AccountsError::UnknownUser(u) => {
                 write!(f, "No user named {u} (add it with: hearth users add {u})")
             }
+            AccountsError::TooMany { what, limit } => {
+                write!(
+                    f,
+                    "Too many {what}: hearth keeps at most {limit}; remove some first"
+                )
+            }
+            AccountsError::DefaultUserStays => write!(
+                f,
+                "The default user owner cannot be removed: it always exists"
+            ),
+            AccountsError::UserOwns { user, serials } => write!(
+                f,
+                "{user} owns {}; remove those thermostats from {user} first",
+                serials.join(", ")
+            ),
             AccountsError::InvalidSerial(s) => write!(
                 f,
                 "Invalid serial {s:?}: expected 10 to 64 letters and digits"

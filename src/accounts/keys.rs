@@ -12,6 +12,9 @@ use crate::util::{hex, random};
 pub const KEY_PREFIX: &str = "nle_";
 const SECRET_BYTES: usize = 32;
 const MAX_EXPIRY_DAYS: u32 = 3650;
+/// Keys kept at most: a household needs a handful, and every request's key is compared with
+/// each of them (and the control port may create them without a key).
+pub const MAX_KEYS: usize = 1000;
 const DAY_MS: i64 = 86_400_000;
 /// `last_used` is written to the store at most this often per key (to the minute is plenty,
 /// and a read must not cost an fsync every time).
@@ -73,6 +76,12 @@ pub fn create(state: &State, spec: &KeySpec) -> Result<NewKey, AccountsError> {
     state.update_accounts(|txn| {
         if !txn.accounts().users.contains_key(&user) {
             return Err(AccountsError::UnknownUser(user.clone()));
+        }
+        if txn.accounts().api_keys.len() >= MAX_KEYS {
+            return Err(AccountsError::TooMany {
+                what: "API keys",
+                limit: MAX_KEYS,
+            });
         }
         let id = unused_id(txn.accounts())?;
         let now = txn.now_ms();

@@ -10,6 +10,7 @@ pub mod keys;
 pub mod links;
 pub(crate) mod pin;
 pub(crate) mod release;
+pub mod users;
 
 pub use access::{Need, Relation, effective_owner, relation};
 pub use error::AccountsError;
@@ -36,12 +37,21 @@ pub fn user_name(raw: &str) -> Result<String, AccountsError> {
     }
 }
 
+/// Users kept at most (the control port may add them without a key).
+pub const MAX_USERS: usize = 1000;
+
 /// Adds a user; `Ok(false)` if it already exists.
 pub fn add_user(state: &State, name: &str) -> Result<bool, AccountsError> {
     let name = user_name(name)?;
     state.update_accounts(|txn| {
         if txn.accounts().users.contains_key(&name) {
             return Ok(false);
+        }
+        if txn.accounts().users.len() >= MAX_USERS {
+            return Err(AccountsError::TooMany {
+                what: "users",
+                limit: MAX_USERS,
+            });
         }
         txn.push(Op::AddUser {
             name: name.clone(),

@@ -6,6 +6,10 @@
 //! lock); if a running server holds the lock, the command is sent to that server over a Unix
 //! socket in the data directory ([`socket`]) and the server runs it. Either way the same
 //! [`run`] does the work, so a key created while the server runs works at once.
+//!
+//! Which of the two happened is said on the way out ([`note`]): the data directory's full path,
+//! and whether a running server took the change. A key written to a directory no server runs
+//! on (`./data` while `hearth demo` runs on its own) would otherwise fail with a bare 401.
 
 pub(crate) mod onboarding;
 pub mod socket;
@@ -35,6 +39,9 @@ pub enum AdminRequest {
         name: String,
     },
     UsersList,
+    UsersRemove {
+        name: String,
+    },
     KeysCreate {
         user: String,
         name: String,
@@ -103,6 +110,17 @@ pub fn run(ctx: &Context<'_>, request: &AdminRequest) -> Result<String, Accounts
             format!("user {} already exists", name.trim())
         }),
         AdminRequest::UsersList => Ok(users(ctx)),
+        AdminRequest::UsersRemove { name } => {
+            let r = accounts::users::remove_user(state, name)?;
+            Ok(format!(
+                "removed user {} ({} API key{} revoked, {} share{} ended)",
+                r.name,
+                r.keys,
+                if r.keys == 1 { "" } else { "s" },
+                r.shares,
+                if r.shares == 1 { "" } else { "s" }
+            ))
+        }
         AdminRequest::KeysCreate {
             user,
             name,
@@ -293,12 +311,74 @@ fn devices(ctx: &Context<'_>) -> String {
 /// answer yet (a server that is starting up or stopping).
 const LOCKED_RETRY: Duration = Duration::from_secs(10);
 
+/// Who ran a command on the data directory.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Via {
+    /// This process, on the store's files: no server was running on the directory. `created`:
+    /// the directory did not exist before.
+    Files { created: bool },
+    /// The server running on the directory, through its admin socket.
+    Server,
+}
+
+/// What a command gave and who ran it (`None`: nobody, e.g. no data directory to read).
+pub struct Executed {
+    pub outcome: Result<String, String>,
+    pub via: Option<Via>,
+}
+
 /// Runs a command on the data directory: directly if no server holds it, else through the
 /// running server. `Err` carries the text to print.
 pub fn execute(data_dir: &Path, open_mode: bool, request: &AdminRequest) -> Result<String, String> {
-    if request.reads_only() && !data_dir.is_dir() {
-        return Err(format!("no data directory at {}", data_dir.display()));
+    execute_via(data_dir, open_mode, request).outcome
+}
+
+/// The line that says where a command ran: the data directory's full path and whether a
+/// running server took (or answered) it. Nothing when the command never ran.
+pub fn note(data_dir: &Path, request: &AdminRequest, executed: &Executed) -> Option<String> {
+    let dir = std::path::absolute(data_dir).unwrap_or_else(|_| data_dir.to_path_buf());
+    let dir = dir.display();
+    let ok = executed.outcome.is_ok();
+    let reads = request.reads_only();
+    Some(match executed.via? {
+        Via::Server if reads => {
+            format!("data directory {dir}: answered by the hearth server running on it")
+        }
+        Via::Server if ok => format!(
+            "data directory {dir}: the hearth server running on it took the change; it applies at once"
+        ),
+        Via::Server => format!(
+            "data directory {dir}: the hearth server running on it refused; nothing changed"
+        ),
+        Via::Files { .. } if reads => {
+            format!("data directory {dir}: no hearth server is running on it (read from its files)")
+        }
+        Via::Files { created } if ok => format!(
+            "data directory {dir}{}: no hearth server is running on it. The change is saved \
+             there for a server started on it; a server running on another data directory does \
+             not see it (pass that server's --data-dir; hearth demo prints its own)",
+            if created { " (created now)" } else { "" }
+        ),
+        Via::Files { created } => format!(
+            "data directory {dir}{}: no hearth server is running on it; nothing changed",
+            if created { " (created now, empty)" } else { "" }
+        ),
+    })
+}
+
+/// [`execute`], saying who ran the command.
+pub fn execute_via(data_dir: &Path, open_mode: bool, request: &AdminRequest) -> Executed {
+    let existed = data_dir.is_dir();
+    if request.reads_only() && !existed {
+        return Executed {
+            outcome: Err(format!("no data directory at {}", data_dir.display())),
+            via: None,
+        };
     }
+    let done = |outcome: Result<String, String>, via: Via| Executed {
+        outcome,
+        via: Some(via),
+    };
     let socket_path = data_dir.join(socket::SOCKET_FILE);
     // The command line, not a server: the system clock.
     let clock = Clock::system();
@@ -312,6 +392,7 @@ pub fn execute(data_dir: &Path, open_mode: bool, request: &AdminRequest) -> Resu
                     last_seen: None,
                 };
                 let result = run(&ctx, request).map_err(|e| e.to_string());
+                let created = !existed;
                 drop(state);
                 if let Err(e) = files::give_to_dir_owner(data_dir) {
                     eprintln!(
@@ -319,21 +400,29 @@ pub fn execute(data_dir: &Path, open_mode: bool, request: &AdminRequest) -> Resu
                         data_dir.display()
                     );
                 }
-                return result;
+                return done(result, Via::Files { created });
             }
             Err(StoreError::Locked { .. }) => match socket::send(&socket_path, request) {
-                Ok(reply) if reply.ok => return Ok(reply.text),
-                Ok(reply) => return Err(reply.text),
+                Ok(reply) if reply.ok => return done(Ok(reply.text), Via::Server),
+                Ok(reply) => return done(Err(reply.text), Via::Server),
                 Err(e) if clock.now() >= deadline => {
-                    return Err(format!(
-                        "{} is in use by a running hearth, which did not answer on {}: {e}",
-                        data_dir.display(),
-                        socket_path.display()
-                    ));
+                    return Executed {
+                        outcome: Err(format!(
+                            "{} is in use by a running hearth, which did not answer on {}: {e}",
+                            data_dir.display(),
+                            socket_path.display()
+                        )),
+                        via: None,
+                    };
                 }
                 Err(_) => std::thread::sleep(Duration::from_millis(100)),
             },
-            Err(e) => return Err(e.to_string()),
+            Err(e) => {
+                return Executed {
+                    outcome: Err(e.to_string()),
+                    via: None,
+                };
+            }
         }
     }
 }

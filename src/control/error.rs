@@ -35,6 +35,12 @@ pub enum ControlError {
     DeviceNotFound,
     /// A query string that does not decode to UTF-8.
     BadEncoding,
+    /// A path segment that does not percent-decode to UTF-8.
+    BadPath,
+    /// Something the request names does not exist (an account route's user, key or share).
+    Missing(String),
+    /// The request conflicts with what is stored (an account route); the text says how.
+    Conflict(String),
     MissingClaimFields,
     CodeFormat,
     /// Unknown, expired or already used entry key.
@@ -122,6 +128,9 @@ impl ControlError {
             ControlError::NoValues => (400, m("No values to update")),
             ControlError::DeviceNotFound => (404, m("Device not found")),
             ControlError::BadEncoding => (400, m("Invalid query string")),
+            ControlError::BadPath => (400, m("Invalid path: bad percent-encoding")),
+            ControlError::Missing(text) => (404, text.clone()),
+            ControlError::Conflict(text) => (409, text.clone()),
             ControlError::MissingClaimFields => (400, m("Missing required fields: code, userId")),
             ControlError::CodeFormat => (
                 400,

@@ -5,11 +5,14 @@
 //! authentication on this API (an `Authorization` header is ignored); keep port 8082 on the
 //! home network. With `CONTROL_REQUIRE_KEY=true` every route but `/health` and the dashboard
 //! page `/` wants an API key of the default user `owner` with no serial limit (this API has no
-//! per-user view), with the `read` scope for GET and `write` for the rest.
+//! per-user view), with the `read` scope for GET and `write` for the rest; the account routes
+//! (`/api/keys`, `/api/users`, `/api/shares`: [`accounts`]) want `write` for reads too, since
+//! they hand out what the whole server can do.
 //!
 //! The hosted service's REST API (`/api/v1/...`, always keyed) shares this port; the two meet
 //! in [`crate::control_port`], which also adds the CORS headers and answers `OPTIONS`.
 
+mod accounts;
 mod claim;
 pub(crate) mod command;
 mod devices;
@@ -47,7 +50,13 @@ impl ControlApi {
     pub fn handle(&self, request: Request, cors: &[(String, String)]) -> Reply {
         let route = Route::of(request.method, &request.path);
         let shape = route.as_ref().map_or(Shape::Error, Route::shape);
-        match self.check_key(&request).and_then(|key| Ok((key, route?))) {
+        // Account routes hand out what the whole server can do: only to a key that can write.
+        let write = !matches!(request.method, Method::Get | Method::Head)
+            || route.as_ref().is_ok_and(Route::manages_accounts);
+        match self
+            .check_key(&request, write)
+            .and_then(|key| Ok((key, route?)))
+        {
             Ok((key, route)) => route
                 .handle(&self.app, &request, cors, key)
                 .unwrap_or_else(|e| Reply::Full(e.response(shape))),
@@ -69,10 +78,10 @@ impl ControlApi {
 
 impl ControlApi {
     /// With `CONTROL_REQUIRE_KEY`: a valid key of the default user with no serial limit, and
-    /// the scope the method needs. `/health` stays open for probes, and Home Assistant's
-    /// ingress proxy (`INGRESS_PROXY`) speaks for people Home Assistant has signed in. Gives
-    /// the key's id.
-    fn check_key(&self, req: &Request) -> Result<Option<String>, ControlError> {
+    /// the scope the request needs (`write`: not a plain read). `/health` stays open for
+    /// probes, and Home Assistant's ingress proxy (`INGRESS_PROXY`) speaks for people Home
+    /// Assistant has signed in. Gives the key's id.
+    fn check_key(&self, req: &Request, write: bool) -> Result<Option<String>, ControlError> {
         // The dashboard page and its files hold no data; it asks for a key when its requests
         // are refused.
         if !self.app.config.control_require_key
@@ -95,11 +104,7 @@ impl ControlApi {
         if key.user != DEFAULT_USER || !key.serials.is_empty() {
             return Err(ControlError::KeyNotForControl);
         }
-        let scope = if matches!(req.method, Method::Get | Method::Head) {
-            Scope::Read
-        } else {
-            Scope::Write
-        };
+        let scope = if write { Scope::Write } else { Scope::Read };
         if key.has_scope(scope) {
             Ok(Some(key.id))
         } else {
@@ -134,6 +139,12 @@ enum Route {
     ConfigureNest,
     Waiting,
     Adopt,
+    Keys,
+    Key(String),
+    Users,
+    User(String),
+    Shares,
+    Share(String, String),
 }
 
 impl Route {
@@ -162,6 +173,9 @@ impl Route {
             "/api/configure-nest" => (Route::ConfigureNest, post),
             "/api/waiting" => (Route::Waiting, get),
             "/api/adopt" => (Route::Adopt, post),
+            "/api/keys" => (Route::Keys, get || post),
+            "/api/users" => (Route::Users, get || post),
+            "/api/shares" => (Route::Shares, get || post),
             p if p.starts_with("/ui/") => match dashboard::assets::find(p) {
                 Some((index, _)) => (Route::PagePart(index), get),
                 None => return Err(ControlError::NotFound),
@@ -172,7 +186,7 @@ impl Route {
             ) {
                 (Some(serial), _) => (Route::DismissPairing(serial.to_string()), post),
                 (_, Some(serial)) => (Route::Unregister(serial.to_string()), delete),
-                _ => return Err(ControlError::NotFound),
+                _ => (Route::account_item(p)?, delete),
             },
         };
         if allowed {
@@ -180,6 +194,40 @@ impl Route {
         } else {
             Err(ControlError::MethodNotAllowed)
         }
+    }
+
+    /// `/api/keys/{id}`, `/api/users/{name}`, `/api/shares/{serial}/{user}` (one segment each,
+    /// not empty).
+    fn account_item(path: &str) -> Result<Route, ControlError> {
+        let segments = |rest: &str, n: usize| {
+            let parts: Vec<String> = rest.split('/').map(str::to_string).collect();
+            (parts.len() == n && parts.iter().all(|p| !p.is_empty())).then_some(parts)
+        };
+        let route = if let Some(rest) = path.strip_prefix("/api/keys/") {
+            segments(rest, 1).map(|mut p| Route::Key(p.remove(0)))
+        } else if let Some(rest) = path.strip_prefix("/api/users/") {
+            segments(rest, 1).map(|mut p| Route::User(p.remove(0)))
+        } else if let Some(rest) = path.strip_prefix("/api/shares/") {
+            segments(rest, 2).map(|mut p| {
+                let user = p.remove(1);
+                Route::Share(p.remove(0), user)
+            })
+        } else {
+            None
+        };
+        route.ok_or(ControlError::NotFound)
+    }
+
+    fn manages_accounts(&self) -> bool {
+        matches!(
+            self,
+            Route::Keys
+                | Route::Key(_)
+                | Route::Users
+                | Route::User(_)
+                | Route::Shares
+                | Route::Share(..)
+        )
     }
 
     /// The command envelope for commands and claims; `{"error"}` for the rest.
@@ -229,6 +277,15 @@ impl Route {
             Route::ConfigureNest => onboard::configure_nest(app, &req.body)?,
             Route::Waiting => waiting::waiting(app),
             Route::Adopt => waiting::adopt(app, &req.body)?,
+            Route::Keys if req.method == Method::Post => accounts::create_key(app, &req.body)?,
+            Route::Keys => accounts::list_keys(app),
+            Route::Key(id) => accounts::revoke_key(app, id)?,
+            Route::Users if req.method == Method::Post => accounts::add_user(app, &req.body)?,
+            Route::Users => accounts::list_users(app),
+            Route::User(name) => accounts::remove_user(app, name)?,
+            Route::Shares if req.method == Method::Post => accounts::share(app, &req.body)?,
+            Route::Shares => accounts::list_shares(app),
+            Route::Share(serial, user) => accounts::unshare(app, serial, user)?,
         };
         Ok(Reply::Full(response))
     }
@@ -260,6 +317,29 @@ mod tests {
         ));
         assert!(matches!(
             Route::of(Method::Get, "/command"),
+            Err(ControlError::MethodNotAllowed)
+        ));
+        assert_eq!(
+            Route::of(Method::Delete, "/api/shares/02AA01AC0000SIM1/bob").unwrap(),
+            Route::Share("02AA01AC0000SIM1".into(), "bob".into())
+        );
+        assert_eq!(
+            Route::of(Method::Delete, "/api/keys/1a2b3c4d").unwrap(),
+            Route::Key("1a2b3c4d".into())
+        );
+        for path in [
+            "/api/keys/",
+            "/api/users/a/b",
+            "/api/shares/X",
+            "/api/shares/X/",
+        ] {
+            assert!(
+                matches!(Route::of(Method::Delete, path), Err(ControlError::NotFound)),
+                "{path}"
+            );
+        }
+        assert!(matches!(
+            Route::of(Method::Delete, "/api/users"),
             Err(ControlError::MethodNotAllowed)
         ));
         assert!(matches!(

@@ -43,6 +43,11 @@ pub enum Op {
         name: String,
         created_ms: i64,
     },
+    /// Removes a user, with its API keys and the shares made to it (a user who owns a
+    /// thermostat is never removed: see `crate::accounts::users`).
+    RemoveUser {
+        name: String,
+    },
     /// Marks an entry key as used by `user` and drops the serial's other unclaimed keys.
     ClaimEntryKey {
         code: String,
@@ -97,6 +102,7 @@ impl Op {
             | Op::DeviceMeta { serial, .. }
             | Op::DeleteDevice { serial } => Some(serial),
             Op::AddUser { .. }
+            | Op::RemoveUser { .. }
             | Op::ClaimEntryKey { .. }
             | Op::SetOwner { .. }
             | Op::PutEntryKey { .. }
@@ -155,6 +161,7 @@ impl DeviceData {
             Op::DeviceMeta { meta, .. } => self.meta = Some(meta.clone()),
             Op::DeleteDevice { .. } => *self = DeviceData::default(),
             Op::AddUser { .. }
+            | Op::RemoveUser { .. }
             | Op::ClaimEntryKey { .. }
             | Op::SetOwner { .. }
             | Op::PutEntryKey { .. }
@@ -194,6 +201,14 @@ impl Accounts {
                 self.users.entry(name.clone()).or_insert(User {
                     created_ms: *created_ms,
                 });
+            }
+            Op::RemoveUser { name } => {
+                self.users.remove(name);
+                self.api_keys.retain(|_, k| &k.user != name);
+                for shares in self.shares.values_mut() {
+                    shares.remove(name);
+                }
+                self.shares.retain(|_, m| !m.is_empty());
             }
             Op::ClaimEntryKey { code, user, at_ms } => {
                 if let Some(k) = self.entry_keys.get_mut(code) {

@@ -1,6 +1,8 @@
 //! The account commands of the real binary (`hearth users|keys|claim|share|unshare|devices`),
 //! with no server on the data directory and with one running on it: a key created or revoked
-//! while the server runs takes effect at once, and only the server writes the store.
+//! while the server runs takes effect at once, and only the server writes the store. Each
+//! command says on stderr which data directory it used and whether a running server took the
+//! change; `hearth demo` prints the `--data-dir` that reaches it.
 
 use crate::common;
 
@@ -33,9 +35,20 @@ fn ok(out: &Output) -> String {
     text
 }
 
+/// The error: the first line on stderr (the note on the data directory follows it).
 fn refused(out: &Output) -> String {
     assert!(!out.status.success(), "unexpected success");
-    String::from_utf8_lossy(&out.stderr).trim().to_string()
+    let text = String::from_utf8_lossy(&out.stderr);
+    text.lines().next().unwrap_or_default().trim().to_string()
+}
+
+/// The note on stderr that says where the command ran.
+fn note(out: &Output) -> String {
+    let text = String::from_utf8_lossy(&out.stderr).to_string();
+    text.lines()
+        .find(|l| l.starts_with("hearth: data directory "))
+        .unwrap_or_else(|| panic!("no note on the data directory in {text:?}"))
+        .to_string()
 }
 
 /// `hearth keys create`: the key is alone on the last line.
@@ -71,9 +84,37 @@ fn commands_work_without_a_server() {
     assert!(refused(&hearth(&data, &["keys", "list"])).contains("no data directory"));
     assert!(!data.exists());
 
+    let added = hearth(&data, &["users", "add", "alice"]);
+    assert_eq!(ok(&added).trim(), "added user alice");
+    let full = std::path::absolute(&data).unwrap();
     assert_eq!(
-        ok(&hearth(&data, &["users", "add", "alice"])).trim(),
-        "added user alice"
+        note(&added),
+        format!(
+            "hearth: data directory {} (created now): no hearth server is running on it. The \
+             change is saved there for a server started on it; a server running on another \
+             data directory does not see it (pass that server's --data-dir; hearth demo prints \
+             its own)",
+            full.display()
+        )
+    );
+    assert_eq!(
+        note(&hearth(&data, &["users", "list"])),
+        format!(
+            "hearth: data directory {}: no hearth server is running on it (read from its files)",
+            full.display()
+        )
+    );
+    let refusal = hearth(&data, &["users", "remove", "nobody"]);
+    assert_eq!(
+        refused(&refusal),
+        "hearth: No user named nobody (add it with: hearth users add nobody)"
+    );
+    assert_eq!(
+        note(&refusal),
+        format!(
+            "hearth: data directory {}: no hearth server is running on it; nothing changed",
+            full.display()
+        )
     );
     assert_eq!(
         ok(&hearth(&data, &["users", "add", "alice"])).trim(),
@@ -159,6 +200,10 @@ fn commands_work_without_a_server() {
         ),
         (vec!["keys", "revoke", "nope"], "No API key with id nope"),
         (
+            vec!["users", "remove", "owner"],
+            "The default user owner cannot be removed: it always exists",
+        ),
+        (
             vec!["users", "add", "a b"],
             "Invalid user name: use 1 to 64 letters, digits, '_', '-', '.' or '@'",
         ),
@@ -241,7 +286,16 @@ fn commands_reach_a_running_server_and_take_effect_at_once() {
     assert_eq!(r.json()["devices"][0]["serial"], json!(SERIAL));
 
     // Sharing through the server.
-    ok(&hearth(dir.path(), &["users", "add", "bob"]));
+    let added = hearth(dir.path(), &["users", "add", "bob"]);
+    ok(&added);
+    assert_eq!(
+        note(&added),
+        format!(
+            "hearth: data directory {}: the hearth server running on it took the change; it \
+             applies at once",
+            std::path::absolute(dir.path()).unwrap().display()
+        )
+    );
     assert_eq!(
         ok(&hearth(
             dir.path(),
@@ -303,6 +357,23 @@ fn commands_reach_a_running_server_and_take_effect_at_once() {
         "created and last used: {last_used}"
     );
 
+    // Removing a user through the server: its keys stop working at once.
+    assert_eq!(
+        ok(&hearth(dir.path(), &["users", "remove", "bob"])).trim(),
+        "removed user bob (1 API key revoked, 0 shares ended)"
+    );
+    assert_eq!(v1(server.control, "/devices", &bob).status, 401);
+    let refusal = hearth(dir.path(), &["users", "remove", "bob"]);
+    assert_eq!(
+        refused(&refusal),
+        "hearth: No user named bob (add it with: hearth users add bob)"
+    );
+    assert!(
+        note(&refusal).ends_with("the hearth server running on it refused; nothing changed"),
+        "{}",
+        note(&refusal)
+    );
+
     // Claim through the server: the thermostat is pushed its owner's buckets.
     let (code, _) = sim.passphrase().unwrap();
     let mut held = sim.open_subscribe().unwrap();
@@ -322,10 +393,73 @@ fn commands_reach_a_running_server_and_take_effect_at_once() {
     // The server wrote every change: a restart finds them all.
     server.terminate().unwrap();
     let users = ok(&hearth(dir.path(), &["users", "list"]));
-    assert!(users.contains("bob") && users.contains("carol"), "{users}");
+    assert!(!users.contains("bob") && users.contains("carol"), "{users}");
     let devices = ok(&hearth(dir.path(), &["devices"]));
     assert!(
         devices.contains("carol") && devices.contains("(server not running)"),
         "{devices}"
     );
+}
+
+/// The issue's trap: `hearth keys create` while `hearth demo` runs wrote to `./data`, and the
+/// key got 401 with nothing saying why. The demo now prints the `--data-dir` to pass, and a
+/// key created with it works against the demo at once.
+#[test]
+fn the_demo_prints_the_data_directory_that_reaches_it() {
+    use std::io::{BufRead, BufReader};
+    use std::process::Stdio;
+
+    /// Stops the demo (SIGTERM, so it deletes its directory) however the test ends.
+    struct Stopped(std::process::Child);
+    impl Drop for Stopped {
+        fn drop(&mut self) {
+            let pid = rustix::process::Pid::from_child(&self.0);
+            let _ = rustix::process::kill_process(pid, rustix::process::Signal::TERM);
+            let _ = self.0.wait();
+        }
+    }
+    let mut demo = Stopped(
+        Command::new(env!("CARGO_BIN_EXE_hearth"))
+            .args(["demo", "--device-port", "0", "--control-port", "0"])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("the demo starts"),
+    );
+    let mut lines = BufReader::new(demo.0.stdout.take().unwrap()).lines();
+    let mut printed = Vec::new();
+    let (mut data_dir, mut port) = (None, None);
+    while data_dir.is_none() || port.is_none() {
+        let line = lines
+            .next()
+            .unwrap_or_else(|| panic!("the demo stopped: {printed:?}"))
+            .unwrap();
+        if let Some(rest) = line.split("--data-dir ").nth(1) {
+            data_dir = rest.split_whitespace().next().map(str::to_string);
+        }
+        if let Some(rest) = line.split("http://127.0.0.1:").nth(1) {
+            port = rest.split('/').next().map(|p| p.parse::<u16>().unwrap());
+        }
+        printed.push(line);
+    }
+    let data_dir = std::path::PathBuf::from(data_dir.unwrap());
+    let made = Command::new(env!("CARGO_BIN_EXE_hearth"))
+        .args([
+            "keys", "create", "--user", "owner", "--name", "t", "--scopes", "read",
+        ])
+        .arg("--data-dir")
+        .arg(&data_dir)
+        .env_remove("DATA_DIR")
+        .output()
+        .unwrap();
+    let key = ok(&made).trim_end().lines().last().unwrap().to_string();
+    assert!(
+        note(&made).contains("the hearth server running on it took the change"),
+        "{}",
+        note(&made)
+    );
+    let control = std::net::SocketAddr::from(([127, 0, 0, 1], port.unwrap()));
+    let r = v1(control, "/devices", &key);
+    drop(demo);
+    assert_eq!(r.status, 200, "{}", r.text());
 }

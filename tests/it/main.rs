@@ -15,6 +15,7 @@ mod bad_input;
 mod browser;
 mod claim;
 mod cli_accounts;
+mod control_accounts;
 mod control_bad_input;
 mod control_commands;
 mod control_routes;

@@ -5,8 +5,11 @@ const ingress = document.body.dataset.ingressPath || "";
 const BASE = ingress ? ingress.replace(/\/+$/, "") + "/" : "";
 const rel = (path) => BASE + path;
 
-// Kept for this tab only: under ingress the origin is Home Assistant's, shared with its add-ons.
-let apiKey = sessionStorage.getItem("hearth-key") || "";
+// The API key the page was given (CONTROL_REQUIRE_KEY), asked once and kept in this browser.
+// Under ingress the origin is Home Assistant's, shared with its add-ons (and the proxy needs no
+// key): there it is kept for this tab only.
+const keyStore = ingress ? sessionStorage : localStorage;
+let apiKey = keyStore.getItem("hearth-key") || "";
 
 function headers(json) {
   const h = {};
@@ -41,7 +44,7 @@ function needKey() {
 document.getElementById("key-form").addEventListener("submit", (e) => {
   e.preventDefault();
   apiKey = document.getElementById("key-input").value.trim();
-  sessionStorage.setItem("hearth-key", apiKey);
+  keyStore.setItem("hearth-key", apiKey);
   document.getElementById("key-panel").hidden = true;
   start();
 });

@@ -6,6 +6,7 @@
 //! Screenshots at 1280 and 360 px are written to `target/tmp/dashboard/`, and also to
 //! `$HEARTH_SCREENSHOTS_DIR` when set (`HEARTH_SCREENSHOTS_DIR=docs` refreshes the docs' own).
 
+mod accounts;
 mod browser;
 use crate::common;
 mod chart;
