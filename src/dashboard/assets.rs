@@ -242,4 +242,36 @@ mod tests {
         assert!(find("/ui/../page.html").is_none());
         assert!(find("/ui/").is_none());
     }
+
+    /// The scripts are classic scripts sharing the page's one global scope: a second top-level
+    /// `function f` would silently replace the first, and a second `const` would stop the page.
+    #[test]
+    fn each_top_level_name_is_declared_by_one_script_only() {
+        let mut seen: std::collections::HashMap<String, &str> = std::collections::HashMap::new();
+        for a in ASSETS.iter().filter(|a| a.name.ends_with(".js")) {
+            let text = std::str::from_utf8(a.body).expect("utf-8");
+            for line in text.lines() {
+                let rest = line.strip_prefix("async ").unwrap_or(line);
+                let name = ["function ", "const ", "let ", "var ", "class "]
+                    .iter()
+                    .find_map(|k| rest.strip_prefix(k))
+                    .map(|r| {
+                        r.trim_start_matches('*')
+                            .trim_start()
+                            .split(|c: char| !(c.is_alphanumeric() || c == '_' || c == '$'))
+                            .next()
+                            .unwrap_or("")
+                    });
+                if let Some(name) = name.filter(|n| !n.is_empty()) {
+                    if let Some(first) = seen.insert(name.to_string(), a.name) {
+                        panic!(
+                            "{name} is declared at the top level of {first} and {}",
+                            a.name
+                        );
+                    }
+                }
+            }
+        }
+        assert!(seen.contains_key("loadDevices"), "the scan found nothing");
+    }
 }
