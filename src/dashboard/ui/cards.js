@@ -362,7 +362,7 @@ async function fetchDevices() {
   if (!r.ok) return;
   const seen = new Set();
   for (const d of r.body.devices || []) { updateCard(d); seen.add(d.serial); }
-  for (const [s, c] of cards) if (!seen.has(s)) { c.root.remove(); cards.delete(s); }
+  for (const [s, c] of cards) if (!seen.has(s)) dropCard(c);
   document.getElementById("empty").hidden = cards.size > 0;
   // The first time the page finds no thermostat, adding one is what the person came for.
   if (!setupShown) { setupShown = true; if (!cards.size) document.getElementById("setup").open = true; }
@@ -379,12 +379,26 @@ function devicesSoon() {
 }
 
 const refreshing = new Map();
+// A card leaves the page with its presses still waiting and its refresh: none of them may send
+// or redraw for a thermostat that is no longer listed.
+function dropCard(c) {
+  for (const t of Object.values(c.timers)) clearTimeout(t);
+  c.timers = {};
+  c.pending = {};
+  clearTimeout(refreshing.get(c.serial));
+  refreshing.delete(c.serial);
+  c.root.remove();
+  cards.delete(c.serial);
+  document.getElementById("empty").hidden = cards.size > 0;
+}
+
 function refreshOne(serial) {
   clearTimeout(refreshing.get(serial));
   refreshing.set(serial, setTimeout(async () => {
     refreshing.delete(serial);
     const r = await getJSON("status?serial=" + encodeURIComponent(serial)).catch(() => ({ ok: false }));
-    if (r.ok) updateCard(r.body);
+    // Only cards on the page: a thermostat just removed must not come back from a late answer.
+    if (r.ok && cards.has(serial)) updateCard(r.body);
     else if (r.status === 404) devicesSoon();
   }, 100));
 }

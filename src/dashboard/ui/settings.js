@@ -180,7 +180,7 @@ function updateSettings(c) {
   setAttr(st.remove, "aria-label", `Remove ${name} from hearth`);
   setAttr(st.confirmYes, "aria-label", `Yes, remove ${name}`);
   setAttr(st.confirmNo, "aria-label", `Keep ${name}`);
-  setText(st.confirmText, `Remove ${name}? It keeps heating and cooling on its own settings and schedule, and hearth keeps its state and history, but it is no longer yours: it waits under "Add a thermostat" until you add it again (or claim it with its entry code).`);
+  setText(st.confirmText, `Remove ${name}? It keeps heating and cooling on its own settings and schedule, and hearth keeps its state and history, but it is no longer yours: it waits under "Waiting to be added" until you add it again (or claim it with its entry code).`);
 }
 
 // Why a pair of temperatures is outside what the thermostat allows (the server would clamp it,
@@ -203,12 +203,10 @@ async function removeThermostat(c) {
     return;
   }
   const notice = document.getElementById("notice");
-  notice.textContent = `${name} was removed. It keeps running on its own and waits under "Add a thermostat".`;
+  notice.textContent = `${name} was removed. It keeps running on its own and waits under "Waiting to be added".`;
   notice.tabIndex = -1;
   notice.focus();
-  c.root.remove();
-  cards.delete(c.serial);
-  document.getElementById("empty").hidden = cards.size > 0;
+  dropCard(c);
   devicesSoon();
 }
 

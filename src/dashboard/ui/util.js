@@ -43,16 +43,6 @@ function duration(secs) {
   const m = Math.round(secs / 60);
   return m >= 60 ? Math.floor(m / 60) + " h " + (m % 60) + " min" : m + " min";
 }
-function activity(d) {
-  const h = d.hvac || {};
-  const out = [];
-  if (HEAT_FLAGS.some((f) => h[f])) out.push(["heating", "Heating"]);
-  if (COOL_FLAGS.some((f) => h[f])) out.push(["cooling", "Cooling"]);
-  if (h.fan && !out.length) out.push(["fan", "Fan running"]);
-  if (h.humidifier) out.push(["", "Humidifying"]);
-  if (h.dehumidifier) out.push(["", "Dehumidifying"]);
-  return out.length ? out : [["idle", "Idle"]];
-}
 
 // Writes text only when it changes, so live regions are not re-announced on every refresh.
 function setText(node, text) { if (node.textContent !== text) node.textContent = text; }
@@ -66,10 +56,6 @@ const unit = (d) => (isF(d) ? "°F" : "°C");
 const nameOf = (c) => c.data.name || c.serial;
 function hhmm(t) {
   return String(Math.floor(t / 3600)).padStart(2, "0") + ":" + String(Math.floor(t % 3600 / 60)).padStart(2, "0");
-}
-function secondsOf(text) {
-  const m = /^(\d{2}):(\d{2})/.exec(text || "");
-  return m && +m[1] < 24 && +m[2] < 60 ? +m[1] * 3600 + +m[2] * 60 : null;
 }
 // The lowest and highest setpoints on the 0.5 °C grid within the editor's limits.
 const lowest = (lim) => Math.ceil(lim.low * 2 - 1e-9) / 2;

@@ -535,7 +535,7 @@ pub fn lock_and_rename(b: &Browser, app: &App, shots: bool) {
 }
 
 /// Remove, behind its confirmation: the card goes, the thermostat is nobody's (its state kept),
-/// and it waits under "Add a thermostat" until Add gives it back; a thermostat that boots
+/// and it waits under "Waiting to be added" until Add gives it back; a thermostat that boots
 /// afresh then has its card back too (tests/it/dashboard/removal.rs: one that kept running).
 pub fn remove_and_add_back(b: &Browser, app: &App, sim: TestThermostat, device_origin: &str) {
     let s = TEST_SERIAL;
