@@ -242,6 +242,49 @@ fn replay(dir: &Path, profile: &Profile, now: i64, interval: i64) -> io::Result<
     Ok((temp, hvac))
 }
 
+/// A week in the thermostat's own mode, so the page has a next change to show: the demo's
+/// setting from 07:00, a setback from 22:00 (carried over midnight). The demo does not follow
+/// it (its rooms keep their setting, so tests on the demo never see a target move by the
+/// hour); between 22:00 and 07:00, as the browser counts hours, the page therefore says the
+/// setting is held until 07:00, which is what a thermostat set by hand would show.
+fn schedule(s: &Setting) -> (&'static str, Value) {
+    let (mode, day, night) = match s.mode.as_str() {
+        "range" => (
+            "RANGE",
+            json!({"temp-min": s.low, "temp-max": s.high}),
+            json!({"temp-min": s.low - 2.0, "temp-max": s.high + 2.0}),
+        ),
+        "cool" => (
+            "COOL",
+            json!({"temp": s.target}),
+            json!({"temp": s.target - 1.0}),
+        ),
+        _ => (
+            "HEAT",
+            json!({"temp": s.target}),
+            json!({"temp": s.target - 3.5}),
+        ),
+    };
+    let entry = |time: u32, kind: &str, temps: &Value| {
+        let mut e = json!({"time": time, "type": mode, "entry_type": kind});
+        if let (Some(e), Some(t)) = (e.as_object_mut(), temps.as_object()) {
+            e.extend(t.clone());
+        }
+        e
+    };
+    let week: serde_json::Map<String, Value> = (0..7)
+        .map(|d| {
+            let day_entries = json!({
+                "0": entry(0, "continuation", &night),
+                "1": entry(7 * 3600, "setpoint", &day),
+                "2": entry(22 * 3600, "setpoint", &night),
+            });
+            (d.to_string(), day_entries)
+        })
+        .collect();
+    (mode, Value::Object(week))
+}
+
 fn sample(profile: &Profile, t: i64, temp: f64, hvac: Hvac) -> Sample {
     let s = &profile.setting;
     Sample {
@@ -296,6 +339,9 @@ impl DemoThermostat {
         ] {
             device.report("shared", field, value);
         }
+        let (schedule_mode, days) = schedule(s);
+        device.report("schedule", "schedule_mode", json!(schedule_mode));
+        device.report("schedule", "days", days);
         device.report("device", "has_fan", json!(profile.has_fan));
         device.report("device", "temperature_scale", json!(profile.scale));
         if profile.weather.humidity.is_none() {

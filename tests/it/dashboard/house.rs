@@ -460,7 +460,7 @@ pub fn fahrenheit(b: &Browser, app: &App) {
     assert_eq!(friday.last().unwrap(), &json!([82800, 20.0, "setpoint"]));
     // Entries nobody touched keep their stored Celsius exactly; 71 °F is 21.67 °C, stored on
     // the 0.5 °C grid as 21.5 (70.7 °F, shown as 71 again).
-    assert_eq!(friday[1], json!([25200, 21.0, "setpoint"]));
+    assert_eq!(friday[1], json!([25200, 23.5, "setpoint"]));
     assert_eq!(day(&schedule, "5")[1], json!([25200, 21.5, "setpoint"]));
     b.click(&format!("{card} details:not(.more) > summary"));
 

@@ -217,11 +217,11 @@ fn the_schedule_in_24_hours_and_the_fan_on_the_card() {
     );
     assert_eq!(
         stored_day(app, HALLWAY, "0").1,
-        vec![(0, 19.0), (18_900, 19.0), (25_200, 21.0)]
+        vec![(0, 17.0), (18_900, 17.0), (25_200, 20.5)]
     );
     assert_eq!(
         stored_day(app, HALLWAY, "1").1,
-        vec![(0, 21.0), (79_200, 19.0), (82_800, 21.0)]
+        vec![(0, 20.5), (79_200, 17.0), (82_800, 20.5)]
     );
     b.click(&format!("{card} details:not(.more) > summary"));
 
