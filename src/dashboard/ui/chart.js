@@ -147,6 +147,28 @@ function chartPointAt(c, i) {
   group.insertBefore(svg("rect", { class: "tip", x: left, y: 1, width: w + 8, height: 18, rx: 4 }), label);
 }
 
+// The room's temperature as one point per column of two pixels: the mean of the readings
+// that fall in it. A day holds hundreds of readings, a heating cycle every few minutes and the
+// sensor's tenth-of-a-degree steps; drawn one by one they fill a band instead of a line.
+// Readings are still read one by one under the pointer.
+// A column's point is at the mean of its readings' times; where readings stop for longer than
+// `gap`, a point without a temperature breaks the line, as it does between raw readings.
+function chartColumns(samples, x, gap) {
+  const out = [];
+  let col = null, sum = 0, n = 0, sumT = 0, last = null;
+  const close = () => { if (n) out.push({ t: sumT / n, temp: sum / n, column: true }); sum = sumT = n = 0; };
+  for (const s of samples) {
+    const broken = typeof s.temp !== "number" || (last && s.t - last.t > gap);
+    if (broken) { close(); col = null; out.push({ t: s.t }); }
+    if (typeof s.temp !== "number") { last = null; continue; }
+    const c = Math.floor(x(s.t) / 2);
+    if (c !== col) { close(); col = c; }
+    sum += s.temp; sumT += s.t; n++; last = s;
+  }
+  close();
+  return out;
+}
+
 // Last 24 h: shaded bands where heating or cooling ran, the temperature line, the target(s)
 // dashed in the colour of what reaches them, hour ticks along the bottom and degrees on the left.
 function drawChart(c, h) {
@@ -243,18 +265,19 @@ function drawChart(c, h) {
   // Lines: a target in the colour of what reaches it (heat red, cool blue), clipped at the
   // plot's edge where it is off the scale, with a mark and its value there.
   const marks = [], drawnKinds = new Set();
-  const line = (key, kind, cls) => {
+  const line = (key, kind, cls, rows = samples) => {
     let path = "", lastT = null, points = 0, off = null;
     const flush = () => {
       if (!off) return;
       marks.push(off);
       off = null;
     };
-    samples.forEach((s, i) => {
+    rows.forEach((s, i) => {
       const v = s[key];
       const fits = typeof v === "number" && (key === "temp" || (usesTarget(s, key) && chartTargetKind(s, key) === kind));
       if (!fits) { lastT = null; flush(); return; }
-      const cmd = lastT === null || s.t - lastT > gap ? "M" : "L";
+      // Columns carry their breaks themselves (chartColumns); raw readings break at a gap.
+      const cmd = lastT === null || (!s.column && s.t - lastT > gap) ? "M" : "L";
       path += `${cmd}${x(s.t).toFixed(1)},${yClamped(v).toFixed(1)} `;
       lastT = s.t; points++;
       const raw = yRaw(conv(v));
@@ -274,7 +297,7 @@ function drawChart(c, h) {
     line("target", kind, "line target " + kind);
     line(kind === "heat" ? "low" : "high", kind, "line target-" + (kind === "heat" ? "low" : "high") + " " + kind);
   }
-  line("temp", null, "line temperature");
+  line("temp", null, "line temperature", chartColumns(samples, x, gap));
   for (const m of marks) {
     const mx = Math.max(L + 4, Math.min(R - 4, x((m.t0 + Math.min(m.t1, now)) / 2)));
     const up = m.side === "above";
