@@ -181,8 +181,6 @@ struct EventData<'a> {
     changed: &'a [String],
     /// `device` (the thermostat reported it) or `server` (a command or claim).
     origin: &'static str,
-    #[serde(skip_serializing_if = "std::ops::Not::not")]
-    deleted: bool,
 }
 
 /// One event in SSE framing: `data: {...}` and a blank line.
@@ -197,7 +195,6 @@ pub fn format_event(event: &ChangeEvent) -> Vec<u8> {
             Origin::Device => "device",
             Origin::Server => "server",
         },
-        deleted: event.change.deleted,
     };
     let json = serde_json::to_string(&data).unwrap_or_else(|_| "{}".into());
     format!("data: {json}\n\n").into_bytes()
@@ -533,7 +530,6 @@ mod tests {
                 revision: 3,
                 timestamp: 9,
                 changed: vec!["target_temperature".into()],
-                deleted: false,
             },
         };
         assert_eq!(
