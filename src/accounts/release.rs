@@ -9,9 +9,12 @@
 //!
 //! Two rules follow:
 //! - [`pairing_applies`]: nobody owns it, and pairing is required or it was released. Then no
-//!   user sees or controls it on any surface (the hosted API shows it to no one, the control
-//!   API's device list leaves it out, commands to it are refused with 409, MQTT hides it); it
-//!   waits (`GET /api/waiting`) until someone claims it or, in open mode, adopts it.
+//!   user sees or controls it on any surface (the hosted API shows it to no one, whatever
+//!   shares are on record, and none can be made; the control API's device list leaves it out,
+//!   commands to it are refused with 409, MQTT hides it); with pairing required the control
+//!   API's reads of it (`/status`, history, schedule, events) answer as for an unknown serial
+//!   too ([`crate::app::App::unseen`]). It waits (`GET /api/waiting`) until someone claims it
+//!   or, in open mode, adopts it.
 //! - [`needs_entry_key`]: nobody owns it, pairing is required, and it was never released (it
 //!   was never anyone's). Only then does the device protocol refuse what it sends until it
 //!   holds an entry key (and then store nothing).

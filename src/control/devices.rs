@@ -12,7 +12,7 @@ use crate::thermostat::{self, schedule};
 /// `GET /api/schedule?serial=S`: the schedule bucket, or `"schedule": null` when the
 /// thermostat has none, with the `limits` a `set_schedule` from an editor should keep to.
 pub fn schedule(app: &App, req: &Request) -> Result<Response, ControlError> {
-    let serial = input::query_serial(req)?;
+    let serial = input::shown(app, input::query_serial(req)?)?;
     let key = format!("schedule.{serial}");
     let found = app
         .state
