@@ -654,6 +654,11 @@ fn one_serial_gets_entry_keys_for_at_most_four_waiting_passwords() {
     assert_eq!(r.status, 200, "{}", r.text());
 }
 
+/// `GET path` (an entry-key route) in the thermostat's name with `password`.
+fn ask_as(s: &TestServer, path: &str, password: &str) -> ClientResponse {
+    send(s.device(), "GET", path, b"", Credentials::Basic(password))
+}
+
 /// A released thermostat may ask for an entry key with another password (a reflashed one), so
 /// anyone on the LAN may ask in its name. Such a request gets its own key and its own key's
 /// status, and nothing of the thermostat's: it does not make it look online, it is not told who
@@ -666,9 +671,7 @@ fn strangers_asking_for_a_released_thermostats_entry_key_change_nothing_of_the_t
         c.clock = time.clock();
         c.require_device_pairing = true;
     });
-    let ask = |path: &str, password: &str| {
-        send(s.device(), "GET", path, b"", Credentials::Basic(password))
-    };
+    let ask = |path: &str, password: &str| ask_as(&s, path, password);
     // Claimed by alice with the code its own password was shown, then removed.
     let code = ask("/nest/passphrase", "pw").json()["value"].clone();
     let r = claim(&s, code.as_str().unwrap());
@@ -746,13 +749,7 @@ fn a_strangers_entry_key_puts_no_pairing_dialog_on_a_released_thermostat() {
     assert_eq!(r.status, 200, "{}", r.text());
     let dialog = format!("device_alert_dialog.{SERIAL}");
     let ask = |password: &str| {
-        let r = send(
-            s.device(),
-            "GET",
-            "/nest/passphrase",
-            b"",
-            Credentials::Basic(password),
-        );
+        let r = ask_as(&s, "/nest/passphrase", password);
         assert_eq!(r.status, 200, "{}", r.text());
     };
     ask("mallory");

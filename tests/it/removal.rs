@@ -60,6 +60,24 @@ fn command_reaches(s: &TestServer, held: &mut hearth::simulator::Held, target: f
     );
 }
 
+/// alice claims the thermostat showing `code` (`POST /api/register`).
+fn claim(s: &TestServer, code: &str) {
+    let body = json!({"code": code, "userId": "alice"}).to_string();
+    let r = call(s.control(), "POST", "/api/register", &body);
+    assert_eq!(r.json()["success"], json!(true), "{}", r.text());
+}
+
+/// Its owner unlinks `SERIAL` (`DELETE /api/registered-devices/{serial}`): it is released.
+fn unlink(s: &TestServer) {
+    let r = call(
+        s.control(),
+        "DELETE",
+        &format!("/api/registered-devices/{SERIAL}"),
+        "",
+    );
+    assert_eq!(r.status, 200, "{}", r.text());
+}
+
 /// The control port's reads of one thermostat, each ending in `?serial=`.
 const SEEN_PATHS: [&str; 3] = [
     "/status?serial=",
@@ -151,26 +169,15 @@ fn removed_by_its_owner_it_keeps_operating_and_add_brings_it_back_as_it_is() {
 #[test]
 fn in_pairing_mode_a_removed_thermostat_keeps_operating_unseen_until_claimed_again() {
     let s = TestServer::start_with(|c| c.require_device_pairing = true);
-    let claim = |code: &str| {
-        let body = json!({"code": code, "userId": "alice"}).to_string();
-        let r = call(s.control(), "POST", "/api/register", &body);
-        assert_eq!(r.status, 200, "{}", r.text());
-    };
     let (mut sim, _events) = thermostat(&s.origin(), SERIAL);
     sim.register().unwrap();
-    claim(&sim.passphrase().unwrap().0);
+    claim(&s, &sim.passphrase().unwrap().0);
     sim.boot().unwrap();
     report(&mut sim, 19.5, 21.5);
     let alice = new_key(&s, "alice", "read,write", &[]);
     assert_eq!(hosted_serials(&s, &alice), [json!(SERIAL)]);
 
-    let r = call(
-        s.control(),
-        "DELETE",
-        &format!("/api/registered-devices/{SERIAL}"),
-        "",
-    );
-    assert_eq!(r.status, 200, "{}", r.text());
+    unlink(&s);
 
     // It keeps operating...
     report(&mut sim, 18.0, 22.0);
@@ -230,7 +237,7 @@ fn in_pairing_mode_a_removed_thermostat_keeps_operating_unseen_until_claimed_aga
     // carries commands.
     let mut held = sim.open_subscribe().unwrap();
     s.wait_held(SERIAL, 1);
-    claim(&sim.passphrase().unwrap().0);
+    claim(&s, &sim.passphrase().unwrap().0);
     let devices = listed(&s);
     assert_eq!(devices.len(), 1);
     assert_eq!(card(&devices[0]), shown(18.0, 22.0));
@@ -258,22 +265,13 @@ fn in_pairing_mode_the_event_stream_leaves_out_a_removed_thermostat() {
     let s = TestServer::start_with(|c| c.require_device_pairing = true);
     let (mut sim, _events) = thermostat(&s.origin(), SERIAL);
     sim.register().unwrap();
-    let code = sim.passphrase().unwrap().0;
-    let body = json!({"code": code, "userId": "alice"}).to_string();
-    let r = call(s.control(), "POST", "/api/register", &body);
-    assert_eq!(r.json()["success"], json!(true), "{}", r.text());
+    claim(&s, &sim.passphrase().unwrap().0);
     sim.boot().unwrap();
     // Another thermostat, alice's, whose events show the stream is live.
     s.set_owner(NEVER_CLAIMED, "alice");
     let (mut other, _other_events) = thermostat(&s.origin(), NEVER_CLAIMED);
     other.boot().unwrap();
-    let r = call(
-        s.control(),
-        "DELETE",
-        &format!("/api/registered-devices/{SERIAL}"),
-        "",
-    );
-    assert_eq!(r.status, 200, "{}", r.text());
+    unlink(&s);
 
     let mut all = open_events(s.control(), "/api/events");
     let mut only = open_events(s.control(), &format!("/api/events?serial={SERIAL}"));
@@ -296,10 +294,7 @@ fn in_pairing_mode_the_event_stream_leaves_out_a_removed_thermostat() {
     );
 
     // Claimed again: its events go out, from the claim's push on.
-    let code = sim.passphrase().unwrap().0;
-    let body = json!({"code": code, "userId": "alice"}).to_string();
-    let r = call(s.control(), "POST", "/api/register", &body);
-    assert_eq!(r.json()["success"], json!(true), "{}", r.text());
+    claim(&s, &sim.passphrase().unwrap().0);
     for stream in [&mut all, &mut only] {
         let e = next_event(stream);
         assert_eq!(
