@@ -74,13 +74,23 @@ pub(super) fn end_shares(txn: &mut AccountsTxn, serial: &str) {
 }
 
 /// Drops the owner and the shares of `serial` whoever holds them, and releases it (the
-/// control API's `DELETE /api/device`). Its state, its pin and its connection stay.
-pub fn release(state: &State, serial: &str) -> Result<(), AccountsError> {
-    state.update_accounts(|txn| {
-        let_go(txn, serial);
-        Ok::<_, AccountsError>(())
+/// control API's `DELETE /api/device`). Its state, its pin and its connection stay. A
+/// thermostat nobody owns is not released again: one released already stays so, and with
+/// pairing required one that was never anyone's stays unclaimed (a release would let it
+/// operate, storing what it sends, without a claim); only shares left on record end.
+pub fn release(state: &State, serial: &str, open_mode: bool) -> Result<(), AccountsError> {
+    let released = state.update_accounts(|txn| {
+        let owned = effective_owner(txn.accounts(), serial, open_mode).is_some();
+        if owned {
+            let_go(txn, serial);
+        } else {
+            end_shares(txn, serial);
+        }
+        Ok::<_, AccountsError>(owned)
     })?;
-    log::info!("{serial} released");
+    if released {
+        log::info!("{serial} released");
+    }
     Ok(())
 }
 

@@ -355,6 +355,39 @@ fn a_share_made_before_the_removal_gives_the_shared_user_nothing_after_it() {
     assert_ne!(target.value.to_map()["target_temperature"], json!(25.0));
 }
 
+/// With pairing required, removing a thermostat that was never anyone's (it asked for an entry
+/// key, so the server knows it) changes nothing: releasing it would let it store what it sends
+/// without a claim.
+#[test]
+fn in_pairing_mode_removing_a_thermostat_never_claimed_changes_nothing() {
+    let s = TestServer::start_with(|c| c.require_device_pairing = true);
+    let (mut stranger, _events) = thermostat(&s.origin(), NEVER_CLAIMED);
+    stranger.register().unwrap();
+    stranger.passphrase().unwrap();
+    assert!(s.app().state.device_exists(NEVER_CLAIMED));
+    let before = store_bytes(s.dir.path());
+    let r = remove_device(s.control(), NEVER_CLAIMED);
+    assert_eq!(
+        (r.status, r.json()),
+        (
+            200,
+            json!({"success": true, "serial": NEVER_CLAIMED, "objects_deleted": 0})
+        )
+    );
+    assert!(
+        store_bytes(s.dir.path()) == before,
+        "the removal changed something"
+    );
+    assert!(!s.app().state.accounts(|a| a.is_released(NEVER_CLAIMED)));
+    // What it sends is still not stored.
+    stranger.report("shared", "current_temperature", json!(19.0));
+    stranger.put().unwrap();
+    assert!(
+        s.bucket(NEVER_CLAIMED, &format!("shared.{NEVER_CLAIMED}"))
+            .is_none()
+    );
+}
+
 #[test]
 fn reported_is_false_until_the_thermostat_uploads_its_state() {
     let s = TestServer::start();
