@@ -69,6 +69,18 @@ impl App {
         self.presence.availability(serial, holding)
     }
 
+    /// Whether the control port keeps `serial` out of sight: with pairing required, a
+    /// thermostat nobody owns (never claimed, or released: [`crate::accounts::pairing_applies`])
+    /// is seen by nobody, so `/status`, `/api/history`, `/api/schedule` answer as for an
+    /// unknown serial and the event stream leaves its events out. In open mode anyone on the
+    /// LAN may add it (`POST /api/adopt`), so nothing is hidden.
+    pub fn unseen(&self, serial: &str) -> bool {
+        self.config.require_device_pairing
+            && self
+                .state
+                .accounts(|a| crate::accounts::pairing_applies(a, serial, true))
+    }
+
     /// True the first time a serial subscribes in this process.
     pub fn first_subscribe_since_start(&self, serial: &str) -> bool {
         self.subscribed_since_start

@@ -181,8 +181,6 @@ struct EventData<'a> {
     changed: &'a [String],
     /// `device` (the thermostat reported it) or `server` (a command or claim).
     origin: &'static str,
-    #[serde(skip_serializing_if = "std::ops::Not::not")]
-    deleted: bool,
 }
 
 /// One event in SSE framing: `data: {...}` and a blank line.
@@ -197,7 +195,6 @@ pub fn format_event(event: &ChangeEvent) -> Vec<u8> {
             Origin::Device => "device",
             Origin::Server => "server",
         },
-        deleted: event.change.deleted,
     };
     let json = serde_json::to_string(&data).unwrap_or_else(|_| "{}".into());
     format!("data: {json}\n\n").into_bytes()
@@ -280,14 +277,22 @@ impl EventStreams {
 
     /// The streams' thread: runs until the signal given to [`EventStreams::stop_on`]. `key_valid` says whether an API
     /// key (by id) still works; a stream opened with one that no longer does is ended before
-    /// anything more is written to it (at its next event or keep-alive).
+    /// anything more is written to it (at its next event or keep-alive). `shown` says whether
+    /// a thermostat's events may go out at all (with pairing required, not those of one nobody
+    /// owns): an event of one that may not is dropped here, for every stream, whatever its
+    /// filter. It is asked when the event is handed out, after the change committed.
     ///
     /// It hands the writes to [`WRITERS`] threads, so a dashboard that stopped reading holds up
     /// only the writer it is on, until the connection's send timeout
     /// ([`crate::http::listener::PARKED_SEND_TIMEOUT`]) drops it. A stream has at most one write
     /// in flight; what arrives meanwhile waits in its backlog, and a stream whose backlog passes
     /// [`BACKLOG_LIMIT`] is dropped.
-    pub fn run(&self, changes: Receiver<Arc<ChangeEvent>>, key_valid: impl Fn(&str) -> bool) {
+    pub fn run(
+        &self,
+        changes: Receiver<Arc<ChangeEvent>>,
+        key_valid: impl Fn(&str) -> bool,
+        shown: impl Fn(&str) -> bool,
+    ) {
         let (jobs, queue) = unbounded::<Job>();
         let (finished, done) = unbounded::<Done>();
         thread::scope(|scope| {
@@ -317,7 +322,7 @@ impl EventStreams {
                     let _ = finished.send(job.run());
                 }
             };
-            self.serve(&changes, &done, &send, &key_valid);
+            self.serve(&changes, &done, &send, &key_valid, &shown);
             drop(jobs);
         });
     }
@@ -328,6 +333,7 @@ impl EventStreams {
         finished: &Receiver<Done>,
         send: &dyn Fn(Job),
         key_valid: &dyn Fn(&str) -> bool,
+        shown: &dyn Fn(&str) -> bool,
     ) {
         let mut streams = Streams {
             open: HashMap::new(),
@@ -349,6 +355,9 @@ impl EventStreams {
             select! {
                 recv(changes) -> event => {
                     let Ok(event) = event else { break };
+                    if !shown(&event.serial) {
+                        continue;
+                    }
                     // One copy of the text, shared by every stream it is queued for.
                     let text: Arc<[u8]> = format_event(&event).into();
                     streams.each(key_valid, |s| {
@@ -533,7 +542,6 @@ mod tests {
                 revision: 3,
                 timestamp: 9,
                 changed: vec!["target_temperature".into()],
-                deleted: false,
             },
         };
         assert_eq!(

@@ -424,11 +424,16 @@ fn start_events(
         let app = Arc::clone(app);
         let changes = hub.watch_if(app.events.interest());
         move || {
-            app.events.run(changes, |id| {
-                let now = app.config.clock.now_ms();
-                app.state
-                    .accounts(|a| a.api_keys.get(id).is_some_and(|k| !k.is_expired(now)))
-            })
+            app.events.run(
+                changes,
+                |id| {
+                    let now = app.config.clock.now_ms();
+                    app.state
+                        .accounts(|a| a.api_keys.get(id).is_some_and(|k| !k.is_expired(now)))
+                },
+                // Nobody sees the events of a thermostat the control port keeps out of sight.
+                |serial| !app.unseen(serial),
+            )
         }
     })
 }

@@ -72,13 +72,17 @@ pub fn effective_owner<'a>(
     }
 }
 
+/// How `user` relates to `serial`: its owner, a user it is shared with, or nothing. A
+/// thermostat nobody owns (pairing applies to it: unclaimed with pairing required, or
+/// released) relates to nobody, whatever shares are on record: shares end when it is released
+/// and none can be made while nobody owns it, but a share left by older data gives nothing.
 pub fn relation(
     accounts: &Accounts,
     serial: &str,
     user: &str,
     open_mode: bool,
 ) -> Option<Relation> {
-    if effective_owner(accounts, serial, open_mode) == Some(user) {
+    if effective_owner(accounts, serial, open_mode)? == user {
         return Some(Relation::Owner);
     }
     accounts
@@ -206,5 +210,39 @@ mod tests {
             released: true,
         });
         assert_eq!(check(&a, &k, S, Need::Read, true), Err(Denied::NoRelation));
+    }
+
+    #[test]
+    fn a_share_of_a_thermostat_nobody_owns_gives_nothing() {
+        let rw = [Scope::Read, Scope::Write];
+        let carol = key("carol", &rw, &[]);
+        // Released, with a share left on record (older data): nobody, in either mode.
+        let mut a = accounts();
+        a.apply(&Op::SetOwner {
+            serial: S.into(),
+            owner: None,
+        });
+        a.apply(&Op::SetReleased {
+            serial: S.into(),
+            released: true,
+        });
+        for open_mode in [true, false] {
+            assert_eq!(relation(&a, S, "carol", open_mode), None);
+            assert_eq!(
+                check(&a, &carol, S, Need::Read, open_mode),
+                Err(Denied::NoRelation)
+            );
+        }
+        // Never claimed with pairing required: nobody; in open mode the default user owns it,
+        // and the share counts.
+        a.apply(&Op::SetReleased {
+            serial: S.into(),
+            released: false,
+        });
+        assert_eq!(relation(&a, S, "carol", false), None);
+        assert_eq!(
+            relation(&a, S, "carol", true),
+            Some(Relation::Shared(ShareAccess::Control))
+        );
     }
 }

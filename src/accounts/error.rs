@@ -42,6 +42,9 @@ pub enum AccountsError {
     },
     /// Adopting a thermostat with pairing required: only a claim with its entry key links it.
     ClaimRequired(String),
+    /// Sharing a thermostat nobody owns (unclaimed with pairing required, or removed): nobody
+    /// may see it, so nobody may be given it.
+    NoOwner(String),
     /// Sharing a thermostat with the user who owns it.
     ShareWithOwner {
         serial: String,
@@ -110,6 +113,10 @@ impl fmt::Display for AccountsError {
                 f,
                 "Device {s} cannot be added without its entry code: pairing is required, so \
                  claim it with the entry code shown on the thermostat"
+            ),
+            AccountsError::NoOwner(s) => write!(
+                f,
+                "Device {s} has no owner: add it (or claim it with its entry code) before sharing it"
             ),
             AccountsError::ShareWithOwner { serial, user } => {
                 write!(

@@ -171,7 +171,10 @@ pub fn unlink(
     Ok(())
 }
 
-/// Shares a known thermostat with an existing user (changing the access if already shared).
+/// Shares a known thermostat someone owns with an existing user (changing the access if
+/// already shared). A thermostat nobody owns (pairing applies to it: unclaimed with pairing
+/// required, or removed) is seen by nobody, so it is shared with nobody: `NoOwner`, checked in
+/// the same transaction as the share, so a removal at the same moment cannot slip between.
 pub fn share(
     state: &State,
     serial: &str,
@@ -180,16 +183,20 @@ pub fn share(
     open_mode: bool,
 ) -> Result<(), AccountsError> {
     let with = user_name(with)?;
+    // Thermostats are never forgotten, so one known now is known when the share commits.
     let known = state.device_exists(serial);
     state.update_accounts(|txn| {
         let accounts = txn.accounts();
-        if !accounts.users.contains_key(&with) {
-            return Err(AccountsError::UnknownUser(with.clone()));
-        }
         if !known && accounts.owner_of(serial).is_none() {
             return Err(AccountsError::UnknownDevice(serial.to_string()));
         }
-        if effective_owner(accounts, serial, open_mode) == Some(with.as_str()) {
+        let Some(owner) = effective_owner(accounts, serial, open_mode) else {
+            return Err(AccountsError::NoOwner(serial.to_string()));
+        };
+        if !accounts.users.contains_key(&with) {
+            return Err(AccountsError::UnknownUser(with.clone()));
+        }
+        if owner == with {
             return Err(AccountsError::ShareWithOwner {
                 serial: serial.to_string(),
                 user: with.clone(),

@@ -21,7 +21,9 @@
 //!   thermostat may then ask for an entry key with another password (the device protocol
 //!   skips the pin for `/nest/passphrase` and its status only), and the claim of the code on
 //!   its screen pins its new password. Anything else that asks gets a code of its own, which
-//!   the owner does not type.
+//!   the owner does not type, and that code's status only; it does not make the thermostat
+//!   look online, and it cannot crowd out the pinned password's own code (see
+//!   `crate::device`'s passphrase routes).
 //! - A thermostat that sends no password has nothing to pin; the first password it sends is.
 
 use sha2::{Digest, Sha256};

@@ -9,9 +9,12 @@
 //!
 //! Two rules follow:
 //! - [`pairing_applies`]: nobody owns it, and pairing is required or it was released. Then no
-//!   user sees or controls it on any surface (the hosted API shows it to no one, the control
-//!   API's device list leaves it out, commands to it are refused with 409, MQTT hides it); it
-//!   waits (`GET /api/waiting`) until someone claims it or, in open mode, adopts it.
+//!   user sees or controls it on any surface (the hosted API shows it to no one, whatever
+//!   shares are on record, and none can be made; the control API's device list leaves it out,
+//!   commands to it are refused with 409, MQTT hides it); with pairing required the control
+//!   API's reads of it (`/status`, history, schedule, events) answer as for an unknown serial
+//!   too ([`crate::app::App::unseen`]). It waits (`GET /api/waiting`) until someone claims it
+//!   or, in open mode, adopts it.
 //! - [`needs_entry_key`]: nobody owns it, pairing is required, and it was never released (it
 //!   was never anyone's). Only then does the device protocol refuse what it sends until it
 //!   holds an entry key (and then store nothing).
@@ -71,13 +74,23 @@ pub(super) fn end_shares(txn: &mut AccountsTxn, serial: &str) {
 }
 
 /// Drops the owner and the shares of `serial` whoever holds them, and releases it (the
-/// control API's `DELETE /api/device`). Its state, its pin and its connection stay.
-pub fn release(state: &State, serial: &str) -> Result<(), AccountsError> {
-    state.update_accounts(|txn| {
-        let_go(txn, serial);
-        Ok::<_, AccountsError>(())
+/// control API's `DELETE /api/device`). Its state, its pin and its connection stay. A
+/// thermostat nobody owns is not released again: one released already stays so, and with
+/// pairing required one that was never anyone's stays unclaimed (a release would let it
+/// operate, storing what it sends, without a claim); only shares left on record end.
+pub fn release(state: &State, serial: &str, open_mode: bool) -> Result<(), AccountsError> {
+    let released = state.update_accounts(|txn| {
+        let owned = effective_owner(txn.accounts(), serial, open_mode).is_some();
+        if owned {
+            let_go(txn, serial);
+        } else {
+            end_shares(txn, serial);
+        }
+        Ok::<_, AccountsError>(owned)
     })?;
-    log::info!("{serial} released");
+    if released {
+        log::info!("{serial} released");
+    }
     Ok(())
 }
 

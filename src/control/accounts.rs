@@ -200,20 +200,9 @@ pub fn share(app: &App, body: &[u8]) -> Result<Response, ControlError> {
         .and_then(Value::as_str)
         .and_then(ShareAccess::parse)
         .ok_or_else(|| ControlError::Invalid("Invalid access: use read or control".into()))?;
+    // A thermostat nobody owns is shared with nobody: checked with the share, in one
+    // transaction (see [`accounts::share`]).
     let open_mode = !app.config.require_device_pairing;
-    if !app.state.device_exists(&serial) && app.state.accounts(|a| a.owner_of(&serial).is_none()) {
-        return Err(ControlError::DeviceNotFound);
-    }
-    // Nobody may see a thermostat nobody owns (unclaimed in pairing mode, removed in open
-    // mode), so nobody may be given it either.
-    if app
-        .state
-        .accounts(|a| effective_owner(a, &serial, open_mode).is_none())
-    {
-        return Err(ControlError::Conflict(format!(
-            "Device {serial} has no owner: add it (or claim it with its entry code) before sharing it"
-        )));
-    }
     accounts::share(&app.state, &serial, &user, access, open_mode).map_err(refusal)?;
     Ok(done(format!(
         "Shared {serial} with {user} ({})",
@@ -302,6 +291,7 @@ fn refusal(e: AccountsError) -> ControlError {
         e @ (AccountsError::TooMany { .. }
         | AccountsError::DefaultUserStays
         | AccountsError::UserOwns { .. }
+        | AccountsError::NoOwner(_)
         | AccountsError::ShareWithOwner { .. }) => ControlError::Conflict(e.to_string()),
         AccountsError::InvalidUserName => invalid_user(),
         AccountsError::InvalidSerial(_) => ControlError::InvalidSerial,

@@ -12,7 +12,7 @@ use crate::thermostat::{self, schedule};
 /// `GET /api/schedule?serial=S`: the schedule bucket, or `"schedule": null` when the
 /// thermostat has none, with the `limits` a `set_schedule` from an editor should keep to.
 pub fn schedule(app: &App, req: &Request) -> Result<Response, ControlError> {
-    let serial = input::query_serial(req)?;
+    let serial = input::shown(app, input::query_serial(req)?)?;
     let key = format!("schedule.{serial}");
     let found = app
         .state
@@ -52,12 +52,13 @@ pub fn notify(app: &App, body: &[u8]) -> Result<Response, ControlError> {
 /// [`mod@accounts::release`]): its owner and shares end, so it is unlisted and nobody's, but
 /// nothing of it is forgotten. It keeps operating (its state, history, pin and connection
 /// stay), so adding it (`POST /api/adopt`, open mode) or claiming it again with a new entry key
-/// brings it back at once as it is. `objects_deleted` is always 0 (the Python server's field).
+/// brings it back at once as it is. One nobody owns stays as it is (with pairing required,
+/// one never claimed is not released: it stays unclaimed). `objects_deleted` is always 0 (the
+/// Python server's field).
 pub fn delete(app: &App, body: &[u8]) -> Result<Response, ControlError> {
     let serial = input::body_serial(&input::json_object(body)?)?;
     let serial = input::known(app, serial)?;
-    accounts::release(&app.state, &serial)?;
-    log::info!("{serial} removed: released, it keeps operating");
+    accounts::release(&app.state, &serial, !app.config.require_device_pairing)?;
     Ok(Response::json(
         200,
         &json!({"success": true, "serial": serial, "objects_deleted": 0}),

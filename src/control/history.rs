@@ -16,7 +16,7 @@ const DEFAULT_HOURS: i64 = 24;
 pub fn history(app: &App, req: &Request) -> Result<Response, ControlError> {
     let serial = input::query_serial(req)?;
     let hours = hours(req)?;
-    let serial = input::known(app, serial)?;
+    let serial = input::shown(app, serial)?;
     let now = clock::now_ms().div_euclid(1000);
     let samples = history::file::read_since(&history::dir(app), &serial, now - hours * 3600)
         .map_err(|e| {

@@ -59,6 +59,16 @@ pub fn known(app: &App, serial: String) -> Result<String, ControlError> {
     }
 }
 
+/// A serial the server has seen and shows on the control port, or 404 as for an unknown one
+/// (with pairing required, one nobody owns is seen by nobody: [`App::unseen`]).
+pub fn shown(app: &App, serial: String) -> Result<String, ControlError> {
+    if app.state.device_exists(&serial) && !app.unseen(&serial) {
+        Ok(serial)
+    } else {
+        Err(ControlError::DeviceNotFound)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -16,7 +16,7 @@ use crate::thermostat::status::Status;
 use crate::util::clock;
 
 pub fn status(app: &App, req: &Request) -> Result<Response, ControlError> {
-    let serial = input::query_serial(req)?;
+    let serial = input::shown(app, input::query_serial(req)?)?;
     let availability = app.availability(&serial);
     let json = app
         .status_json
@@ -54,8 +54,8 @@ fn reported(app: &App, serial: &str) -> bool {
 
 /// `{"devices":[status + subscription_count + owner + reported], "total": n}`. Thermostats pairing
 /// applies to are left out: in pairing mode only claimed ones are listed (as the Python server
-/// does), in open mode released ones are not (`/api/waiting` lists both); `/status` still
-/// answers for any.
+/// does), in open mode released ones are not (`/api/waiting` lists both). `/status` answers
+/// for a released one in open mode (anyone on the LAN may add it), not in pairing mode.
 pub fn devices(app: &App) -> Response {
     let counts = app.hub().subscription_counts();
     let pairing = app.config.require_device_pairing;

@@ -174,7 +174,7 @@ fn route(app: &App, req: &Request) -> Result<Reply, DeviceError> {
     let id = identity::identify(req, path_serial.as_deref())?;
     // Before anything else looks at the serial: a request for a pinned thermostat without its
     // password changes nothing, not even its last-seen time.
-    let pin = check_pins(app, &id, route)?;
+    let Pins { pin, exempt } = check_pins(app, &id, route)?;
     // Ungated routes never build a Caller; pairing only decides gated ones.
     let tier = if route.is_gated() {
         check_pairing(app, &id, route)
@@ -183,13 +183,20 @@ fn route(app: &App, req: &Request) -> Result<Reply, DeviceError> {
     };
     // Only thermostats that passed the pairing checks, or that the server knows, are tracked
     // (any string of 10 letters and digits in a query is not a thermostat). A known one is
-    // tracked even when refused: one waiting to be claimed or adopted is still there.
-    if let Some(serial) = &id.serial {
+    // tracked even when refused: one waiting to be claimed or adopted is still there. A
+    // request let through without the pinned password (`exempt`) is not the thermostat's, as
+    // far as anyone knows: it does not make it look online.
+    if let Some(serial) = id.serial.as_ref().filter(|_| !exempt) {
         if (route.is_gated() && tier.is_ok()) || known(app, serial) {
             app.presence.seen(serial);
         }
     }
     let tier = tier?;
+    let asker = passphrase::Asker {
+        password: id.password.as_deref(),
+        pin: pin.expected(),
+        exempt,
+    };
     let caller = || -> Result<Caller, DeviceError> {
         Ok(Caller {
             serial: id.serial.clone().ok_or(DeviceError::SerialRequired)?,
@@ -209,13 +216,9 @@ fn route(app: &App, req: &Request) -> Result<Reply, DeviceError> {
             app,
             req.remote.map(|a| a.ip()),
             id.serial.as_deref(),
-            id.password.as_deref(),
+            &asker,
         )?),
-        Route::PassphraseStatus => full(passphrase::status(
-            app,
-            id.serial.as_deref(),
-            id.password.as_deref(),
-        )?),
+        Route::PassphraseStatus => full(passphrase::status(app, id.serial.as_deref(), &asker)?),
         Route::Listing => full(listing::list(app, path_serial.or(id.serial))?),
         Route::Subscribe => subscribe::subscribe(app, &caller()?, req),
         Route::Put => full(put::put(app, &caller()?, req)?),
@@ -224,24 +227,42 @@ fn route(app: &App, req: &Request) -> Result<Reply, DeviceError> {
     }
 }
 
+/// What [`check_pins`] found.
+struct Pins {
+    /// The pin of the serial the request is served for.
+    pin: accounts::pin::Pin,
+    /// The request was let through without a pinned password it should have carried (a
+    /// released thermostat asking for an entry key with another password). Whoever sent it
+    /// may be anyone on the LAN: it gets its own entry key and that key's status, nothing of
+    /// the thermostat's, and it changes nothing the thermostat has (not its last-seen time,
+    /// not its buckets, not its own entry key's place).
+    exempt: bool,
+}
+
 /// Checks that every serial the request names is given its pinned password (see
-/// [`accounts::pin`]); returns the pin of the serial it is served for. A released thermostat
-/// may ask for an entry key (and its status) with another password: a claim of that code is
-/// how its owner lets it in after a reflash, and the code is shown only to whoever asked.
-fn check_pins(app: &App, id: &Identity, route: Route) -> Result<accounts::pin::Pin, DeviceError> {
+/// [`accounts::pin`]). A released thermostat may ask for an entry key (and its status) with
+/// another password: a claim of that code is how its owner lets it in after a reflash, and the
+/// code is shown only to whoever asked.
+fn check_pins(app: &App, id: &Identity, route: Route) -> Result<Pins, DeviceError> {
     let entry_key = matches!(route, Route::Passphrase | Route::PassphraseStatus);
     let mut first = None;
+    let mut exempted = false;
     for serial in &id.named {
         let pin = accounts::pin::lookup(&app.state, serial);
         if let Some(expected) = pin.expected() {
-            let exempt = entry_key && app.state.accounts(|a| a.is_released(serial));
-            if !exempt && !accounts::pin::matches(expected, id.password.as_deref()) {
-                return Err(DeviceError::WrongPassword(serial.clone()));
+            if !accounts::pin::matches(expected, id.password.as_deref()) {
+                if !(entry_key && app.state.accounts(|a| a.is_released(serial))) {
+                    return Err(DeviceError::WrongPassword(serial.clone()));
+                }
+                exempted = true;
             }
         }
         first.get_or_insert(pin);
     }
-    Ok(first.unwrap_or_default())
+    Ok(Pins {
+        pin: first.unwrap_or_default(),
+        exempt: exempted,
+    })
 }
 
 /// A thermostat the server has state for, or one its owner released (whose state an older

@@ -16,6 +16,26 @@ use crate::util::{JsonMap, random};
 
 const ATTEMPTS: usize = 20;
 
+/// Who asks for an entry key (or its status).
+#[derive(Clone, Copy, Debug)]
+pub struct Asker<'a> {
+    /// The Basic-auth password the request carried.
+    pub password: Option<&'a str>,
+    /// The serial's pinned password, if it has one (see [`crate::accounts::pin`]).
+    pub pin: Option<&'a str>,
+    /// Let through without the pinned password: a released thermostat may ask with another
+    /// (a reflashed one), and so may anyone on the LAN. Such a request is served its own key
+    /// only, and leaves the thermostat's things alone.
+    pub exempt: bool,
+}
+
+impl Asker<'_> {
+    /// Whether it gave the serial's pinned password: then it is the thermostat itself.
+    fn pinned(&self) -> bool {
+        self.pin.is_some() && !self.exempt
+    }
+}
+
 /// `GET /nest/passphrase`: `{"value": CODE, "expires": ms}` (`expires` is a number: the
 /// firmware silently rejects a string). Each password asking for a serial gets its own key, so
 /// the code a thermostat shows is the one made for its password (the one a claim pins).
@@ -23,13 +43,15 @@ const ATTEMPTS: usize = 20;
 /// room, and with none expired a new key is refused (503, nothing stored). Before that, one
 /// client address (`remote`; an IPv6 one by its /64) may hold at most
 /// `max_entry_keys_per_address` unclaimed, unexpired keys, and one serial at most
-/// `max_entry_keys_per_serial` waiting passwords (429, nothing stored). An active key asked for
-/// again is returned whatever the caps.
+/// `max_entry_keys_per_serial` waiting passwords other than its pinned one (429, nothing
+/// stored). The pinned password (the thermostat itself) is never crowded out by others: it is
+/// not counted among them, and the cap of all keys does not refuse it (expired keys are still
+/// pruned to make room). An active key asked for again is returned whatever the caps.
 pub fn get(
     app: &App,
     remote: Option<IpAddr>,
     serial: Option<&str>,
-    password: Option<&str>,
+    asker: &Asker<'_>,
 ) -> Result<Response, DeviceError> {
     let serial = serial.ok_or(DeviceError::SerialRequired)?;
     let ttl_ms =
@@ -41,14 +63,14 @@ pub fn get(
         let now = txn.now_ms();
         if let Some(active) = txn
             .accounts()
-            .latest_entry_key_for(serial, password)
+            .latest_entry_key_for(serial, asker.password)
             .filter(|k| k.is_active(now))
         {
             return Ok(active.clone());
         }
         let wish = Wish {
             serial,
-            password,
+            asker,
             client,
             now,
         };
@@ -73,7 +95,10 @@ pub fn get(
     }
     drop(by_address);
     let key = key?;
-    ensure_pairing_dialog(app, serial)?;
+    // The thermostat's screen is not for whoever else asked.
+    if !asker.exempt {
+        ensure_pairing_dialog(app, serial)?;
+    }
     Ok(Response::json(
         200,
         &json!({"value": key.code, "expires": key.expires_ms}),
@@ -83,7 +108,7 @@ pub fn get(
 /// Who asks for a new entry key, and when.
 struct Wish<'a> {
     serial: &'a str,
-    password: Option<&'a str>,
+    asker: &'a Asker<'a>,
     client: Option<IpAddr>,
     now: i64,
 }
@@ -99,7 +124,7 @@ fn room_for_a_key(
 ) -> Result<Option<Vec<String>>, DeviceError> {
     let Wish {
         serial,
-        password,
+        asker,
         client,
         now,
     } = *wish;
@@ -125,14 +150,24 @@ fn room_for_a_key(
             return Err(DeviceError::TooManyEntryKeysFromAddress);
         }
     }
-    let passwords = accounts
-        .entry_keys
-        .values()
-        .filter(|k| k.serial == serial && k.is_active(now))
-        .map(|k| k.password.as_deref())
-        .collect::<HashSet<_>>()
-        .len();
-    if passwords >= app.config.max_entry_keys_per_serial {
+    // The passwords other than the pinned one waiting for this serial; the pinned one (the
+    // thermostat itself) has a place of its own.
+    let others = || {
+        accounts
+            .entry_keys
+            .values()
+            .filter(|k| k.serial == serial && k.is_active(now))
+            .map(|k| k.password.as_deref())
+            .filter(|p| {
+                asker
+                    .pin
+                    .is_none_or(|pin| !crate::accounts::pin::matches(pin, *p))
+            })
+            .collect::<HashSet<_>>()
+            .len()
+    };
+    if !asker.pinned() && others() >= app.config.max_entry_keys_per_serial {
+        let passwords = others();
         log::warn!(
             "refused an entry key for {serial}: {passwords} passwords have entry keys \
              waiting for it already"
@@ -141,7 +176,7 @@ fn room_for_a_key(
     }
     // An unclaimed key this one replaces (same serial and password) makes room by itself.
     let replaced = accounts
-        .latest_entry_key_for(serial, password)
+        .latest_entry_key_for(serial, asker.password)
         .is_some_and(|k| k.claimed_by.is_none());
     let unclaimed = || {
         accounts
@@ -157,13 +192,13 @@ fn room_for_a_key(
         .filter(|k| !k.is_active(now))
         .map(|k| k.code.clone())
         .collect();
-    if unclaimed().count() - expired.len() >= cap {
+    if unclaimed().count() - expired.len() >= cap && !asker.pinned() {
         log::warn!(
             "refused an entry key for {serial}: {cap} unclaimed entry keys are waiting already"
         );
         return Err(DeviceError::TooManyEntryKeys);
     }
-    Ok(Some(expired))
+    Ok((!expired.is_empty()).then_some(expired))
 }
 
 /// A new key with a code no other key has, stored by `txn`.
@@ -180,7 +215,7 @@ fn new_key(txn: &mut AccountsTxn, wish: &Wish<'_>, ttl_ms: i64) -> Result<EntryK
             expires_ms: wish.now.saturating_add(ttl_ms),
             claimed_by: None,
             claimed_ms: None,
-            password: wish.password.map(str::to_string),
+            password: wish.asker.password.map(str::to_string),
         };
         txn.push(Op::PutEntryKey { key: key.clone() });
         return Ok(key);
@@ -204,16 +239,18 @@ fn ensure_pairing_dialog(app: &App, serial: &str) -> Result<(), DeviceError> {
 }
 
 /// `GET /nest/passphrase/status`: whether the newest key made for this password (else for the
-/// serial) has been claimed.
-pub fn status(
-    app: &App,
-    serial: Option<&str>,
-    password: Option<&str>,
-) -> Result<Response, DeviceError> {
+/// serial) has been claimed. A request let through without the pinned password (`exempt`) is
+/// told of its own key only: the serial's other keys, and who claimed them, are not its
+/// business.
+pub fn status(app: &App, serial: Option<&str>, asker: &Asker<'_>) -> Result<Response, DeviceError> {
     let serial = serial.ok_or(DeviceError::SerialRequired)?;
     let key = app.state.accounts(|a| {
-        a.latest_entry_key_for(serial, password)
-            .or_else(|| a.latest_entry_key(serial))
+        a.latest_entry_key_for(serial, asker.password)
+            .or_else(|| {
+                (!asker.exempt)
+                    .then(|| a.latest_entry_key(serial))
+                    .flatten()
+            })
             .cloned()
     });
     let body = match key {

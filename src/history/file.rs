@@ -142,17 +142,6 @@ fn each_sample(file: File, mut f: impl FnMut(Sample) -> bool) -> io::Result<()> 
     }
 }
 
-/// Removes both segments (the thermostat was deleted).
-pub fn remove(dir: &Path, serial: &str) -> io::Result<()> {
-    for path in [current_path(dir, serial), old_path(dir, serial)] {
-        match fs::remove_file(&path) {
-            Err(e) if e.kind() != io::ErrorKind::NotFound => return Err(e),
-            _ => {}
-        }
-    }
-    Ok(())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -202,8 +191,6 @@ mod tests {
         append(&dir, "S", seg, &sample(later)).unwrap();
         let all = times(&dir);
         assert_eq!(all, vec![1_001 + RETAIN_SECS, later]);
-        remove(&dir, "S").unwrap();
-        assert!(read_since(&dir, "S", 0).unwrap().is_empty());
     }
 
     #[test]

@@ -7,7 +7,9 @@
 //!
 //! Periodic samples are taken only of thermostats that are available (seen within
 //! `AVAILABILITY_TIMEOUT_SECONDS`): a silent thermostat's last reading is not news, and the
-//! chart shows the gap. A deleted thermostat's history is removed with it.
+//! chart shows the gap. A removed thermostat keeps operating and keeps its history (nothing
+//! deletes a thermostat any more: see [`crate::accounts::release`]); an older hearth deleted
+//! a thermostat's history with it.
 
 pub mod file;
 
@@ -156,15 +158,13 @@ struct Run {
 }
 
 /// Whether a change may be worth a sample: one to a thermostat's `shared` or `device` bucket
-/// that removes it, changes an `hvac_*` field (the HVAC flags are those fields, so a reading or
+/// that changes an `hvac_*` field (the HVAC flags are those fields, so a reading or
 /// a setpoint cannot change them), or comes before its HVAC state is known (`settled`).
 /// Setpoints and readings are left to the periodic samples.
 fn may_matter(event: &ChangeEvent, settled: impl Fn(&str) -> bool) -> bool {
     let bucket = event.change.key.strip_suffix(event.serial.as_str());
     matches!(bucket, Some("shared." | "device."))
-        && (event.change.deleted
-            || event.change.changed.iter().any(|f| f.starts_with("hvac_"))
-            || !settled(&event.serial))
+        && (event.change.changed.iter().any(|f| f.starts_with("hvac_")) || !settled(&event.serial))
 }
 
 impl Run {
@@ -205,14 +205,6 @@ impl Run {
         let last = self.known.get(serial).and_then(|k| k.hvac);
         // The same rule as the filter the hub applies, with this thread's own knowledge.
         if !may_matter(event, |_| last.is_some()) {
-            return;
-        }
-        if event.change.deleted {
-            self.known.remove(serial);
-            self.settled.write().remove(serial);
-            if let Err(e) = file::remove(&self.dir, serial) {
-                log::warn!("could not remove the history of {serial}: {e}");
-            }
             return;
         }
         if let Some(sample) = sample_now(&self.app, serial) {
@@ -279,7 +271,7 @@ mod tests {
 
     #[test]
     fn the_recorder_is_woken_only_for_changes_that_may_matter() {
-        let event = |key: &str, changed: &[&str], deleted: bool| ChangeEvent {
+        let event = |key: &str, changed: &[&str]| ChangeEvent {
             serial: "S1".into(),
             origin: Origin::Device,
             change: BucketChange {
@@ -287,27 +279,19 @@ mod tests {
                 revision: 1,
                 timestamp: 1,
                 changed: changed.iter().map(|f| f.to_string()).collect(),
-                deleted,
             },
         };
         let known = |_: &str| true;
         let unknown = |_: &str| false;
-        let setpoint = event("shared.S1", &["target_temperature"], false);
+        let setpoint = event("shared.S1", &["target_temperature"]);
         assert!(!may_matter(&setpoint, known));
         assert!(may_matter(&setpoint, unknown));
         assert!(may_matter(
-            &event("shared.S1", &["hvac_heater_state"], false),
+            &event("shared.S1", &["hvac_heater_state"]),
             known
         ));
-        assert!(may_matter(&event("device.S1", &[], true), known));
-        assert!(!may_matter(
-            &event("schedule.S1", &["hvac_x"], false),
-            unknown
-        ));
-        assert!(!may_matter(
-            &event("structure.owner", &["away"], false),
-            unknown
-        ));
+        assert!(!may_matter(&event("schedule.S1", &["hvac_x"]), unknown));
+        assert!(!may_matter(&event("structure.owner", &["away"]), unknown));
     }
 
     fn at(t: i64, heating: bool, cooling: bool) -> Sample {

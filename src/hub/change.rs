@@ -16,8 +16,6 @@ pub struct BucketChange {
     pub timestamp: i64,
     /// Names of the value fields whose values changed (or were removed).
     pub changed: Vec<String>,
-    /// The bucket was removed (its thermostat was deleted).
-    pub deleted: bool,
 }
 
 /// One committed bucket change, as the live event stream sees it.

@@ -741,7 +741,6 @@ mod tests {
             revision: 1,
             timestamp: 2,
             changed: vec!["a".into()],
-            deleted: false,
         };
         hub.publish("S", Origin::Device, None, vec![change.clone()]);
         let ev = rx.try_recv().unwrap();

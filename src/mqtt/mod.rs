@@ -16,8 +16,8 @@
 //!   (and a clean stop) set it to `offline`. Each thermostat's `{P}/{S}/availability` follows
 //!   [`crate::app::App::availability`]; on a clean stop all are set to `offline`.
 //! - Discovery is sent when the bridge connects and when a thermostat's [`Fingerprint`]
-//!   (name, capabilities, mode) changes; a thermostat that is deleted or, with pairing,
-//!   unclaimed has its retained topics and discovery cleared.
+//!   (name, capabilities, mode) changes; a thermostat nobody owns (removed, or with pairing
+//!   unclaimed) has its retained topics and discovery cleared.
 //! - One subscription, `{P}/+/+/+/set`, covers both the Home Assistant and the raw command
 //!   topics, so no broker can deliver one command twice through overlapping subscriptions (the
 //!   Python server subscribed twice). Retained command messages are ignored: they are replays

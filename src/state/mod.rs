@@ -390,3 +390,48 @@ impl State {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// No hearth writes `delete_device` any more (a removed thermostat keeps operating), but
+    /// journals written by one that did still load: the thermostat's buckets and metadata
+    /// before the operation are gone, what came after it stays.
+    #[test]
+    fn a_journal_with_an_old_delete_device_still_loads() {
+        let dir = std::env::temp_dir().join(format!("hearth-state-delete-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        crate::store::files::create_private_dir(&dir).unwrap();
+        let merge = |seq: u64, serial: &str, n: i64| {
+            format!(
+                r#"{{"seq":{seq},"ops":[{{"op":"merge","serial":"{serial}","key":"shared.{serial}","rev":{n},"ts":{n},"updated":{n},"set":{{"n":{n}}}}}]}}"#
+            )
+        };
+        let lines = [
+            merge(1, "S1", 1),
+            merge(2, "S2", 1),
+            r#"{"seq":3,"ops":[{"op":"delete_device","serial":"S1"}]}"#.to_string(),
+            merge(4, "S2", 2),
+        ];
+        std::fs::write(
+            crate::store::journal::segment_path(&dir, 1),
+            lines.join("\n") + "\n",
+        )
+        .unwrap();
+        let (state, _) = State::open(&dir, Arc::new(Hub::new())).unwrap();
+        let buckets = |serial: &str| {
+            state
+                .read_device(serial, |d| d.buckets.keys().cloned().collect::<Vec<_>>())
+                .unwrap_or_default()
+        };
+        assert!(buckets("S1").is_empty());
+        assert_eq!(buckets("S2"), ["shared.S2"]);
+        let n = state.read_device("S2", |d| {
+            d.buckets["shared.S2"].value.to_map().get("n").cloned()
+        });
+        assert_eq!(n, Some(Some(serde_json::json!(2))));
+        drop(state);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}

@@ -36,6 +36,9 @@ pub enum Op {
         meta: DeviceMeta,
     },
     /// Forget a thermostat's buckets and metadata (its owner and entry keys are accounts).
+    /// Nothing writes it any more: removing a thermostat releases it and keeps what it has
+    /// (see `crate::accounts::release`). It is kept so journals written by an older hearth,
+    /// which deleted thermostats, still replay.
     DeleteDevice {
         serial: String,
     },

@@ -41,8 +41,6 @@ pub struct DeviceTxn<'a> {
     base: &'a DeviceData,
     pending: IndexMap<String, Bucket>,
     meta: Option<DeviceMeta>,
-    /// `delete_all` was called: the base state no longer counts.
-    cleared: bool,
     ops: Vec<Op>,
     changes: Vec<BucketChange>,
     now: i64,
@@ -55,7 +53,6 @@ impl<'a> DeviceTxn<'a> {
             base,
             pending: IndexMap::new(),
             meta: None,
-            cleared: false,
             ops: Vec::new(),
             changes: Vec::new(),
             now,
@@ -73,17 +70,12 @@ impl<'a> DeviceTxn<'a> {
 
     /// A bucket as this transaction sees it (its own writes included).
     pub fn bucket(&self, key: &str) -> Option<&Bucket> {
-        self.pending
-            .get(key)
-            .or_else(|| self.base_buckets().and_then(|b| b.get(key)))
+        self.pending.get(key).or_else(|| self.base.buckets.get(key))
     }
 
     /// Keys of every bucket as this transaction sees it.
     pub fn keys(&self) -> Vec<String> {
-        let mut keys: Vec<String> = self
-            .base_buckets()
-            .map(|b| b.keys().cloned().collect())
-            .unwrap_or_default();
+        let mut keys: Vec<String> = self.base.buckets.keys().cloned().collect();
         for k in self.pending.keys() {
             if !keys.contains(k) {
                 keys.push(k.clone());
@@ -94,42 +86,11 @@ impl<'a> DeviceTxn<'a> {
 
     /// Whether the thermostat is known (has buckets or metadata) as this transaction sees it.
     pub fn exists(&self) -> bool {
-        !self.pending.is_empty() || self.meta.is_some() || (!self.cleared && self.base.exists())
-    }
-
-    fn base_buckets(&self) -> Option<&IndexMap<String, Bucket>> {
-        (!self.cleared).then_some(&self.base.buckets)
+        !self.pending.is_empty() || self.meta.is_some() || self.base.exists()
     }
 
     pub fn meta(&self) -> Option<&DeviceMeta> {
-        self.meta
-            .as_ref()
-            .or_else(|| self.base.meta.as_ref().filter(|_| !self.cleared))
-    }
-
-    /// Forgets every bucket and the metadata; returns how many buckets there were.
-    pub fn delete_all(&mut self) -> usize {
-        let keys = self.keys();
-        for key in &keys {
-            let (revision, timestamp) = self
-                .bucket(key)
-                .map_or((0, 0), |b| (b.revision, b.timestamp));
-            self.changes.retain(|c| &c.key != key);
-            self.changes.push(BucketChange {
-                key: key.clone(),
-                revision,
-                timestamp,
-                changed: Vec::new(),
-                deleted: true,
-            });
-        }
-        self.ops.push(Op::DeleteDevice {
-            serial: self.serial.to_string(),
-        });
-        self.pending.clear();
-        self.meta = None;
-        self.cleared = true;
-        keys.len()
+        self.meta.as_ref().or(self.base.meta.as_ref())
     }
 
     pub fn set_meta(&mut self, meta: DeviceMeta) {
@@ -286,7 +247,6 @@ impl<'a> DeviceTxn<'a> {
             revision: rev,
             timestamp: ts,
             changed,
-            deleted: false,
         });
         Written {
             revision: rev,
@@ -436,34 +396,6 @@ mod tests {
         );
         let (_, changes) = t.finish();
         assert_eq!(changes[0].changed, vec!["ver", "name", "days"]);
-    }
-
-    #[test]
-    fn delete_all_forgets_buckets_and_reports_each() {
-        let mut base = DeviceData::default();
-        for key in ["shared.S", "device.S"] {
-            base.buckets.insert(
-                key.into(),
-                Bucket {
-                    revision: 1,
-                    timestamp: 5,
-                    updated_at: 5,
-                    value: Compact::from_map(&map(json!({"a": 1}))),
-                },
-            );
-        }
-        let mut t = DeviceTxn::new("S", &base, 10);
-        t.merge("schedule.S", &map(json!({"ver": 2})), Stamp::Always);
-        assert_eq!(t.delete_all(), 3);
-        assert!(t.bucket("shared.S").is_none() && t.keys().is_empty());
-        let (ops, changes) = t.finish();
-        assert_eq!(ops.last(), Some(&Op::DeleteDevice { serial: "S".into() }));
-        assert!(changes.iter().all(|c| c.deleted));
-        let mut after = base.clone();
-        for op in &ops {
-            after.apply(op);
-        }
-        assert!(!after.exists());
     }
 
     #[test]

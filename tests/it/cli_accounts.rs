@@ -401,6 +401,79 @@ fn commands_reach_a_running_server_and_take_effect_at_once() {
     );
 }
 
+/// A removed thermostat is nobody's, so `hearth share` refuses it, with the control API's words,
+/// whether a running server or the files take the command, and changes nothing; added back,
+/// it can be shared again.
+#[test]
+fn share_refuses_a_removed_thermostat_with_or_without_a_server() {
+    let dir = TempDir::new("cli-share-removed");
+    let server = ServerProcess::start(Path::new(env!("CARGO_BIN_EXE_hearth")), dir.path())
+        .unwrap_or_else(|log| panic!("server did not start:\n{log}"));
+    let origin = format!("http://{}", server.device);
+    let (mut sim, _events) = thermostat(&origin, SERIAL);
+    sim.boot().unwrap();
+    ok(&hearth(dir.path(), &["users", "add", "bob"]));
+    let bob = create_key(
+        dir.path(),
+        &["--user", "bob", "--name", "phone", "--scopes", "read"],
+    );
+    let r = remove_device(server.control, SERIAL);
+    assert_eq!(r.status, 200, "{}", r.text());
+    let share = ["share", SERIAL, "--with", "bob", "--access", "read"];
+    let no_owner = format!(
+        "Device {SERIAL} has no owner: add it (or claim it with its entry code) before sharing it"
+    );
+    // The control API's route says the same, with 409.
+    let body = json!({"serial": SERIAL, "user": "bob", "access": "read"}).to_string();
+    let r = call(server.control, "POST", "/api/shares", &body);
+    assert_eq!(
+        (r.status, r.json()),
+        (409, json!({"error": no_owner.clone()}))
+    );
+    let before = store_bytes(dir.path());
+    assert_eq!(
+        refused(&hearth(dir.path(), &share)),
+        format!("hearth: {no_owner}")
+    );
+    assert!(
+        store_bytes(dir.path()) == before,
+        "the refusal changed the store"
+    );
+    assert_eq!(
+        v1(server.control, "/devices", &bob).json(),
+        json!({"devices": []})
+    );
+    server.terminate().unwrap();
+
+    // Without a server, from the files: the same refusal, nothing written.
+    let before = store_bytes(dir.path());
+    let out = hearth(dir.path(), &share);
+    assert_eq!(refused(&out), format!("hearth: {no_owner}"));
+    assert!(note(&out).contains("no hearth server is running on it; nothing changed"));
+    assert!(
+        store_bytes(dir.path()) == before,
+        "the refusal changed the store"
+    );
+
+    // Added back (open mode), it is the default user's and can be shared.
+    let server = ServerProcess::start(Path::new(env!("CARGO_BIN_EXE_hearth")), dir.path())
+        .unwrap_or_else(|log| panic!("server did not start:\n{log}"));
+    let r = call(
+        server.control,
+        "POST",
+        "/api/adopt",
+        &json!({"serial": SERIAL}).to_string(),
+    );
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert_eq!(
+        ok(&hearth(dir.path(), &share)).trim(),
+        format!("shared {SERIAL} with bob (read)")
+    );
+    let list = v1(server.control, "/devices", &bob).json();
+    assert_eq!(list["devices"][0]["serial"], json!(SERIAL), "{list}");
+    server.terminate().unwrap();
+}
+
 /// The trap: `hearth keys create` while `hearth demo` runs wrote to `./data`, and the
 /// key got 401 with nothing saying why. The demo now prints the `--data-dir` to pass, and a
 /// key created with it works against the demo at once.

@@ -175,18 +175,21 @@ fn every_listed_field_is_there_with_its_type_on_every_kind_of_thermostat() {
 }
 
 #[test]
-fn an_unclaimed_thermostat_in_pairing_mode_has_every_field_too() {
+fn a_thermostat_claimed_before_it_uploads_has_every_field_too() {
     let s = TestServer::start_with(|c| c.require_device_pairing = true);
-    // It asked for an entry key, so it is known, but it stores nothing until claimed; bob can
-    // see it only through a share.
+    // It asked for an entry key, so it is known, and alice claimed it before it uploaded
+    // anything (until its claim nobody sees it, shares included); bob sees it through a share.
     let (mut sim, _events) = thermostat(&s.origin(), SERIAL);
     sim.register().unwrap();
-    sim.passphrase().unwrap();
+    let (code, _) = sim.passphrase().unwrap();
+    let body = json!({"code": code, "userId": "alice"}).to_string();
+    let r = call(s.control(), "POST", "/api/register", &body);
+    assert_eq!(r.json()["success"], json!(true), "{}", r.text());
     let bob = new_key(&s, "bob", "read", &[]);
     hearth::accounts::share(&s.app().state, SERIAL, "bob", ShareAccess::Read, false).unwrap();
 
     let before = store_bytes(s.dir.path());
-    let body = status(&s, &bob, SERIAL, "owner", "default");
+    let body = status(&s, &bob, SERIAL, "alice", "alice");
     let shared = &body["state"][format!("shared.{SERIAL}")];
     // Nothing stored: every entry is derived, with revision 0 and timestamp 0.
     assert_eq!(

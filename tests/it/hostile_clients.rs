@@ -410,7 +410,6 @@ fn an_event_stream_that_stops_reading_does_not_hold_up_others_and_is_dropped() {
         revision: 1,
         timestamp: 1,
         changed: vec!["marker_field".into()],
-        deleted: false,
     };
     s.app()
         .hub()

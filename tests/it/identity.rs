@@ -135,8 +135,22 @@ fn status(s: &TestServer) -> Value {
     get(s.control(), &format!("/status?serial={SERIAL}")).json()
 }
 
+/// The pinned password: as `/status` shows it where it answers (a thermostat the control port
+/// shows), else as stored (with pairing required, one nobody owns is shown to nobody).
 fn api_key(s: &TestServer) -> Value {
-    status(s)["api_key"].clone()
+    let stored = s
+        .app()
+        .state
+        .read_device(SERIAL, |d| d.meta.as_ref().and_then(|m| m.api_key.clone()))
+        .flatten()
+        .map_or(Value::Null, Value::from);
+    let r = get(s.control(), &format!("/status?serial={SERIAL}"));
+    if r.status == 200 {
+        assert_eq!(r.json()["api_key"], stored, "/status shows the stored pin");
+    } else {
+        assert_eq!(r.status, 404, "{}", r.text());
+    }
+    stored
 }
 
 /// Registers the thermostat (open mode: its first PUT) with `password`.
@@ -638,4 +652,108 @@ fn one_serial_gets_entry_keys_for_at_most_four_waiting_passwords() {
     assert_eq!(ask_from(&s, me, SERIAL, "pw0").status, 200);
     let r = ask_from(&s, me, "02AA01AC00000002", "pw4");
     assert_eq!(r.status, 200, "{}", r.text());
+}
+
+/// `GET path` (an entry-key route) in the thermostat's name with `password`.
+fn ask_as(s: &TestServer, path: &str, password: &str) -> ClientResponse {
+    send(s.device(), "GET", path, b"", Credentials::Basic(password))
+}
+
+/// A released thermostat may ask for an entry key with another password (a reflashed one), so
+/// anyone on the LAN may ask in its name. Such a request gets its own key and its own key's
+/// status, and nothing of the thermostat's: it does not make it look online, it is not told who
+/// claimed the thermostat's keys, it does not touch its buckets, and however many passwords
+/// ask, the thermostat's own (pinned) password still gets its key.
+#[test]
+fn strangers_asking_for_a_released_thermostats_entry_key_change_nothing_of_the_thermostat() {
+    let time = ManualClock::starting_now();
+    let s = TestServer::start_with(|c| {
+        c.clock = time.clock();
+        c.require_device_pairing = true;
+    });
+    let ask = |path: &str, password: &str| ask_as(&s, path, password);
+    // Claimed by alice with the code its own password was shown, then removed.
+    let code = ask("/nest/passphrase", "pw").json()["value"].clone();
+    let r = claim(&s, code.as_str().unwrap());
+    assert_eq!(r.json()["success"], json!(true), "{}", r.text());
+    register(&s, "pw");
+    let r = call(
+        s.control(),
+        "DELETE",
+        &format!("/api/registered-devices/{SERIAL}"),
+        "",
+    );
+    assert_eq!(r.json()["success"], json!(true), "{}", r.text());
+    let seen = || s.app().availability(SERIAL).last_seen_ms;
+    let last_seen = seen();
+    assert!(last_seen.is_some());
+    // The pairing dialog it was shown for its first code.
+    let dialog = format!("device_alert_dialog.{SERIAL}");
+    let dialog_before = s.bucket(SERIAL, &dialog);
+    assert!(dialog_before.is_some());
+    time.advance(Duration::from_secs(60));
+
+    // Its status: only the asker's own key, never the thermostat's (claimed by alice).
+    let r = ask("/nest/passphrase/status", "mallory");
+    assert_eq!(
+        (r.status, r.json()),
+        (
+            200,
+            json!({"status": "no_key", "claimed": false, "message": "No entry key found for this device"})
+        )
+    );
+    // Four other passwords take the serial's places for other passwords; a fifth is refused.
+    let mut theirs = Vec::new();
+    for i in 0..4 {
+        let r = ask("/nest/passphrase", &format!("mallory{i}"));
+        assert_eq!(r.status, 200, "{}", r.text());
+        theirs.push(r.json()["value"].clone());
+    }
+    let before = store_bytes(s.dir.path());
+    let r = ask("/nest/passphrase", "mallory4");
+    assert_eq!((r.status, r.text().as_str()), (429, TOO_MANY_FOR_SERIAL));
+    assert_eq!(store_bytes(s.dir.path()), before, "nothing stored");
+    let r = ask("/nest/passphrase/status", "mallory0");
+    assert_eq!(r.json()["status"], json!("pending"), "{}", r.text());
+    assert_eq!(seen(), last_seen, "the strangers made it look online");
+    assert_eq!(
+        s.bucket(SERIAL, &dialog),
+        dialog_before,
+        "a stranger's request wrote to the thermostat's buckets"
+    );
+
+    // The thermostat itself (its pinned password) still gets a key of its own, and its
+    // requests do count as it being there.
+    let r = ask("/nest/passphrase", "pw");
+    assert_eq!(r.status, 200, "{}", r.text());
+    let ours = r.json()["value"].clone();
+    assert!(ours.is_string() && !theirs.contains(&ours) && ours != code);
+    assert_eq!(seen(), Some(time.clock().now_ms()));
+    let r = ask("/nest/passphrase/status", "pw");
+    assert_eq!(r.json()["status"], json!("pending"), "{}", r.text());
+    // The owner types the code on its screen: it is alice's again, under its pin.
+    let r = claim(&s, ours.as_str().unwrap());
+    assert_eq!(r.json()["success"], json!(true), "{}", r.text());
+    assert_eq!(api_key(&s), json!("pw"));
+    let r = ask("/nest/passphrase/status", "pw");
+    assert_eq!(r.json()["claimedBy"], json!("alice"), "{}", r.text());
+}
+
+/// Nor does a stranger's request put a pairing dialog on a released thermostat's screen (one
+/// that never had one: open mode); the thermostat's own request does.
+#[test]
+fn a_strangers_entry_key_puts_no_pairing_dialog_on_a_released_thermostat() {
+    let s = TestServer::start();
+    register(&s, "pw");
+    let r = remove_device(s.control(), SERIAL);
+    assert_eq!(r.status, 200, "{}", r.text());
+    let dialog = format!("device_alert_dialog.{SERIAL}");
+    let ask = |password: &str| {
+        let r = ask_as(&s, "/nest/passphrase", password);
+        assert_eq!(r.status, 200, "{}", r.text());
+    };
+    ask("mallory");
+    assert!(s.bucket(SERIAL, &dialog).is_none());
+    ask("pw");
+    assert!(s.bucket(SERIAL, &dialog).is_some());
 }

@@ -14,23 +14,6 @@ fn open(s: &TestServer, target: &str) -> ChunkStream {
     open_events(s.control(), target)
 }
 
-/// The next event's data, skipping comments (`: ...`), parsed the way the Matterbridge plugin
-/// does it: split on the blank line, join the `data:` lines.
-fn next_event(stream: &mut ChunkStream) -> Value {
-    loop {
-        let chunk = stream.next_chunk().unwrap().expect("the stream ended");
-        let text = String::from_utf8(chunk).unwrap();
-        assert!(text.ends_with("\n\n"), "{text:?}");
-        let data: Vec<&str> = text
-            .lines()
-            .filter_map(|l| l.strip_prefix("data: "))
-            .collect();
-        if !data.is_empty() {
-            return serde_json::from_str(&data.join("\n")).unwrap();
-        }
-    }
-}
-
 #[test]
 fn a_command_and_a_thermostats_own_put_each_make_an_event() {
     let s = TestServer::start();

@@ -512,6 +512,23 @@ pub fn nothing_arrived(stream: &mut hearth::http::client::ChunkStream) -> bool {
     !stream.wait_readable(Duration::from_millis(1)).unwrap()
 }
 
+/// The next event's data on an event stream, skipping comments (`: ...`), parsed the way the
+/// Matterbridge plugin does it: split on the blank line, join the `data:` lines.
+pub fn next_event(stream: &mut hearth::http::client::ChunkStream) -> Value {
+    loop {
+        let chunk = stream.next_chunk().unwrap().expect("the stream ended");
+        let text = String::from_utf8(chunk).unwrap();
+        assert!(text.ends_with("\n\n"), "{text:?}");
+        let data: Vec<&str> = text
+            .lines()
+            .filter_map(|l| l.strip_prefix("data: "))
+            .collect();
+        if !data.is_empty() {
+            return serde_json::from_str(&data.join("\n")).unwrap();
+        }
+    }
+}
+
 /// `GET target` (`/api/events...`) opened on `addr` (the control port) as an event stream,
 /// its head checked.
 pub fn open_events(addr: SocketAddr, target: &str) -> hearth::http::client::ChunkStream {
