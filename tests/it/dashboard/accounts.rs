@@ -82,11 +82,7 @@ fn keys_users_and_sharing_on_the_page() {
     assert_eq!(unreachable_by_tab(&b), Vec::<String>::new());
     let contrast = b.js(LOW_CONTRAST);
     assert_eq!(contrast["bad"], json!([]), "{contrast}");
-    b.viewport(360, 780, true);
-    b.wait_for("the phone's width", "return window.innerWidth === 360");
-    b.painted();
-    let width = b.js("return document.documentElement.scrollWidth");
-    assert!(width.as_i64().unwrap() <= 360, "{width} px wide at 360");
+    b.as_phone();
     b.js("document.getElementById('accounts').scrollIntoView(); return true");
     b.painted();
     b.screenshot("accounts-360.png");

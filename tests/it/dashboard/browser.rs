@@ -206,6 +206,18 @@ impl Browser {
         );
     }
 
+    /// The page at a phone's 360 px, laid out and painted, and no wider than the phone.
+    pub fn as_phone(&self) {
+        self.viewport(360, 780, true);
+        self.wait_for("the phone's width", "return window.innerWidth === 360");
+        self.painted();
+        let width = self.js("return document.documentElement.scrollWidth");
+        assert!(
+            width.as_i64().unwrap() <= 360,
+            "the page is {width} px wide at 360"
+        );
+    }
+
     pub fn screenshot(&self, name: &str) {
         let png = self.call("GET", "/screenshot", Value::Null);
         let bytes = base64::engine::general_purpose::STANDARD

@@ -237,11 +237,7 @@ fn a_card_at_a_glance_and_under_a_thumb() {
     assert_eq!(labels["unlabelled"], json!([]), "{labels}");
     let contrast = b.js(super::LOW_CONTRAST);
     assert_eq!(contrast["bad"], json!([]), "{contrast}");
-    b.viewport(360, 780, true);
-    b.wait_for("the phone's width", "return window.innerWidth === 360");
-    b.painted();
-    let width = b.js("return document.documentElement.scrollWidth");
-    assert!(width.as_i64().unwrap() <= 360, "{width} px wide at 360");
+    b.as_phone();
     b.screenshot("card-eco-360.png");
     b.viewport(1280, 900, false);
     b.click(&format!("#home-{TEST_SERIAL}"));

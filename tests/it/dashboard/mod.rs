@@ -195,14 +195,7 @@ fn the_dashboard_in_a_real_browser() {
     b.wait_for("the top of the page", "return window.scrollY === 0");
     b.painted();
     b.screenshot("dashboard-1280.png");
-    b.viewport(360, 780, true);
-    b.wait_for("the phone's width", "return window.innerWidth === 360");
-    b.painted();
-    let width = b.js("return document.documentElement.scrollWidth");
-    assert!(
-        width.as_i64().unwrap() <= 360,
-        "the page is {width} px wide at 360"
-    );
+    b.as_phone();
     b.screenshot("dashboard-360.png");
     b.viewport(1280, 900, false);
 
