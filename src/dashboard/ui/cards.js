@@ -72,7 +72,7 @@ function buildCard(d) {
   settings.addEventListener("toggle", () => {
     if (!settings.open) { c.st.dirtyEco = false; c.st.dirtyName = false; updateSettings(c); }
   });
-  c.live = [c.setpoints, c.setError, c.controls, c.controlError, c.chart, details, settings];
+  c.live = [c.setpoints, c.setError, c.controls, c.controlError, c.chart, details, buildEnergy(c), settings];
   c.root = el("article", { class: "card", id: id("card"), "data-serial": s, "aria-labelledby": id("name") },
     el("div", { class: "head" }, c.name, c.presence),
     el("div", { class: "now" }, c.temp, el("div", { class: "doing" }, c.action, c.humidity)),
@@ -194,6 +194,7 @@ function updateCard(d) {
   if (c.chart.dataset.drawn) drawChart(c, c.history);
   updateSettings(c);
   labelEditor(c);
+  labelEnergy(c);
 }
 
 // ---- the schedule at a glance: its next change, or the manual setting holding until then ----

@@ -1,0 +1,235 @@
+"use strict";
+// ---- energy: how long the heating, the cooling and the fan ran, per day and per month ----
+// From /api/energy (docs/energy.md): one row per local day, ascending, today's row live. Drawn
+// when the section is opened: heat and cool stacked per day (or month), the fan beside them,
+// the outdoor average as dots on a scale of its own; one sentence comparing this week with the
+// last; the rows as a CSV file. A table of the same numbers is there for screen readers.
+const ENERGY_VIEWS = [["week", "7 days"], ["month", "30 days"], ["year", "12 months"]];
+const ENERGY_H = 176, ENERGY_REFRESH_MS = 300000;
+const MONTHS = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"];
+
+function buildEnergy(c) {
+  const id = (part) => part + "-" + c.serial;
+  const e = { view: "week", days: null, timer: null };
+  c.energy = e;
+  e.buttons = ENERGY_VIEWS.map(([key, label]) => el("button", { type: "button", "data-view": key,
+    "aria-pressed": String(key === e.view), onclick: () => { e.view = key; drawEnergy(c); } }, label));
+  e.group = el("div", { class: "group segmented", role: "group", id: id("energy-period") }, ...e.buttons);
+  e.csv = el("button", { type: "button", id: id("energy-csv"), onclick: () => downloadEnergy(c) }, "Download CSV");
+  e.week = el("p", { class: "energy-week", id: id("energy-week") });
+  e.svg = svg("svg", { class: "energy-chart", role: "img", "aria-labelledby": id("energy-summary") });
+  e.summary = el("span", { class: "sr", id: id("energy-summary") });
+  e.table = el("table", { class: "sr", id: id("energy-table") });
+  e.legend = el("div", { class: "legend energy-legend" });
+  e.status = el("p", { class: "note", role: "status", id: id("energy-status") });
+  const body = el("div", { class: "energy-body" },
+    el("div", { class: "controls" }, e.group, e.csv), e.week,
+    el("figure", {}, e.svg, e.summary, e.legend), e.table, e.status);
+  const details = el("details", { class: "energy", id: id("energy") }, el("summary", {}, "Energy"), body);
+  details.addEventListener("toggle", () => {
+    clearInterval(e.timer);
+    e.timer = null;
+    if (!details.open) return;
+    loadEnergy(c);
+    e.timer = setInterval(() => loadEnergy(c), ENERGY_REFRESH_MS);
+  });
+  e.details = details;
+  return details;
+}
+
+// Names that carry the thermostat's, for screen readers; called on every card update.
+function labelEnergy(c) {
+  const e = c.energy, name = nameOf(c);
+  if (!e) return;
+  setAttr(e.group, "aria-label", "Period of the energy history of " + name);
+  setAttr(e.csv, "aria-label", "Download the energy history of " + name + " as CSV");
+}
+
+const isoDay = (t) => {
+  const d = new Date(t);
+  return d.getFullYear() + "-" + String(d.getMonth() + 1).padStart(2, "0") + "-" + String(d.getDate()).padStart(2, "0");
+};
+// The local date `n` days before today, as the API writes dates.
+const daysAgo = (n) => { const d = new Date(); d.setHours(12, 0, 0, 0); d.setDate(d.getDate() - n); return isoDay(d.getTime()); };
+
+async function loadEnergy(c) {
+  const e = c.energy;
+  const r = await getJSON("api/energy?serial=" + encodeURIComponent(c.serial) + "&from=" + daysAgo(400))
+    .catch((err) => ({ ok: false, status: 0, body: { error: err.message } }));
+  if (!r.ok) {
+    setText(e.status, r.status === 404 ? "No energy history for this thermostat yet."
+      : "The energy history did not load: " + (r.body.error || r.body.message || "HTTP " + r.status));
+    return;
+  }
+  e.days = r.body.days || [];
+  setText(e.status, e.days.length ? "" : "No energy history yet: it starts with the thermostat's next report.");
+  drawEnergy(c);
+}
+
+// The bars of a view: the last 7 or 30 days (a day without a row is an empty slot), or the
+// last 12 months with each month's days summed.
+function energyBars(e) {
+  const byDate = new Map((e.days || []).map((r) => [r.date, r]));
+  if (e.view !== "year") {
+    const n = e.view === "week" ? 7 : 30;
+    return Array.from({ length: n }, (_, i) => {
+      const date = daysAgo(n - 1 - i);
+      const d = new Date(date + "T12:00:00");
+      const label = e.view === "week" ? DAYS[(d.getDay() + 6) % 7].slice(0, 3) : String(d.getDate());
+      return { key: date, label, long: date, row: byDate.get(date) || null };
+    });
+  }
+  const now = new Date();
+  return Array.from({ length: 12 }, (_, i) => {
+    const m = new Date(now.getFullYear(), now.getMonth() - 11 + i, 15);
+    const key = m.getFullYear() + "-" + String(m.getMonth() + 1).padStart(2, "0");
+    const rows = (e.days || []).filter((r) => r.date.startsWith(key));
+    return { key, label: MONTHS[m.getMonth()], long: MONTHS[m.getMonth()] + " " + m.getFullYear(), row: rows.length ? sumRows(rows) : null };
+  });
+}
+
+function sumRows(rows) {
+  const out = { heat_s: 0, cool_s: 0, fan_s: 0, aux_s: 0, away_s: 0 };
+  let outdoor = 0, withOutdoor = 0;
+  for (const r of rows) {
+    for (const k of Object.keys(out)) out[k] += r[k] || 0;
+    if (typeof r.outdoor_avg_c === "number") { outdoor += r.outdoor_avg_c; withOutdoor++; }
+  }
+  out.outdoor_avg_c = withOutdoor ? outdoor / withOutdoor : null;
+  return out;
+}
+
+const hours = (s) => s / 3600;
+function hoursText(s) {
+  const h = hours(s);
+  return h >= 10 ? Math.round(h) + " h" : h >= 1 ? h.toFixed(1) + " h" : Math.round(s / 60) + " min";
+}
+
+// "Heating ran 3 h less than last week; it was 2° warmer outside."
+function weekSentence(c) {
+  const e = c.energy, d = c.data;
+  const byDate = new Map((e.days || []).map((r) => [r.date, r]));
+  const week = (from) => Array.from({ length: 7 }, (_, i) => byDate.get(daysAgo(from + i))).filter(Boolean);
+  const now = week(0), before = week(7);
+  if (!now.length || !before.length) return "Not enough history yet to compare this week with the last.";
+  const a = sumRows(now), b = sumRows(before);
+  const parts = [];
+  const ran = (what, key) => {
+    const diff = hours(a[key] - b[key]);
+    if (Math.abs(diff) < 0.5) return `${what} ran about as long as last week`;
+    const n = Math.abs(diff) >= 10 ? Math.round(Math.abs(diff)) : Math.round(Math.abs(diff) * 2) / 2;
+    return `${what} ran ${n} h ${diff < 0 ? "less" : "more"} than last week`;
+  };
+  if (d.can_heat !== false) parts.push(ran("Heating", "heat_s"));
+  if (d.can_cool && (a.cool_s || b.cool_s)) parts.push(ran(parts.length ? "cooling" : "Cooling", "cool_s"));
+  let text = parts.join(", ");
+  if (typeof a.outdoor_avg_c === "number" && typeof b.outdoor_avg_c === "number") {
+    const diff = toScale(a.outdoor_avg_c, d) - toScale(b.outdoor_avg_c, d);
+    const step = Math.round(Math.abs(diff));
+    text += step < 1 ? "; it was about as warm outside." : `; it was ${step}° ${diff > 0 ? "warmer" : "colder"} outside.`;
+  } else text += ".";
+  return text.charAt(0).toUpperCase() + text.slice(1);
+}
+
+function drawEnergy(c) {
+  const e = c.energy, d = c.data;
+  if (!e || !e.days) return;
+  for (const b of e.buttons) setAttr(b, "aria-pressed", String(b.dataset.view === e.view));
+  setText(e.week, weekSentence(c));
+  const bars = energyBars(e);
+  const W = Math.max(280, Math.round(e.svg.getBoundingClientRect().width) || 320);
+  const H = ENERGY_H, L = 40, R = W - 34, T = 10, B = H - 24;
+  const top = Math.max(1, ...bars.map((b) => (b.row ? hours(Math.max(b.row.heat_s + b.row.cool_s, b.row.fan_s)) : 0)));
+  const step = [1, 2, 4, 6, 8, 12, 24, 48, 100, 200, 400, 800].find((s) => top / s <= 4) || 1000;
+  const max = Math.ceil(top / step) * step;
+  const y = (h) => B - (h / max) * (B - T);
+  const slot = (R - L) / bars.length;
+  const parts = [];
+  for (let h = 0; h <= max; h += step) {
+    parts.push(svg("line", { class: "grid", x1: L, y1: y(h), x2: R, y2: y(h) }));
+    const t = svg("text", { class: "tick", x: L - 6, y: y(h) + 4, "text-anchor": "end" });
+    t.textContent = h + " h";
+    parts.push(t);
+  }
+  // The outdoor average on its own scale, at the right.
+  const outdoors = bars.filter((b) => b.row && typeof b.row.outdoor_avg_c === "number").map((b) => toScale(b.row.outdoor_avg_c, d));
+  let oy = null;
+  if (outdoors.length) {
+    const lo = Math.floor(Math.min(...outdoors) - 1), hi = Math.ceil(Math.max(...outdoors) + 1);
+    oy = (v) => B - ((v - lo) / (hi - lo)) * (B - T);
+    for (const v of [lo, hi]) {
+      const t = svg("text", { class: "tick outdoor", x: R + 4, y: oy(v) + 4 });
+      t.textContent = Math.round(v) + "°";
+      parts.push(t);
+    }
+  }
+  const every = Math.ceil(bars.length / Math.max(1, Math.floor((R - L) / 34)));
+  bars.forEach((b, i) => {
+    const x0 = L + i * slot, w = Math.max(2, slot * 0.62), fanW = Math.max(1, slot * 0.16);
+    if (b.row) {
+      const heat = hours(b.row.heat_s), cool = hours(b.row.cool_s), fan = hours(b.row.fan_s);
+      const bar = (cls, h, from, x, width) => {
+        if (h <= 0) return;
+        const r = svg("rect", { class: "bar " + cls, x: x.toFixed(1), y: y(from + h).toFixed(1), width: width.toFixed(1),
+          height: Math.max(0.5, y(from) - y(from + h)).toFixed(1), "data-key": b.key });
+        parts.push(r);
+      };
+      bar("heat", heat, 0, x0 + slot * 0.08, w);
+      bar("cool", cool, heat, x0 + slot * 0.08, w);
+      bar("fan", fan, 0, x0 + slot * 0.08 + w + 1, fanW);
+      if (oy && typeof b.row.outdoor_avg_c === "number") {
+        parts.push(svg("circle", { class: "outdoor", cx: (x0 + slot / 2).toFixed(1), cy: oy(toScale(b.row.outdoor_avg_c, d)).toFixed(1), r: 2.5 }));
+      }
+    }
+    if (i % every === 0 || i === bars.length - 1 && bars.length <= 12) {
+      const t = svg("text", { class: "tick x", x: (x0 + slot / 2).toFixed(1), y: B + 16, "text-anchor": "middle" });
+      t.textContent = b.label;
+      parts.push(t);
+    }
+  });
+  parts.push(svg("line", { class: "axis", x1: L, y1: B, x2: R, y2: B }));
+  setAttr(e.svg, "viewBox", `0 0 ${W} ${H}`);
+  setAttr(e.svg, "data-bars", String(bars.filter((b) => b.row).length));
+  e.svg.replaceChildren(...parts);
+
+  const period = { week: "the last 7 days", month: "the last 30 days", year: "the last 12 months" }[e.view];
+  const all = sumRows(bars.filter((b) => b.row).map((b) => b.row));
+  setText(e.summary, `Energy history of ${nameOf(c)} for ${period}: heating ${hoursText(all.heat_s)}, cooling ${hoursText(all.cool_s)}, fan ${hoursText(all.fan_s)}.`);
+  const key = [["heat", "Heating"], ["cool", "Cooling"], ["fan", "Fan"]].filter(([k]) => k !== "cool" || d.can_cool)
+    .filter(([k]) => k !== "fan" || d.has_fan);
+  if (outdoors.length) key.push(["outdoor", "Outside"]);
+  e.legend.replaceChildren(...key.map(([k, label]) => el("span", {}, el("span", { class: "swatch energy-" + k }), " " + label)));
+  e.table.replaceChildren(
+    el("caption", {}, "Energy history of " + nameOf(c) + ", " + period),
+    el("tr", {}, ...["Period", "Heating", "Cooling", "Fan", "Outside"].map((h) => el("th", { scope: "col" }, h))),
+    ...bars.filter((b) => b.row).map((b) => el("tr", {}, el("th", { scope: "row" }, b.long),
+      el("td", {}, hoursText(b.row.heat_s)), el("td", {}, hoursText(b.row.cool_s)), el("td", {}, hoursText(b.row.fan_s)),
+      el("td", {}, typeof b.row.outdoor_avg_c === "number" ? show(b.row.outdoor_avg_c, d) : "–"))));
+}
+
+// The rows as a file: fetched with the page's key (a plain link would not send it).
+async function downloadEnergy(c) {
+  const e = c.energy;
+  setText(e.status, "");
+  try {
+    const res = await fetch(rel("api/energy?serial=" + encodeURIComponent(c.serial) + "&format=csv"), { headers: headers(false) });
+    if (!res.ok) throw new Error("HTTP " + res.status);
+    const url = URL.createObjectURL(await res.blob());
+    const a = el("a", { href: url, download: "hearth-energy-" + c.serial + ".csv" });
+    document.body.append(a);
+    a.click();
+    a.remove();
+    setTimeout(() => URL.revokeObjectURL(url), 60000);
+  } catch (err) {
+    setText(e.status, "The CSV file did not download: " + err.message);
+  }
+}
+
+// The bars are drawn at the card's width: again when it changes (a turned phone, a wider window).
+let energyResize = null;
+window.addEventListener("resize", () => {
+  clearTimeout(energyResize);
+  energyResize = setTimeout(() => {
+    for (const c of cards.values()) if (c.energy && c.energy.details.open) drawEnergy(c);
+  }, 200);
+});
