@@ -11,6 +11,7 @@ mod browser;
 use crate::common;
 mod chart;
 mod cross_origin;
+mod energy;
 mod glance;
 mod house;
 mod install;

@@ -1,0 +1,184 @@
+//! The Energy section of a card, in Chromium: three weeks of days written where the server keeps
+//! them (`DATA_DIR/energy/SERIAL.days`, the format of docs/energy.md), read through
+//! `/api/energy`, drawn as bars for 7 and 30 days and 12 months at one height at every width,
+//! this week against the last in words, the CSV fetched with the page's key, every control named
+//! and reachable, readable in the dark.
+
+use serde_json::json;
+
+use super::browser::*;
+use super::{LOW_CONTRAST, SHOWN, UNLABELLED, unreachable_by_tab};
+use crate::common::*;
+use hearth::Config;
+
+const DAY_MS: i64 = 86_400_000;
+
+/// Days `1..=20` before today (UTC days, as the server counts them for a thermostat with no
+/// time zone, and as the test's browser does): heating `k % 5 + 1` hours on day `k`, the fan a
+/// quarter of it. This week's days (0 to 6; today has no heating) heated 2 + 3 + 4 + 5 + 1 + 2 =
+/// 17 h, last week's (7 to 13) 3 + 4 + 5 + 1 + 2 + 3 + 4 = 22 h: 5 h less.
+fn seed(dir: &std::path::Path) {
+    let now_ms = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as i64;
+    let today = now_ms.div_euclid(DAY_MS);
+    let lines: Vec<String> = (1..=20)
+        .rev()
+        .map(|k: i64| {
+            let heat = 3600 * (k % 5 + 1);
+            format!(
+                "[{},{heat},0,{},0,0,20.5,96,19.0,21.5,{}]",
+                today - k,
+                heat / 4,
+                k % 3
+            )
+        })
+        .collect();
+    let energy = dir.join("energy");
+    std::fs::create_dir_all(&energy).unwrap();
+    std::fs::write(
+        energy.join(format!("{TEST_SERIAL}.days")),
+        lines.join("\n") + "\n",
+    )
+    .unwrap();
+}
+
+fn bars(b: &Browser) -> i64 {
+    b.js(&format!(
+        "return +document.querySelector('#energy-{TEST_SERIAL} svg.energy-chart').dataset.bars"
+    ))
+    .as_i64()
+    .unwrap()
+}
+
+fn height(b: &Browser) -> f64 {
+    b.js(&format!(
+        "return document.querySelector('#energy-{TEST_SERIAL} svg.energy-chart').getBoundingClientRect().height"
+    ))
+    .as_f64()
+    .unwrap()
+}
+
+#[test]
+fn the_energy_section_draws_weeks_months_and_a_year_and_gives_the_csv() {
+    let Some(b) = Browser::launch() else {
+        return;
+    };
+    let dir = TempDir::new("energy-page");
+    seed(dir.path());
+    let mut config = Config::local(dir.path());
+    config.api_origin = Some(hearth::config::ApiOrigin::parse("http://127.0.0.1").unwrap());
+    let server = start_server(config);
+    let sim = TestThermostat::start(&format!("http://{}", server.device_addr()));
+    let s = TEST_SERIAL;
+
+    // The page counts days in the browser's zone: UTC, as the server does for this thermostat.
+    b.call(
+        "POST",
+        "/goog/cdp/execute",
+        json!({"cmd": "Emulation.setTimezoneOverride", "params": {"timezoneId": "UTC"}}),
+    );
+    b.goto(&format!("http://{}/", server.control_addr()));
+    b.wait_for(
+        "the thermostat's card",
+        &format!("return !!document.querySelector('#card-{s} svg.chart')"),
+    );
+    b.click(&format!("#energy-{s} > summary"));
+    b.wait_for(
+        "the week's bars",
+        &format!(
+            "const s = document.querySelector('#energy-{s} svg.energy-chart'); return s && +s.dataset.bars >= 6"
+        ),
+    );
+    let week = b.js(&format!(
+        "return document.getElementById('energy-week-{s}').textContent"
+    ));
+    assert_eq!(
+        week,
+        json!("Heating ran 5 h less than last week."),
+        "the sentence compares the seeded weeks"
+    );
+    let at_1280 = height(&b);
+    assert_eq!(at_1280, 176.0);
+    let labels = b.js(&format!("{SHOWN}{UNLABELLED}"));
+    assert_eq!(labels["unlabelled"], json!([]), "{labels}");
+    assert_eq!(unreachable_by_tab(&b), Vec::<String>::new());
+    let bars_drawn = b.js(&format!(
+        "const s = document.querySelector('#energy-{s} svg.energy-chart');
+         return {{ heat: s.querySelectorAll('rect.heat').length, fan: s.querySelectorAll('rect.fan').length,
+                  rows: document.querySelectorAll('#energy-table-{s} tr').length }}"
+    ));
+    assert!(bars_drawn["heat"].as_i64().unwrap() >= 6, "{bars_drawn}");
+    assert_eq!(bars_drawn["heat"], bars_drawn["fan"], "{bars_drawn}");
+    b.js(&format!(
+        "document.getElementById('energy-{s}').scrollIntoView(); return true"
+    ));
+    b.painted();
+    b.screenshot("energy-1280.png");
+
+    // 30 days, then 12 months: every seeded day, then the months they fall in.
+    b.click(&format!("#energy-period-{s} button[data-view='month']"));
+    assert!(bars(&b) >= 20, "{}", bars(&b));
+    b.click(&format!("#energy-period-{s} button[data-view='year']"));
+    let months = bars(&b);
+    assert!((1..=2).contains(&months), "{months}");
+    b.click(&format!("#energy-period-{s} button[data-view='week']"));
+
+    // The CSV, fetched by the page (with its key, were one needed), as a file.
+    b.js("window.__csv = [];
+          const realFetch = window.fetch;
+          window.fetch = async (input, init) => {
+            const res = await realFetch(input, init);
+            if (String(input).includes('format=csv')) window.__csv.push([res.status, await res.clone().text()]);
+            return res;
+          };
+          return true");
+    b.click(&format!("#energy-csv-{s}"));
+    let csv = b.wait_for(
+        "the CSV fetched",
+        "return window.__csv.length ? window.__csv[0] : null",
+    );
+    assert_eq!(csv[0], json!(200), "{csv}");
+    let text = csv[1].as_str().unwrap();
+    assert!(
+        text.starts_with("date,heat_s,cool_s,fan_s,aux_s,away_s,indoor_avg_c,indoor_min_c,indoor_max_c,outdoor_avg_c,target_changes"),
+        "{text}"
+    );
+    assert!(text.lines().count() >= 21, "{text}");
+    assert_eq!(
+        b.js(&format!(
+            "return document.getElementById('energy-status-{s}').textContent"
+        )),
+        json!("")
+    );
+
+    // At a phone's width: the same height, nothing wider than the phone.
+    b.as_phone();
+    b.js(&format!(
+        "document.getElementById('energy-{s}').scrollIntoView(); return true"
+    ));
+    b.wait_for(
+        "the bars redrawn at the phone's width",
+        &format!(
+            "const s = document.querySelector('#energy-{s} svg.energy-chart'); return +s.getAttribute('viewBox').split(' ')[2] <= 360"
+        ),
+    );
+    assert_eq!(height(&b), at_1280);
+    b.screenshot("energy-360.png");
+
+    // In the dark: the contrast checks the rest of the page passes.
+    b.call(
+        "POST",
+        "/goog/cdp/execute",
+        json!({"cmd": "Emulation.setEmulatedMedia", "params": {
+            "features": [{"name": "prefers-color-scheme", "value": "dark"}]}}),
+    );
+    b.painted();
+    let contrast = b.js(LOW_CONTRAST);
+    assert_eq!(contrast["bad"], json!([]), "{contrast}");
+    b.screenshot("energy-360-dark.png");
+    drop(sim);
+    drop(b);
+    server.shutdown();
+}
