@@ -28,10 +28,8 @@ fn listed(app: &App) -> Vec<Status> {
     let pairing = app.config.require_device_pairing;
     let now = app.config.clock.now_ms();
     let mut serials = app.state.serials();
-    serials.retain(|s| {
-        !app.state
-            .accounts(|a| accounts::pairing_applies(a, s, pairing))
-    });
+    app.state
+        .accounts(|a| serials.retain(|s| !accounts::pairing_applies(a, s, pairing)));
     serials.sort();
     serials
         .iter()

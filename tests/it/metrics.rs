@@ -307,6 +307,40 @@ fn with_control_keys_metrics_want_a_read_key() {
 }
 
 #[test]
+fn with_pairing_required_only_claimed_thermostats_are_described() {
+    let s = pairing();
+    s.server_change(SERIAL, &shared(), json!({"target_temperature": 19.5}));
+    let info = |m: &Scrape| m.all("hearth_thermostat_info").len();
+    let target = |m: &Scrape| {
+        m.value(
+            "hearth_thermostat_target_temperature_celsius",
+            &[("serial", SERIAL)],
+        )
+    };
+    // Known to the server, but nobody has claimed it: nobody sees it.
+    let (_, m) = scrape(&s);
+    assert_eq!((info(&m), target(&m)), (0, None));
+    s.set_owner(SERIAL, "owner");
+    let (_, m) = scrape(&s);
+    assert_eq!((info(&m), target(&m)), (1, Some(19.5)));
+}
+
+#[test]
+fn other_methods_are_refused() {
+    let s = TestServer::start();
+    for method in ["POST", "PUT", "DELETE"] {
+        let r = call(s.control(), method, "/metrics", "");
+        assert_eq!(
+            (r.status, String::from_utf8(r.body).unwrap()),
+            (405, r#"{"error":"Method not allowed"}"#.to_string()),
+            "{method}"
+        );
+    }
+    let r = client::request(&url(s.control(), "/metrics"), "HEAD", &[], &[], TIMEOUT).unwrap();
+    assert_eq!(r.status, 200);
+}
+
+#[test]
 fn a_foreign_host_gets_421() {
     let s = TestServer::start();
     let answer = raw(
