@@ -341,8 +341,20 @@ fn other_methods_are_refused() {
 }
 
 #[test]
-fn a_foreign_host_gets_421() {
+fn a_foreign_host_gets_421_and_a_foreign_page_403() {
     let s = TestServer::start();
+    let host = format!("127.0.0.1:{}", s.control().port());
+    let page = format!(
+        "GET /metrics HTTP/1.1\r\nHost: {host}\r\nOrigin: https://evil.example\r\nConnection: close\r\n\r\n"
+    );
+    let answer = raw(s.control(), page.as_bytes(), TIMEOUT);
+    assert!(answer.starts_with("HTTP/1.1 403 "), "{answer}");
+    assert!(answer.contains("Origin check error"), "{answer}");
+    assert!(!answer.contains("hearth_"), "{answer}");
+    // The same request from no page at all is answered.
+    let plain = format!("GET /metrics HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n");
+    assert!(raw(s.control(), plain.as_bytes(), TIMEOUT).contains("hearth_held_subscribes"));
+
     let answer = raw(
         s.control(),
         b"GET /metrics HTTP/1.1\r\nHost: attacker.example\r\nConnection: close\r\n\r\n",
