@@ -21,7 +21,6 @@ use std::fs::{self, File};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::Instant;
 
 use parking_lot::{Condvar, Mutex, MutexGuard};
 use serde::Serialize;
@@ -30,6 +29,7 @@ use serde::de::DeserializeOwned;
 pub use error::StoreError;
 
 use crate::metrics::{Histogram, HistogramSnapshot};
+use crate::util::clock::Stopwatch;
 
 /// What a store keeps: a state that a snapshot holds and its journal's operations change.
 pub trait Replay: Default + DeserializeOwned {
@@ -239,7 +239,8 @@ impl Store {
             #[cfg(test)]
             self.flush_gate.pass();
             (&*file).write_all(&batch)?;
-            let started = Instant::now();
+            // Real time, not the server's clock: a latency, which a test's clock cannot fake.
+            let started = Stopwatch::start();
             let synced = file.sync_data();
             self.fsync.observe(started.elapsed());
             synced
