@@ -9,6 +9,7 @@ use parking_lot::Mutex;
 use crate::config::{ApiOrigin, Config};
 use crate::events::EventStreams;
 use crate::hub::Hub;
+use crate::metrics::StatusCounts;
 use crate::presence::{Availability, Presence};
 use crate::state::State;
 use crate::thermostat::StatusCache;
@@ -38,12 +39,18 @@ pub struct App {
     /// The entry keys (code and creation time) handed to each client address since this
     /// process started, for the per-address cap of `GET /nest/passphrase`; in memory only.
     pub entry_keys_by_address: Mutex<HashMap<IpAddr, Vec<(String, i64)>>>,
+    /// Statuses answered by the device and the control port (counted by their listeners).
+    pub answered_device: Arc<StatusCounts>,
+    pub answered_control: Arc<StatusCounts>,
+    /// When this process started serving, by the server's clock (`/metrics`).
+    pub started_ms: i64,
 }
 
 impl App {
     pub fn new(config: Config, state: State, origin: PublicOrigin) -> App {
         let events = EventStreams::new(config.event_keep_alive, config.clock.clone());
         let workers = config.http_workers;
+        let started_ms = config.clock.now_ms();
         App {
             presence: Presence::new(config.availability_timeout, config.clock.clone()),
             config,
@@ -57,6 +64,9 @@ impl App {
             outbound_control: OutboundGate::for_workers(workers),
             subscribed_since_start: Mutex::new(HashSet::new()),
             entry_keys_by_address: Mutex::new(HashMap::new()),
+            answered_device: Arc::default(),
+            answered_control: Arc::default(),
+            started_ms,
         }
     }
 

@@ -43,6 +43,8 @@ pub mod http;
 #[cfg_attr(not(hearth_internals), doc(hidden))]
 pub mod hub;
 pub(crate) mod info;
+#[cfg_attr(not(hearth_internals), doc(hidden))]
+pub mod metrics;
 pub(crate) mod migrate;
 pub(crate) mod mqtt;
 pub(crate) mod onboarding;

@@ -189,9 +189,11 @@ impl Server {
         let tls = load_tls(&config)?;
         // With `CERT_DIR` the TLS fronts start accepting here (connections wait for the
         // listeners behind them).
-        let ports = bind_ports(&config, tls.as_ref(), &intake)?;
+        let mut ports = bind_ports(&config, tls.as_ref(), &intake)?;
         let origin = public_origin(&config, ports.public.device, tls.is_some());
         let app = Arc::new(App::new(config, state, origin));
+        ports.device.limits.answered = Arc::clone(&app.answered_device);
+        ports.control.limits.answered = Arc::clone(&app.answered_control);
         let notifier = start_notifier(&hub, &pushes)?;
         let events = start_events(&app, &hub, &pushes)?;
         let device_api = Arc::new(DeviceApi::new(Arc::clone(&app)));
@@ -361,6 +363,8 @@ fn bind_ports(
             per_client: config.max_connections_per_client,
             peers: front.as_ref().map(|(_, peers)| Arc::clone(peers)),
             clock: config.clock.clone(),
+            // The App's counters, once it exists (see `start_with`).
+            answered: Arc::default(),
         };
         fronts.extend(front.map(|(front, _)| front));
         Ok(Bound {

@@ -20,6 +20,7 @@ pub mod error;
 mod history;
 pub(crate) mod input;
 mod live;
+mod metrics;
 mod onboard;
 pub mod status;
 mod waiting;
@@ -128,6 +129,7 @@ enum Route {
     Schedule,
     History,
     Events,
+    Metrics,
     NotifyDevice,
     DeleteDevice,
     Register,
@@ -164,6 +166,7 @@ impl Route {
             "/api/schedule" => (Route::Schedule, get),
             "/api/history" => (Route::History, get),
             "/api/events" => (Route::Events, get),
+            "/metrics" => (Route::Metrics, get),
             "/notify-device" => (Route::NotifyDevice, post),
             "/api/device" => (Route::DeleteDevice, delete),
             "/api/register" => (Route::Register, post),
@@ -266,6 +269,7 @@ impl Route {
             Route::Schedule => devices::schedule(app, req)?,
             Route::History => history::history(app, req)?,
             Route::Events => return live::events(app, req, cors, key_id),
+            Route::Metrics => metrics::metrics(app),
             Route::NotifyDevice => devices::notify(app, &req.body)?,
             Route::DeleteDevice => devices::delete(app, &req.body)?,
             Route::Register => claim::register(app, &req.body)?,
@@ -311,6 +315,11 @@ mod tests {
             Route::Waiting
         );
         assert_eq!(Route::of(Method::Post, "/api/adopt").unwrap(), Route::Adopt);
+        assert_eq!(Route::of(Method::Get, "/metrics").unwrap(), Route::Metrics);
+        assert!(matches!(
+            Route::of(Method::Post, "/metrics"),
+            Err(ControlError::MethodNotAllowed)
+        ));
         assert!(matches!(
             Route::of(Method::Get, "/api/adopt"),
             Err(ControlError::MethodNotAllowed)

@@ -57,6 +57,7 @@ pub(super) fn serve(shared: &Arc<Shared>, conn: Accepted) {
                     _ => (400, "Malformed request"),
                 };
                 log::info!("{client}: refused a request head ({status} {message})");
+                shared.limits.answered.count(status);
                 let refusal = shared.service.refusal(Method::Other, "", status, message);
                 let _ = respond::send(&*stream, &refusal, Answer::REFUSAL);
                 After::Linger
@@ -134,6 +135,7 @@ fn request(
                 refused.status,
                 refused.why
             );
+            shared.limits.answered.count(refused.status);
             let refusal = service.refusal(method, path, refused.status, refused.message);
             let _ = respond::send(&**stream, &refusal, answer(Persist::Close));
             return After::Linger;
@@ -151,6 +153,8 @@ fn request(
     };
     let (after, status) = match shared.handle(request) {
         Ok(Reply::Full(response)) => {
+            // Counted before it is sent: a client that has its answer finds it counted.
+            shared.limits.answered.count(response.status);
             let sent = respond::send(&**stream, &response, answer(persist));
             let after = match (sent, persist) {
                 (Ok(()), Persist::KeepAlive | Persist::KeepAlive10) => After::Next,
@@ -158,12 +162,16 @@ fn request(
             };
             (after, response.status)
         }
-        Ok(Reply::Chunked(reply)) => (chunked(stream, reply, slot), 200),
+        Ok(Reply::Chunked(reply)) => {
+            shared.limits.answered.count(200);
+            (chunked(stream, reply, slot), 200)
+        }
         Err(_) => {
             log::error!(
                 "a request handler panicked; the client got a 500 and the server keeps serving"
             );
             let response = service.refusal(method, path, 500, "Internal server error");
+            shared.limits.answered.count(500);
             let _ = respond::send(&**stream, &response, answer(Persist::Close));
             (After::Close, 500)
         }

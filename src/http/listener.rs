@@ -58,6 +58,7 @@ use rustix::net::sockopt;
 use super::respond::{self, Answer};
 use super::tls::Peers;
 use super::{Method, Reply, Request, Response, Service};
+use crate::metrics::StatusCounts;
 use crate::util::clock::Clock;
 use crate::util::shutdown::Shutdown;
 
@@ -108,6 +109,8 @@ pub struct Limits {
     /// The server's clock, which paces the log of refused connections (socket deadlines are
     /// real time).
     pub clock: Clock,
+    /// Every answer's status is counted here (for `/metrics`): one atomic add per request.
+    pub answered: Arc<StatusCounts>,
 }
 
 impl Default for Limits {
@@ -120,6 +123,7 @@ impl Default for Limits {
             per_client: 64,
             peers: None,
             clock: Clock::system(),
+            answered: Arc::default(),
         }
     }
 }

@@ -328,6 +328,16 @@ impl State {
         Ok(result)
     }
 
+    /// The journal's fsync latency since open (see [`Store::fsync_latency`]).
+    pub fn fsync_latency(&self) -> crate::metrics::HistogramSnapshot {
+        self.store.fsync_latency()
+    }
+
+    /// Bytes of the store's journal and snapshot on disk.
+    pub fn store_bytes(&self) -> u64 {
+        self.store.size_bytes()
+    }
+
     /// True when enough journal has accumulated for [`State::snapshot`] to be worth it.
     pub fn snapshot_due(&self) -> bool {
         self.store.snapshot_due()

@@ -17,7 +17,7 @@ pub(crate) mod files;
 pub(crate) mod journal;
 pub(crate) mod snapshot;
 
-use std::fs::File;
+use std::fs::{self, File};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -27,6 +27,9 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 
 pub use error::StoreError;
+
+use crate::metrics::{Histogram, HistogramSnapshot};
+use crate::util::clock::Stopwatch;
 
 /// What a store keeps: a state that a snapshot holds and its journal's operations change.
 pub trait Replay: Default + DeserializeOwned {
@@ -45,6 +48,8 @@ pub struct Store {
     _lock: File,
     commit: Mutex<Commit>,
     flushed: Condvar,
+    /// How long each group commit's fsync took (for `/metrics`).
+    fsync: Histogram,
     /// Tests hold a flush until they open this, to make group commit observable.
     #[cfg(test)]
     flush_gate: tests::Gate,
@@ -159,6 +164,7 @@ impl Store {
                 flushes: 0,
             }),
             flushed: Condvar::new(),
+            fsync: Histogram::default(),
             #[cfg(test)]
             flush_gate: tests::Gate::default(),
         };
@@ -233,7 +239,11 @@ impl Store {
             #[cfg(test)]
             self.flush_gate.pass();
             (&*file).write_all(&batch)?;
-            file.sync_data()
+            // Real time, not the server's clock: a latency, which a test's clock cannot fake.
+            let started = Stopwatch::start();
+            let synced = file.sync_data();
+            self.fsync.observe(started.elapsed());
+            synced
         });
         c.flushing = false;
         match result {
@@ -264,6 +274,25 @@ impl Store {
     pub fn commit_counts(&self) -> (u64, u64) {
         let c = self.commit.lock();
         (c.records, c.flushes)
+    }
+
+    /// The fsync latency of the group commits since open.
+    pub fn fsync_latency(&self) -> HistogramSnapshot {
+        self.fsync.snapshot()
+    }
+
+    /// Bytes of the journal segments and the snapshot on disk now (0 for what cannot be read:
+    /// a figure for a dashboard, not a check).
+    pub fn size_bytes(&self) -> u64 {
+        let segments = journal::list_segments(&self.dir).unwrap_or_default();
+        let files = segments
+            .iter()
+            .map(|(_, path)| path.clone())
+            .chain([self.dir.join(snapshot::FILE)]);
+        files
+            .filter_map(|path| fs::metadata(path).ok())
+            .map(|m| m.len())
+            .sum()
     }
 
     /// True when enough journal has accumulated that a snapshot should be written.

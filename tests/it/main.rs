@@ -33,6 +33,7 @@ mod identity;
 mod import_nle;
 mod limits;
 mod live_events;
+mod metrics;
 mod mqtt;
 mod onboarding;
 mod outbound;
