@@ -1,0 +1,234 @@
+//! Energy history (`GET /api/energy`): runtime accrued from the thermostat's HVAC reports on
+//! a driven clock, split at local midnight, on disk within the minute, carried over a restart
+//! without inventing the downtime; CSV; every bad query refused with nothing changed.
+
+use crate::common;
+
+use std::time::Duration;
+
+use common::*;
+use hearth::config::Config;
+use hearth::util::clock::ManualClock;
+use serde_json::{Value, json};
+
+/// 2026-03-10 23:30 UTC.
+const LATE_EVENING_MS: i64 = 1_773_185_400_000;
+
+fn energy(s: &TestServer, query: &str) -> (u16, Value) {
+    let r = get(s.control(), &format!("/api/energy?{query}"));
+    (r.status, r.json())
+}
+
+/// The days of `SERIAL` as (date, heat_s).
+fn heat_days(s: &TestServer) -> Vec<(String, i64)> {
+    let (status, body) = energy(s, &format!("serial={SERIAL}"));
+    assert_eq!(status, 200, "{body}");
+    body["days"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| {
+            (
+                d["date"].as_str().unwrap().to_string(),
+                d["heat_s"].as_i64().unwrap(),
+            )
+        })
+        .collect()
+}
+
+fn server_at(dir: TempDir, time: &ManualClock) -> TestServer {
+    let mut config = Config::local(dir.path());
+    config.api_origin = hearth::config::ApiOrigin::parse("http://127.0.0.1").ok();
+    config.clock = time.clock();
+    // An hour between periodic samples: the accrual here comes from changes and the flushes.
+    config.history_interval = Duration::from_secs(3600);
+    TestServer {
+        server: Some(start_server(config)),
+        dir,
+    }
+}
+
+/// Turns the heater on or off and waits until the recorder has seen it (a new sample in the
+/// history's file: the recorder observes for the energy history first).
+fn heater(s: &TestServer, sim: &mut hearth::simulator::Thermostat, on: bool) {
+    let file = s.dir.path().join("history").join(format!("{SERIAL}.jsonl"));
+    let lines = || std::fs::read_to_string(&file).unwrap_or_default();
+    let before = lines().lines().count();
+    sim.report("shared", "hvac_heater_state", json!(on));
+    sim.put().unwrap();
+    let want = format!("\"heating\":{on}");
+    wait_until("the heater's sample", || {
+        lines().lines().skip(before).any(|l| l.contains(&want))
+    });
+}
+
+#[test]
+fn runtime_is_split_at_midnight_kept_on_disk_and_not_invented_over_a_restart() {
+    let time = ManualClock::at(LATE_EVENING_MS);
+    let s = server_at(TempDir::new("energy"), &time);
+    let (mut sim, _events, _held) = booted_and_held(&s, SERIAL);
+    heater(&s, &mut sim, true);
+    assert_eq!(heat_days(&s), vec![("2026-03-10".to_string(), 0)]);
+
+    // An hour of heating from 23:30: half on each day.
+    time.advance(Duration::from_secs(3600));
+    let split = vec![
+        ("2026-03-10".to_string(), 1800),
+        ("2026-03-11".to_string(), 1800),
+    ];
+    wait_until("the run split at midnight", || heat_days(&s) == split);
+    let (_, body) = energy(&s, &format!("serial={SERIAL}"));
+    assert_eq!(body["serial"], json!(SERIAL));
+    // The simulated thermostat's structure has no time zone.
+    assert_eq!(body["time_zone"], json!("UTC"));
+    let keys: Vec<&str> = body["days"][0]
+        .as_object()
+        .unwrap()
+        .keys()
+        .map(String::as_str)
+        .collect();
+    assert_eq!(
+        keys,
+        [
+            "date",
+            "heat_s",
+            "cool_s",
+            "fan_s",
+            "aux_s",
+            "away_s",
+            "indoor_avg_c",
+            "indoor_min_c",
+            "indoor_max_c",
+            "outdoor_avg_c",
+            "target_changes"
+        ]
+    );
+    assert_eq!(body["days"][0]["outdoor_avg_c"], Value::Null);
+
+    // On disk while hearth runs (a kill -9 now loses nothing): the finished day and today's.
+    let energy_dir = s.dir.path().join("energy");
+    let days = std::fs::read_to_string(energy_dir.join(format!("{SERIAL}.days"))).unwrap();
+    assert!(days.starts_with("[20522,1800,"), "{days}");
+    let today = std::fs::read_to_string(energy_dir.join(format!("{SERIAL}.today"))).unwrap();
+    assert!(today.starts_with("[20523,1800,"), "{today}");
+
+    // Periods and CSV.
+    let (_, body) = energy(
+        &s,
+        &format!("serial={SERIAL}&from=2026-03-11&to=2026-03-11"),
+    );
+    assert_eq!(body["days"].as_array().unwrap().len(), 1);
+    let (_, body) = energy(&s, &format!("serial={SERIAL}&to=2026-03-09"));
+    assert_eq!(body["days"], json!([]));
+    let csv = get(
+        s.control(),
+        &format!("/api/energy?serial={SERIAL}&format=csv"),
+    );
+    assert_eq!(csv.status, 200);
+    assert_eq!(csv.header("content-type"), Some("text/csv; charset=utf-8"));
+    let text = csv.text();
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(
+        lines[0],
+        "date,heat_s,cool_s,fan_s,aux_s,away_s,indoor_avg_c,indoor_min_c,indoor_max_c,\
+         outdoor_avg_c,target_changes"
+    );
+    assert_eq!(lines.len(), 3, "{text}");
+    assert!(lines[1].starts_with("2026-03-10,1800,0,0,0,0,"), "{text}");
+
+    // Down for three hours with the heater last seen on: none of it is counted.
+    drop(sim);
+    drop(_held);
+    let dir = s.stop();
+    time.advance(Duration::from_secs(3 * 3600));
+    let s = server_at(dir, &time);
+    assert_eq!(heat_days(&s), split);
+
+    // Back (its stored state still says heating), off and on again: counted from the first
+    // report after the start.
+    let (mut sim, _events, _held) = booted_and_held(&s, SERIAL);
+    heater(&s, &mut sim, false);
+    heater(&s, &mut sim, true);
+    time.advance(Duration::from_secs(600));
+    wait_until("ten more minutes of heating", || {
+        heat_days(&s).last() == Some(&("2026-03-11".to_string(), 2400))
+    });
+    assert_eq!(heat_days(&s)[0], split[0]);
+}
+
+#[test]
+fn csv_is_given_for_accept_and_a_target_change_is_counted() {
+    let time = ManualClock::at(LATE_EVENING_MS);
+    let s = server_at(TempDir::new("energy-csv"), &time);
+    let (_sim, _events, _held) = booted_and_held(&s, SERIAL);
+    let r = command(s.control(), SERIAL, "set_temperature", json!(22.0));
+    assert_eq!(r.status, 200, "{}", r.text());
+    wait_until("the change counted", || {
+        energy(&s, &format!("serial={SERIAL}")).1["days"][0]["target_changes"] == json!(1)
+    });
+    let r = hearth::http::client::request(
+        &url(s.control(), &format!("/api/energy?serial={SERIAL}")),
+        "GET",
+        &[("Accept", "text/csv")],
+        b"",
+        Duration::from_secs(10),
+    )
+    .unwrap();
+    assert_eq!(r.status, 200);
+    assert!(r.text().starts_with("date,heat_s,"), "{}", r.text());
+}
+
+#[test]
+fn bad_energy_queries_are_refused_and_change_nothing() {
+    let time = ManualClock::at(LATE_EVENING_MS);
+    let s = server_at(TempDir::new("energy-bad"), &time);
+    let (_sim, _events, _held) = booted_and_held(&s, SERIAL);
+    wait_until("the boot's row", || !heat_days(&s).is_empty());
+    let before = store_bytes(s.dir.path());
+    let date = |n: &str| format!("{n} must be a date as YYYY-MM-DD");
+    for (query, status, error) in [
+        (
+            format!("serial={SERIAL}&from=2026-02-30"),
+            400,
+            date("from"),
+        ),
+        (format!("serial={SERIAL}&to=yesterday"), 400, date("to")),
+        (format!("serial={SERIAL}&from=2026-3-01"), 400, date("from")),
+        (
+            format!("serial={SERIAL}&from=2026-03-02&to=2026-03-01"),
+            400,
+            "from must not be after to".to_string(),
+        ),
+        (
+            format!("serial={SERIAL}&format=xml"),
+            400,
+            "format must be json or csv".to_string(),
+        ),
+        (
+            "from=2026-03-01".to_string(),
+            400,
+            "Serial parameter required".to_string(),
+        ),
+        (
+            "serial=02AA01AC0000NONE".to_string(),
+            404,
+            "Device not found".to_string(),
+        ),
+        (
+            format!("serial={SERIAL}&from=%FF"),
+            400,
+            "Invalid query string".to_string(),
+        ),
+    ] {
+        let (got, body) = energy(&s, &query);
+        assert_eq!((got, body), (status, json!({ "error": error })), "{query}");
+    }
+    let r = call(
+        s.control(),
+        "POST",
+        &format!("/api/energy?serial={SERIAL}"),
+        "",
+    );
+    assert_eq!(r.status, 405);
+    assert_eq!(store_bytes(s.dir.path()), before);
+}
