@@ -7,7 +7,6 @@ use super::input;
 use crate::app::App;
 use crate::energy::report::{self, Period, Report};
 use crate::http::{Request, Response};
-use crate::thermostat;
 
 pub fn energy(app: &App, req: &Request) -> Result<Response, ControlError> {
     let serial = input::query_serial(req)?;
@@ -17,10 +16,7 @@ pub fn energy(app: &App, req: &Request) -> Result<Response, ControlError> {
     let csv = report::wants_csv(format.as_deref(), req.header("accept"))
         .map_err(ControlError::Invalid)?;
     let serial = input::shown(app, serial)?;
-    let time_zone = thermostat::view(&app.state, &serial).and_then(|v| {
-        v.device_field("time_zone")
-            .and_then(|z| z.as_str().map(str::to_string))
-    });
+    let time_zone = crate::energy::time_zone(&app.state, &serial);
     let report = Report::read(
         &app.config.data_dir,
         &app.energy,

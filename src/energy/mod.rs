@@ -41,6 +41,14 @@ pub fn dir(data_dir: &Path) -> PathBuf {
     data_dir.join(DIR)
 }
 
+/// The structure's time zone of a thermostat (its `time_zone`), naming its local days.
+pub fn time_zone(state: &crate::state::State, serial: &str) -> Option<String> {
+    let view = crate::thermostat::view(state, serial)?;
+    view.device_field("time_zone")
+        .and_then(Value::as_str)
+        .map(str::to_string)
+}
+
 /// Each thermostat's live day and its zone, for the API (written by the recorder only).
 #[derive(Default)]
 pub struct Live(RwLock<HashMap<String, (String, Day)>>);

@@ -93,14 +93,6 @@ fn sample_of(record: &Value, now_ms: i64) -> Option<Sample> {
     Some(Sample::from_record(record, now_ms.div_euclid(1000))).filter(|s| s.temp.is_some())
 }
 
-/// The structure's time zone of a thermostat, for its energy history's local days.
-fn time_zone(app: &App, serial: &str) -> Option<String> {
-    let view = thermostat::view(&app.state, serial)?;
-    view.device_field("time_zone")
-        .and_then(Value::as_str)
-        .map(str::to_string)
-}
-
 /// Seconds of heating and of cooling in `samples` (oldest first): each sample's state is
 /// counted until the next one, but never for more than two intervals (a longer gap means
 /// nothing was known), and the last one until `now`, for at most one interval.
@@ -253,7 +245,7 @@ impl Run {
             &self.app.energy,
             serial,
             &record,
-            || time_zone(&self.app, serial),
+            || energy::time_zone(&self.app.state, serial),
             now_ms,
             false,
             energy::changes_target(event),
@@ -284,7 +276,7 @@ impl Run {
                 &self.app.energy,
                 &serial,
                 &record,
-                || time_zone(&self.app, &serial),
+                || energy::time_zone(&self.app.state, &serial),
                 now_ms,
                 true,
                 false,

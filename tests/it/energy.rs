@@ -11,6 +11,8 @@ use hearth::config::Config;
 use hearth::util::clock::ManualClock;
 use serde_json::{Value, json};
 
+const OTHER: &str = "02AA01AC0000SIM2";
+
 /// 2026-03-10 23:30 UTC.
 const LATE_EVENING_MS: i64 = 1_773_185_400_000;
 
@@ -231,4 +233,66 @@ fn bad_energy_queries_are_refused_and_change_nothing() {
     );
     assert_eq!(r.status, 405);
     assert_eq!(store_bytes(s.dir.path()), before);
+}
+
+#[test]
+fn the_hosted_route_gives_the_same_rows_under_its_access_rules() {
+    use common::hosted::{api, new_key};
+    let time = ManualClock::at(LATE_EVENING_MS);
+    let s = server_at(TempDir::new("energy-hosted"), &time);
+    let (_sim, _events, _held) = booted_and_held(&s, SERIAL);
+    let (_sim2, _events2, _held2) = booted_and_held(&s, OTHER);
+    s.set_owner(SERIAL, "alice");
+    s.set_owner(OTHER, "alice");
+    wait_until("the boot's row", || !heat_days(&s).is_empty());
+    let path = |serial: &str, query: &str| format!("/thermostat/{serial}/energy{query}");
+    let denied = (403, json!({"error": "Access denied to this device"}));
+    let error = |r: hearth::http::client::ClientResponse| (r.status, r.json());
+
+    // A read key of the owner: the control port's rows.
+    let read = new_key(&s, "alice", "read", &[]);
+    let r = api(&s, "GET", &path(SERIAL, ""), &read, Value::Null);
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert_eq!(r.json(), energy(&s, &format!("serial={SERIAL}")).1);
+    let r = api(&s, "GET", &path(SERIAL, "?format=csv"), &read, Value::Null);
+    assert_eq!(r.header("content-type"), Some("text/csv; charset=utf-8"));
+    assert!(r.text().starts_with("date,heat_s,"), "{}", r.text());
+
+    // Bad dates: 400 in this API's shape.
+    let r = api(
+        &s,
+        "GET",
+        &path(SERIAL, "?from=2026-13-01"),
+        &read,
+        Value::Null,
+    );
+    assert_eq!(
+        error(r),
+        (400, json!({"error": "from must be a date as YYYY-MM-DD"}))
+    );
+    let r = api(&s, "GET", &path(SERIAL, "?format=xml"), &read, Value::Null);
+    assert_eq!(
+        error(r),
+        (400, json!({"error": "format must be json or csv"}))
+    );
+
+    // A write-only key, a key for another serial, a stranger, an unknown thermostat.
+    let write_only = new_key(&s, "alice", "write", &[]);
+    assert_eq!(
+        error(api(&s, "GET", &path(SERIAL, ""), &write_only, Value::Null)),
+        denied
+    );
+    let limited = new_key(&s, "alice", "read", &[OTHER]);
+    assert_eq!(
+        error(api(&s, "GET", &path(SERIAL, ""), &limited, Value::Null)),
+        denied
+    );
+    let stranger = new_key(&s, "mallory", "read", &[]);
+    let not_found = (404, json!({"error": "Device not found"}));
+    let r = api(&s, "GET", &path(SERIAL, ""), &stranger, Value::Null);
+    assert_eq!(error(r), not_found);
+    let r = api(&s, "GET", &path("02AA01AC0000NONE", ""), &read, Value::Null);
+    assert_eq!(error(r), not_found);
+    let r = api(&s, "POST", &path(SERIAL, ""), &read, Value::Null);
+    assert_eq!(error(r), (405, json!({"error": "Method not allowed"})));
 }
