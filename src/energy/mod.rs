@@ -115,6 +115,8 @@ pub fn changes_target(event: &ChangeEvent) -> bool {
 #[derive(Debug)]
 pub struct Meter {
     pub zone: Zone,
+    /// The zone name it was asked for (`zone` is UTC when that one could not be read).
+    pub asked: Option<String>,
     pub day: Day,
     flags: Flags,
     /// When the thermostat was last observed, and up to when time is counted (ms).
@@ -152,6 +154,7 @@ impl Meter {
             None => Day::new(today),
         };
         Meter {
+            asked: Some(zone.name.clone()),
             zone,
             written: Some(day.clone()),
             day,
@@ -272,14 +275,15 @@ impl Accrual {
             }
             // The first observation since the start: its targets are where counting starts.
             None => {
-                let zone = Zone::resolve(time_zone().as_deref(), &self.zoneinfo);
+                let asked = time_zone();
+                let zone = Zone::resolve(asked.as_deref(), &self.zoneinfo);
                 let stored = store::read_today(&self.dir, serial).unwrap_or_else(|e| {
                     log::warn!("energy history of {serial}: {e}");
                     None
                 });
-                self.meters
-                    .entry(serial.to_string())
-                    .or_insert(Meter::start(zone, stored, flags, now))
+                let mut meter = Meter::start(zone, stored, flags, now);
+                meter.asked = asked;
+                self.meters.entry(serial.to_string()).or_insert(meter)
             }
         };
         if temp {
@@ -292,11 +296,18 @@ impl Accrual {
     }
 
     /// Every meter counted up to `now` and written where it changed (every minute, and at
-    /// shutdown).
-    pub fn flush(&mut self, live: &Live, now: i64) {
+    /// shutdown). `time_zone` gives each thermostat's zone now: a changed one applies from
+    /// now on (the day so far keeps its date).
+    pub fn flush(&mut self, live: &Live, now: i64, time_zone: impl Fn(&str) -> Option<String>) {
         let keep = i64::from(self.keep_days);
         for (serial, meter) in &mut self.meters {
             meter.advance(now, self.horizon);
+            let wanted = time_zone(serial);
+            if wanted != meter.asked {
+                meter.zone = Zone::resolve(wanted.as_deref(), &self.zoneinfo);
+                meter.asked = wanted;
+                meter.advance(now, self.horizon);
+            }
             let rolled = !meter.finished.is_empty();
             while let Some(done) = meter.finished.first() {
                 match store::append_day(&self.dir, serial, done) {

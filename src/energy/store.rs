@@ -55,14 +55,7 @@ pub fn read_today(dir: &Path, serial: &str) -> io::Result<Option<Day>> {
 /// Appends a finished day, durably (once a day per thermostat: the fsync is cheap).
 pub fn append_day(dir: &Path, serial: &str, day: &Day) -> io::Result<()> {
     let path = days_path(dir, serial);
-    let mut file = match files::open_append(&path) {
-        // The directory was deleted while hearth ran.
-        Err(e) if e.kind() == io::ErrorKind::NotFound => {
-            files::create_private_dir(dir)?;
-            files::open_append(&path)?
-        }
-        other => other?,
-    };
+    let mut file = files::open_append_in(dir, &path)?;
     // A torn last line (a crash mid-append) is ended first, so this line stands alone.
     let len = file.metadata()?.len();
     let mut line = Vec::with_capacity(64);

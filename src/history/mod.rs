@@ -212,7 +212,10 @@ impl Run {
                 continue;
             }
             if now >= flush_due {
-                self.energy.flush(&self.app.energy, now);
+                let state = &self.app.state;
+                self.energy.flush(&self.app.energy, now, |serial| {
+                    energy::time_zone(state, serial)
+                });
                 flush_due = next_flush(clock.now_ms());
                 continue;
             }
@@ -227,7 +230,11 @@ impl Run {
             }
         }
         // A clean stop keeps the energy history to the moment.
-        self.energy.flush(&self.app.energy, clock.now_ms());
+        let state = &self.app.state;
+        self.energy
+            .flush(&self.app.energy, clock.now_ms(), |serial| {
+                energy::time_zone(state, serial)
+            });
     }
 
     fn on_change(&mut self, event: &ChangeEvent) {

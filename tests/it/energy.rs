@@ -108,11 +108,13 @@ fn runtime_is_split_at_midnight_kept_on_disk_and_not_invented_over_a_restart() {
     assert_eq!(body["days"][0]["outdoor_avg_c"], Value::Null);
 
     // On disk while hearth runs (a kill -9 now loses nothing): the finished day and today's.
+    // (The live row can be served a moment before the minute's write ends: waited for.)
     let energy_dir = s.dir.path().join("energy");
-    let days = std::fs::read_to_string(energy_dir.join(format!("{SERIAL}.days"))).unwrap();
-    assert!(days.starts_with("[20522,1800,"), "{days}");
-    let today = std::fs::read_to_string(energy_dir.join(format!("{SERIAL}.today"))).unwrap();
-    assert!(today.starts_with("[20523,1800,"), "{today}");
+    let read = |name: &str| std::fs::read_to_string(energy_dir.join(name)).unwrap_or_default();
+    wait_until("both days on disk", || {
+        read(&format!("{SERIAL}.days")).starts_with("[20522,1800,")
+            && read(&format!("{SERIAL}.today")).starts_with("[20523,1800,")
+    });
 
     // Periods and CSV.
     let (_, body) = energy(
@@ -295,4 +297,39 @@ fn the_hosted_route_gives_the_same_rows_under_its_access_rules() {
     assert_eq!(error(r), not_found);
     let r = api(&s, "POST", &path(SERIAL, ""), &read, Value::Null);
     assert_eq!(error(r), (405, json!({"error": "Method not allowed"})));
+}
+
+#[test]
+fn days_are_the_structures_local_days_when_its_zone_can_be_read() {
+    // The zone comes from the system's tz database; a system without one counts UTC days
+    // (the unit tests of src/energy/zone.rs cover that fallback).
+    if !std::path::Path::new("/usr/share/zoneinfo/Europe/Berlin").exists() {
+        eprintln!("no /usr/share/zoneinfo/Europe/Berlin: skipped");
+        return;
+    }
+    // 22:30 UTC is 23:30 in Berlin (CET, +1 h) on 2026-03-10.
+    let time = ManualClock::at(LATE_EVENING_MS - 3_600_000);
+    let s = server_at(TempDir::new("energy-zone"), &time);
+    let (mut sim, _events, _held) = booted_and_held(&s, SERIAL);
+    wait_until("the boot's row", || !heat_days(&s).is_empty());
+    s.server_change(
+        SERIAL,
+        &format!("device.{SERIAL}"),
+        json!({"time_zone": "Europe/Berlin"}),
+    );
+    // Taken up at the next minute's write.
+    time.advance(Duration::from_secs(60));
+    wait_until("the zone taken up", || {
+        energy(&s, &format!("serial={SERIAL}")).1["time_zone"] == json!("Europe/Berlin")
+    });
+    heater(&s, &mut sim, true);
+    // 22:31 to 23:31 UTC: 29 minutes before Berlin's midnight, 31 after.
+    time.advance(Duration::from_secs(3600));
+    let split = vec![
+        ("2026-03-10".to_string(), 1740),
+        ("2026-03-11".to_string(), 1860),
+    ];
+    wait_until("the run split at Berlin's midnight", || {
+        heat_days(&s) == split
+    });
 }
