@@ -333,3 +333,31 @@ fn days_are_the_structures_local_days_when_its_zone_can_be_read() {
         heat_days(&s) == split
     });
 }
+
+#[test]
+fn energy_keep_days_prunes_older_days_when_a_day_ends() {
+    let time = ManualClock::at(LATE_EVENING_MS);
+    let dir = TempDir::new("energy-keep");
+    let mut config = Config::local(dir.path());
+    config.api_origin = hearth::config::ApiOrigin::parse("http://127.0.0.1").ok();
+    config.clock = time.clock();
+    config.history_interval = Duration::from_secs(3600);
+    config.energy_keep_days = 2;
+    let s = TestServer {
+        server: Some(start_server(config)),
+        dir,
+    };
+    let (mut sim, _events, _held) = booted_and_held(&s, SERIAL);
+    heater(&s, &mut sim, true);
+    time.advance(Duration::from_secs(3600));
+    let dates = |s: &TestServer| -> Vec<String> { heat_days(s).into_iter().map(|d| d.0).collect() };
+    wait_until("two days", || dates(&s) == ["2026-03-10", "2026-03-11"]);
+    // A day later: 2026-03-12 and the day before are kept, 2026-03-10 is pruned from disk.
+    time.advance(Duration::from_secs(24 * 3600));
+    wait_until("the oldest day pruned", || {
+        dates(&s) == ["2026-03-11", "2026-03-12"]
+    });
+    let file = s.dir.path().join("energy").join(format!("{SERIAL}.days"));
+    let kept = std::fs::read_to_string(file).unwrap();
+    assert!(kept.starts_with("[20523,"), "{kept}");
+}
