@@ -125,7 +125,10 @@ impl Recorder {
         let stopped = shutdown.receiver();
         let settled = Arc::new(RwLock::new(HashSet::new()));
         let energy_dir = energy::dir(&app.config.data_dir);
-        crate::store::files::create_private_dir(&energy_dir)?;
+        // Not fatal to the history: each write of the energy history tries again.
+        if let Err(e) = crate::store::files::create_private_dir(&energy_dir) {
+            log::warn!("energy history: {}: {e}", energy_dir.display());
+        }
         let interval_ms = app.config.history_interval.as_millis().max(1000) as i64;
         let run = Run {
             app: Arc::clone(app),
