@@ -219,7 +219,8 @@ impl Run {
                 self.energy.flush(&self.app.energy, now, |serial| {
                     energy::time_zone(state, serial)
                 });
-                flush_due = next_flush(clock.now_ms());
+                // From the time flushed for: a clock moved meanwhile is flushed for at once.
+                flush_due = next_flush(now);
                 continue;
             }
             select! {
