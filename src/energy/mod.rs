@@ -362,6 +362,33 @@ mod tests {
     }
 
     #[test]
+    fn each_flag_counts_its_own_time() {
+        let all = Flags {
+            heat: false,
+            cool: true,
+            fan: true,
+            aux: true,
+            away: true,
+        };
+        let mut m = Meter::start(Zone::utc(), None, all, 0);
+        m.observe(
+            Flags {
+                fan: true,
+                ..Flags::default()
+            },
+            H / 2,
+            2 * H,
+        );
+        m.advance(H, 2 * H);
+        let d = &m.day;
+        assert_eq!(
+            (d.heat_ms, d.cool_ms, d.aux_ms, d.away_ms),
+            (0, H / 2, H / 2, H / 2)
+        );
+        assert_eq!(d.fan_ms, H);
+    }
+
+    #[test]
     fn a_state_counts_only_until_the_horizon() {
         let mut m = Meter::start(Zone::utc(), None, heating(), 0);
         m.advance(10 * H, H / 4);

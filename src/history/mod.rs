@@ -10,6 +10,9 @@
 //! chart shows the gap. A removed thermostat keeps operating and keeps its history (nothing
 //! deletes a thermostat any more: see [`crate::accounts::release`]); an older hearth deleted
 //! a thermostat's history with it.
+//!
+//! The same thread accrues the [energy history](crate::energy) from the same change events
+//! (also target and away changes) and samples, and writes it once a minute.
 
 pub mod file;
 
