@@ -22,6 +22,8 @@ pub struct App {
     pub origin: PublicOrigin,
     pub presence: Presence,
     pub weather: Weather,
+    /// Each thermostat's live day of energy history (kept by the history recorder).
+    pub energy: crate::energy::Live,
     pub events: EventStreams,
     /// Status records as JSON, kept between changes for `GET /status`.
     pub status_json: StatusCache,
@@ -57,6 +59,7 @@ impl App {
             state,
             origin,
             weather: Weather::default(),
+            energy: crate::energy::Live::default(),
             events,
             status_json: StatusCache::default(),
             scanning: Mutex::new(()),

@@ -35,6 +35,7 @@ pub(crate) mod dashboard;
 pub mod demo;
 #[cfg_attr(not(hearth_internals), doc(hidden))]
 pub mod device;
+pub(crate) mod energy;
 pub(crate) mod events;
 pub(crate) mod history;
 pub(crate) mod hosted;

@@ -33,6 +33,7 @@ pub const ADDON_OPTIONS: &[AddonOption] = &[
     option("ALLOWED_ORIGINS", "Web pages allowed"),
     option("API_RATE_LIMIT_PER_MINUTE", "API requests per minute"),
     option("HISTORY_INTERVAL_SECONDS", "History interval"),
+    option("ENERGY_KEEP_DAYS", "Energy history days"),
     option("AVAILABILITY_TIMEOUT_SECONDS", "Offline after"),
     option("WEATHER_URL", "Weather service"),
     option("DEBUG_LOGGING", "Debug logging"),

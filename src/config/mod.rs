@@ -103,6 +103,8 @@ pub struct Config {
     pub availability_timeout: Duration,
     /// Seconds between history samples of each thermostat (see [`crate::history`]).
     pub history_interval: Duration,
+    /// Days of energy history kept per thermostat; 0 keeps all (see [`crate::energy`]).
+    pub energy_keep_days: u32,
     /// MQTT publishing and Home Assistant discovery; `None` (no `MQTT_HOST`) turns it off.
     pub mqtt: Option<MqttConfig>,
     /// The topic prefixes and client id given, also without `MQTT_HOST`: a broker found
@@ -249,6 +251,7 @@ impl Default for Config {
             history_interval: Duration::from_secs(
                 const { number("HISTORY_INTERVAL_SECONDS").default },
             ),
+            energy_keep_days: const { number("ENERGY_KEEP_DAYS").default } as u32,
             mqtt: None,
             mqtt_names: MqttNames::default(),
             options_file: None,
@@ -369,6 +372,8 @@ impl Config {
             history_interval: Duration::from_secs(
                 sources.number(const { number("HISTORY_INTERVAL_SECONDS") })?,
             ),
+            // At most 36,500 (the setting's bound): fits.
+            energy_keep_days: sources.number(const { number("ENERGY_KEEP_DAYS") })? as u32,
             mqtt: mqtt(sources, &mqtt_names)?,
             mqtt_names,
             options_file,

@@ -370,6 +370,18 @@ pub const SETTINGS: &[Setting] = &[
                thermostat",
     },
     Setting {
+        name: "energy_keep_days",
+        variable: "ENERGY_KEEP_DAYS",
+        option: "--energy-keep-days",
+        kind: Kind::Number {
+            min: 0,
+            max: 36_500,
+            default: 0,
+        },
+        help: "days of [energy history](energy.md) kept per thermostat, today included; older \
+               days are pruned when a day ends. 0 keeps every day",
+    },
+    Setting {
         name: "options_file",
         variable: "OPTIONS_FILE",
         option: "--options-file",

@@ -81,6 +81,8 @@ pub enum ControlError {
     },
     /// A thermostat's history files could not be read.
     HistoryUnreadable,
+    /// A thermostat's energy history could not be read.
+    EnergyUnreadable,
     /// The change could not be made durable; nothing was applied.
     Storage(StoreError),
     /// `set_schedule` with `if_revision`: the stored schedule is no longer that one (its
@@ -189,6 +191,7 @@ impl ControlError {
             ControlError::Refused { status, message } => (*status, message.clone()),
             ControlError::TooLarge(text) => (413, text.clone()),
             ControlError::HistoryUnreadable => (500, m("Could not read the history")),
+            ControlError::EnergyUnreadable => (500, m("Could not read the energy history")),
             ControlError::Storage(e) => {
                 log::error!("refused a control write: {e}");
                 (503, m("Storage unavailable; the change was not saved"))

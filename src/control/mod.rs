@@ -16,6 +16,7 @@ mod accounts;
 mod claim;
 pub(crate) mod command;
 mod devices;
+mod energy;
 pub mod error;
 mod history;
 pub(crate) mod input;
@@ -128,6 +129,7 @@ enum Route {
     Config,
     Schedule,
     History,
+    Energy,
     Events,
     Metrics,
     NotifyDevice,
@@ -165,6 +167,7 @@ impl Route {
             "/api/config" => (Route::Config, get),
             "/api/schedule" => (Route::Schedule, get),
             "/api/history" => (Route::History, get),
+            "/api/energy" => (Route::Energy, get),
             "/api/events" => (Route::Events, get),
             "/metrics" => (Route::Metrics, get),
             "/notify-device" => (Route::NotifyDevice, post),
@@ -268,6 +271,7 @@ impl Route {
             Route::Config => devices::config(app),
             Route::Schedule => devices::schedule(app, req)?,
             Route::History => history::history(app, req)?,
+            Route::Energy => energy::energy(app, req)?,
             Route::Events => return live::events(app, req, cors, key_id),
             Route::Metrics => metrics::metrics(app),
             Route::NotifyDevice => devices::notify(app, &req.body)?,

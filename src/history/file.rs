@@ -83,14 +83,7 @@ pub fn append(dir: &Path, serial: &str, segment: Segment, sample: &Sample) -> io
     let mut line = serde_json::to_vec(sample).map_err(io::Error::other)?;
     line.push(b'\n');
     let path = current_path(dir, serial);
-    let mut file = match files::open_append(&path) {
-        // The directory was deleted while hearth ran (docs/running.md says it may be).
-        Err(e) if e.kind() == io::ErrorKind::NotFound => {
-            files::create_private_dir(dir)?;
-            files::open_append(&path)?
-        }
-        other => other?,
-    };
+    let mut file = files::open_append_in(dir, &path)?;
     // One write, so a concurrent reader sees whole lines (or a torn last one, which it skips).
     file.write_all(&line)?;
     Ok(Segment {

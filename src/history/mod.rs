@@ -10,6 +10,9 @@
 //! chart shows the gap. A removed thermostat keeps operating and keeps its history (nothing
 //! deletes a thermostat any more: see [`crate::accounts::release`]); an older hearth deleted
 //! a thermostat's history with it.
+//!
+//! The same thread accrues the [energy history](crate::energy) from the same change events
+//! (also target and away changes) and samples, and writes it once a minute.
 
 pub mod file;
 
@@ -24,6 +27,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::app::App;
+use crate::energy;
 use crate::hub::ChangeEvent;
 use crate::thermostat::{self, COOLING_FLAGS, HEATING_FLAGS, status};
 use crate::util::clock::Stopwatch;
@@ -80,11 +84,16 @@ impl Sample {
     }
 }
 
-/// A thermostat's sample now, if it is known and reports a temperature.
-pub fn sample_now(app: &App, serial: &str) -> Option<Sample> {
+/// A known thermostat's status record now, and the time (ms).
+fn record_now(app: &App, serial: &str) -> Option<(Value, i64)> {
     let now_ms = app.config.clock.now_ms();
     let record = status::derive(&thermostat::view(&app.state, serial)?, now_ms);
-    Some(Sample::from_record(&record, now_ms.div_euclid(1000))).filter(|s| s.temp.is_some())
+    Some((record, now_ms))
+}
+
+/// The sample of a status record, if it reports a temperature.
+fn sample_of(record: &Value, now_ms: i64) -> Option<Sample> {
+    Some(Sample::from_record(record, now_ms.div_euclid(1000))).filter(|s| s.temp.is_some())
 }
 
 /// Seconds of heating and of cooling in `samples` (oldest first): each sample's state is
@@ -118,14 +127,26 @@ impl Recorder {
         crate::store::files::create_private_dir(&dir)?;
         let stopped = shutdown.receiver();
         let settled = Arc::new(RwLock::new(HashSet::new()));
+        let energy_dir = energy::dir(&app.config.data_dir);
+        // Not fatal to the history: each write of the energy history tries again.
+        if let Err(e) = crate::store::files::create_private_dir(&energy_dir) {
+            log::warn!("energy history: {}: {e}", energy_dir.display());
+        }
+        let interval_ms = app.config.history_interval.as_millis().max(1000) as i64;
         let run = Run {
             app: Arc::clone(app),
             dir,
             known: HashMap::new(),
             settled: Arc::clone(&settled),
+            energy: energy::Accrual::new(
+                energy_dir,
+                energy::zone::ZONEINFO.into(),
+                energy::horizon_ms(interval_ms),
+                app.config.energy_keep_days,
+            ),
         };
         let changes = app.hub().watch_if(Box::new(move |e: &ChangeEvent| {
-            may_matter(e, |serial| settled.read().contains(serial))
+            may_matter(e, |serial| settled.read().contains(serial)) || energy::may_matter(e)
         }));
         let handle = thread::Builder::new()
             .name("history".into())
@@ -155,6 +176,8 @@ struct Run {
     /// The serials whose HVAC state is known (recorded since start), shared with the filter
     /// of the changes the recorder is woken for.
     settled: Arc<RwLock<HashSet<String>>>,
+    /// The energy history's meters, observed on the same events and samples.
+    energy: energy::Accrual,
 }
 
 /// Whether a change may be worth a sample: one to a thermostat's `shared` or `device` bucket
@@ -177,37 +200,74 @@ impl Run {
         let clock = self.app.config.clock.clone();
         let moved = clock.moves();
         let mut due = next_due(clock.now_ms());
+        // The energy history's live days are written on the minute.
+        let next_flush = |now: i64| (now.div_euclid(energy::FLUSH_MS) + 1) * energy::FLUSH_MS;
+        let mut flush_due = next_flush(clock.now_ms());
         loop {
             let now = clock.now_ms();
-            // The clock stepped back: the due time is reckoned again from the new time.
+            // The clock stepped back: the due times are reckoned again from the new time.
             if due - now > interval_ms {
                 due = next_due(now);
+            }
+            if flush_due - now > energy::FLUSH_MS {
+                flush_due = next_flush(now);
             }
             if now >= due {
                 self.sample_all();
                 due = next_due(clock.now_ms());
                 continue;
             }
+            if now >= flush_due {
+                let state = &self.app.state;
+                self.energy.flush(&self.app.energy, now, |serial| {
+                    energy::time_zone(state, serial)
+                });
+                // From the time flushed for: a clock moved meanwhile is flushed for at once.
+                flush_due = next_flush(now);
+                continue;
+            }
             select! {
-                recv(stopped) -> _ => return,
+                recv(stopped) -> _ => break,
                 recv(changes) -> event => match event {
                     Ok(event) => self.on_change(&event),
-                    Err(_) => return,
+                    Err(_) => break,
                 },
                 recv(moved) -> _ => {}
-                default(clock.wait_time_ms(due)) => {}
+                default(clock.wait_time_ms(due.min(flush_due))) => {}
             }
         }
+        // A clean stop keeps the energy history to the moment.
+        let state = &self.app.state;
+        self.energy
+            .flush(&self.app.energy, clock.now_ms(), |serial| {
+                energy::time_zone(state, serial)
+            });
     }
 
     fn on_change(&mut self, event: &ChangeEvent) {
         let serial = &event.serial;
         let last = self.known.get(serial).and_then(|k| k.hvac);
         // The same rule as the filter the hub applies, with this thread's own knowledge.
-        if !may_matter(event, |_| last.is_some()) {
+        let for_history = may_matter(event, |_| last.is_some());
+        if !for_history && !energy::may_matter(event) {
             return;
         }
-        if let Some(sample) = sample_now(&self.app, serial) {
+        let Some((record, now_ms)) = record_now(&self.app, serial) else {
+            return;
+        };
+        self.energy.observe(
+            &self.app.energy,
+            serial,
+            &record,
+            || energy::time_zone(&self.app.state, serial),
+            now_ms,
+            false,
+            energy::changes_target(event),
+        );
+        if !for_history {
+            return;
+        }
+        if let Some(sample) = sample_of(&record, now_ms) {
             if last != Some(sample.hvac()) {
                 self.record(serial, &sample);
             }
@@ -223,7 +283,19 @@ impl Run {
             if !self.app.presence.availability(&serial, holding).available {
                 continue;
             }
-            if let Some(sample) = sample_now(&self.app, &serial) {
+            let Some((record, now_ms)) = record_now(&self.app, &serial) else {
+                continue;
+            };
+            self.energy.observe(
+                &self.app.energy,
+                &serial,
+                &record,
+                || energy::time_zone(&self.app.state, &serial),
+                now_ms,
+                true,
+                false,
+            );
+            if let Some(sample) = sample_of(&record, now_ms) {
                 self.record(&serial, &sample);
                 sampled += 1;
             }

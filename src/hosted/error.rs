@@ -38,6 +38,8 @@ pub enum HostedError {
     NotFound,
     MethodNotAllowed,
     Storage(StoreError),
+    /// A thermostat's energy history could not be read.
+    EnergyUnreadable,
 }
 
 impl HostedError {
@@ -66,6 +68,7 @@ impl HostedError {
                 log::error!("refused a hosted-API write: {e}");
                 (503, m("Storage unavailable; the change was not saved"))
             }
+            HostedError::EnergyUnreadable => (500, m("Could not read the energy history")),
         }
     }
 

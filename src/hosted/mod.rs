@@ -120,6 +120,7 @@ enum Action {
     Devices,
     Status,
     GetSchedule,
+    Energy,
     Write(Write),
     Unlink,
 }
@@ -142,7 +143,7 @@ enum Write {
 impl Action {
     fn need(self) -> Need {
         match self {
-            Action::Devices | Action::Status | Action::GetSchedule => Need::Read,
+            Action::Devices | Action::Status | Action::GetSchedule | Action::Energy => Need::Read,
             Action::Unlink => Need::Unlink,
             Action::Write(_) => Need::Write,
         }
@@ -175,6 +176,7 @@ fn parse(method: Method, path: &str) -> Result<(Action, Option<String>), HostedE
             (Action::Write(Write::Schedule), true, Some(*id))
         }
         ["thermostat", id, "schedule"] => (Action::GetSchedule, get, Some(*id)),
+        ["thermostat", id, "energy"] => (Action::Energy, get, Some(*id)),
         ["thermostat", id, "temperature"] => (Action::Write(Write::Temperature), post, Some(*id)),
         ["thermostat", id, "temperature", "range"] => {
             (Action::Write(Write::Range), post, Some(*id))
@@ -226,6 +228,7 @@ fn route(app: &App, req: &Request, key: &ApiKey) -> Result<Response, HostedError
         Action::Devices => Ok(read::devices(app, key)),
         Action::Status => read::status(app, &target, key),
         Action::GetSchedule => read::schedule(app, &target),
+        Action::Energy => read::energy(app, &target, req),
         Action::Unlink => write::unlink(app, &target, key),
         Action::Write(w) => {
             let intent = write::intent(w, &req.body, &target.serial)?;

@@ -1,5 +1,5 @@
 //! The hosted API's reads: the device list, a thermostat's status (its buckets, completed as
-//! the interface document lists them), its schedule.
+//! the interface document lists them), its schedule, its energy history.
 
 use serde::Serialize;
 use serde_json::{Value, json};
@@ -7,7 +7,8 @@ use serde_json::{Value, json};
 use super::{HostedError, Target};
 use crate::accounts::access::{self, Need};
 use crate::app::App;
-use crate::http::Response;
+use crate::energy::report::{self, Period, Report};
+use crate::http::{Request, Response};
 use crate::state::ApiKey;
 use crate::thermostat::{self, View, document, names, pin};
 
@@ -110,6 +111,41 @@ pub fn schedule(app: &App, target: &Target) -> Result<Response, HostedError> {
         })
         .ok_or(HostedError::DeviceNotFound)?;
     Ok(Response::json(200, &body))
+}
+
+/// `GET /thermostat/{id}/energy[?from=YYYY-MM-DD][&to=YYYY-MM-DD][&format=csv]`: the rows of
+/// the control port's `GET /api/energy` (docs/energy.md), with this API's errors.
+pub fn energy(app: &App, target: &Target, req: &Request) -> Result<Response, HostedError> {
+    let serial = &target.serial;
+    let param = |name: &str| {
+        req.query_param(name)
+            .map_err(|_| HostedError::Invalid("Invalid query string".into()))
+    };
+    let (from, to, format) = (param("from")?, param("to")?, param("format")?);
+    let period = Period::parse(from.as_deref(), to.as_deref()).map_err(HostedError::Invalid)?;
+    let csv =
+        report::wants_csv(format.as_deref(), req.header("accept")).map_err(HostedError::Invalid)?;
+    let time_zone = crate::energy::time_zone(&app.state, serial);
+    let report = Report::read(
+        &app.config.data_dir,
+        &app.energy,
+        serial,
+        time_zone.as_deref(),
+        period,
+    )
+    .map_err(|e| {
+        log::warn!("could not read the energy history of {serial}: {e}");
+        HostedError::EnergyUnreadable
+    })?;
+    Ok(if csv {
+        Response {
+            status: 200,
+            headers: vec![("Content-Type".into(), report::CSV.into())],
+            body: report.to_csv().into_bytes(),
+        }
+    } else {
+        Response::json(200, &report.to_json())
+    })
 }
 
 fn owner_of(app: &App, serial: &str) -> Option<String> {

@@ -32,6 +32,18 @@ pub fn open_append(path: &Path) -> io::Result<File> {
         .open(path)
 }
 
+/// Opens `path`, a file in `dir`, for appending as [`open_append`] does, making `dir` again
+/// first if it was deleted while hearth ran (docs/running.md says it may be).
+pub fn open_append_in(dir: &Path, path: &Path) -> io::Result<File> {
+    match open_append(path) {
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {
+            create_private_dir(dir)?;
+            open_append(path)
+        }
+        other => other,
+    }
+}
+
 /// Creates a new file with mode 0600; fails if it exists.
 pub fn create_new(path: &Path) -> io::Result<File> {
     OpenOptions::new()

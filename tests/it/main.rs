@@ -24,6 +24,7 @@ mod demo;
 mod device_routes;
 mod docs_examples;
 mod docs_links;
+mod energy;
 mod history;
 mod hosted_api;
 mod hosted_lock;

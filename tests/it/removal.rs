@@ -79,9 +79,10 @@ fn unlink(s: &TestServer) {
 }
 
 /// The control port's reads of one thermostat, each ending in `?serial=`.
-const SEEN_PATHS: [&str; 3] = [
+const SEEN_PATHS: [&str; 4] = [
     "/status?serial=",
     "/api/history?serial=",
+    "/api/energy?serial=",
     "/api/schedule?serial=",
 ];
 

@@ -54,6 +54,7 @@ pages! {
     dashboard => "docs/dashboard.md",
     development => "docs/development.md",
     device_protocol => "docs/device-protocol.md",
+    energy => "docs/energy.md",
     hosted_api => "docs/hosted-api.md",
     metrics => "docs/metrics.md",
     mqtt_home_assistant => "docs/mqtt-home-assistant.md",

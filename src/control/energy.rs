@@ -1,0 +1,40 @@
+//! `GET /api/energy?serial=S[&from=YYYY-MM-DD][&to=YYYY-MM-DD][&format=csv]`: a thermostat's
+//! energy history per local day (see [`crate::energy`] and docs/energy.md), as JSON or, with
+//! `format=csv` or `Accept: text/csv`, as CSV.
+
+use super::ControlError;
+use super::input;
+use crate::app::App;
+use crate::energy::report::{self, Period, Report};
+use crate::http::{Request, Response};
+
+pub fn energy(app: &App, req: &Request) -> Result<Response, ControlError> {
+    let serial = input::query_serial(req)?;
+    let param = |name: &str| req.query_param(name).map_err(|_| ControlError::BadEncoding);
+    let (from, to, format) = (param("from")?, param("to")?, param("format")?);
+    let period = Period::parse(from.as_deref(), to.as_deref()).map_err(ControlError::Invalid)?;
+    let csv = report::wants_csv(format.as_deref(), req.header("accept"))
+        .map_err(ControlError::Invalid)?;
+    let serial = input::shown(app, serial)?;
+    let time_zone = crate::energy::time_zone(&app.state, &serial);
+    let report = Report::read(
+        &app.config.data_dir,
+        &app.energy,
+        &serial,
+        time_zone.as_deref(),
+        period,
+    )
+    .map_err(|e| {
+        log::warn!("could not read the energy history of {serial}: {e}");
+        ControlError::EnergyUnreadable
+    })?;
+    if csv {
+        Ok(Response {
+            status: 200,
+            headers: vec![("Content-Type".into(), report::CSV.into())],
+            body: report.to_csv().into_bytes(),
+        })
+    } else {
+        Ok(Response::json(200, &report.to_json()))
+    }
+}

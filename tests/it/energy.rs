@@ -1,0 +1,363 @@
+//! Energy history (`GET /api/energy`): runtime accrued from the thermostat's HVAC reports on
+//! a driven clock, split at local midnight, on disk within the minute, carried over a restart
+//! without inventing the downtime; CSV; every bad query refused with nothing changed.
+
+use crate::common;
+
+use std::time::Duration;
+
+use common::*;
+use hearth::config::Config;
+use hearth::util::clock::ManualClock;
+use serde_json::{Value, json};
+
+const OTHER: &str = "02AA01AC0000SIM2";
+
+/// 2026-03-10 23:30 UTC.
+const LATE_EVENING_MS: i64 = 1_773_185_400_000;
+
+fn energy(s: &TestServer, query: &str) -> (u16, Value) {
+    let r = get(s.control(), &format!("/api/energy?{query}"));
+    (r.status, r.json())
+}
+
+/// The days of `SERIAL` as (date, heat_s).
+fn heat_days(s: &TestServer) -> Vec<(String, i64)> {
+    let (status, body) = energy(s, &format!("serial={SERIAL}"));
+    assert_eq!(status, 200, "{body}");
+    body["days"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| {
+            (
+                d["date"].as_str().unwrap().to_string(),
+                d["heat_s"].as_i64().unwrap(),
+            )
+        })
+        .collect()
+}
+
+fn server_at(dir: TempDir, time: &ManualClock) -> TestServer {
+    let mut config = Config::local(dir.path());
+    config.api_origin = hearth::config::ApiOrigin::parse("http://127.0.0.1").ok();
+    config.clock = time.clock();
+    // An hour between periodic samples: the accrual here comes from changes and the flushes.
+    config.history_interval = Duration::from_secs(3600);
+    TestServer {
+        server: Some(start_server(config)),
+        dir,
+    }
+}
+
+/// Turns the heater on or off and waits until the recorder has seen it (a new sample in the
+/// history's file: the recorder observes for the energy history first).
+fn heater(s: &TestServer, sim: &mut hearth::simulator::Thermostat, on: bool) {
+    let file = s.dir.path().join("history").join(format!("{SERIAL}.jsonl"));
+    let lines = || std::fs::read_to_string(&file).unwrap_or_default();
+    let before = lines().lines().count();
+    sim.report("shared", "hvac_heater_state", json!(on));
+    sim.put().unwrap();
+    let want = format!("\"heating\":{on}");
+    wait_until("the heater's sample", || {
+        lines().lines().skip(before).any(|l| l.contains(&want))
+    });
+}
+
+#[test]
+fn runtime_is_split_at_midnight_kept_on_disk_and_not_invented_over_a_restart() {
+    let time = ManualClock::at(LATE_EVENING_MS);
+    let s = server_at(TempDir::new("energy"), &time);
+    let (mut sim, _events, _held) = booted_and_held(&s, SERIAL);
+    heater(&s, &mut sim, true);
+    assert_eq!(heat_days(&s), vec![("2026-03-10".to_string(), 0)]);
+
+    // An hour of heating from 23:30: half on each day.
+    time.advance(Duration::from_secs(3600));
+    let split = vec![
+        ("2026-03-10".to_string(), 1800),
+        ("2026-03-11".to_string(), 1800),
+    ];
+    wait_until("the run split at midnight", || heat_days(&s) == split);
+    let (_, body) = energy(&s, &format!("serial={SERIAL}"));
+    assert_eq!(body["serial"], json!(SERIAL));
+    // The simulated thermostat's structure has no time zone.
+    assert_eq!(body["time_zone"], json!("UTC"));
+    let keys: Vec<&str> = body["days"][0]
+        .as_object()
+        .unwrap()
+        .keys()
+        .map(String::as_str)
+        .collect();
+    assert_eq!(
+        keys,
+        [
+            "date",
+            "heat_s",
+            "cool_s",
+            "fan_s",
+            "aux_s",
+            "away_s",
+            "indoor_avg_c",
+            "indoor_min_c",
+            "indoor_max_c",
+            "outdoor_avg_c",
+            "target_changes"
+        ]
+    );
+    assert_eq!(body["days"][0]["outdoor_avg_c"], Value::Null);
+
+    // On disk while hearth runs (a kill -9 now loses nothing): the finished day and today's.
+    // (The live row can be served a moment before the minute's write ends: waited for.)
+    let energy_dir = s.dir.path().join("energy");
+    let read = |name: &str| std::fs::read_to_string(energy_dir.join(name)).unwrap_or_default();
+    wait_until("both days on disk", || {
+        read(&format!("{SERIAL}.days")).starts_with("[20522,1800,")
+            && read(&format!("{SERIAL}.today")).starts_with("[20523,1800,")
+    });
+
+    // Periods and CSV.
+    let (_, body) = energy(
+        &s,
+        &format!("serial={SERIAL}&from=2026-03-11&to=2026-03-11"),
+    );
+    assert_eq!(body["days"].as_array().unwrap().len(), 1);
+    let (_, body) = energy(&s, &format!("serial={SERIAL}&to=2026-03-09"));
+    assert_eq!(body["days"], json!([]));
+    let csv = get(
+        s.control(),
+        &format!("/api/energy?serial={SERIAL}&format=csv"),
+    );
+    assert_eq!(csv.status, 200);
+    assert_eq!(csv.header("content-type"), Some("text/csv; charset=utf-8"));
+    let text = csv.text();
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(
+        lines[0],
+        "date,heat_s,cool_s,fan_s,aux_s,away_s,indoor_avg_c,indoor_min_c,indoor_max_c,\
+         outdoor_avg_c,target_changes"
+    );
+    assert_eq!(lines.len(), 3, "{text}");
+    assert!(lines[1].starts_with("2026-03-10,1800,0,0,0,0,"), "{text}");
+
+    // Down for three hours with the heater last seen on: none of it is counted.
+    drop(sim);
+    drop(_held);
+    let dir = s.stop();
+    time.advance(Duration::from_secs(3 * 3600));
+    let s = server_at(dir, &time);
+    assert_eq!(heat_days(&s), split);
+
+    // Back (its stored state still says heating), off and on again: counted from the first
+    // report after the start.
+    let (mut sim, _events, _held) = booted_and_held(&s, SERIAL);
+    heater(&s, &mut sim, false);
+    heater(&s, &mut sim, true);
+    time.advance(Duration::from_secs(600));
+    wait_until("ten more minutes of heating", || {
+        heat_days(&s).last() == Some(&("2026-03-11".to_string(), 2400))
+    });
+    assert_eq!(heat_days(&s)[0], split[0]);
+}
+
+#[test]
+fn csv_is_given_for_accept_and_a_target_change_is_counted() {
+    let time = ManualClock::at(LATE_EVENING_MS);
+    let s = server_at(TempDir::new("energy-csv"), &time);
+    let (_sim, _events, _held) = booted_and_held(&s, SERIAL);
+    let r = command(s.control(), SERIAL, "set_temperature", json!(22.0));
+    assert_eq!(r.status, 200, "{}", r.text());
+    wait_until("the change counted", || {
+        energy(&s, &format!("serial={SERIAL}")).1["days"][0]["target_changes"] == json!(1)
+    });
+    let r = hearth::http::client::request(
+        &url(s.control(), &format!("/api/energy?serial={SERIAL}")),
+        "GET",
+        &[("Accept", "text/csv")],
+        b"",
+        Duration::from_secs(10),
+    )
+    .unwrap();
+    assert_eq!(r.status, 200);
+    assert!(r.text().starts_with("date,heat_s,"), "{}", r.text());
+}
+
+#[test]
+fn bad_energy_queries_are_refused_and_change_nothing() {
+    let time = ManualClock::at(LATE_EVENING_MS);
+    let s = server_at(TempDir::new("energy-bad"), &time);
+    let (_sim, _events, _held) = booted_and_held(&s, SERIAL);
+    wait_until("the boot's row", || !heat_days(&s).is_empty());
+    let before = store_bytes(s.dir.path());
+    let date = |n: &str| format!("{n} must be a date as YYYY-MM-DD");
+    for (query, status, error) in [
+        (
+            format!("serial={SERIAL}&from=2026-02-30"),
+            400,
+            date("from"),
+        ),
+        (format!("serial={SERIAL}&to=yesterday"), 400, date("to")),
+        (format!("serial={SERIAL}&from=2026-3-01"), 400, date("from")),
+        (
+            format!("serial={SERIAL}&from=2026-03-02&to=2026-03-01"),
+            400,
+            "from must not be after to".to_string(),
+        ),
+        (
+            format!("serial={SERIAL}&format=xml"),
+            400,
+            "format must be json or csv".to_string(),
+        ),
+        (
+            "from=2026-03-01".to_string(),
+            400,
+            "Serial parameter required".to_string(),
+        ),
+        (
+            "serial=02AA01AC0000NONE".to_string(),
+            404,
+            "Device not found".to_string(),
+        ),
+        (
+            format!("serial={SERIAL}&from=%FF"),
+            400,
+            "Invalid query string".to_string(),
+        ),
+    ] {
+        let (got, body) = energy(&s, &query);
+        assert_eq!((got, body), (status, json!({ "error": error })), "{query}");
+    }
+    let r = call(
+        s.control(),
+        "POST",
+        &format!("/api/energy?serial={SERIAL}"),
+        "",
+    );
+    assert_eq!(r.status, 405);
+    assert_eq!(store_bytes(s.dir.path()), before);
+}
+
+#[test]
+fn the_hosted_route_gives_the_same_rows_under_its_access_rules() {
+    use common::hosted::{api, new_key};
+    let time = ManualClock::at(LATE_EVENING_MS);
+    let s = server_at(TempDir::new("energy-hosted"), &time);
+    let (_sim, _events, _held) = booted_and_held(&s, SERIAL);
+    let (_sim2, _events2, _held2) = booted_and_held(&s, OTHER);
+    s.set_owner(SERIAL, "alice");
+    s.set_owner(OTHER, "alice");
+    wait_until("the boot's row", || !heat_days(&s).is_empty());
+    let path = |serial: &str, query: &str| format!("/thermostat/{serial}/energy{query}");
+    let denied = (403, json!({"error": "Access denied to this device"}));
+    let error = |r: hearth::http::client::ClientResponse| (r.status, r.json());
+
+    // A read key of the owner: the control port's rows.
+    let read = new_key(&s, "alice", "read", &[]);
+    let r = api(&s, "GET", &path(SERIAL, ""), &read, Value::Null);
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert_eq!(r.json(), energy(&s, &format!("serial={SERIAL}")).1);
+    let r = api(&s, "GET", &path(SERIAL, "?format=csv"), &read, Value::Null);
+    assert_eq!(r.header("content-type"), Some("text/csv; charset=utf-8"));
+    assert!(r.text().starts_with("date,heat_s,"), "{}", r.text());
+
+    // Bad dates: 400 in this API's shape.
+    let r = api(
+        &s,
+        "GET",
+        &path(SERIAL, "?from=2026-13-01"),
+        &read,
+        Value::Null,
+    );
+    assert_eq!(
+        error(r),
+        (400, json!({"error": "from must be a date as YYYY-MM-DD"}))
+    );
+    let r = api(&s, "GET", &path(SERIAL, "?format=xml"), &read, Value::Null);
+    assert_eq!(
+        error(r),
+        (400, json!({"error": "format must be json or csv"}))
+    );
+
+    // A write-only key, a key for another serial, a stranger, an unknown thermostat.
+    let write_only = new_key(&s, "alice", "write", &[]);
+    assert_eq!(
+        error(api(&s, "GET", &path(SERIAL, ""), &write_only, Value::Null)),
+        denied
+    );
+    let limited = new_key(&s, "alice", "read", &[OTHER]);
+    assert_eq!(
+        error(api(&s, "GET", &path(SERIAL, ""), &limited, Value::Null)),
+        denied
+    );
+    let stranger = new_key(&s, "mallory", "read", &[]);
+    let not_found = (404, json!({"error": "Device not found"}));
+    let r = api(&s, "GET", &path(SERIAL, ""), &stranger, Value::Null);
+    assert_eq!(error(r), not_found);
+    let r = api(&s, "GET", &path("02AA01AC0000NONE", ""), &read, Value::Null);
+    assert_eq!(error(r), not_found);
+    let r = api(&s, "POST", &path(SERIAL, ""), &read, Value::Null);
+    assert_eq!(error(r), (405, json!({"error": "Method not allowed"})));
+}
+
+#[test]
+fn days_are_the_structures_local_days_when_its_zone_can_be_read() {
+    // The zone comes from the system's tz database; a system without one counts UTC days
+    // (the unit tests of src/energy/zone.rs cover that fallback).
+    if !std::path::Path::new("/usr/share/zoneinfo/Europe/Berlin").exists() {
+        eprintln!("no /usr/share/zoneinfo/Europe/Berlin: skipped");
+        return;
+    }
+    // 22:30 UTC is 23:30 in Berlin (CET, +1 h) on 2026-03-10.
+    let time = ManualClock::at(LATE_EVENING_MS - 3_600_000);
+    let s = server_at(TempDir::new("energy-zone"), &time);
+    let (mut sim, _events, _held) = booted_and_held(&s, SERIAL);
+    wait_until("the boot's row", || !heat_days(&s).is_empty());
+    s.server_change(
+        SERIAL,
+        &format!("device.{SERIAL}"),
+        json!({"time_zone": "Europe/Berlin"}),
+    );
+    // Taken up at the next minute's write.
+    time.advance(Duration::from_secs(60));
+    wait_until("the zone taken up", || {
+        energy(&s, &format!("serial={SERIAL}")).1["time_zone"] == json!("Europe/Berlin")
+    });
+    heater(&s, &mut sim, true);
+    // 22:31 to 23:31 UTC: 29 minutes before Berlin's midnight, 31 after.
+    time.advance(Duration::from_secs(3600));
+    let split = vec![
+        ("2026-03-10".to_string(), 1740),
+        ("2026-03-11".to_string(), 1860),
+    ];
+    wait_until("the run split at Berlin's midnight", || {
+        heat_days(&s) == split
+    });
+}
+
+#[test]
+fn energy_keep_days_prunes_older_days_when_a_day_ends() {
+    let time = ManualClock::at(LATE_EVENING_MS);
+    let dir = TempDir::new("energy-keep");
+    let mut config = Config::local(dir.path());
+    config.api_origin = hearth::config::ApiOrigin::parse("http://127.0.0.1").ok();
+    config.clock = time.clock();
+    config.history_interval = Duration::from_secs(3600);
+    config.energy_keep_days = 2;
+    let s = TestServer {
+        server: Some(start_server(config)),
+        dir,
+    };
+    let (mut sim, _events, _held) = booted_and_held(&s, SERIAL);
+    heater(&s, &mut sim, true);
+    time.advance(Duration::from_secs(3600));
+    let dates = |s: &TestServer| -> Vec<String> { heat_days(s).into_iter().map(|d| d.0).collect() };
+    wait_until("two days", || dates(&s) == ["2026-03-10", "2026-03-11"]);
+    // A day later: 2026-03-12 and the day before are kept, 2026-03-10 is pruned from disk.
+    time.advance(Duration::from_secs(24 * 3600));
+    wait_until("the oldest day pruned", || {
+        dates(&s) == ["2026-03-11", "2026-03-12"]
+    });
+    let file = s.dir.path().join("energy").join(format!("{SERIAL}.days"));
+    let kept = std::fs::read_to_string(file).unwrap();
+    assert!(kept.starts_with("[20523,"), "{kept}");
+}
