@@ -19,12 +19,13 @@ function buildEnergy(c) {
   e.week = el("p", { class: "energy-week", id: id("energy-week") });
   e.svg = svg("svg", { class: "energy-chart", role: "img", "aria-labelledby": id("energy-summary") });
   e.summary = el("span", { class: "sr", id: id("energy-summary") });
-  e.table = el("table", { class: "sr", id: id("energy-table") });
+  // In a box of its own: a table is never narrower than its cells, whatever its width says.
+  e.table = el("table", { id: id("energy-table") });
   e.legend = el("div", { class: "legend energy-legend" });
   e.status = el("p", { class: "note", role: "status", id: id("energy-status") });
   const body = el("div", { class: "energy-body" },
     el("div", { class: "controls" }, e.group, e.csv), e.week,
-    el("figure", {}, e.svg, e.summary, e.legend), e.table, e.status);
+    el("figure", {}, e.svg, e.summary, e.legend), el("div", { class: "sr" }, e.table), e.status);
   const details = el("details", { class: "energy", id: id("energy") }, el("summary", {}, "Energy"), body);
   details.addEventListener("toggle", () => {
     clearInterval(e.timer);
