@@ -11,6 +11,7 @@
 //! everything else in the demo.
 
 pub(crate) mod climate;
+pub(crate) mod year;
 
 use std::io;
 use std::path::Path;
@@ -138,7 +139,8 @@ pub struct Demo {
 }
 
 impl Demo {
-    /// Replays the last day into `config.data_dir` (which should be new and empty), starts
+    /// Replays the last day into `config.data_dir` (which should be new and empty), with a
+    /// year of energy history before it ([`year`]), starts
     /// the server on it and the three thermostats against it. Whatever `config` says, the
     /// thermostats are told to use this machine's loopback address (never a real server's
     /// `API_ORIGIN`), and MQTT, HTTPS, pairing and control keys are off: simulated thermostats
@@ -159,8 +161,12 @@ impl Demo {
         let clock = config.clock.clone();
         let now = clock.now_ms().div_euclid(1000);
         let mut rooms = Vec::new();
+        let energy_dir = crate::energy::dir(&config.data_dir);
         for profile in profiles() {
             let room = replay(&history_dir, &profile, now, interval).map_err(StartError::Thread)?;
+            // The demo's thermostats have no time zone: their days are UTC days.
+            year::write(&energy_dir, &profile, now.div_euclid(86_400))
+                .map_err(StartError::Thread)?;
             rooms.push((profile, room));
         }
         let server = Server::start(config)?;

@@ -114,15 +114,30 @@ pub fn prune(dir: &Path, serial: &str, first: i64) -> io::Result<()> {
     if kept.len() == lines.iter().filter(|l| Day::from_line(l).is_some()).count() {
         return Ok(());
     }
+    replace_lines(dir, serial, &kept)
+}
+
+/// Replaces a thermostat's finished days with `days` (ascending) at once: how `hearth demo`
+/// writes the year of history it shows.
+pub fn replace_days(dir: &Path, serial: &str, days: &[Day]) -> io::Result<()> {
+    files::create_private_dir(dir)?;
+    let lines: Vec<String> = days.iter().map(Day::to_line).collect();
+    let lines: Vec<&[u8]> = lines.iter().map(|l| l.as_bytes()).collect();
+    replace_lines(dir, serial, &lines)
+}
+
+/// Writes the days file aside, then renames it over the old one: a crash leaves one or the
+/// other.
+fn replace_lines(dir: &Path, serial: &str, lines: &[&[u8]]) -> io::Result<()> {
     let aside = dir.join(format!("{serial}.days.new"));
     files::remove_if_present(&aside)?;
     let mut file = files::create_new(&aside)?;
-    for line in kept {
+    for line in lines {
         file.write_all(line)?;
         file.write_all(b"\n")?;
     }
     file.sync_data()?;
-    fs::rename(&aside, &path)?;
+    fs::rename(&aside, days_path(dir, serial))?;
     files::sync_dir(dir)
 }
 
