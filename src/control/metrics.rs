@@ -6,6 +6,7 @@
 
 use crate::accounts;
 use crate::app::App;
+use crate::energy::report::{Period, Report};
 use crate::http::Response;
 use crate::metrics::StatusCounts;
 use crate::metrics::text::{CONTENT_TYPE, Exposition};
@@ -77,6 +78,7 @@ const READINGS: [Reading; 5] = [
 
 fn thermostats(app: &App, out: &mut Exposition) {
     let records = listed(app);
+    runtimes(app, &records, out);
     out.family(
         "hearth_thermostat_info",
         "gauge",
@@ -124,6 +126,43 @@ fn thermostats(app: &App, out: &mut Exposition) {
                 "hearth_thermostat_hvac_running",
                 &labels,
                 f64::from(u8::from(on)),
+            );
+        }
+    }
+}
+
+/// Run time by mode over every day the energy history keeps (docs/energy.md), today's live
+/// row included. It only grows, except when `ENERGY_KEEP_DAYS` prunes a day: Prometheus reads
+/// the drop as a counter reset, as it does a restart's.
+fn runtimes(app: &App, records: &[Status], out: &mut Exposition) {
+    out.family(
+        "hearth_thermostat_runtime_seconds_total",
+        "counter",
+        "Seconds the heating (heat), cooling (cool), fan (fan) and auxiliary heat (aux) ran, over the energy history kept.",
+    );
+    for s in records {
+        let Ok(report) = Report::read(
+            &app.config.data_dir,
+            &app.energy,
+            &s.serial,
+            None,
+            Period::default(),
+        ) else {
+            continue;
+        };
+        let sum = |f: fn(&crate::energy::day::Day) -> i64| {
+            report.days.iter().map(f).sum::<i64>() as f64 / 1000.0
+        };
+        for (mode, seconds) in [
+            ("heat", sum(|d| d.heat_ms)),
+            ("cool", sum(|d| d.cool_ms)),
+            ("fan", sum(|d| d.fan_ms)),
+            ("aux", sum(|d| d.aux_ms)),
+        ] {
+            out.sample(
+                "hearth_thermostat_runtime_seconds_total",
+                &[("serial", s.serial.as_str()), ("mode", mode)],
+                seconds,
             );
         }
     }
