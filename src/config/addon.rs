@@ -34,6 +34,7 @@ pub const ADDON_OPTIONS: &[AddonOption] = &[
     option("API_RATE_LIMIT_PER_MINUTE", "API requests per minute"),
     option("HISTORY_INTERVAL_SECONDS", "History interval"),
     option("AVAILABILITY_TIMEOUT_SECONDS", "Offline after"),
+    option("WEATHER_PROVIDER", "Outdoor weather"),
     option("WEATHER_URL", "Weather service"),
     option("DEBUG_LOGGING", "Debug logging"),
     option("STORE_DEVICE_LOGS", "Keep thermostat logs"),

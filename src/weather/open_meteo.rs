@@ -1,0 +1,325 @@
+//! Open-Meteo (free, no key) as the thermostats' weather: the postal code and country of the
+//! thermostat's query are geocoded once (`/v1/search`), the place's current conditions, next
+//! hours and days are asked (`/v1/forecast`), and the answer is written in the shape the
+//! firmware reads from weather.nest.com: `{"94304,US": {"current", "location", "forecast":
+//! {"daily", "hourly"}}}`. Only the postal code and country leave hearth (to the geocoder), then
+//! the place's coordinates (to the forecast); nothing about the thermostat or its owner.
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use parking_lot::Mutex;
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+const MAX_BODY: u64 = 512 * 1024;
+const MAX_PLACES: usize = 256;
+/// Days and hours of forecast passed on (the firmware shows a few of each).
+const DAYS: usize = 5;
+const HOURS: usize = 24;
+
+/// Where the thermostat is, as its query names it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Place {
+    pub postal_code: String,
+    /// ISO 3166-1 alpha-2, upper case.
+    pub country: String,
+}
+
+impl Place {
+    /// `94304,US` (the value of the firmware's `query=`); a missing country is `US`, as the
+    /// firmware's own cloud took it. `None` for anything that names no place.
+    pub fn parse(query: &str) -> Option<Place> {
+        let (postal, country) = query.rsplit_once(',').unwrap_or((query, "US"));
+        let (postal, country) = (postal.trim(), country.trim().to_ascii_uppercase());
+        let postal_ok = (1..=16).contains(&postal.len())
+            && postal
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == ' ' || c == '-');
+        let country_ok = country.len() == 2 && country.chars().all(|c| c.is_ascii_uppercase());
+        (postal_ok && country_ok).then(|| Place {
+            postal_code: postal.to_string(),
+            country,
+        })
+    }
+
+    /// The key of the answer: the query as the thermostat sent it, tidied.
+    fn key(&self) -> String {
+        format!("{},{}", self.postal_code, self.country)
+    }
+}
+
+/// A geocoded place.
+#[derive(Clone, Debug, Deserialize)]
+pub struct Located {
+    latitude: f64,
+    longitude: f64,
+    #[serde(default)]
+    name: String,
+    #[serde(default)]
+    admin1: String,
+    #[serde(default)]
+    timezone: String,
+}
+
+/// Geocoded places, by [`Place::key`].
+pub type Places = Mutex<HashMap<String, Located>>;
+
+#[derive(Deserialize)]
+struct Search {
+    #[serde(default)]
+    results: Vec<Located>,
+}
+
+#[derive(Deserialize)]
+struct Forecast {
+    #[serde(default)]
+    utc_offset_seconds: i64,
+    #[serde(default)]
+    timezone_abbreviation: String,
+    current: Current,
+    daily: Daily,
+    hourly: Hourly,
+}
+
+#[derive(Deserialize)]
+struct Current {
+    temperature_2m: f64,
+    relative_humidity_2m: Option<f64>,
+    weather_code: Option<i64>,
+    wind_speed_10m: Option<f64>,
+    wind_direction_10m: Option<f64>,
+}
+
+#[derive(Deserialize)]
+struct Daily {
+    time: Vec<i64>,
+    temperature_2m_max: Vec<Option<f64>>,
+    temperature_2m_min: Vec<Option<f64>>,
+    weather_code: Vec<Option<i64>>,
+    sunrise: Vec<Option<i64>>,
+    sunset: Vec<Option<i64>>,
+}
+
+#[derive(Deserialize)]
+struct Hourly {
+    time: Vec<i64>,
+    temperature_2m: Vec<Option<f64>>,
+    relative_humidity_2m: Vec<Option<f64>>,
+}
+
+/// The firmware-shaped answer for `place`, each request bounded by `timeout`.
+pub fn fetch(
+    places: &Places,
+    geocoding: &str,
+    forecast: &str,
+    place: &Place,
+    timeout: Duration,
+) -> Result<Vec<u8>, String> {
+    let agent = super::agent(timeout);
+    let located = locate(&agent, places, geocoding, place)?;
+    let url = format!("{forecast}/v1/forecast");
+    let lat = located.latitude.to_string();
+    let lon = located.longitude.to_string();
+    let days = DAYS.to_string();
+    let response = agent
+        .get(&url)
+        .query("latitude", &lat)
+        .query("longitude", &lon)
+        .query(
+            "current",
+            "temperature_2m,relative_humidity_2m,weather_code,wind_speed_10m,wind_direction_10m",
+        )
+        .query(
+            "daily",
+            "temperature_2m_max,temperature_2m_min,weather_code,sunrise,sunset",
+        )
+        .query("hourly", "temperature_2m,relative_humidity_2m")
+        .query("forecast_days", &days)
+        .query("timezone", "auto")
+        .query("timeformat", "unixtime")
+        .query("wind_speed_unit", "mph")
+        .call()
+        .map_err(|e| e.to_string())?;
+    let forecast: Forecast = read_json(response)?;
+    serde_json::to_vec(&translate(place, &located, &forecast)).map_err(|e| e.to_string())
+}
+
+/// The place's coordinates: remembered, else asked of the geocoder.
+fn locate(
+    agent: &ureq::Agent,
+    places: &Places,
+    geocoding: &str,
+    place: &Place,
+) -> Result<Located, String> {
+    let key = place.key();
+    if let Some(l) = places.lock().get(&key) {
+        return Ok(l.clone());
+    }
+    let response = agent
+        .get(&format!("{geocoding}/v1/search"))
+        .query("name", &place.postal_code)
+        .query("countryCode", &place.country)
+        .query("count", "1")
+        .query("format", "json")
+        .call()
+        .map_err(|e| e.to_string())?;
+    let search: Search = read_json(response)?;
+    let located = search
+        .results
+        .into_iter()
+        .next()
+        .ok_or_else(|| format!("the geocoder knows no place {key:?}"))?;
+    let mut places = places.lock();
+    if places.len() < MAX_PLACES {
+        places.insert(key, located.clone());
+    }
+    Ok(located)
+}
+
+fn read_json<T: for<'de> Deserialize<'de>>(response: ureq::Response) -> Result<T, String> {
+    let body = super::read_body(response, MAX_BODY)?;
+    serde_json::from_slice(&body).map_err(|e| format!("unexpected answer: {e}"))
+}
+
+/// Open-Meteo's answer in weather.nest.com's shape (see the module's doc).
+fn translate(place: &Place, located: &Located, f: &Forecast) -> Value {
+    let c = &f.current;
+    let (now_condition, now_icon) = condition(c.weather_code);
+    let offset = gmt_offset(f.utc_offset_seconds);
+    let at = |v: &[Option<i64>], i: usize| v.get(i).copied().flatten();
+    let daily: Vec<Value> = (0..f.daily.time.len().min(DAYS))
+        .map(|i| {
+            let (condition, icon) = condition(at(&f.daily.weather_code, i));
+            let low = f.daily.temperature_2m_min.get(i).copied().flatten();
+            let high = f.daily.temperature_2m_max.get(i).copied().flatten();
+            json!({
+                "temp_low_f": low.map(fahrenheit), "temp_low_c": low.map(tenth),
+                "temp_high_f": high.map(fahrenheit), "temp_high_c": high.map(tenth),
+                "condition": condition, "icon": icon, "date": f.daily.time[i],
+            })
+        })
+        .collect();
+    let hourly: Vec<Value> = (0..f.hourly.time.len().min(HOURS))
+        .map(|i| {
+            let t = f.hourly.temperature_2m.get(i).copied().flatten();
+            json!({
+                "hour": i + 1,
+                "temp_f": t.map(fahrenheit), "temp_c": t.map(tenth),
+                "humidity": f.hourly.relative_humidity_2m.get(i).copied().flatten().map(f64::round),
+                "time": f.hourly.time[i],
+            })
+        })
+        .collect();
+    let short_name = match located.admin1.as_str() {
+        "" => located.name.clone(),
+        region => format!("{},{region}", located.name),
+    };
+    json!({ place.key(): {
+        "current": {
+            "temp_f": fahrenheit(c.temperature_2m),
+            "temp_c": tenth(c.temperature_2m),
+            "condition": now_condition,
+            "sunrise": at(&f.daily.sunrise, 0),
+            "sunset": at(&f.daily.sunset, 0),
+            "humidity": c.relative_humidity_2m.map(f64::round),
+            "gmt_offset": offset,
+            "wind_dir": c.wind_direction_10m.map(compass),
+            "wind_mph": c.wind_speed_10m.map(f64::round),
+            "icon": now_icon,
+        },
+        "location": {
+            "station_id": "unknown",
+            "zip": place.postal_code,
+            "city": located.name,
+            "state": located.admin1,
+            "country": place.country,
+            "lat": format!("{:.2}", located.latitude),
+            "lon": format!("{:.2}", located.longitude),
+            "short_name": short_name,
+            "timezone": f.timezone_abbreviation,
+            "timezone_long": located.timezone,
+            "full_name": format!("{short_name} {}, {}", place.postal_code, place.country),
+            "gmt_offset": offset,
+        },
+        "forecast": {"daily": daily, "hourly": hourly},
+    }})
+}
+
+/// One decimal, as weather.nest.com gave °C.
+fn tenth(c: f64) -> f64 {
+    (c * 10.0).round() / 10.0
+}
+
+/// Whole °F, as weather.nest.com gave them.
+fn fahrenheit(c: f64) -> f64 {
+    (c * 9.0 / 5.0 + 32.0).round()
+}
+
+/// `-08.00` for UTC−8 (weather.nest.com's form).
+fn gmt_offset(seconds: i64) -> String {
+    let sign = if seconds < 0 { '-' } else { '+' };
+    let minutes = seconds.abs() / 60;
+    let (h, m) = (minutes / 60, minutes % 60);
+    let frac = m * 100 / 60;
+    if sign == '-' {
+        format!("-{h:02}.{frac:02}")
+    } else {
+        format!("{h:02}.{frac:02}")
+    }
+}
+
+/// Wind direction in degrees as a 16-point compass (`WSW`).
+fn compass(degrees: f64) -> &'static str {
+    const POINTS: [&str; 16] = [
+        "N", "NNE", "NE", "ENE", "E", "ESE", "SE", "SSE", "S", "SSW", "SW", "WSW", "W", "WNW",
+        "NW", "NNW",
+    ];
+    let i = (degrees.rem_euclid(360.0) / 22.5).round() as usize % 16;
+    POINTS[i]
+}
+
+/// A WMO weather code (Open-Meteo's `weather_code`) as weather.nest.com's condition and icon.
+fn condition(code: Option<i64>) -> (&'static str, &'static str) {
+    match code {
+        Some(0) => ("Clear", "clear"),
+        Some(1 | 2) => ("Partly Cloudy", "partlycloudy"),
+        Some(3) => ("Cloudy", "cloudy"),
+        Some(45 | 48) => ("Fog", "fog"),
+        Some(51..=57) => ("Drizzle", "rain"),
+        Some(61..=67 | 80..=82) => ("Rain", "rain"),
+        Some(71..=77 | 85 | 86) => ("Snow", "snow"),
+        Some(95..=99) => ("Thunderstorm", "tstorms"),
+        _ => ("Unknown", "unknown"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_query_names_a_place_or_nothing() {
+        let p = Place::parse("94304,us").unwrap();
+        assert_eq!(
+            (p.postal_code.as_str(), p.country.as_str()),
+            ("94304", "US")
+        );
+        assert_eq!(Place::parse("10001").unwrap().country, "US");
+        assert_eq!(Place::parse("SW1A 1AA,GB").unwrap().postal_code, "SW1A 1AA");
+        for bad in ["", ",US", "94304,USA", "94304,U1", "a/b,US", "x&y=1,US"] {
+            assert_eq!(Place::parse(bad), None, "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn numbers_in_the_firmwares_form() {
+        assert_eq!(gmt_offset(-8 * 3600), "-08.00");
+        assert_eq!(gmt_offset(5 * 3600 + 1800), "05.50");
+        assert_eq!(compass(250.0), "WSW");
+        assert_eq!(compass(359.0), "N");
+        assert_eq!(fahrenheit(10.6), 51.0);
+        assert_eq!(tenth(10.64), 10.6);
+        assert_eq!(condition(Some(61)), ("Rain", "rain"));
+    }
+}
