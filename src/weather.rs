@@ -283,7 +283,7 @@ impl Outdoor for Weather {
     }
 
     fn celsius(&self, postal_code: &str, country: &str) -> Option<f64> {
-        let key = place_key(postal_code, country);
+        let key = open_meteo::Place::parse(&format!("{postal_code},{country}"))?.key();
         self.inner.outdoor.lock().get(&key).copied()
     }
 }
@@ -297,8 +297,10 @@ impl Inner {
         let mut outdoor = self.outdoor.lock();
         for (query, answer) in places {
             let temp = answer.pointer("/current/temp_c").and_then(|t| t.as_f64());
-            let (postal, country) = query.rsplit_once(',').unwrap_or((query.as_str(), ""));
-            let key = place_key(postal, country);
+            let Some(place) = open_meteo::Place::parse(&query) else {
+                continue;
+            };
+            let key = place.key();
             let room = outdoor.len() < MAX_ENTRIES || outdoor.contains_key(&key);
             if let (Some(t), true) = (temp, room) {
                 if outdoor.insert(key, t) != Some(t) {
@@ -307,11 +309,6 @@ impl Inner {
             }
         }
     }
-}
-
-/// One place's key: postal code and country, trimmed and upper-cased (`94304,US`).
-fn place_key(postal_code: &str, country: &str) -> String {
-    format!("{},{}", postal_code.trim(), country.trim()).to_uppercase()
 }
 
 /// Asks upstream with the thermostat's query string appended; only a JSON object counts.

@@ -651,6 +651,40 @@ mod tests {
     }
 
     #[test]
+    fn the_weather_provider_and_its_urls() {
+        let resolve = |pairs| Config::resolve(&Sources::new(&env_of(pairs)));
+        let c = resolve(&[]).unwrap();
+        assert_eq!(c.weather_provider(), WeatherProvider::OpenMeteo);
+        assert_eq!(
+            c.open_meteo_geocoding_url,
+            "https://geocoding-api.open-meteo.com"
+        );
+        assert_eq!(c.open_meteo_url, "https://api.open-meteo.com");
+        let c = resolve(&[("WEATHER_URL", "http://w.example/v1")]).unwrap();
+        assert_eq!(c.weather_provider(), WeatherProvider::Upstream, "as before");
+        let c = resolve(&[
+            ("WEATHER_PROVIDER", "off"),
+            ("WEATHER_URL", "http://w.example/v1"),
+        ])
+        .unwrap();
+        assert_eq!(c.weather_provider(), WeatherProvider::Off);
+        let c = resolve(&[("OPEN_METEO_URL", "http://10.0.0.2:8080/")]).unwrap();
+        assert_eq!(c.open_meteo_url, "http://10.0.0.2:8080", "no trailing /");
+
+        let err = resolve(&[("WEATHER_PROVIDER", "upstream")]).unwrap_err();
+        assert_eq!(err.variable, "WEATHER_PROVIDER");
+        assert!(err.to_string().contains("needs WEATHER_URL"), "{err}");
+        let err = resolve(&[("WEATHER_PROVIDER", "openmeteo")]).unwrap_err();
+        assert_eq!(err.variable, "WEATHER_PROVIDER");
+        assert!(
+            err.to_string().contains("open-meteo, upstream or off"),
+            "{err}"
+        );
+        let err = resolve(&[("OPEN_METEO_GEOCODING_URL", "geocoding.example")]).unwrap_err();
+        assert_eq!(err.variable, "OPEN_METEO_GEOCODING_URL");
+    }
+
+    #[test]
     fn empty_values_count_as_unset() {
         let env = env_of(&[("SERVER_PORT", " ")]);
         assert_eq!(

@@ -24,6 +24,9 @@ pub struct Place {
     pub postal_code: String,
     /// ISO 3166-1 alpha-2, upper case.
     pub country: String,
+    /// The query's value as the thermostat sent it, which keys the answer (as weather.nest.com
+    /// keyed it).
+    asked: String,
 }
 
 impl Place {
@@ -40,12 +43,13 @@ impl Place {
         (postal_ok && country_ok).then(|| Place {
             postal_code: postal.to_string(),
             country,
+            asked: query.to_string(),
         })
     }
 
-    /// The key of the answer: the query as the thermostat sent it, tidied.
-    fn key(&self) -> String {
-        format!("{},{}", self.postal_code, self.country)
+    /// The place, tidied (`94304,US`): the same for every way of writing it.
+    pub fn key(&self) -> String {
+        format!("{},{}", self.postal_code.to_ascii_uppercase(), self.country)
     }
 }
 
@@ -215,7 +219,7 @@ fn translate(place: &Place, located: &Located, f: &Forecast) -> Value {
         "" => located.name.clone(),
         region => format!("{},{region}", located.name),
     };
-    json!({ place.key(): {
+    json!({ place.asked.clone(): {
         "current": {
             "temp_f": fahrenheit(c.temperature_2m),
             "temp_c": tenth(c.temperature_2m),

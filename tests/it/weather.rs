@@ -7,6 +7,7 @@ use crate::common::*;
 use std::io::{Read, Write};
 use std::net::TcpListener;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread;
 
 use hearth::config::WeatherProvider;
@@ -22,6 +23,8 @@ const PLACE: &str = r#"{"results":[{"name":"Palo Alto","latitude":37.44,"longitu
 struct FakeOpenMeteo {
     url: String,
     seen: Arc<Mutex<Vec<String>>>,
+    /// While set, every request is answered 503.
+    down: Arc<AtomicBool>,
 }
 
 impl FakeOpenMeteo {
@@ -29,7 +32,8 @@ impl FakeOpenMeteo {
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let url = format!("http://{}", listener.local_addr().unwrap());
         let seen = Arc::new(Mutex::new(Vec::new()));
-        let theirs = Arc::clone(&seen);
+        let down = Arc::new(AtomicBool::new(false));
+        let (theirs, is_down) = (Arc::clone(&seen), Arc::clone(&down));
         thread::spawn(move || {
             for mut stream in listener.incoming().flatten() {
                 let mut head = Vec::new();
@@ -46,14 +50,19 @@ impl FakeOpenMeteo {
                     t if t.starts_with("/v1/forecast") => FORECAST,
                     _ => "{}",
                 };
+                let status = if is_down.load(Ordering::SeqCst) {
+                    "503 Service Unavailable"
+                } else {
+                    "200 OK"
+                };
                 let _ = write!(
                     stream,
-                    "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                    "HTTP/1.1 {status}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
                     body.len()
                 );
             }
         });
-        FakeOpenMeteo { url, seen }
+        FakeOpenMeteo { url, seen, down }
     }
 
     fn seen(&self) -> Vec<String> {
@@ -161,6 +170,57 @@ fn status_shows_the_outdoor_temperature_of_the_thermostats_place() {
         200
     );
     assert_eq!(status(&s)["outdoor_temperature"], json!(10.6));
+}
+
+#[test]
+fn the_answer_is_keyed_as_the_thermostat_asked_and_status_finds_its_place() {
+    let fake = FakeOpenMeteo::start();
+    let s = open_meteo(&fake);
+    let r = get(s.device(), "/nest/weather/v1?query=sw1a%201aa,gb");
+    assert_eq!(r.status, 200);
+    let w = r.json();
+    assert_eq!(
+        w.as_object().unwrap().keys().collect::<Vec<_>>(),
+        ["sw1a 1aa,gb"]
+    );
+    assert!(
+        fake.seen()[0].contains("countryCode=GB"),
+        "{:?}",
+        fake.seen()
+    );
+    s.server_change(
+        SERIAL,
+        &device(),
+        json!({"postal_code": "SW1A 1AA", "country_code": "GB"}),
+    );
+    let status = get(s.control(), &format!("/status?serial={SERIAL}")).json();
+    assert_eq!(status["outdoor_temperature"], json!(10.6));
+}
+
+#[test]
+fn offline_the_last_answer_is_served_else_a_clear_502() {
+    let fake = FakeOpenMeteo::start();
+    let s = TestServer::start_with(|c| {
+        c.weather_provider = Some(WeatherProvider::OpenMeteo);
+        c.open_meteo_geocoding_url = fake.url.clone();
+        c.open_meteo_url = fake.url.clone();
+        c.weather_cache_ttl_ms = 0; // always ask again
+    });
+    let first = get(s.device(), "/nest/weather/v1?query=94304,US");
+    assert_eq!(first.status, 200);
+    fake.down.store(true, Ordering::SeqCst);
+    let asked = fake.seen().len();
+    let stale = get(s.device(), "/nest/weather/v1?query=94304,US");
+    assert_eq!((stale.status, stale.json()), (200, first.json()));
+    wait_until("the refresh was tried", || fake.seen().len() > asked);
+    wait_until("the refresh ended", || {
+        s.app().weather.fetches_running() == 0
+    });
+    let never = get(s.device(), "/nest/weather/v1?query=10001,US");
+    assert_eq!(
+        (never.status, never.json()),
+        (502, json!({"error": "Weather service unavailable"}))
+    );
 }
 
 #[test]
