@@ -20,15 +20,15 @@ const PLACE: &str = r#"{"results":[{"name":"Palo Alto","latitude":37.44,"longitu
 
 /// A fake Open-Meteo on one port (geocoding and forecast both): it records every request's
 /// URL; postal code `00000` is a place it does not know.
-struct FakeOpenMeteo {
-    url: String,
+pub(crate) struct FakeOpenMeteo {
+    pub(crate) url: String,
     seen: Arc<Mutex<Vec<String>>>,
     /// While set, every request is answered 503.
     down: Arc<AtomicBool>,
 }
 
 impl FakeOpenMeteo {
-    fn start() -> FakeOpenMeteo {
+    pub(crate) fn start() -> FakeOpenMeteo {
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let url = format!("http://{}", listener.local_addr().unwrap());
         let seen = Arc::new(Mutex::new(Vec::new()));
