@@ -88,6 +88,8 @@ struct Forecast {
 
 #[derive(Deserialize)]
 struct Current {
+    /// Unix seconds (of the quarter hour it describes).
+    time: Option<i64>,
     temperature_2m: f64,
     relative_humidity_2m: Option<f64>,
     weather_code: Option<i64>,
@@ -204,11 +206,16 @@ fn translate(place: &Place, located: &Located, f: &Forecast) -> Value {
             })
         })
         .collect();
-    let hourly: Vec<Value> = (0..f.hourly.time.len().min(HOURS))
-        .map(|i| {
+    // The hours from the current one on (Open-Meteo's start at local midnight).
+    let this_hour = c.time.map_or(i64::MIN, |t| t - t.rem_euclid(3600));
+    let hourly: Vec<Value> = (0..f.hourly.time.len())
+        .filter(|&i| f.hourly.time[i] >= this_hour)
+        .take(HOURS)
+        .enumerate()
+        .map(|(n, i)| {
             let t = f.hourly.temperature_2m.get(i).copied().flatten();
             json!({
-                "hour": i + 1,
+                "hour": n + 1,
                 "temp_f": t.map(fahrenheit), "temp_c": t.map(tenth),
                 "humidity": f.hourly.relative_humidity_2m.get(i).copied().flatten().map(f64::round),
                 "time": f.hourly.time[i],

@@ -101,6 +101,8 @@ fn open_meteo_is_translated_into_the_firmwares_weather() {
         json!({"temp_low_f": 28.0, "temp_low_c": -2.2, "temp_high_f": 58.0,
                "temp_high_c": 14.4, "condition": "Rain", "icon": "rain", "date": 1766131200})
     );
+    // The hours from the current one on (Open-Meteo's begin at midnight).
+    assert_eq!(place["forecast"]["hourly"].as_array().unwrap().len(), 2);
     assert_eq!(place["forecast"]["hourly"][0]["temp_c"], 11.7);
     assert_eq!(place["forecast"]["hourly"][0]["hour"], 1);
 
