@@ -9,8 +9,7 @@ use std::collections::HashMap;
 use std::time::Duration;
 
 use parking_lot::Mutex;
-use serde::Deserialize;
-use serde_json::{Value, json};
+use serde_json::Value;
 
 const MAX_BODY: u64 = 512 * 1024;
 const MAX_PLACES: usize = 256;
@@ -54,65 +53,18 @@ impl Place {
 }
 
 /// A geocoded place.
-#[derive(Clone, Debug, Deserialize)]
+#[derive(Clone, Debug)]
 pub struct Located {
     latitude: f64,
     longitude: f64,
-    #[serde(default)]
     name: String,
-    #[serde(default)]
+    /// The region (state, province).
     admin1: String,
-    #[serde(default)]
     timezone: String,
 }
 
 /// Geocoded places, by [`Place::key`].
 pub type Places = Mutex<HashMap<String, Located>>;
-
-#[derive(Deserialize)]
-struct Search {
-    #[serde(default)]
-    results: Vec<Located>,
-}
-
-#[derive(Deserialize)]
-struct Forecast {
-    #[serde(default)]
-    utc_offset_seconds: i64,
-    #[serde(default)]
-    timezone_abbreviation: String,
-    current: Current,
-    daily: Daily,
-    hourly: Hourly,
-}
-
-#[derive(Deserialize)]
-struct Current {
-    /// Unix seconds (of the quarter hour it describes).
-    time: Option<i64>,
-    temperature_2m: f64,
-    relative_humidity_2m: Option<f64>,
-    weather_code: Option<i64>,
-    wind_speed_10m: Option<f64>,
-    wind_direction_10m: Option<f64>,
-}
-
-#[derive(Deserialize)]
-struct Daily {
-    time: Vec<i64>,
-    temperature_2m_max: Vec<Option<f64>>,
-    temperature_2m_min: Vec<Option<f64>>,
-    weather_code: Vec<Option<i64>>,
-    sunrise: Vec<Option<i64>>,
-    sunset: Vec<Option<i64>>,
-}
-
-#[derive(Deserialize)]
-struct Hourly {
-    time: Vec<i64>,
-    temperature_2m: Vec<Option<f64>>,
-    relative_humidity_2m: Vec<Option<f64>>,
-}
 
 /// The firmware-shaped answer for `place`, each request bounded by `timeout`.
 pub fn fetch(
@@ -147,8 +99,9 @@ pub fn fetch(
         .query("wind_speed_unit", "mph")
         .call()
         .map_err(|e| e.to_string())?;
-    let forecast: Forecast = read_json(response)?;
-    serde_json::to_vec(&translate(place, &located, &forecast)).map_err(|e| e.to_string())
+    let forecast: Value = read_json(response)?;
+    let answer = translate(place, &located, &forecast)?;
+    serde_json::to_vec(&answer).map_err(|e| e.to_string())
 }
 
 /// The place's coordinates: remembered, else asked of the geocoder.
@@ -170,12 +123,24 @@ fn locate(
         .query("format", "json")
         .call()
         .map_err(|e| e.to_string())?;
-    let search: Search = read_json(response)?;
-    let located = search
-        .results
-        .into_iter()
-        .next()
-        .ok_or_else(|| format!("the geocoder knows no place {key:?}"))?;
+    let search: Value = read_json(response)?;
+    let first = search.pointer("/results/0");
+    let coordinate = |field: &str| first.and_then(|r| r.get(field)).and_then(Value::as_f64);
+    let text = |field: &str| {
+        let t = first.and_then(|r| r.get(field)).and_then(Value::as_str);
+        t.unwrap_or_default().to_string()
+    };
+    let (Some(latitude), Some(longitude)) = (coordinate("latitude"), coordinate("longitude"))
+    else {
+        return Err(format!("the geocoder knows no place {key:?}"));
+    };
+    let located = Located {
+        latitude,
+        longitude,
+        name: text("name"),
+        admin1: text("admin1"),
+        timezone: text("timezone"),
+    };
     let mut places = places.lock();
     if places.len() < MAX_PLACES {
         places.insert(key, located.clone());
@@ -183,78 +148,131 @@ fn locate(
     Ok(located)
 }
 
-fn read_json<T: for<'de> Deserialize<'de>>(response: ureq::Response) -> Result<T, String> {
+fn read_json(response: ureq::Response) -> Result<Value, String> {
     let body = super::read_body(response, MAX_BODY)?;
     serde_json::from_slice(&body).map_err(|e| format!("unexpected answer: {e}"))
 }
 
-/// Open-Meteo's answer in weather.nest.com's shape (see the module's doc).
-fn translate(place: &Place, located: &Located, f: &Forecast) -> Value {
-    let c = &f.current;
-    let (now_condition, now_icon) = condition(c.weather_code);
-    let offset = gmt_offset(f.utc_offset_seconds);
-    let at = |v: &[Option<i64>], i: usize| v.get(i).copied().flatten();
-    let daily: Vec<Value> = (0..f.daily.time.len().min(DAYS))
+/// An object of these fields, in this order. (Written out rather than with `json!`, whose
+/// expansion costs the ARM binary more than the whole translation.)
+fn object(fields: Vec<(&str, Value)>) -> Value {
+    Value::Object(
+        fields
+            .into_iter()
+            .map(|(k, v)| (k.to_string(), v))
+            .collect(),
+    )
+}
+
+/// The `i`-th number of the forecast's array at `pointer` (`/daily/time`).
+fn nth(f: &Value, pointer: &str, i: usize) -> Option<f64> {
+    f.pointer(pointer)?.get(i)?.as_f64()
+}
+
+/// How many entries the forecast's array at `pointer` has.
+fn len(f: &Value, pointer: &str) -> usize {
+    f.pointer(pointer)
+        .and_then(Value::as_array)
+        .map_or(0, Vec::len)
+}
+
+/// Open-Meteo's answer in weather.nest.com's shape (see the module's doc); `Err` without a
+/// current temperature.
+fn translate(place: &Place, located: &Located, f: &Value) -> Result<Value, String> {
+    let now = |field: &str| {
+        f.pointer(&format!("/current/{field}"))
+            .and_then(Value::as_f64)
+    };
+    let temp = now("temperature_2m").ok_or("no current temperature in the answer")?;
+    let (now_condition, now_icon) = condition(now("weather_code"));
+    let offset = gmt_offset(f["utc_offset_seconds"].as_i64().unwrap_or(0));
+    let int = |v: Option<f64>| Value::from(v.map(|v| v as i64));
+    let daily: Vec<Value> = (0..len(f, "/daily/time").min(DAYS))
         .map(|i| {
-            let (condition, icon) = condition(at(&f.daily.weather_code, i));
-            let low = f.daily.temperature_2m_min.get(i).copied().flatten();
-            let high = f.daily.temperature_2m_max.get(i).copied().flatten();
-            json!({
-                "temp_low_f": low.map(fahrenheit), "temp_low_c": low.map(tenth),
-                "temp_high_f": high.map(fahrenheit), "temp_high_c": high.map(tenth),
-                "condition": condition, "icon": icon, "date": f.daily.time[i],
-            })
+            let (condition, icon) = condition(nth(f, "/daily/weather_code", i));
+            let low = nth(f, "/daily/temperature_2m_min", i);
+            let high = nth(f, "/daily/temperature_2m_max", i);
+            object(vec![
+                ("temp_low_f", low.map(fahrenheit).into()),
+                ("temp_low_c", low.map(tenth).into()),
+                ("temp_high_f", high.map(fahrenheit).into()),
+                ("temp_high_c", high.map(tenth).into()),
+                ("condition", condition.into()),
+                ("icon", icon.into()),
+                ("date", int(nth(f, "/daily/time", i))),
+            ])
         })
         .collect();
     // The hours from the current one on (Open-Meteo's start at local midnight).
-    let this_hour = c.time.map_or(i64::MIN, |t| t - t.rem_euclid(3600));
-    let hourly: Vec<Value> = (0..f.hourly.time.len())
-        .filter(|&i| f.hourly.time[i] >= this_hour)
+    let this_hour = now("time").map_or(f64::MIN, |t| t - t.rem_euclid(3600.0));
+    let hourly: Vec<Value> = (0..len(f, "/hourly/time"))
+        .filter(|&i| nth(f, "/hourly/time", i).is_some_and(|t| t >= this_hour))
         .take(HOURS)
         .enumerate()
         .map(|(n, i)| {
-            let t = f.hourly.temperature_2m.get(i).copied().flatten();
-            json!({
-                "hour": n + 1,
-                "temp_f": t.map(fahrenheit), "temp_c": t.map(tenth),
-                "humidity": f.hourly.relative_humidity_2m.get(i).copied().flatten().map(f64::round),
-                "time": f.hourly.time[i],
-            })
+            let t = nth(f, "/hourly/temperature_2m", i);
+            object(vec![
+                ("hour", (n + 1).into()),
+                ("temp_f", t.map(fahrenheit).into()),
+                ("temp_c", t.map(tenth).into()),
+                (
+                    "humidity",
+                    nth(f, "/hourly/relative_humidity_2m", i)
+                        .map(f64::round)
+                        .into(),
+                ),
+                ("time", int(nth(f, "/hourly/time", i))),
+            ])
         })
         .collect();
     let short_name = match located.admin1.as_str() {
         "" => located.name.clone(),
         region => format!("{},{region}", located.name),
     };
-    json!({ place.asked.clone(): {
-        "current": {
-            "temp_f": fahrenheit(c.temperature_2m),
-            "temp_c": tenth(c.temperature_2m),
-            "condition": now_condition,
-            "sunrise": at(&f.daily.sunrise, 0),
-            "sunset": at(&f.daily.sunset, 0),
-            "humidity": c.relative_humidity_2m.map(f64::round),
-            "gmt_offset": offset,
-            "wind_dir": c.wind_direction_10m.map(compass),
-            "wind_mph": c.wind_speed_10m.map(f64::round),
-            "icon": now_icon,
-        },
-        "location": {
-            "station_id": "unknown",
-            "zip": place.postal_code,
-            "city": located.name,
-            "state": located.admin1,
-            "country": place.country,
-            "lat": format!("{:.2}", located.latitude),
-            "lon": format!("{:.2}", located.longitude),
-            "short_name": short_name,
-            "timezone": f.timezone_abbreviation,
-            "timezone_long": located.timezone,
-            "full_name": format!("{short_name} {}, {}", place.postal_code, place.country),
-            "gmt_offset": offset,
-        },
-        "forecast": {"daily": daily, "hourly": hourly},
-    }})
+    let current = object(vec![
+        ("temp_f", fahrenheit(temp).into()),
+        ("temp_c", tenth(temp).into()),
+        ("condition", now_condition.into()),
+        ("sunrise", int(nth(f, "/daily/sunrise", 0))),
+        ("sunset", int(nth(f, "/daily/sunset", 0))),
+        (
+            "humidity",
+            now("relative_humidity_2m").map(f64::round).into(),
+        ),
+        ("gmt_offset", offset.clone().into()),
+        ("wind_dir", now("wind_direction_10m").map(compass).into()),
+        ("wind_mph", now("wind_speed_10m").map(f64::round).into()),
+        ("icon", now_icon.into()),
+    ]);
+    let location = object(vec![
+        ("station_id", "unknown".into()),
+        ("zip", place.postal_code.clone().into()),
+        ("city", located.name.clone().into()),
+        ("state", located.admin1.clone().into()),
+        ("country", place.country.clone().into()),
+        ("lat", format!("{:.2}", located.latitude).into()),
+        ("lon", format!("{:.2}", located.longitude).into()),
+        ("short_name", short_name.clone().into()),
+        (
+            "timezone",
+            f["timezone_abbreviation"].as_str().unwrap_or("").into(),
+        ),
+        ("timezone_long", located.timezone.clone().into()),
+        (
+            "full_name",
+            format!("{short_name} {}, {}", place.postal_code, place.country).into(),
+        ),
+        ("gmt_offset", offset.into()),
+    ]);
+    let forecast = object(vec![("daily", daily.into()), ("hourly", hourly.into())]);
+    let answer = object(vec![
+        ("current", current),
+        ("location", location),
+        ("forecast", forecast),
+    ]);
+    Ok(Value::Object(
+        [(place.asked.clone(), answer)].into_iter().collect(),
+    ))
 }
 
 /// One decimal, as weather.nest.com gave °C.
@@ -291,8 +309,8 @@ fn compass(degrees: f64) -> &'static str {
 }
 
 /// A WMO weather code (Open-Meteo's `weather_code`) as weather.nest.com's condition and icon.
-fn condition(code: Option<i64>) -> (&'static str, &'static str) {
-    match code {
+fn condition(code: Option<f64>) -> (&'static str, &'static str) {
+    match code.map(|c| c as i64) {
         Some(0) => ("Clear", "clear"),
         Some(1 | 2) => ("Partly Cloudy", "partlycloudy"),
         Some(3) => ("Cloudy", "cloudy"),
@@ -331,6 +349,6 @@ mod tests {
         assert_eq!(compass(359.0), "N");
         assert_eq!(fahrenheit(10.6), 51.0);
         assert_eq!(tenth(10.64), 10.6);
-        assert_eq!(condition(Some(61)), ("Rain", "rain"));
+        assert_eq!(condition(Some(61.0)), ("Rain", "rain"));
     }
 }
