@@ -76,29 +76,17 @@ pub fn fetch(
 ) -> Result<Vec<u8>, String> {
     let agent = super::agent(timeout);
     let located = locate(&agent, places, geocoding, place)?;
-    let url = format!("{forecast}/v1/forecast");
-    let lat = located.latitude.to_string();
-    let lon = located.longitude.to_string();
-    let days = DAYS.to_string();
-    let response = agent
-        .get(&url)
-        .query("latitude", &lat)
-        .query("longitude", &lon)
-        .query(
-            "current",
-            "temperature_2m,relative_humidity_2m,weather_code,wind_speed_10m,wind_direction_10m",
-        )
-        .query(
-            "daily",
-            "temperature_2m_max,temperature_2m_min,weather_code,sunrise,sunset",
-        )
-        .query("hourly", "temperature_2m,relative_humidity_2m")
-        .query("forecast_days", &days)
-        .query("timezone", "auto")
-        .query("timeformat", "unixtime")
-        .query("wind_speed_unit", "mph")
-        .call()
-        .map_err(|e| e.to_string())?;
+    // Written out, not with ureq's `query` (which costs the ARM binary kilobytes): nothing
+    // here needs escaping.
+    let url = format!(
+        "{forecast}/v1/forecast?latitude={}&longitude={}\
+         &current=temperature_2m,relative_humidity_2m,weather_code,wind_speed_10m,wind_direction_10m\
+         &daily=temperature_2m_max,temperature_2m_min,weather_code,sunrise,sunset\
+         &hourly=temperature_2m,relative_humidity_2m&forecast_days={DAYS}\
+         &timezone=auto&timeformat=unixtime&wind_speed_unit=mph",
+        located.latitude, located.longitude
+    );
+    let response = agent.get(&url).call().map_err(|e| e.to_string())?;
     let forecast: Value = read_json(response)?;
     let answer = translate(place, &located, &forecast)?;
     serde_json::to_vec(&answer).map_err(|e| e.to_string())
@@ -115,14 +103,14 @@ fn locate(
     if let Some(l) = places.lock().get(&key) {
         return Ok(l.clone());
     }
-    let response = agent
-        .get(&format!("{geocoding}/v1/search"))
-        .query("name", &place.postal_code)
-        .query("countryCode", &place.country)
-        .query("count", "1")
-        .query("format", "json")
-        .call()
-        .map_err(|e| e.to_string())?;
+    // A postal code is letters, digits, spaces and dashes (see [`Place::parse`]); a country,
+    // two letters.
+    let url = format!(
+        "{geocoding}/v1/search?name={}&countryCode={}&count=1&format=json",
+        place.postal_code.replace(' ', "%20"),
+        place.country
+    );
+    let response = agent.get(&url).call().map_err(|e| e.to_string())?;
     let search: Value = read_json(response)?;
     let first = search.pointer("/results/0");
     let coordinate = |field: &str| first.and_then(|r| r.get(field)).and_then(Value::as_f64);
