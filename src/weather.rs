@@ -1,4 +1,5 @@
-//! The weather thermostats show: answers from `WEATHER_URL`, cached per full query string.
+//! The weather thermostats show: answers from Open-Meteo (see [`open_meteo`]) or from
+//! `WEATHER_URL`, cached per full query string, or nothing at all (`WEATHER_PROVIDER=off`).
 //!
 //! Stale while revalidating: a fresh cached answer is served as it is; an older one is served
 //! at once while a background thread asks upstream for a new one; with nothing cached the
@@ -11,6 +12,7 @@
 use std::collections::HashMap;
 use std::io::Read;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -18,6 +20,40 @@ use parking_lot::{Condvar, Mutex};
 
 use crate::util::clock::Clock;
 use crate::util::outbound::OutboundGate;
+
+pub mod open_meteo;
+
+/// `WEATHER_PROVIDER`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Provider {
+    OpenMeteo,
+    Upstream,
+    Off,
+}
+
+impl Provider {
+    pub fn parse(raw: &str) -> Result<Provider, String> {
+        match raw {
+            "open-meteo" => Ok(Provider::OpenMeteo),
+            "upstream" => Ok(Provider::Upstream),
+            "off" => Ok(Provider::Off),
+            _ => Err("must be open-meteo, upstream or off".into()),
+        }
+    }
+}
+
+/// Who is asked for an answer.
+#[derive(Clone, Debug)]
+pub enum Source {
+    /// `WEATHER_URL`: the thermostat's query string is appended, the answer passed on.
+    Upstream(String),
+    /// Open-Meteo's geocoding and forecast services (base URLs), for one place.
+    OpenMeteo {
+        geocoding: String,
+        forecast: String,
+        place: open_meteo::Place,
+    },
+}
 
 const MAX_ENTRIES: usize = 256;
 const MAX_BODY: u64 = 2 * 1024 * 1024;
@@ -31,8 +67,8 @@ const CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
 type Entry = (i64, Arc<Vec<u8>>);
 
 /// Where answers come from and how long they keep.
-pub struct Upstream<'a> {
-    pub url: &'a str,
+pub struct Upstream {
+    pub source: Source,
     pub fresh_for: Duration,
     /// One upstream request, connection and answer included.
     pub timeout: Duration,
@@ -84,6 +120,13 @@ impl Flight {
 struct Inner {
     entries: Mutex<HashMap<String, Entry>>,
     flights: Mutex<HashMap<String, Arc<Flight>>>,
+    /// Where each postal code is, once Open-Meteo's geocoding said so (places do not move).
+    places: open_meteo::Places,
+    /// The outdoor temperature (°C) of the last answer for each place (`POSTAL,CC`), for
+    /// `/status`.
+    outdoor: Mutex<HashMap<String, f64>>,
+    /// Bumped whenever `outdoor` changes (see [`Outdoor::generation`]).
+    outdoor_generation: AtomicU64,
 }
 
 #[derive(Default)]
@@ -98,7 +141,7 @@ impl Weather {
     /// the answers.
     pub fn answer(
         &self,
-        upstream: &Upstream<'_>,
+        upstream: &Upstream,
         query: &str,
         clock: &Clock,
         gate: &OutboundGate,
@@ -122,7 +165,7 @@ impl Weather {
     /// (or no thread could be started).
     fn fetch_in_background(
         &self,
-        upstream: &Upstream<'_>,
+        upstream: &Upstream,
         query: &str,
         clock: &Clock,
     ) -> Option<Arc<Flight>> {
@@ -137,9 +180,9 @@ impl Weather {
             return None;
         }
         let flight = Arc::new(Flight::new(clock));
-        let (inner, url, query_owned, timeout, clock) = (
+        let (inner, source, query_owned, timeout, clock) = (
             Arc::clone(&self.inner),
-            upstream.url.to_string(),
+            upstream.source.clone(),
             query.to_string(),
             upstream.timeout,
             clock.clone(),
@@ -149,7 +192,15 @@ impl Weather {
             .name("weather-fetch".into())
             .stack_size(256 * 1024)
             .spawn(move || {
-                let answer = match fetch(&url, &query_owned, timeout) {
+                let fetched = match &source {
+                    Source::Upstream(url) => fetch(url, &query_owned, timeout),
+                    Source::OpenMeteo {
+                        geocoding,
+                        forecast,
+                        place,
+                    } => open_meteo::fetch(&inner.places, geocoding, forecast, place, timeout),
+                };
+                let answer = match fetched {
                     Ok(body) => {
                         let body = Arc::new(body);
                         inner.put(&query_owned, Arc::clone(&body), clock.now_ms());
@@ -200,6 +251,7 @@ impl Inner {
     }
 
     fn put(&self, query: &str, body: Arc<Vec<u8>>, now_ms: i64) {
+        self.remember_outdoor(&body);
         let mut entries = self.entries.lock();
         if entries.len() >= MAX_ENTRIES && !entries.contains_key(query) {
             let oldest = entries
@@ -214,6 +266,51 @@ impl Inner {
     }
 }
 
+/// The outdoor temperature by place, as the weather service last heard it.
+pub trait Outdoor {
+    /// A number that changes whenever any place's temperature does (so a kept record made
+    /// with an older one is made again).
+    fn generation(&self) -> u64;
+    /// °C at this postal code and country.
+    fn celsius(&self, postal_code: &str, country: &str) -> Option<f64>;
+}
+
+/// The outdoor temperature (°C) of the last answer for the place with this postal code and
+/// country (the thermostat's query names the same place), whoever gave it.
+impl Outdoor for Weather {
+    fn generation(&self) -> u64 {
+        self.inner.outdoor_generation.load(Ordering::Relaxed)
+    }
+
+    fn celsius(&self, postal_code: &str, country: &str) -> Option<f64> {
+        let key = open_meteo::Place::parse(&format!("{postal_code},{country}"))?.key();
+        self.inner.outdoor.lock().get(&key).copied()
+    }
+}
+
+impl Inner {
+    /// Keeps `current.temp_c` of each place in an answer (keyed by its query, `94304,US`).
+    fn remember_outdoor(&self, body: &[u8]) {
+        let Ok(serde_json::Value::Object(places)) = serde_json::from_slice(body) else {
+            return;
+        };
+        let mut outdoor = self.outdoor.lock();
+        for (query, answer) in places {
+            let temp = answer.pointer("/current/temp_c").and_then(|t| t.as_f64());
+            let Some(place) = open_meteo::Place::parse(&query) else {
+                continue;
+            };
+            let key = place.key();
+            let room = outdoor.len() < MAX_ENTRIES || outdoor.contains_key(&key);
+            if let (Some(t), true) = (temp, room) {
+                if outdoor.insert(key, t) != Some(t) {
+                    self.outdoor_generation.fetch_add(1, Ordering::Relaxed);
+                }
+            }
+        }
+    }
+}
+
 /// Asks upstream with the thermostat's query string appended; only a JSON object counts.
 fn fetch(base: &str, query: &str, timeout: Duration) -> Result<Vec<u8>, String> {
     let url = match (query.is_empty(), base.contains('?')) {
@@ -221,19 +318,30 @@ fn fetch(base: &str, query: &str, timeout: Duration) -> Result<Vec<u8>, String> 
         (false, true) => format!("{base}&{query}"),
         (false, false) => format!("{base}?{query}"),
     };
-    let agent = ureq::AgentBuilder::new()
-        .timeout_connect(CONNECT_TIMEOUT.min(timeout))
-        .timeout(timeout)
-        .build();
-    let response = agent.get(&url).call().map_err(|e| e.to_string())?;
-    let mut body = Vec::new();
-    response
-        .into_reader()
-        .take(MAX_BODY)
-        .read_to_end(&mut body)
-        .map_err(|e| e.to_string())?;
+    let response = agent(timeout).get(&url).call().map_err(|e| e.to_string())?;
+    let body = read_body(response, MAX_BODY)?;
     match serde_json::from_slice::<serde_json::Value>(&body) {
         Ok(serde_json::Value::Object(_)) => Ok(body),
         _ => Err("upstream did not answer with a JSON object".into()),
     }
+}
+
+/// An agent whose every request gives up after `timeout` (connecting: [`CONNECT_TIMEOUT`], if
+/// shorter).
+fn agent(timeout: Duration) -> ureq::Agent {
+    ureq::AgentBuilder::new()
+        .timeout_connect(CONNECT_TIMEOUT.min(timeout))
+        .timeout(timeout)
+        .build()
+}
+
+/// At most `limit` bytes of an answer's body.
+fn read_body(response: ureq::Response, limit: u64) -> Result<Vec<u8>, String> {
+    let mut body = Vec::new();
+    response
+        .into_reader()
+        .take(limit)
+        .read_to_end(&mut body)
+        .map_err(|e| e.to_string())?;
+    Ok(body)
 }

@@ -35,6 +35,7 @@ pub const ADDON_OPTIONS: &[AddonOption] = &[
     option("HISTORY_INTERVAL_SECONDS", "History interval"),
     option("ENERGY_KEEP_DAYS", "Energy history days"),
     option("AVAILABILITY_TIMEOUT_SECONDS", "Offline after"),
+    option("WEATHER_PROVIDER", "Outdoor weather"),
     option("WEATHER_URL", "Weather service"),
     option("DEBUG_LOGGING", "Debug logging"),
     option("STORE_DEVICE_LOGS", "Keep thermostat logs"),

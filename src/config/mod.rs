@@ -20,6 +20,7 @@ use std::net::{IpAddr, Ipv4Addr};
 use std::path::PathBuf;
 use std::time::Duration;
 
+pub use crate::weather::Provider as WeatherProvider;
 pub use origin::ApiOrigin;
 use settings::{boolean, ip, number, text};
 pub use sources::{ConfigError, Given, Sources};
@@ -67,7 +68,13 @@ pub struct Config {
     pub device_logs_dir: Option<PathBuf>,
     /// MiB the kept log uploads may take together (`DEVICE_LOGS_MAX_MB`).
     pub device_logs_max_mb: u64,
+    /// `None`: [`WeatherProvider::Upstream`] when `weather_url` is set, else Open-Meteo (see
+    /// [`Config::weather_provider`]).
+    pub weather_provider: Option<WeatherProvider>,
     pub weather_url: Option<String>,
+    /// Open-Meteo's geocoding and forecast services (no trailing `/`).
+    pub open_meteo_geocoding_url: String,
+    pub open_meteo_url: String,
     pub weather_cache_ttl_ms: u64,
     pub weather_timeout: Duration,
     /// How long a thermostat's weather request with nothing cached waits for upstream (at most
@@ -226,7 +233,11 @@ impl Default for Config {
             store_device_logs: const { boolean("STORE_DEVICE_LOGS").default },
             device_logs_dir: None,
             device_logs_max_mb: const { number("DEVICE_LOGS_MAX_MB").default },
+            weather_provider: None,
             weather_url: None,
+            open_meteo_geocoding_url: const { text("OPEN_METEO_GEOCODING_URL").unset.value() }
+                .to_string(),
+            open_meteo_url: const { text("OPEN_METEO_URL").unset.value() }.to_string(),
             weather_cache_ttl_ms: const { number("WEATHER_CACHE_TTL_MS").default },
             weather_timeout: Duration::from_secs(5),
             weather_wait: Duration::from_secs(2),
@@ -275,7 +286,21 @@ impl Config {
             device_port: 0,
             control_port: 0,
             watchdog_interval_secs: 0,
+            // Tests never reach the internet: nothing listens on port 1, so a test that wants
+            // Open-Meteo points these at a fake.
+            open_meteo_geocoding_url: "http://127.0.0.1:1".into(),
+            open_meteo_url: "http://127.0.0.1:1".into(),
             ..Config::default()
+        }
+    }
+
+    /// Where the thermostats' weather comes from: the setting, else upstream when `WEATHER_URL`
+    /// is set (as before the setting existed), else Open-Meteo.
+    pub fn weather_provider(&self) -> WeatherProvider {
+        match (self.weather_provider, &self.weather_url) {
+            (Some(p), _) => p,
+            (None, Some(_)) => WeatherProvider::Upstream,
+            (None, None) => WeatherProvider::OpenMeteo,
         }
     }
 
@@ -313,6 +338,7 @@ impl Config {
         let d = Config::default();
         let supervisor = supervisor(sources)?;
         let mqtt_names = mqtt_names(sources)?;
+        weather_needs_url(sources)?;
         let device_bind = sources
             .ip(const { ip("SERVER_HOST") })?
             .unwrap_or(d.device_bind);
@@ -344,7 +370,15 @@ impl Config {
                 .text(const { text("DEVICE_LOGS_DIR") }, any_text)?
                 .map(PathBuf::from),
             device_logs_max_mb: sources.number(const { number("DEVICE_LOGS_MAX_MB") })?,
+            weather_provider: sources
+                .text(const { text("WEATHER_PROVIDER") }, WeatherProvider::parse)?,
             weather_url: sources.text(const { text("WEATHER_URL") }, parse_http_url)?,
+            open_meteo_geocoding_url: sources
+                .text(const { text("OPEN_METEO_GEOCODING_URL") }, parse_base_url)?
+                .unwrap_or(d.open_meteo_geocoding_url),
+            open_meteo_url: sources
+                .text(const { text("OPEN_METEO_URL") }, parse_base_url)?
+                .unwrap_or(d.open_meteo_url),
             weather_cache_ttl_ms: sources.number(const { number("WEATHER_CACHE_TTL_MS") })?,
             http_workers: to_usize(sources.number(const { number("HTTP_WORKERS") })?),
             idle_timeout: Duration::from_secs(
@@ -450,6 +484,19 @@ fn mqtt(sources: &Sources<'_>, names: &MqttNames) -> Result<Option<MqttConfig>, 
     }))
 }
 
+/// `WEATHER_PROVIDER=upstream` asks `WEATHER_URL`, so it needs one.
+fn weather_needs_url(sources: &Sources<'_>) -> Result<(), ConfigError> {
+    let provider = sources.text(const { text("WEATHER_PROVIDER") }, WeatherProvider::parse)?;
+    let url = sources.text(const { text("WEATHER_URL") }, parse_http_url)?;
+    match (provider, url) {
+        (Some(WeatherProvider::Upstream), None) => Err(sources.error(
+            "WEATHER_PROVIDER",
+            "is upstream, which needs WEATHER_URL as well",
+        )),
+        _ => Ok(()),
+    }
+}
+
 /// Directories, user names and passwords: any text.
 fn any_text(raw: &str) -> Result<String, String> {
     Ok(raw.to_string())
@@ -461,6 +508,11 @@ fn parse_http_url(raw: &str) -> Result<String, String> {
     } else {
         Err("must be an http:// or https:// URL".to_string())
     }
+}
+
+/// A service's base URL, without the trailing `/` the paths are appended after.
+fn parse_base_url(raw: &str) -> Result<String, String> {
+    parse_http_url(raw).map(|u| u.trim_end_matches('/').to_string())
 }
 
 fn parse_host(raw: &str) -> Result<String, String> {
@@ -604,6 +656,40 @@ mod tests {
     }
 
     #[test]
+    fn the_weather_provider_and_its_urls() {
+        let resolve = |pairs| Config::resolve(&Sources::new(&env_of(pairs)));
+        let c = resolve(&[]).unwrap();
+        assert_eq!(c.weather_provider(), WeatherProvider::OpenMeteo);
+        assert_eq!(
+            c.open_meteo_geocoding_url,
+            "https://geocoding-api.open-meteo.com"
+        );
+        assert_eq!(c.open_meteo_url, "https://api.open-meteo.com");
+        let c = resolve(&[("WEATHER_URL", "http://w.example/v1")]).unwrap();
+        assert_eq!(c.weather_provider(), WeatherProvider::Upstream, "as before");
+        let c = resolve(&[
+            ("WEATHER_PROVIDER", "off"),
+            ("WEATHER_URL", "http://w.example/v1"),
+        ])
+        .unwrap();
+        assert_eq!(c.weather_provider(), WeatherProvider::Off);
+        let c = resolve(&[("OPEN_METEO_URL", "http://10.0.0.2:8080/")]).unwrap();
+        assert_eq!(c.open_meteo_url, "http://10.0.0.2:8080", "no trailing /");
+
+        let err = resolve(&[("WEATHER_PROVIDER", "upstream")]).unwrap_err();
+        assert_eq!(err.variable, "WEATHER_PROVIDER");
+        assert!(err.to_string().contains("needs WEATHER_URL"), "{err}");
+        let err = resolve(&[("WEATHER_PROVIDER", "openmeteo")]).unwrap_err();
+        assert_eq!(err.variable, "WEATHER_PROVIDER");
+        assert!(
+            err.to_string().contains("open-meteo, upstream or off"),
+            "{err}"
+        );
+        let err = resolve(&[("OPEN_METEO_GEOCODING_URL", "geocoding.example")]).unwrap_err();
+        assert_eq!(err.variable, "OPEN_METEO_GEOCODING_URL");
+    }
+
+    #[test]
     fn empty_values_count_as_unset() {
         let env = env_of(&[("SERVER_PORT", " ")]);
         assert_eq!(
@@ -720,7 +806,10 @@ mod tests {
                 (Kind::Bool { default }, _) => (!default).to_string(),
                 (Kind::Ip { .. }, _) => "10.9.8.7".into(),
                 (_, "API_ORIGIN" | "ALLOWED_ORIGINS") => "http://10.9.8.7:1".into(),
-                (_, "WEATHER_URL") => "http://weather.example".into(),
+                (_, "WEATHER_PROVIDER") => "off".into(),
+                (_, "WEATHER_URL" | "OPEN_METEO_GEOCODING_URL" | "OPEN_METEO_URL") => {
+                    "http://weather.example".into()
+                }
                 (_, "MQTT_TOPIC_PREFIX" | "MQTT_DISCOVERY_PREFIX") => "a/b".into(),
                 (_, "OPTIONS_FILE") => options.display().to_string(),
                 (_, "SUPERVISOR_API") => continue, // needs SUPERVISOR_TOKEN: see `supervisor`

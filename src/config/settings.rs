@@ -236,14 +236,50 @@ pub const SETTINGS: &[Setting] = &[
                to make room for a new one",
     },
     Setting {
+        name: "weather_provider",
+        variable: "WEATHER_PROVIDER",
+        option: "--weather-provider",
+        kind: Kind::Text {
+            allowed: "`open-meteo`, `upstream` or `off`",
+            unset: Unset::Means("`upstream` when `WEATHER_URL` is set, else `open-meteo`"),
+        },
+        help: "where the thermostats' outdoor weather comes from: `open-meteo` sends the \
+               thermostat's postal code and country to Open-Meteo (free, no key), `upstream` \
+               asks `WEATHER_URL`, `off` sends nothing anywhere (see \
+               [Outdoor weather](device-protocol.md#outdoor-weather))",
+    },
+    Setting {
         name: "weather_url",
         variable: "WEATHER_URL",
         option: "--weather-url",
         kind: Kind::Text {
             allowed: "an `http://` or `https://` URL",
-            unset: Unset::Means("unset (no weather)"),
+            unset: Unset::Means("unset (no upstream)"),
         },
-        help: "weather upstream; the thermostat's query is appended",
+        help: "weather upstream (`WEATHER_PROVIDER=upstream`); the thermostat's query is \
+               appended and the answer passed on as it is",
+    },
+    Setting {
+        name: "open_meteo_geocoding_url",
+        variable: "OPEN_METEO_GEOCODING_URL",
+        option: "--open-meteo-geocoding-url",
+        kind: Kind::Text {
+            allowed: "an `http://` or `https://` URL",
+            unset: Unset::Is("https://geocoding-api.open-meteo.com"),
+        },
+        help: "Open-Meteo's geocoding service, which turns a postal code and country into a \
+               place (`/v1/search` is appended)",
+    },
+    Setting {
+        name: "open_meteo_url",
+        variable: "OPEN_METEO_URL",
+        option: "--open-meteo-url",
+        kind: Kind::Text {
+            allowed: "an `http://` or `https://` URL",
+            unset: Unset::Is("https://api.open-meteo.com"),
+        },
+        help: "Open-Meteo's forecast service, asked for a place's current conditions \
+               (`/v1/forecast` is appended)",
     },
     Setting {
         name: "weather_cache_ttl_ms",

@@ -20,7 +20,13 @@ pub fn status(app: &App, req: &Request) -> Result<Response, ControlError> {
     let availability = app.availability(&serial);
     let json = app
         .status_json
-        .json(&app.state, &serial, availability, app.config.clock.now_ms())
+        .json(
+            &app.state,
+            &serial,
+            availability,
+            app.config.clock.now_ms(),
+            &app.weather,
+        )
         .ok_or(ControlError::DeviceNotFound)?;
     Ok(Response::json_bytes(200, json.to_vec()))
 }
@@ -123,9 +129,8 @@ pub fn record(app: &App, serial: &str) -> Option<Value> {
 fn typed_record(app: &App, serial: &str) -> Option<Status> {
     let view = thermostat::view(&app.state, serial)?;
     let availability = app.availability(serial);
-    Some(thermostat::status::record(
-        &view,
-        availability,
-        app.config.clock.now_ms(),
-    ))
+    Some(Status {
+        outdoor_temperature: thermostat::status::outdoor_temperature(&view, &app.weather),
+        ..thermostat::status::record(&view, availability, app.config.clock.now_ms())
+    })
 }

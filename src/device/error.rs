@@ -23,6 +23,10 @@ pub const TOO_MANY_ENTRY_KEYS_FROM_ADDRESS: &str = "Too many entry keys are wait
 pub const TOO_MANY_ENTRY_KEYS_FOR_SERIAL: &str = "Too many entry keys are waiting for this \
      serial with other passwords; claim one or try again when one expires";
 
+/// The 400 body for a weather query that names no place.
+pub const WEATHER_QUERY: &str =
+    "Invalid weather query: expected query=<postal code>,<country> (e.g. query=94304,US)";
+
 #[derive(Debug)]
 pub enum DeviceError {
     /// No serial could be found in the request.
@@ -43,6 +47,8 @@ pub enum DeviceError {
     NotFound,
     MethodNotAllowed,
     WeatherUnavailable,
+    /// With Open-Meteo: a weather query that names no place (`query=<postal code>,<country>`).
+    WeatherQuery,
     EntryKeyUnavailable,
     /// `max_pending_entry_keys` unclaimed entry keys are waiting, none expired.
     TooManyEntryKeys,
@@ -92,6 +98,7 @@ impl DeviceError {
             DeviceError::NotFound => Response::error(404, "Not found"),
             DeviceError::MethodNotAllowed => Response::error(405, "Method not allowed"),
             DeviceError::WeatherUnavailable => Response::error(502, "Weather service unavailable"),
+            DeviceError::WeatherQuery => Response::error(400, WEATHER_QUERY),
             DeviceError::EntryKeyUnavailable => {
                 Response::error(503, "Entry key service unavailable")
             }

@@ -208,7 +208,7 @@ fn fan_mode(view: &View, now_ms: i64) -> &str {
 }
 
 /// A location field: the thermostat's own (set on its screen), else the structure's, else "".
-fn location<'a>(view: &'a View, field: &str) -> &'a str {
+pub(super) fn location<'a>(view: &'a View, field: &str) -> &'a str {
     [view.device_field(field), view.structure_field(field)]
         .into_iter()
         .flatten()

@@ -14,6 +14,7 @@ use super::plan::{fan_run_seconds, fan_running};
 use super::view::{View, truthy};
 use crate::presence::Availability;
 use crate::util::clock;
+pub use crate::weather::Outdoor;
 
 /// A thermostat's status record. Values passed through from the thermostat's buckets are kept
 /// as it sent them (`Value`, `null` when absent).
@@ -61,6 +62,23 @@ pub struct Status {
     pub fan_timer_duration: i64,
     pub temperature_lock: Lock,
     pub temperature_bounds: Bounds,
+    /// °C outside the thermostat's place (its postal code and country), from the last weather
+    /// answer for that place; `null` until there is one (or with `WEATHER_PROVIDER=off`).
+    /// [`status`] leaves it `null`: the control API fills it in (see [`Outdoor`]).
+    pub outdoor_temperature: Option<f64>,
+}
+
+/// The outdoor temperature at the thermostat's place (see [`Outdoor`]).
+pub fn outdoor_temperature(view: &View, outdoor: &dyn Outdoor) -> Option<f64> {
+    let (postal, country) = (
+        super::document::location(view, "postal_code"),
+        super::document::location(view, "country_code"),
+    );
+    if postal.is_empty() {
+        return None;
+    }
+    // The firmware asks with `US` when it knows no country.
+    outdoor.celsius(postal, if country.is_empty() { "US" } else { country })
 }
 
 /// What the equipment is doing, from the `hvac_*_state` fields (and the device's humidity ones).
@@ -234,6 +252,7 @@ pub fn status(view: &View, now_ms: i64) -> Status {
             high: dev("temperature_lock_high_temp"),
         },
         temperature_bounds: Bounds { low, high },
+        outdoor_temperature: None,
     }
 }
 
@@ -308,7 +327,7 @@ mod tests {
             time_to_target time_to_target_training_status safety_state \
             safety_temp_activating_hvac learning_mode preconditioning_enabled \
             backplate_temperature local_ip mac_address structure_id away schedule_mode \
-            fan_timer_duration temperature_lock temperature_bounds";
+            fan_timer_duration temperature_lock temperature_bounds outdoor_temperature";
         assert_eq!(keys, before.split_whitespace().collect::<Vec<_>>());
         let bounds = &r["temperature_bounds"];
         assert_eq!(bounds, &json!({"low": 7.222, "high": 35.0}));

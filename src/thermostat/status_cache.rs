@@ -9,7 +9,8 @@
 //! match: the thermostat's data (by its [`State::device_version`], which changes with every
 //! change and is never reused), its owner (whose structure and user buckets the view reads),
 //! its availability (which moves with time and with held subscribes), and whether its fan
-//! timer is running (the one field that depends on the clock).
+//! timer is running (the one field that depends on the clock), and the outdoor temperatures the
+//! weather service last heard (by their generation).
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -17,7 +18,7 @@ use std::sync::Arc;
 use parking_lot::Mutex;
 
 use super::plan::{fan_running_until, fan_timeout};
-use super::status::record;
+use super::status::{Outdoor, Status, outdoor_temperature, record};
 use super::view::View;
 use crate::presence::Availability;
 use crate::state::State;
@@ -34,12 +35,21 @@ struct Kept {
     availability: Availability,
     fan_timeout: Option<f64>,
     fan_running: bool,
+    /// [`Outdoor::generation`] when it was made.
+    outdoor: u64,
     json: Arc<[u8]>,
 }
 
 impl Kept {
-    fn still(&self, version: u64, owner: &Option<String>, a: Availability, now_ms: i64) -> bool {
+    fn still(
+        &self,
+        (version, outdoor_generation): (u64, u64),
+        owner: &Option<String>,
+        a: Availability,
+        now_ms: i64,
+    ) -> bool {
         self.version == version
+            && self.outdoor == outdoor_generation
             && self.owner == *owner
             && self.availability == a
             && self.fan_running == fan_running_until(self.fan_timeout, now_ms)
@@ -55,14 +65,17 @@ impl StatusCache {
         serial: &str,
         availability: Availability,
         now_ms: i64,
+        outdoor: &dyn Outdoor,
     ) -> Option<Arc<[u8]>> {
+        // Read first: a change after this makes the record again next time.
+        let outdoor_generation = outdoor.generation();
         let owner = state.accounts(|a| a.owner_of(serial).map(|o| o.user.clone()));
         let Some(version) = state.device_version(serial) else {
             self.kept.lock().remove(serial);
             return None;
         };
         if let Some(kept) = self.kept.lock().get(serial) {
-            if kept.still(version, &owner, availability, now_ms) {
+            if kept.still((version, outdoor_generation), &owner, availability, now_ms) {
                 return Some(Arc::clone(&kept.json));
             }
         }
@@ -71,7 +84,10 @@ impl StatusCache {
         let (version, view) = state.read_device_versioned(serial, |data, version| {
             (version, View::of(serial, data, owner.as_deref()))
         })?;
-        let status = record(&view, availability, now_ms);
+        let status = Status {
+            outdoor_temperature: outdoor_temperature(&view, outdoor),
+            ..record(&view, availability, now_ms)
+        };
         let json: Arc<[u8]> = serde_json::to_vec(&status).ok()?.into();
         let kept = Kept {
             version,
@@ -79,6 +95,7 @@ impl StatusCache {
             availability,
             fan_timeout: fan_timeout(&view),
             fan_running: status.fan_timer_active,
+            outdoor: outdoor_generation,
             json: Arc::clone(&json),
         };
         self.kept.lock().insert(serial.to_string(), kept);

@@ -48,3 +48,4 @@ mod state_limits;
 mod system_service;
 mod tls;
 mod transport;
+mod weather;

@@ -30,6 +30,7 @@ function buildCard(d) {
   // What the system is doing and why, said when it changes.
   c.action = el("span", { class: "action", id: id("action"), role: "status" });
   c.humidity = el("span", { class: "humidity", id: id("humidity") });
+  c.outside = el("span", { class: "humidity", id: id("outside") });
   c.waitNote = el("p", { class: "waiting", id: id("waiting"), role: "status" });
   // Eco (away): the leaf, the range it holds, and the way back home in place of the setpoints.
   c.ecoText = el("span", { id: id("eco-text") });
@@ -75,7 +76,7 @@ function buildCard(d) {
   c.live = [c.setpoints, c.setError, c.controls, c.controlError, c.chart, details, buildEnergy(c), settings];
   c.root = el("article", { class: "card", id: id("card"), "data-serial": s, "aria-labelledby": id("name") },
     el("div", { class: "head" }, c.name, c.presence),
-    el("div", { class: "now" }, c.temp, el("div", { class: "doing" }, c.action, c.humidity)),
+    el("div", { class: "now" }, c.temp, el("div", { class: "doing" }, c.action, c.humidity, c.outside)),
     c.waitNote,
     c.eco,
     c.plan,
@@ -147,6 +148,9 @@ function updateCard(d) {
   c.action.className = "action " + cls;
   setText(c.humidity, !waiting && isNum(d.humidity) ? d.humidity + "% humidity" : "");
   c.humidity.hidden = !c.humidity.textContent;
+  // From the last weather answer for the thermostat's place (null without one).
+  setText(c.outside, !waiting && isNum(d.outdoor_temperature) ? "Outside " + deg(d.outdoor_temperature, d) : "");
+  c.outside.hidden = !c.outside.textContent;
 
   c.eco.hidden = !eco;
   setText(c.ecoText, ecoRange(d));

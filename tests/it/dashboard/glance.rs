@@ -314,3 +314,36 @@ fn a_card_at_a_glance_and_under_a_thumb() {
     drop(b);
     drop(sim);
 }
+
+/// The outdoor temperature of the thermostat's place, from the last weather answer, in one
+/// small line of the card.
+#[test]
+fn the_card_says_how_warm_it_is_outside() {
+    let Some(b) = Browser::launch() else {
+        return;
+    };
+    let fake = crate::weather::FakeOpenMeteo::start();
+    let s = TestServer::start_with(|c| {
+        c.weather_provider = Some(hearth::config::WeatherProvider::OpenMeteo);
+        c.open_meteo_geocoding_url = fake.url.clone();
+        c.open_meteo_url = fake.url.clone();
+    });
+    let app = s.app();
+    let _sim = TestThermostat::start(&s.origin());
+    wait_until("the thermostat's state, with its place", || {
+        hearth::control::status::record(app, TEST_SERIAL)
+            .is_some_and(|r| r["current_temperature"].is_number())
+    });
+    assert_eq!(record(app)["outdoor_temperature"], Value::Null);
+    assert_eq!(
+        get(s.device(), "/nest/weather/v1?query=94304,US").status,
+        200
+    );
+    assert_eq!(record(app)["outdoor_temperature"], json!(10.6));
+    b.goto(&format!("http://{}/", s.control()));
+    let outside = b.wait_for(
+        "the outdoor temperature",
+        &format!("return document.getElementById('outside-{TEST_SERIAL}')?.textContent"),
+    );
+    assert_eq!(outside, json!("Outside 10.6°"));
+}

@@ -1,0 +1,253 @@
+//! Outdoor weather without setup: the thermostat's `GET /nest/weather/v1?query=94304,US`
+//! answered from a local fake Open-Meteo (geocoding, then the forecast) in the firmware's
+//! shape; `/status`'s `outdoor_temperature`; `WEATHER_PROVIDER=off` sending nothing.
+
+use crate::common::*;
+
+use std::io::{Read, Write};
+use std::net::TcpListener;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::thread;
+
+use hearth::config::WeatherProvider;
+use parking_lot::Mutex;
+use serde_json::{Value, json};
+
+const FORECAST: &str = include_str!("weather/forecast.json");
+const PLACE: &str = r#"{"results":[{"name":"Palo Alto","latitude":37.44,"longitude":-122.14,
+    "country_code":"US","admin1":"CA","timezone":"America/Los_Angeles"}]}"#;
+
+/// A fake Open-Meteo on one port (geocoding and forecast both): it records every request's
+/// URL; postal code `00000` is a place it does not know.
+pub(crate) struct FakeOpenMeteo {
+    pub(crate) url: String,
+    seen: Arc<Mutex<Vec<String>>>,
+    /// While set, every request is answered 503.
+    down: Arc<AtomicBool>,
+}
+
+impl FakeOpenMeteo {
+    pub(crate) fn start() -> FakeOpenMeteo {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let down = Arc::new(AtomicBool::new(false));
+        let (theirs, is_down) = (Arc::clone(&seen), Arc::clone(&down));
+        thread::spawn(move || {
+            for mut stream in listener.incoming().flatten() {
+                let mut head = Vec::new();
+                let mut byte = [0u8; 1];
+                while !head.ends_with(b"\r\n\r\n") && stream.read(&mut byte).unwrap_or(0) == 1 {
+                    head.push(byte[0]);
+                }
+                let head = String::from_utf8_lossy(&head).to_string();
+                let target = head.split(' ').nth(1).unwrap_or("").to_string();
+                theirs.lock().push(target.clone());
+                let body = match target.as_str() {
+                    t if t.starts_with("/v1/search") && t.contains("name=00000") => "{}",
+                    t if t.starts_with("/v1/search") => PLACE,
+                    t if t.starts_with("/v1/forecast") => FORECAST,
+                    _ => "{}",
+                };
+                let status = if is_down.load(Ordering::SeqCst) {
+                    "503 Service Unavailable"
+                } else {
+                    "200 OK"
+                };
+                let _ = write!(
+                    stream,
+                    "HTTP/1.1 {status}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                    body.len()
+                );
+            }
+        });
+        FakeOpenMeteo { url, seen, down }
+    }
+
+    fn seen(&self) -> Vec<String> {
+        self.seen.lock().clone()
+    }
+}
+
+fn open_meteo(fake: &FakeOpenMeteo) -> TestServer {
+    TestServer::start_with(|c| {
+        c.weather_provider = Some(WeatherProvider::OpenMeteo);
+        c.open_meteo_geocoding_url = fake.url.clone();
+        c.open_meteo_url = fake.url.clone();
+    })
+}
+
+#[test]
+fn open_meteo_is_translated_into_the_firmwares_weather() {
+    let fake = FakeOpenMeteo::start();
+    let s = open_meteo(&fake);
+    let r = get(s.device(), "/nest/weather/v1?query=94304,US");
+    assert_eq!(r.status, 200);
+    let w = r.json();
+    let place = &w["94304,US"];
+    assert_eq!(
+        place["current"],
+        json!({"temp_f": 51.0, "temp_c": 10.6, "condition": "Rain", "sunrise": 1766146440,
+               "sunset": 1766179980, "humidity": 90.0, "gmt_offset": "-08.00",
+               "wind_dir": "WSW", "wind_mph": 19.0, "icon": "rain"})
+    );
+    assert_eq!(place["location"]["zip"], "94304");
+    assert_eq!(place["location"]["city"], "Palo Alto");
+    assert_eq!(place["location"]["country"], "US");
+    assert_eq!(place["location"]["timezone_long"], "America/Los_Angeles");
+    assert_eq!(
+        place["forecast"]["daily"][0],
+        json!({"temp_low_f": 28.0, "temp_low_c": -2.2, "temp_high_f": 58.0,
+               "temp_high_c": 14.4, "condition": "Rain", "icon": "rain", "date": 1766131200})
+    );
+    // The hours from the current one on (Open-Meteo's begin at midnight).
+    assert_eq!(place["forecast"]["hourly"].as_array().unwrap().len(), 2);
+    assert_eq!(place["forecast"]["hourly"][0]["temp_c"], 11.7);
+    assert_eq!(place["forecast"]["hourly"][0]["hour"], 1);
+
+    // Only the postal code and country went to the geocoder, then its coordinates to the
+    // forecast.
+    let seen = fake.seen();
+    assert_eq!(seen.len(), 2, "{seen:?}");
+    assert!(
+        seen[0].starts_with("/v1/search?name=94304&countryCode=US"),
+        "{seen:?}"
+    );
+    assert!(
+        seen[1].starts_with("/v1/forecast?latitude=37.44&longitude=-122.14"),
+        "{seen:?}"
+    );
+
+    // Cached per place: asked again, nobody is asked.
+    assert_eq!(get(s.device(), "/nest/weather/v1?query=94304,US").json(), w);
+    assert_eq!(fake.seen().len(), 2);
+}
+
+#[test]
+fn a_place_open_meteo_does_not_know_or_a_query_without_one_is_refused() {
+    let fake = FakeOpenMeteo::start();
+    let s = open_meteo(&fake);
+    let unknown = get(s.device(), "/nest/weather/v1?query=00000,US");
+    assert_eq!(
+        (unknown.status, unknown.json()),
+        (502, json!({"error": "Weather service unavailable"}))
+    );
+    assert_eq!(
+        fake.seen().len(),
+        1,
+        "the geocoder was asked, not the forecast"
+    );
+    for bad in ["", "?query=", "?query=94304,USA", "?query=a%2Fb,US"] {
+        let r = get(s.device(), &format!("/nest/weather/v1{bad}"));
+        assert_eq!(
+            (r.status, r.json()),
+            (
+                400,
+                json!({"error": "Invalid weather query: expected query=<postal code>,<country> (e.g. query=94304,US)"})
+            ),
+            "{bad:?}"
+        );
+    }
+    assert_eq!(fake.seen().len(), 1, "a bad query asks nobody");
+}
+
+#[test]
+fn status_shows_the_outdoor_temperature_of_the_thermostats_place() {
+    let fake = FakeOpenMeteo::start();
+    let s = open_meteo(&fake);
+    let status = |s: &TestServer| get(s.control(), &format!("/status?serial={SERIAL}")).json();
+    s.server_change(
+        SERIAL,
+        &device(),
+        json!({"postal_code": "94304", "country_code": "US"}),
+    );
+    assert_eq!(
+        status(&s)["outdoor_temperature"],
+        Value::Null,
+        "no answer yet"
+    );
+    assert_eq!(
+        get(s.device(), "/nest/weather/v1?query=94304,US").status,
+        200
+    );
+    assert_eq!(status(&s)["outdoor_temperature"], json!(10.6));
+}
+
+#[test]
+fn the_answer_is_keyed_as_the_thermostat_asked_and_status_finds_its_place() {
+    let fake = FakeOpenMeteo::start();
+    let s = open_meteo(&fake);
+    let r = get(s.device(), "/nest/weather/v1?query=sw1a%201aa,gb");
+    assert_eq!(r.status, 200);
+    let w = r.json();
+    assert_eq!(
+        w.as_object().unwrap().keys().collect::<Vec<_>>(),
+        ["sw1a 1aa,gb"]
+    );
+    assert!(
+        fake.seen()[0].contains("countryCode=GB"),
+        "{:?}",
+        fake.seen()
+    );
+    s.server_change(
+        SERIAL,
+        &device(),
+        json!({"postal_code": "SW1A 1AA", "country_code": "GB"}),
+    );
+    let status = get(s.control(), &format!("/status?serial={SERIAL}")).json();
+    assert_eq!(status["outdoor_temperature"], json!(10.6));
+}
+
+#[test]
+fn offline_the_last_answer_is_served_else_a_clear_502() {
+    let fake = FakeOpenMeteo::start();
+    let s = TestServer::start_with(|c| {
+        c.weather_provider = Some(WeatherProvider::OpenMeteo);
+        c.open_meteo_geocoding_url = fake.url.clone();
+        c.open_meteo_url = fake.url.clone();
+        c.weather_cache_ttl_ms = 0; // always ask again
+    });
+    let first = get(s.device(), "/nest/weather/v1?query=94304,US");
+    assert_eq!(first.status, 200);
+    fake.down.store(true, Ordering::SeqCst);
+    let asked = fake.seen().len();
+    let stale = get(s.device(), "/nest/weather/v1?query=94304,US");
+    assert_eq!((stale.status, stale.json()), (200, first.json()));
+    wait_until("the refresh was tried", || fake.seen().len() > asked);
+    wait_until("the refresh ended", || {
+        s.app().weather.fetches_running() == 0
+    });
+    let never = get(s.device(), "/nest/weather/v1?query=10001,US");
+    assert_eq!(
+        (never.status, never.json()),
+        (502, json!({"error": "Weather service unavailable"}))
+    );
+}
+
+#[test]
+fn off_sends_nothing_anywhere() {
+    let fake = FakeOpenMeteo::start();
+    let on = open_meteo(&fake);
+    // The same request with Open-Meteo on reaches the fake: it would have been seen.
+    assert_eq!(
+        get(on.device(), "/nest/weather/v1?query=94304,US").status,
+        200
+    );
+    let before = fake.seen().len();
+    assert!(before > 0);
+    let off = TestServer::start_with(|c| {
+        c.weather_provider = Some(WeatherProvider::Off);
+        c.weather_url = Some(format!("{}/weather/v1", fake.url));
+        c.open_meteo_geocoding_url = fake.url.clone();
+        c.open_meteo_url = fake.url.clone();
+    });
+    for q in ["?query=10001,US", "?query=94304,US", ""] {
+        let r = get(off.device(), &format!("/nest/weather/v1{q}"));
+        assert_eq!(
+            (r.status, r.json()),
+            (502, json!({"error": "Weather service unavailable"}))
+        );
+    }
+    assert_eq!(fake.seen().len(), before, "off asked nobody");
+}
