@@ -86,6 +86,8 @@ pub fn day(profile: &Profile, date: i64) -> Day {
     row.indoor_min = Some(((indoor - 0.9) * 10.0).round() / 10.0);
     row.indoor_max = Some(((indoor + 0.8) * 10.0).round() / 10.0);
     row.target_changes = (noise(date, seed, 4) * 3.5) as u32;
+    row.outdoor_sum = ((outside * 10.0).round() / 10.0) * 288.0;
+    row.outdoor_n = 288;
     row
 }
 

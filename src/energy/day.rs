@@ -22,6 +22,10 @@ pub struct Day {
     pub indoor_min: Option<f64>,
     pub indoor_max: Option<f64>,
     pub target_changes: u32,
+    /// Outdoor readings (the weather hearth last had for the thermostat's place) of the
+    /// periodic samples: their sum and count.
+    pub outdoor_sum: f64,
+    pub outdoor_n: u32,
 }
 
 /// The column names of a row, in order: the JSON keys and the CSV header.
@@ -63,10 +67,21 @@ impl Day {
         (self.indoor_n > 0).then(|| round2(self.indoor_sum / f64::from(self.indoor_n)))
     }
 
-    /// The line on disk: a JSON array, about 50 bytes (docs/energy.md).
-    /// `[date, heat_s, cool_s, fan_s, aux_s, away_s, indoor_avg, indoor_n, min, max, changes]`
+    pub fn add_outdoor(&mut self, temp: f64) {
+        self.outdoor_sum += temp;
+        self.outdoor_n += 1;
+    }
+
+    fn outdoor_avg(&self) -> Option<f64> {
+        (self.outdoor_n > 0).then(|| round2(self.outdoor_sum / f64::from(self.outdoor_n)))
+    }
+
+    /// The line on disk: a JSON array, about 55 bytes (docs/energy.md).
+    /// `[date, heat_s, cool_s, fan_s, aux_s, away_s, indoor_avg, indoor_n, min, max, changes]`,
+    /// then `outdoor_avg, outdoor_n` on a day with outdoor readings (a line of 11 is a day
+    /// without, as every day was before hearth recorded the weather).
     pub fn to_line(&self) -> String {
-        json!([
+        let mut line = json!([
             self.date,
             self.heat_ms / 1000,
             self.cool_ms / 1000,
@@ -78,16 +93,27 @@ impl Day {
             self.indoor_min,
             self.indoor_max,
             self.target_changes,
-        ])
-        .to_string()
+        ]);
+        if let (Some(avg), Some(fields)) = (self.outdoor_avg(), line.as_array_mut()) {
+            fields.push(json!(avg));
+            fields.push(json!(self.outdoor_n));
+        }
+        line.to_string()
     }
 
     /// A line of [`Day::to_line`]; `None` for one that is torn or damaged.
     pub fn from_line(line: &[u8]) -> Option<Day> {
         let v: Vec<Value> = serde_json::from_slice(line).ok()?;
-        if v.len() != 11 {
+        if v.len() != 11 && v.len() != 13 {
             return None;
         }
+        let (outdoor_sum, outdoor_n) = match (v.get(11).and_then(Value::as_f64), v.get(12)) {
+            (Some(avg), Some(n)) => {
+                let n = u32::try_from(n.as_i64().filter(|n| *n >= 0)?).ok()?;
+                (avg * f64::from(n), n)
+            }
+            _ => (0.0, 0),
+        };
         let int = |i: usize| v[i].as_i64().filter(|n| *n >= 0);
         let num = |i: usize| v[i].as_f64();
         let indoor_n = u32::try_from(int(7)?).ok()?;
@@ -103,10 +129,12 @@ impl Day {
             indoor_min: num(8),
             indoor_max: num(9),
             target_changes: u32::try_from(int(10)?).ok()?,
+            outdoor_sum,
+            outdoor_n,
         })
     }
 
-    /// The API's row (keys of [`COLUMNS`]). Outdoor temperature is not recorded yet: null.
+    /// The API's row (keys of [`COLUMNS`]); an average with no reading is null.
     pub fn to_json(&self) -> Value {
         json!({
             "date": date_text(self.date),
@@ -118,7 +146,7 @@ impl Day {
             "indoor_avg_c": self.indoor_avg(),
             "indoor_min_c": self.indoor_min,
             "indoor_max_c": self.indoor_max,
-            "outdoor_avg_c": null,
+            "outdoor_avg_c": self.outdoor_avg(),
             "target_changes": self.target_changes,
         })
     }
@@ -196,5 +224,31 @@ mod tests {
         assert_eq!(back.to_json(), day.to_json());
         assert_eq!(Day::from_line(b"[1,2,3"), None);
         assert_eq!(Day::from_line(b"[1,-2,0,0,0,0,null,0,null,null,0]"), None);
+    }
+
+    #[test]
+    fn outdoor_readings_add_two_fields_and_a_line_without_them_still_reads() {
+        let mut day = Day::new(20_000);
+        day.add_indoor(20.0);
+        let before = day.to_line();
+        assert_eq!(
+            Day::from_line(before.as_bytes()).unwrap().to_json()["outdoor_avg_c"],
+            Value::Null
+        );
+        day.add_outdoor(4.0);
+        day.add_outdoor(5.5);
+        let line = day.to_line();
+        assert_eq!(line, format!("{},4.75,2]", before.trim_end_matches(']')));
+        let back = Day::from_line(line.as_bytes()).unwrap();
+        assert_eq!(back.to_json()["outdoor_avg_c"], serde_json::json!(4.75));
+        assert_eq!(back.to_json(), day.to_json());
+        assert_eq!(
+            Day::from_line(b"[1,2,0,0,0,0,null,0,null,null,0,4.0]"),
+            None
+        );
+        assert_eq!(
+            Day::from_line(b"[1,2,0,0,0,0,null,0,null,null,0,4.0,-1]"),
+            None
+        );
     }
 }

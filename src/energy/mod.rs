@@ -290,6 +290,9 @@ impl Accrual {
             if let Some(t) = record["current_temperature"].as_f64() {
                 meter.day.add_indoor(t);
             }
+            if let Some(t) = record["outdoor_temperature"].as_f64() {
+                meter.day.add_outdoor(t);
+            }
         }
         meter.targets = seen_targets;
         live.set(serial, &meter.zone.name, &meter.day);

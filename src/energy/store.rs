@@ -1,6 +1,6 @@
 //! A thermostat's energy history on disk, in `DATA_DIR/energy/`:
 //! - `SERIAL.days`: finished days, one [`Day::to_line`] a line, appended (and fsynced) when a
-//!   day ends: about 50 bytes a day.
+//!   day ends: about 55 bytes a day.
 //! - `SERIAL.today`: the live day's line, replaced whole (written aside, then renamed) at most
 //!   once a minute while it changes, so a kill -9 loses at most the last minute.
 //!

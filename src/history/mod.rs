@@ -87,7 +87,12 @@ impl Sample {
 /// A known thermostat's status record now, and the time (ms).
 fn record_now(app: &App, serial: &str) -> Option<(Value, i64)> {
     let now_ms = app.config.clock.now_ms();
-    let record = status::derive(&thermostat::view(&app.state, serial)?, now_ms);
+    let view = thermostat::view(&app.state, serial)?;
+    let mut record = status::derive(&view, now_ms);
+    // The weather hearth last had for the thermostat's place: the energy history's outdoor.
+    if let Some(t) = status::outdoor_temperature(&view, &app.weather) {
+        record["outdoor_temperature"] = serde_json::json!(t);
+    }
     Some((record, now_ms))
 }
 
