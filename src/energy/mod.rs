@@ -431,4 +431,56 @@ mod tests {
             }
         );
     }
+
+    /// A periodic sample adds the indoor and the outdoor reading of the status record (the
+    /// weather hearth last had for the place); a change event adds neither.
+    #[test]
+    fn periodic_samples_carry_the_outdoor_reading() {
+        let dir =
+            std::env::temp_dir().join(format!("hearth-energy-outdoor-{}", std::process::id()));
+        let mut accrual = Accrual::new(dir, PathBuf::from("/nonexistent"), 2 * H, 0);
+        let live = Live::default();
+        let record = |outdoor: Value| serde_json::json!({"current_temperature": 20.0, "outdoor_temperature": outdoor});
+        let t0 = 20_000 * 86_400_000 + H;
+        accrual.observe(
+            &live,
+            "S",
+            &record(serde_json::json!(4.0)),
+            || None,
+            t0,
+            true,
+            false,
+        );
+        accrual.observe(
+            &live,
+            "S",
+            &record(serde_json::json!(99.0)),
+            || None,
+            t0 + 1,
+            false,
+            false,
+        );
+        accrual.observe(
+            &live,
+            "S",
+            &record(serde_json::json!(5.0)),
+            || None,
+            t0 + 2,
+            true,
+            false,
+        );
+        accrual.observe(
+            &live,
+            "S",
+            &record(Value::Null),
+            || None,
+            t0 + 3,
+            true,
+            false,
+        );
+        let (zone, day) = live.get("S").expect("a live day");
+        assert_eq!(zone, "UTC");
+        assert_eq!(day.to_json()["outdoor_avg_c"], serde_json::json!(4.5));
+        assert_eq!(day.to_json()["indoor_avg_c"], serde_json::json!(20.0));
+    }
 }
