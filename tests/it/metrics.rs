@@ -405,3 +405,47 @@ fn promtool_accepts_the_output() {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+/// Cumulative runtime by mode: every day the energy history keeps (three days written where
+/// it keeps them, in its format) and today's live row.
+#[test]
+fn runtime_totals_come_from_the_energy_history() {
+    let dir = TempDir::new("metrics-runtime");
+    let today = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs() as i64
+        / 86_400;
+    let energy = dir.path().join("energy");
+    std::fs::create_dir_all(&energy).unwrap();
+    let lines: String = [(3, 1800), (2, 7200), (1, 3600)]
+        .iter()
+        .map(|(k, heat)| format!("[{},{heat},60,100,0,0,20.5,96,19.0,21.5,0]\n", today - k))
+        .collect();
+    std::fs::write(energy.join(format!("{SERIAL}.days")), lines).unwrap();
+    let mut config = hearth::Config::local(dir.path());
+    config.api_origin = hearth::config::ApiOrigin::parse("http://127.0.0.1").ok();
+    let s = TestServer {
+        server: Some(start_server(config)),
+        dir,
+    };
+    let (_sim, _events, _held) = booted_and_held(&s, SERIAL);
+
+    let (_, m) = scrape(&s);
+    let total = |mode: &str| {
+        m.value(
+            "hearth_thermostat_runtime_seconds_total",
+            &[("serial", SERIAL), ("mode", mode)],
+        )
+        .unwrap_or(-1.0)
+    };
+    // Today adds what ran since the thermostat booted, with its heating and cooling off.
+    assert_eq!(total("heat"), 12_600.0);
+    assert_eq!(total("cool"), 180.0);
+    assert_eq!(total("fan"), 300.0);
+    assert_eq!(total("aux"), 0.0);
+    assert_eq!(
+        m.types.get("hearth_thermostat_runtime_seconds_total"),
+        Some(&"counter".to_string())
+    );
+}
