@@ -60,6 +60,12 @@ const MAX_BODY: u64 = 2 * 1024 * 1024;
 /// Background fetches running at once (each for another query): beyond, a query with nothing
 /// cached is answered "unavailable" at once and a stale answer is served without a refresh.
 pub const MAX_FETCHES: usize = 4;
+/// Upstream requests started in a row before the pace below applies: a home's thermostats ask
+/// for a place or two every few minutes, so this is never reached by them, but a client
+/// inventing queries (each one a cache miss) cannot make hearth call out without end.
+pub const FETCH_BURST: u32 = 12;
+/// After the burst, one more upstream request may start per this many milliseconds.
+pub const FETCH_PACE_MS: u64 = 60_000;
 /// Connecting to upstream gives up after this (or the whole timeout, if shorter).
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
 
@@ -127,6 +133,27 @@ struct Inner {
     outdoor: Mutex<HashMap<String, f64>>,
     /// Bumped whenever `outdoor` changes (see [`Outdoor::generation`]).
     outdoor_generation: AtomicU64,
+    /// The token bucket of upstream requests ([`FETCH_BURST`], [`FETCH_PACE_MS`]): tokens
+    /// spent and when the bucket was last topped up.
+    pace: Mutex<Option<(u32, std::time::Instant)>>,
+}
+
+impl Inner {
+    /// Takes a token for one more upstream request, if the pace allows it.
+    fn may_start(&self, now: std::time::Instant) -> bool {
+        let mut pace = self.pace.lock();
+        let (spent, since) = pace.get_or_insert((0, now));
+        let earned = now.saturating_duration_since(*since).as_millis() as u64 / FETCH_PACE_MS;
+        if earned > 0 {
+            *spent = spent.saturating_sub(u32::try_from(earned).unwrap_or(u32::MAX));
+            *since += std::time::Duration::from_millis(earned.saturating_mul(FETCH_PACE_MS));
+        }
+        if *spent >= FETCH_BURST {
+            return false;
+        }
+        *spent += 1;
+        true
+    }
 }
 
 #[derive(Default)]
@@ -176,6 +203,12 @@ impl Weather {
         if flights.len() >= MAX_FETCHES {
             log::warn!(
                 "weather: {MAX_FETCHES} upstream requests still running; not asking for {query:?}"
+            );
+            return None;
+        }
+        if !self.inner.may_start(clock.now()) {
+            log::warn!(
+                "weather: {FETCH_BURST} upstream requests in a row; the next may start within a minute (not asking for {query:?})"
             );
             return None;
         }
@@ -344,4 +377,26 @@ fn read_body(response: ureq::Response, limit: u64) -> Result<Vec<u8>, String> {
         .read_to_end(&mut body)
         .map_err(|e| e.to_string())?;
     Ok(body)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::{Duration, Instant};
+
+    #[test]
+    fn upstream_requests_start_in_a_burst_then_at_a_pace() {
+        let inner = Inner::default();
+        let t0 = Instant::now();
+        for _ in 0..FETCH_BURST {
+            assert!(inner.may_start(t0));
+        }
+        assert!(!inner.may_start(t0));
+        assert!(!inner.may_start(t0 + Duration::from_millis(FETCH_PACE_MS - 1)));
+        assert!(inner.may_start(t0 + Duration::from_millis(FETCH_PACE_MS)));
+        assert!(!inner.may_start(t0 + Duration::from_millis(FETCH_PACE_MS + 1)));
+        assert!(inner.may_start(t0 + Duration::from_millis(3 * FETCH_PACE_MS)));
+        assert!(inner.may_start(t0 + Duration::from_millis(3 * FETCH_PACE_MS)));
+        assert!(!inner.may_start(t0 + Duration::from_millis(3 * FETCH_PACE_MS)));
+    }
 }

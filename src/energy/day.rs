@@ -119,11 +119,11 @@ impl Day {
         let indoor_n = u32::try_from(int(7)?).ok()?;
         Some(Day {
             date: v[0].as_i64()?,
-            heat_ms: int(1)? * 1000,
-            cool_ms: int(2)? * 1000,
-            fan_ms: int(3)? * 1000,
-            aux_ms: int(4)? * 1000,
-            away_ms: int(5)? * 1000,
+            heat_ms: int(1)?.checked_mul(1000)?,
+            cool_ms: int(2)?.checked_mul(1000)?,
+            fan_ms: int(3)?.checked_mul(1000)?,
+            aux_ms: int(4)?.checked_mul(1000)?,
+            away_ms: int(5)?.checked_mul(1000)?,
             indoor_sum: num(6).unwrap_or(0.0) * f64::from(indoor_n),
             indoor_n,
             indoor_min: num(8),
@@ -158,10 +158,12 @@ fn round2(x: f64) -> f64 {
 
 /// Days since 1970-01-01 → `YYYY-MM-DD`.
 pub fn date_text(date: i64) -> String {
-    let days = i32::try_from(date).unwrap_or(0);
-    match time::Date::from_julian_day(UNIX_JULIAN_DAY + days) {
-        Ok(d) => format!("{:04}-{:02}-{:02}", d.year(), u8::from(d.month()), d.day()),
-        Err(_) => String::new(),
+    let julian = i32::try_from(date)
+        .ok()
+        .and_then(|days| UNIX_JULIAN_DAY.checked_add(days));
+    match julian.map(time::Date::from_julian_day) {
+        Some(Ok(d)) => format!("{:04}-{:02}-{:02}", d.year(), u8::from(d.month()), d.day()),
+        _ => String::new(),
     }
 }
 

@@ -65,7 +65,12 @@ pub fn append_day(dir: &Path, serial: &str, day: &Day) -> io::Result<()> {
     line.extend_from_slice(day.to_line().as_bytes());
     line.push(b'\n');
     file.write_all(&line)?;
-    file.sync_data()
+    file.sync_data()?;
+    // A new file is only durable once its directory entry is.
+    if len == 0 {
+        files::sync_dir(dir)?;
+    }
+    Ok(())
 }
 
 fn ends_with_newline(path: &Path) -> io::Result<bool> {
@@ -85,6 +90,8 @@ pub fn write_today(dir: &Path, serial: &str, day: &Day) -> io::Result<()> {
         files::remove_if_present(&aside)?;
         let mut file = files::create_new(&aside)?;
         file.write_all(day.to_line().as_bytes())?;
+        // On disk before it replaces the last flush, so a power cut leaves one or the other.
+        file.sync_data()?;
         fs::rename(&aside, &path)
     };
     match write() {

@@ -50,8 +50,20 @@ const isoDay = (t) => {
   const d = new Date(t);
   return d.getFullYear() + "-" + String(d.getMonth() + 1).padStart(2, "0") + "-" + String(d.getDate()).padStart(2, "0");
 };
-// The local date `n` days before today, as the API writes dates.
-const daysAgo = (n) => { const d = new Date(); d.setHours(12, 0, 0, 0); d.setDate(d.getDate() - n); return isoDay(d.getTime()); };
+// The date `n` days before today, as the API writes dates: today as it is in the zone the
+// thermostat's days are kept in (the answer's `time_zone`), else in the browser's.
+function daysAgo(n, zone) {
+  let today = isoDay(Date.now());
+  if (zone) {
+    try {
+      today = new Intl.DateTimeFormat("en-CA", { timeZone: zone, year: "numeric", month: "2-digit", day: "2-digit" }).format(new Date());
+    } catch (e) { /* a zone this browser does not know: its own */ }
+  }
+  const d = new Date(today + "T12:00:00Z");
+  d.setUTCDate(d.getUTCDate() - n);
+  return d.toISOString().slice(0, 10);
+}
+const dateOf = (text) => new Date(text + "T12:00:00Z");
 
 async function loadEnergy(c) {
   const e = c.energy;
@@ -63,6 +75,7 @@ async function loadEnergy(c) {
     return;
   }
   e.days = r.body.days || [];
+  e.zone = r.body.time_zone || null;
   setText(e.status, e.days.length ? "" : "No energy history yet: it starts with the thermostat's next report.");
   drawEnergy(c);
 }
@@ -74,18 +87,18 @@ function energyBars(e) {
   if (e.view !== "year") {
     const n = e.view === "week" ? 7 : 30;
     return Array.from({ length: n }, (_, i) => {
-      const date = daysAgo(n - 1 - i);
-      const d = new Date(date + "T12:00:00");
-      const label = e.view === "week" ? DAYS[(d.getDay() + 6) % 7].slice(0, 3) : String(d.getDate());
+      const date = daysAgo(n - 1 - i, e.zone);
+      const d = dateOf(date);
+      const label = e.view === "week" ? DAYS[(d.getUTCDay() + 6) % 7].slice(0, 3) : String(d.getUTCDate());
       return { key: date, label, long: date, row: byDate.get(date) || null };
     });
   }
-  const now = new Date();
+  const now = dateOf(daysAgo(0, e.zone));
   return Array.from({ length: 12 }, (_, i) => {
-    const m = new Date(now.getFullYear(), now.getMonth() - 11 + i, 15);
-    const key = m.getFullYear() + "-" + String(m.getMonth() + 1).padStart(2, "0");
+    const m = new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth() - 11 + i, 15));
+    const key = m.toISOString().slice(0, 7);
     const rows = (e.days || []).filter((r) => r.date.startsWith(key));
-    return { key, label: MONTHS[m.getMonth()], long: MONTHS[m.getMonth()] + " " + m.getFullYear(), row: rows.length ? sumRows(rows) : null };
+    return { key, label: MONTHS[m.getUTCMonth()], long: MONTHS[m.getUTCMonth()] + " " + m.getUTCFullYear(), row: rows.length ? sumRows(rows) : null };
   });
 }
 
@@ -106,12 +119,13 @@ function hoursText(s) {
   return h >= 10 ? Math.round(h) + " h" : h >= 1 ? h.toFixed(1) + " h" : Math.round(s / 60) + " min";
 }
 
-// "Heating ran 3 h less than last week; it was 2° warmer outside."
+// "Heating ran 3 h less than last week; it was 2° warmer outside." The last 7 whole days
+// (today is not over) against the 7 before them.
 function weekSentence(c) {
   const e = c.energy, d = c.data;
   const byDate = new Map((e.days || []).map((r) => [r.date, r]));
-  const week = (from) => Array.from({ length: 7 }, (_, i) => byDate.get(daysAgo(from + i))).filter(Boolean);
-  const now = week(0), before = week(7);
+  const week = (from) => Array.from({ length: 7 }, (_, i) => byDate.get(daysAgo(from + i, e.zone))).filter(Boolean);
+  const now = week(1), before = week(8);
   if (!now.length || !before.length) return "Not enough history yet to compare this week with the last.";
   const a = sumRows(now), b = sumRows(before);
   const parts = [];
@@ -121,14 +135,15 @@ function weekSentence(c) {
     const n = Math.abs(diff) >= 10 ? Math.round(Math.abs(diff)) : Math.round(Math.abs(diff) * 2) / 2;
     return `${what} ran ${n} h ${diff < 0 ? "less" : "more"} than last week`;
   };
-  if (d.can_heat !== false) parts.push(ran("Heating", "heat_s"));
-  if (d.can_cool && (a.cool_s || b.cool_s)) parts.push(ran(parts.length ? "cooling" : "Cooling", "cool_s"));
-  let text = parts.join(", ");
+  if (d.can_heat !== false) parts.push(ran("heating", "heat_s"));
+  if (d.can_cool && (a.cool_s || b.cool_s)) parts.push(ran("cooling", "cool_s"));
   if (typeof a.outdoor_avg_c === "number" && typeof b.outdoor_avg_c === "number") {
     const diff = toScale(a.outdoor_avg_c, d) - toScale(b.outdoor_avg_c, d);
     const step = Math.round(Math.abs(diff));
-    text += step < 1 ? "; it was about as warm outside." : `; it was ${step}° ${diff > 0 ? "warmer" : "colder"} outside.`;
-  } else text += ".";
+    parts.push(step < 1 ? "it was about as warm outside" : `it was ${step}° ${diff > 0 ? "warmer" : "colder"} outside`);
+  }
+  if (!parts.length) return "Nothing ran in the last two weeks.";
+  const text = parts.join("; ") + ".";
   return text.charAt(0).toUpperCase() + text.slice(1);
 }
 

@@ -15,8 +15,8 @@ const DAY_MS: i64 = 86_400_000;
 
 /// Days `1..=20` before today (UTC days, as the server counts them for a thermostat with no
 /// time zone, and as the test's browser does): heating `k % 5 + 1` hours on day `k`, the fan a
-/// quarter of it. This week's days (0 to 6; today has no heating) heated 2 + 3 + 4 + 5 + 1 + 2 =
-/// 17 h, last week's (7 to 13) 3 + 4 + 5 + 1 + 2 + 3 + 4 = 22 h: 5 h less.
+/// quarter of it. The last 7 whole days (1 to 7) heated 2 + 3 + 4 + 5 + 1 + 2 + 3 = 20 h, the
+/// 7 before (8 to 14) 4 + 5 + 1 + 2 + 3 + 4 + 5 = 24 h: 4 h less.
 fn seed(dir: &std::path::Path) {
     let now_ms = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
@@ -96,7 +96,7 @@ fn the_energy_section_draws_weeks_months_and_a_year_and_gives_the_csv() {
     ));
     assert_eq!(
         week,
-        json!("Heating ran 5 h less than last week."),
+        json!("Heating ran 4 h less than last week."),
         "the sentence compares the seeded weeks"
     );
     let at_1280 = height(&b);
