@@ -136,6 +136,14 @@ fn control_requests() -> Vec<(&'static str, String, &'static str, &'static str)>
         ("POST", "/api/scan-network".into(), "text/plain", "{}"),
         ("POST", "/api/register".into(), "text/plain", "{}"),
         ("OPTIONS", "/command".into(), "", ""),
+        // Issue 36 and 37's routes: accounts, energy, metrics.
+        ("GET", "/api/keys".into(), "", ""),
+        ("POST", "/api/keys".into(), "text/plain", r#"{"name":"x"}"#),
+        ("GET", "/api/users".into(), "", ""),
+        ("GET", "/api/shares".into(), "", ""),
+        ("GET", format!("/api/energy?serial={SERIAL}"), "", ""),
+        ("GET", format!("/api/v1/thermostat/{SERIAL}/energy"), "", ""),
+        ("GET", "/metrics".into(), "", ""),
     ]
 }
 
