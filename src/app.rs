@@ -22,6 +22,8 @@ pub struct App {
     pub origin: PublicOrigin,
     pub presence: Presence,
     pub weather: Weather,
+    /// Active and recent alerts, as the surfaces read them (fed by the alert rules).
+    pub alerts: crate::alerts::Alerts,
     /// Each thermostat's live day of energy history (kept by the history recorder).
     pub energy: crate::energy::Live,
     pub events: EventStreams,
@@ -59,6 +61,7 @@ impl App {
             state,
             origin,
             weather: Weather::default(),
+            alerts: crate::alerts::Alerts::default(),
             energy: crate::energy::Live::default(),
             events,
             status_json: StatusCache::default(),

@@ -22,6 +22,8 @@ pub mod accounts;
 #[cfg_attr(not(hearth_internals), doc(hidden))]
 pub mod admin;
 #[cfg_attr(not(hearth_internals), doc(hidden))]
+pub mod alerts;
+#[cfg_attr(not(hearth_internals), doc(hidden))]
 pub mod app;
 pub(crate) mod browser;
 pub mod cli;
