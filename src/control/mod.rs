@@ -13,6 +13,7 @@
 //! in [`crate::control_port`], which also adds the CORS headers and answers `OPTIONS`.
 
 mod accounts;
+mod alerts;
 mod claim;
 pub(crate) mod command;
 mod devices;
@@ -130,6 +131,7 @@ enum Route {
     Schedule,
     History,
     Energy,
+    Alerts,
     Events,
     Metrics,
     NotifyDevice,
@@ -168,6 +170,7 @@ impl Route {
             "/api/schedule" => (Route::Schedule, get),
             "/api/history" => (Route::History, get),
             "/api/energy" => (Route::Energy, get),
+            "/api/alerts" => (Route::Alerts, get),
             "/api/events" => (Route::Events, get),
             "/metrics" => (Route::Metrics, get),
             "/notify-device" => (Route::NotifyDevice, post),
@@ -272,6 +275,7 @@ impl Route {
             Route::Schedule => devices::schedule(app, req)?,
             Route::History => history::history(app, req)?,
             Route::Energy => energy::energy(app, req)?,
+            Route::Alerts => alerts::alerts(app),
             Route::Events => return live::events(app, req, cors, key_id),
             Route::Metrics => metrics::metrics(app),
             Route::NotifyDevice => devices::notify(app, &req.body)?,
@@ -320,6 +324,10 @@ mod tests {
         );
         assert_eq!(Route::of(Method::Post, "/api/adopt").unwrap(), Route::Adopt);
         assert_eq!(Route::of(Method::Get, "/metrics").unwrap(), Route::Metrics);
+        assert_eq!(
+            Route::of(Method::Get, "/api/alerts").unwrap(),
+            Route::Alerts
+        );
         assert!(matches!(
             Route::of(Method::Post, "/metrics"),
             Err(ControlError::MethodNotAllowed)
