@@ -55,6 +55,7 @@ impl App {
         let events = EventStreams::new(config.event_keep_alive, config.clock.clone());
         let workers = config.http_workers;
         let started_ms = config.clock.now_ms();
+        let energy = crate::energy::Live::new(crate::energy::dir(&config.data_dir));
         App {
             presence: Presence::new(config.availability_timeout, config.clock.clone()),
             config,
@@ -62,7 +63,7 @@ impl App {
             origin,
             weather: Weather::default(),
             alerts: crate::alerts::Alerts::default(),
-            energy: crate::energy::Live::default(),
+            energy,
             events,
             status_json: StatusCache::default(),
             scanning: Mutex::new(()),

@@ -6,7 +6,6 @@
 
 use crate::accounts;
 use crate::app::App;
-use crate::energy::report::{Period, Report};
 use crate::http::Response;
 use crate::metrics::StatusCounts;
 use crate::metrics::text::{CONTENT_TYPE, Exposition};
@@ -131,34 +130,26 @@ fn thermostats(app: &App, out: &mut Exposition) {
     }
 }
 
-/// Run time by mode over every day the energy history keeps (docs/energy.md), today's live
-/// row included. It only grows, except when `ENERGY_KEEP_DAYS` prunes a day: Prometheus reads
-/// the drop as a counter reset, as it does a restart's.
+/// Run time by mode over every day the energy history ever counted (docs/energy.md), pruned
+/// days and today's live row included: the running totals kept in memory, so a scrape reads no
+/// file. It never decreases, not across a restart nor when `ENERGY_KEEP_DAYS` prunes a day.
 fn runtimes(app: &App, records: &[Status], out: &mut Exposition) {
     out.family(
         "hearth_thermostat_runtime_seconds_total",
         "counter",
-        "Seconds the heating (heat), cooling (cool), fan (fan) and auxiliary heat (aux) ran, over the energy history kept.",
+        "Seconds the heating (heat), cooling (cool), fan (fan) and auxiliary heat (aux) ran, over the whole energy history.",
     );
     for s in records {
-        let Ok(report) = Report::read(
-            &app.config.data_dir,
-            &app.energy,
-            &s.serial,
-            None,
-            Period::default(),
-        ) else {
+        let Some(t) = app.energy.totals(&s.serial) else {
             continue;
         };
-        let sum = |f: fn(&crate::energy::day::Day) -> i64| {
-            report.days.iter().map(f).sum::<i64>() as f64 / 1000.0
-        };
         for (mode, seconds) in [
-            ("heat", sum(|d| d.heat_ms)),
-            ("cool", sum(|d| d.cool_ms)),
-            ("fan", sum(|d| d.fan_ms)),
-            ("aux", sum(|d| d.aux_ms)),
+            ("heat", t.heat_s),
+            ("cool", t.cool_s),
+            ("fan", t.fan_s),
+            ("aux", t.aux_s),
         ] {
+            let seconds = seconds as f64;
             out.sample(
                 "hearth_thermostat_runtime_seconds_total",
                 &[("serial", s.serial.as_str()), ("mode", mode)],

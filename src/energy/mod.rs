@@ -10,6 +10,8 @@
 //! hearth's downtime: after a start, counting begins at the first observation.
 
 pub mod day;
+pub mod live;
+pub mod meter;
 pub mod report;
 pub mod store;
 pub mod zone;
@@ -17,12 +19,12 @@ pub mod zone;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
-use parking_lot::RwLock;
 use serde_json::Value;
 
 use crate::hub::ChangeEvent;
-use crate::thermostat::{COOLING_FLAGS, HEATING_FLAGS};
-use day::Day;
+pub use live::{Live, Totals};
+use meter::targets;
+pub use meter::{Flags, Meter};
 use zone::Zone;
 
 /// The directory under `DATA_DIR`.
@@ -49,47 +51,6 @@ pub fn time_zone(state: &crate::state::State, serial: &str) -> Option<String> {
         .map(str::to_string)
 }
 
-/// Each thermostat's live day and its zone, for the API (written by the recorder only).
-#[derive(Default)]
-pub struct Live(RwLock<HashMap<String, (String, Day)>>);
-
-impl Live {
-    /// The live day of `serial` and the name of the zone it is kept in.
-    pub fn get(&self, serial: &str) -> Option<(String, Day)> {
-        self.0.read().get(serial).cloned()
-    }
-
-    fn set(&self, serial: &str, zone: &str, day: &Day) {
-        self.0
-            .write()
-            .insert(serial.to_string(), (zone.to_string(), day.clone()));
-    }
-}
-
-/// What is running, as the status record says.
-#[derive(Clone, Copy, Debug, Default, PartialEq)]
-pub struct Flags {
-    pub heat: bool,
-    pub cool: bool,
-    pub fan: bool,
-    pub aux: bool,
-    pub away: bool,
-}
-
-impl Flags {
-    pub fn from_record(record: &Value) -> Flags {
-        let on = |f: &str| record["hvac"].get(f).and_then(Value::as_bool) == Some(true);
-        Flags {
-            // Auxiliary heat is counted apart from the heating.
-            heat: HEATING_FLAGS.iter().any(|f| *f != "aux_heat" && on(f)),
-            cool: COOLING_FLAGS.iter().any(|f| on(f)),
-            fan: on("fan"),
-            aux: on("aux_heat"),
-            away: record["away"].as_bool() == Some(true),
-        }
-    }
-}
-
 /// Whether a change may matter to the energy history (beyond what history itself wakes for):
 /// a target or away change.
 pub fn may_matter(event: &ChangeEvent) -> bool {
@@ -109,115 +70,6 @@ pub fn changes_target(event: &ChangeEvent) -> bool {
             .changed
             .iter()
             .any(|f| TARGETS.contains(&f.as_str()))
-}
-
-/// One thermostat's accrual.
-#[derive(Debug)]
-pub struct Meter {
-    pub zone: Zone,
-    /// The zone name it was asked for (`zone` is UTC when that one could not be read).
-    pub asked: Option<String>,
-    pub day: Day,
-    flags: Flags,
-    /// When the thermostat was last observed, and up to when time is counted (ms).
-    seen: i64,
-    accrued: i64,
-    /// Days finished and not yet written.
-    pub finished: Vec<Day>,
-    /// The day as last written, to write only what changed.
-    written: Option<Day>,
-    /// The targets last seen (a change to the same values, such as the thermostat confirming
-    /// a write, is not another change).
-    targets: Targets,
-}
-
-type Targets = [Option<f64>; 3];
-
-fn targets(record: &Value) -> Targets {
-    TARGETS.map(|f| record[f].as_f64())
-}
-
-impl Meter {
-    /// A meter starting at `now`, carrying on `stored` (the live day's last flush) if it is
-    /// today's, and finishing it if it is an earlier day's.
-    pub fn start(zone: Zone, stored: Option<Day>, flags: Flags, now: i64) -> Meter {
-        let today = zone.day_of(now);
-        let mut finished = Vec::new();
-        let day = match stored {
-            Some(d) if d.date == today => d,
-            Some(d) => {
-                if d.date < today && !d.is_empty() {
-                    finished.push(d);
-                }
-                Day::new(today)
-            }
-            None => Day::new(today),
-        };
-        Meter {
-            asked: Some(zone.name.clone()),
-            zone,
-            written: Some(day.clone()),
-            day,
-            flags,
-            seen: now,
-            accrued: now,
-            finished,
-            targets: Targets::default(),
-        }
-    }
-
-    /// Counts the time up to `now` with the state last seen (for at most `horizon` after it
-    /// was seen), split at local midnight; rolls to `now`'s day.
-    pub fn advance(&mut self, now: i64, horizon: i64) {
-        let end = now.min(self.seen.saturating_add(horizon));
-        while self.accrued < end {
-            self.roll_to(self.zone.day_of(self.accrued));
-            let stop = end.min(self.zone.next_midnight_ms(self.accrued));
-            let span = stop - self.accrued;
-            let f = self.flags;
-            let d = &mut self.day;
-            for (on, total) in [
-                (f.heat, &mut d.heat_ms),
-                (f.cool, &mut d.cool_ms),
-                (f.fan, &mut d.fan_ms),
-                (f.aux, &mut d.aux_ms),
-                (f.away, &mut d.away_ms),
-            ] {
-                if on {
-                    *total += span;
-                }
-            }
-            self.accrued = stop;
-        }
-        // Time past the horizon is never counted later.
-        self.accrued = self.accrued.max(now);
-        self.roll_to(self.zone.day_of(now));
-    }
-
-    fn roll_to(&mut self, date: i64) {
-        if date > self.day.date {
-            let done = std::mem::replace(&mut self.day, Day::new(date));
-            if !done.is_empty() {
-                self.finished.push(done);
-            }
-        }
-    }
-
-    /// An observation at `now`: time so far counted with the old state, then the new one.
-    pub fn observe(&mut self, flags: Flags, now: i64, horizon: i64) {
-        self.advance(now, horizon);
-        self.flags = flags;
-        self.seen = self.seen.max(now);
-    }
-
-    /// The day when it changed since it was last written.
-    pub fn unwritten(&self) -> Option<&Day> {
-        (self.written.as_ref() != Some(&self.day)).then_some(&self.day)
-    }
-
-    pub fn mark_written(&mut self) {
-        self.written = Some(self.day.clone());
-    }
 }
 
 /// How long a state counts without a new observation: two history intervals (the periodic
@@ -277,9 +129,9 @@ impl Accrual {
             None => {
                 let asked = time_zone();
                 let zone = Zone::resolve(asked.as_deref(), &self.zoneinfo);
-                let stored = store::read_today(&self.dir, serial).unwrap_or_else(|e| {
+                let stored = store::read_stored(&self.dir, serial).unwrap_or_else(|e| {
                     log::warn!("energy history of {serial}: {e}");
-                    None
+                    store::Stored::default()
                 });
                 let mut meter = Meter::start(zone, stored, flags, now);
                 meter.asked = asked;
@@ -295,7 +147,7 @@ impl Accrual {
             }
         }
         meter.targets = seen_targets;
-        live.set(serial, &meter.zone.name, &meter.day);
+        live.set(serial, &meter.zone.name, &meter.day, meter.before);
     }
 
     /// Every meter counted up to `now` and written where it changed (every minute, and at
@@ -334,7 +186,7 @@ impl Accrual {
                     Err(e) => log::warn!("could not record the energy history of {serial}: {e}"),
                 }
             }
-            live.set(serial, &meter.zone.name, &meter.day);
+            live.set(serial, &meter.zone.name, &meter.day, meter.before);
         }
     }
 }
@@ -345,93 +197,6 @@ mod tests {
 
     const H: i64 = 3_600_000;
 
-    fn heating() -> Flags {
-        Flags {
-            heat: true,
-            ..Flags::default()
-        }
-    }
-
-    #[test]
-    fn a_run_across_midnight_is_split() {
-        let day0 = 20_000 * 24 * H;
-        let mut m = Meter::start(Zone::utc(), None, heating(), day0 + 23 * H);
-        m.observe(heating(), day0 + 24 * H + H / 2, 2 * H);
-        assert_eq!(m.finished.len(), 1);
-        assert_eq!(m.finished[0].heat_ms, H);
-        assert_eq!(m.finished[0].date, 20_000);
-        assert_eq!(m.day.date, 20_001);
-        assert_eq!(m.day.heat_ms, H / 2);
-    }
-
-    #[test]
-    fn each_flag_counts_its_own_time() {
-        let all = Flags {
-            heat: false,
-            cool: true,
-            fan: true,
-            aux: true,
-            away: true,
-        };
-        let mut m = Meter::start(Zone::utc(), None, all, 0);
-        m.observe(
-            Flags {
-                fan: true,
-                ..Flags::default()
-            },
-            H / 2,
-            2 * H,
-        );
-        m.advance(H, 2 * H);
-        let d = &m.day;
-        assert_eq!(
-            (d.heat_ms, d.cool_ms, d.aux_ms, d.away_ms),
-            (0, H / 2, H / 2, H / 2)
-        );
-        assert_eq!(d.fan_ms, H);
-    }
-
-    #[test]
-    fn a_state_counts_only_until_the_horizon() {
-        let mut m = Meter::start(Zone::utc(), None, heating(), 0);
-        m.advance(10 * H, H / 4);
-        assert_eq!(m.day.heat_ms, H / 4);
-        // Observed again later: the gap is not counted afterwards either.
-        m.observe(Flags::default(), 11 * H, H / 4);
-        assert_eq!(m.day.heat_ms, H / 4);
-    }
-
-    #[test]
-    fn a_stored_day_carries_on_or_is_finished() {
-        let mut stored = Day::new(0);
-        stored.heat_ms = 5_000;
-        let m = Meter::start(Zone::utc(), Some(stored.clone()), heating(), H);
-        assert_eq!(m.day.heat_ms, 5_000);
-        assert!(m.unwritten().is_none());
-        let m = Meter::start(Zone::utc(), Some(stored), heating(), 25 * H);
-        assert_eq!(m.finished.len(), 1);
-        assert_eq!(m.day, Day::new(1));
-    }
-
-    #[test]
-    fn flags_read_the_status_record() {
-        let record = serde_json::json!({
-            "away": true,
-            "hvac": {"heater": false, "heat_x2": true, "aux_heat": true, "ac": false, "fan": true},
-        });
-        let f = Flags::from_record(&record);
-        assert_eq!(
-            f,
-            Flags {
-                heat: true,
-                cool: false,
-                fan: true,
-                aux: true,
-                away: true
-            }
-        );
-    }
-
     /// A periodic sample adds the indoor and the outdoor reading of the status record (the
     /// weather hearth last had for the place); a change event adds neither.
     #[test]
@@ -439,7 +204,7 @@ mod tests {
         let dir =
             std::env::temp_dir().join(format!("hearth-energy-outdoor-{}", std::process::id()));
         let mut accrual = Accrual::new(dir, PathBuf::from("/nonexistent"), 2 * H, 0);
-        let live = Live::default();
+        let live = Live::new(std::env::temp_dir().join("hearth-energy-none"));
         let record = |outdoor: Value| serde_json::json!({"current_temperature": 20.0, "outdoor_temperature": outdoor});
         let t0 = 20_000 * 86_400_000 + H;
         accrual.observe(

@@ -6,14 +6,119 @@
 //!
 //! A day can be in both (a crash between the append and the replacement): the `days` line wins.
 //! A torn or damaged line is skipped.
+//!
+//! Once `ENERGY_KEEP_DAYS` has pruned days, the days file begins with one more line, a JSON
+//! object: `{"pruned_through":DATE,"heat_s":..,"cool_s":..,"fan_s":..,"aux_s":..}`, the runtime
+//! of every day pruned so far (those up to DATE), so the running [`Totals`] never go down. It
+//! is written in the same rename as the pruning, so a crash leaves the days or their sum, never
+//! both or neither. A reader that knows only day lines skips it as a line it cannot read.
 
 use std::collections::BTreeMap;
 use std::fs;
 use std::io::{self, BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 
+use serde_json::{Value, json};
+
+use super::Totals;
 use super::day::Day;
 use crate::store::files;
+
+/// The runtime of the pruned days: those up to `through`.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Pruned {
+    pub through: i64,
+    pub totals: Totals,
+}
+
+impl Pruned {
+    fn to_line(self) -> String {
+        let t = self.totals;
+        json!({"pruned_through": self.through, "heat_s": t.heat_s, "cool_s": t.cool_s,
+               "fan_s": t.fan_s, "aux_s": t.aux_s})
+        .to_string()
+    }
+
+    fn from_line(line: &[u8]) -> Option<Pruned> {
+        let v: Value = serde_json::from_slice(line).ok()?;
+        let int = |k: &str| v.get(k)?.as_i64().filter(|n| *n >= 0);
+        Some(Pruned {
+            through: v.get("pruned_through")?.as_i64()?,
+            totals: Totals {
+                heat_s: int("heat_s")?,
+                cool_s: int("cool_s")?,
+                fan_s: int("fan_s")?,
+                aux_s: int("aux_s")?,
+            },
+        })
+    }
+}
+
+/// Everything stored of one thermostat.
+#[derive(Debug, Default)]
+pub struct Stored {
+    /// The finished days by date (after `pruned.through`).
+    pub days: BTreeMap<i64, Day>,
+    pub pruned: Option<Pruned>,
+    /// The live day's last flush, unless its date is among `days` (which wins).
+    pub today: Option<Day>,
+}
+
+impl Stored {
+    /// The runtime of the finished and pruned days (not `today`).
+    pub fn finished_totals(&self) -> Totals {
+        let pruned = self.pruned.map(|p| p.totals).unwrap_or_default();
+        self.days
+            .values()
+            .map(Totals::of_day)
+            .fold(pruned, Totals::add)
+    }
+
+    /// The last date a finished or pruned day has.
+    pub fn last_finished(&self) -> Option<i64> {
+        let pruned = self.pruned.map(|p| p.through);
+        self.days.keys().next_back().copied().max(pruned)
+    }
+}
+
+/// Everything stored of `serial`: finished days, the pruned days' sum and the live day's
+/// last flush.
+pub fn read_stored(dir: &Path, serial: &str) -> io::Result<Stored> {
+    let mut stored = Stored::default();
+    match fs::File::open(days_path(dir, serial)) {
+        Ok(file) => {
+            for line in BufReader::new(file).split(b'\n') {
+                let line = line?;
+                if let Some(day) = Day::from_line(&line) {
+                    stored.days.insert(day.date, day);
+                } else if let Some(p) = Pruned::from_line(&line) {
+                    stored.pruned = Some(p);
+                }
+            }
+        }
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+        Err(e) => return Err(e),
+    }
+    if let Some(p) = stored.pruned {
+        // Days the sum holds are not counted twice.
+        stored.days.retain(|date, _| *date > p.through);
+    }
+    stored.today = read_today(dir, serial)?.filter(|t| {
+        !stored.days.contains_key(&t.date) && stored.pruned.is_none_or(|p| t.date > p.through)
+    });
+    Ok(stored)
+}
+
+/// The running totals of `serial` as stored (every day, the last flush of the live one too).
+pub fn read_totals(dir: &Path, serial: &str) -> io::Result<Totals> {
+    let stored = read_stored(dir, serial)?;
+    let today = stored
+        .today
+        .as_ref()
+        .map(Totals::of_day)
+        .unwrap_or_default();
+    Ok(stored.finished_totals().add(today))
+}
 
 fn days_path(dir: &Path, serial: &str) -> PathBuf {
     dir.join(format!("{serial}.days"))
@@ -25,20 +130,10 @@ fn today_path(dir: &Path, serial: &str) -> PathBuf {
 
 /// Every stored day of `serial` by date: the finished days, and the live one's last flush.
 pub fn read(dir: &Path, serial: &str) -> io::Result<BTreeMap<i64, Day>> {
-    let mut days = BTreeMap::new();
-    match fs::File::open(days_path(dir, serial)) {
-        Ok(file) => {
-            for line in BufReader::new(file).split(b'\n') {
-                if let Some(day) = Day::from_line(&line?) {
-                    days.insert(day.date, day);
-                }
-            }
-        }
-        Err(e) if e.kind() == io::ErrorKind::NotFound => {}
-        Err(e) => return Err(e),
-    }
-    if let Some(today) = read_today(dir, serial)? {
-        days.entry(today.date).or_insert(today);
+    let stored = read_stored(dir, serial)?;
+    let mut days = stored.days;
+    if let Some(today) = stored.today {
+        days.insert(today.date, today);
     }
     Ok(days)
 }
@@ -103,25 +198,30 @@ pub fn write_today(dir: &Path, serial: &str, day: &Day) -> io::Result<()> {
     }
 }
 
-/// Keeps only the finished days from `first` on (`ENERGY_KEEP_DAYS`): rewritten aside, then
-/// renamed, so a crash leaves the old file or the new one.
+/// Keeps only the finished days from `first` on (`ENERGY_KEEP_DAYS`), and the runtime of the
+/// days it drops added to the pruned days' sum: rewritten aside, then renamed, so a crash
+/// leaves the old file or the new one.
 pub fn prune(dir: &Path, serial: &str, first: i64) -> io::Result<()> {
-    let path = days_path(dir, serial);
-    let text = match fs::read(&path) {
-        Ok(t) => t,
-        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
-        Err(e) => return Err(e),
-    };
-    let lines: Vec<&[u8]> = text.split(|b| *b == b'\n').collect();
-    let kept: Vec<&[u8]> = lines
-        .iter()
-        .copied()
-        .filter(|l| Day::from_line(l).is_some_and(|d| d.date >= first))
-        .collect();
-    if kept.len() == lines.iter().filter(|l| Day::from_line(l).is_some()).count() {
+    let stored = read_stored(dir, serial)?;
+    if stored.days.keys().next().is_none_or(|d| *d >= first) {
         return Ok(());
     }
-    replace_lines(dir, serial, &kept)
+    let mut pruned = stored.pruned.unwrap_or_default();
+    let mut kept = Vec::new();
+    for day in stored.days.values() {
+        if day.date < first {
+            pruned.totals = pruned.totals.add(Totals::of_day(day));
+            pruned.through = pruned.through.max(day.date);
+        } else {
+            kept.push(day.to_line());
+        }
+    }
+    // Never below `first - 1`, so days older than it that arrive later are still dropped.
+    pruned.through = pruned.through.max(first - 1);
+    let mut lines = vec![pruned.to_line()];
+    lines.extend(kept);
+    let lines: Vec<&[u8]> = lines.iter().map(|l| l.as_bytes()).collect();
+    replace_lines(dir, serial, &lines)
 }
 
 /// Replaces a thermostat's finished days with `days` (ascending) at once: how `hearth demo`
@@ -201,5 +301,41 @@ mod tests {
         prune(&dir, "S", 4).unwrap();
         let all = read(&dir, "S").unwrap();
         assert_eq!(all.keys().copied().collect::<Vec<_>>(), vec![4, 5]);
+    }
+
+    /// The pruned days' runtime stays in the totals, through a second pruning too, and a day
+    /// the sum already holds is not counted twice.
+    #[test]
+    fn pruning_keeps_the_pruned_days_sum() {
+        let dir = temp_dir("prune-sum");
+        for d in 1..=5 {
+            append_day(&dir, "S", &day(d, d)).unwrap();
+        }
+        write_today(&dir, "S", &day(6, 100)).unwrap();
+        let before = read_totals(&dir, "S").unwrap();
+        assert_eq!(before.heat_s, 115);
+        prune(&dir, "S", 3).unwrap();
+        assert_eq!(read_totals(&dir, "S").unwrap(), before);
+        prune(&dir, "S", 5).unwrap();
+        assert_eq!(read_totals(&dir, "S").unwrap(), before);
+        let stored = read_stored(&dir, "S").unwrap();
+        assert_eq!(
+            stored.pruned,
+            Some(Pruned {
+                through: 4,
+                totals: Totals {
+                    heat_s: 10,
+                    ..Totals::default()
+                }
+            })
+        );
+        assert_eq!(stored.last_finished(), Some(5));
+        // A day line the sum holds (the crash of an older version, say) is not counted again.
+        append_day(&dir, "S", &day(2, 1000)).unwrap();
+        assert_eq!(read_totals(&dir, "S").unwrap(), before);
+        assert_eq!(
+            read(&dir, "S").unwrap().keys().copied().collect::<Vec<_>>(),
+            vec![5, 6]
+        );
     }
 }

@@ -160,6 +160,65 @@ fn runtime_is_split_at_midnight_kept_on_disk_and_not_invented_over_a_restart() {
     assert_eq!(heat_days(&s)[0], split[0]);
 }
 
+/// The wall clock stepped back (an NTP correction) by 40 minutes, across midnight, while
+/// hearth ran and again over a restart: the later day already stored is neither dropped nor
+/// overwritten, the earlier one is not written twice, and the running totals never go down.
+#[test]
+fn a_clock_stepped_back_drops_no_stored_later_day() {
+    let time = ManualClock::at(LATE_EVENING_MS);
+    let s = server_at(TempDir::new("energy-back"), &time);
+    let (mut sim, _events, _held) = booted_and_held(&s, SERIAL);
+    heater(&s, &mut sim, true);
+    time.advance(Duration::from_secs(3600));
+    let split = vec![
+        ("2026-03-10".to_string(), 1800),
+        ("2026-03-11".to_string(), 1800),
+    ];
+    wait_until("the run split at midnight", || heat_days(&s) == split);
+    let energy_dir = s.dir.path().join("energy");
+    let read = |name: &str| std::fs::read_to_string(energy_dir.join(name)).unwrap_or_default();
+    wait_until("both days on disk", || {
+        read(&format!("{SERIAL}.today")).starts_with("[20523,1800,")
+    });
+    let heat_total = |s: &TestServer| s.app().energy.totals(SERIAL).map(|t| t.heat_s);
+    assert_eq!(heat_total(&s), Some(3600));
+
+    // Stepped back to 23:50 the day before: the live day stays 2026-03-11.
+    time.set_ms(LATE_EVENING_MS + 20 * 60_000);
+    heater(&s, &mut sim, false);
+    heater(&s, &mut sim, true);
+    assert_eq!(heat_days(&s), split);
+    assert_eq!(heat_total(&s), Some(3600));
+
+    // And over a restart at that time: both stored days are kept; the heating from now on is
+    // counted in the later day (the live day never goes before a stored one).
+    drop(sim);
+    drop(_held);
+    let dir = s.stop();
+    let s = server_at(dir, &time);
+    assert_eq!(heat_days(&s), split);
+    assert_eq!(heat_total(&s), Some(3600));
+    let (mut sim, _events, _held) = booted_and_held(&s, SERIAL);
+    heater(&s, &mut sim, false);
+    heater(&s, &mut sim, true);
+    time.advance(Duration::from_secs(1200));
+    let later = vec![
+        ("2026-03-10".to_string(), 1800),
+        ("2026-03-11".to_string(), 3000),
+    ];
+    wait_until("twenty more minutes in the later day", || {
+        heat_days(&s) == later
+    });
+    assert_eq!(heat_total(&s), Some(4800));
+    wait_until("the later day on disk", || {
+        read(&format!("{SERIAL}.today")).starts_with("[20523,3000,")
+    });
+    // The earlier day is on disk once.
+    let days = read(&format!("{SERIAL}.days"));
+    assert_eq!(days.lines().count(), 1, "{days}");
+    assert!(days.starts_with("[20522,1800,"), "{days}");
+}
+
 #[test]
 fn csv_is_given_for_accept_and_a_target_change_is_counted() {
     let time = ManualClock::at(LATE_EVENING_MS);
@@ -352,12 +411,27 @@ fn energy_keep_days_prunes_older_days_when_a_day_ends() {
     time.advance(Duration::from_secs(3600));
     let dates = |s: &TestServer| -> Vec<String> { heat_days(s).into_iter().map(|d| d.0).collect() };
     wait_until("two days", || dates(&s) == ["2026-03-10", "2026-03-11"]);
-    // A day later: 2026-03-12 and the day before are kept, 2026-03-10 is pruned from disk.
+    let first_heat = heat_days(&s)[0].1;
+    assert!(first_heat > 0);
+    // A day later: 2026-03-12 and the day before are kept, 2026-03-10 is pruned from disk,
+    // its runtime kept in the pruned days' sum, the file's first line.
     time.advance(Duration::from_secs(24 * 3600));
     wait_until("the oldest day pruned", || {
         dates(&s) == ["2026-03-11", "2026-03-12"]
     });
     let file = s.dir.path().join("energy").join(format!("{SERIAL}.days"));
     let kept = std::fs::read_to_string(file).unwrap();
-    assert!(kept.starts_with("[20523,"), "{kept}");
+    let lines: Vec<&str> = kept.lines().collect();
+    assert_eq!(
+        serde_json::from_str::<Value>(lines[0]).unwrap(),
+        json!({"pruned_through": 20522, "heat_s": first_heat, "cool_s": 0, "fan_s": 0, "aux_s": 0}),
+        "{kept}"
+    );
+    assert!(lines[1].starts_with("[20523,"), "{kept}");
+    // The running totals still hold the pruned day.
+    let all_heat: i64 = first_heat + heat_days(&s).iter().map(|d| d.1).sum::<i64>();
+    assert_eq!(
+        s.app().energy.totals(SERIAL).map(|t| t.heat_s),
+        Some(all_heat)
+    );
 }

@@ -411,18 +411,17 @@ fn promtool_accepts_the_output() {
 #[test]
 fn runtime_totals_come_from_the_energy_history() {
     let dir = TempDir::new("metrics-runtime");
-    let today = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_secs() as i64
-        / 86_400;
-    let energy = dir.path().join("energy");
-    std::fs::create_dir_all(&energy).unwrap();
-    let lines: String = [(3, 1800), (2, 7200), (1, 3600)]
+    let days: Vec<energy::SeedDay> = [(3, 1800), (2, 7200), (1, 3600)]
         .iter()
-        .map(|(k, heat)| format!("[{},{heat},60,100,0,0,20.5,96,19.0,21.5,0]\n", today - k))
+        .map(|&(days_ago, heat_s)| energy::SeedDay {
+            days_ago,
+            heat_s,
+            cool_s: 60,
+            fan_s: 100,
+            ..energy::SeedDay::default()
+        })
         .collect();
-    std::fs::write(energy.join(format!("{SERIAL}.days")), lines).unwrap();
+    energy::seed_days(dir.path(), SERIAL, &days);
     let mut config = hearth::Config::local(dir.path());
     config.api_origin = hearth::config::ApiOrigin::parse("http://127.0.0.1").ok();
     let s = TestServer {
@@ -448,4 +447,16 @@ fn runtime_totals_come_from_the_energy_history() {
         m.types.get("hearth_thermostat_runtime_seconds_total"),
         Some(&"counter".to_string())
     );
+    // The totals are kept in memory: a scrape reads no energy file (with them gone, it says
+    // the same).
+    std::fs::remove_dir_all(s.dir.path().join("energy")).unwrap();
+    let (_, again) = scrape(&s);
+    for mode in ["heat", "cool", "fan", "aux"] {
+        let labels = [("serial", SERIAL), ("mode", mode)];
+        assert_eq!(
+            again.value("hearth_thermostat_runtime_seconds_total", &labels),
+            m.value("hearth_thermostat_runtime_seconds_total", &labels),
+            "{mode}"
+        );
+    }
 }

@@ -3,6 +3,7 @@
 #![allow(dead_code)]
 
 pub mod docs;
+pub mod energy;
 pub mod from_address;
 pub mod hosted;
 pub mod mqtt;

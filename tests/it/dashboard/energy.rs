@@ -11,37 +11,25 @@ use super::{LOW_CONTRAST, SHOWN, UNLABELLED, unreachable_by_tab};
 use crate::common::*;
 use hearth::Config;
 
-const DAY_MS: i64 = 86_400_000;
-
 /// Days `1..=20` before today (UTC days, as the server counts them for a thermostat with no
 /// time zone, and as the test's browser does): heating `k % 5 + 1` hours on day `k`, the fan a
 /// quarter of it. The last 7 whole days (1 to 7) heated 2 + 3 + 4 + 5 + 1 + 2 + 3 = 20 h, the
 /// 7 before (8 to 14) 4 + 5 + 1 + 2 + 3 + 4 + 5 = 24 h: 4 h less.
 fn seed(dir: &std::path::Path) {
-    let now_ms = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_millis() as i64;
-    let today = now_ms.div_euclid(DAY_MS);
-    let lines: Vec<String> = (1..=20)
+    let days: Vec<energy::SeedDay> = (1..=20)
         .rev()
         .map(|k: i64| {
-            let heat = 3600 * (k % 5 + 1);
-            format!(
-                "[{},{heat},0,{},0,0,20.5,96,19.0,21.5,{}]",
-                today - k,
-                heat / 4,
-                k % 3
-            )
+            let heat_s = 3600 * (k % 5 + 1);
+            energy::SeedDay {
+                days_ago: k,
+                heat_s,
+                fan_s: heat_s / 4,
+                target_changes: (k % 3) as u32,
+                ..energy::SeedDay::default()
+            }
         })
         .collect();
-    let energy = dir.join("energy");
-    std::fs::create_dir_all(&energy).unwrap();
-    std::fs::write(
-        energy.join(format!("{TEST_SERIAL}.days")),
-        lines.join("\n") + "\n",
-    )
-    .unwrap();
+    energy::seed_days(dir, TEST_SERIAL, &days);
 }
 
 fn bars(b: &Browser) -> i64 {

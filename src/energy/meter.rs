@@ -1,0 +1,287 @@
+//! One thermostat's accrual: the state last seen, counted until the next observation (for at
+//! most a horizon), split at local midnight into [`Day`]s.
+
+use serde_json::Value;
+
+use super::TARGETS;
+use super::Totals;
+use super::day::Day;
+use super::store;
+use super::zone::Zone;
+use crate::thermostat::{COOLING_FLAGS, HEATING_FLAGS};
+
+/// What is running, as the status record says.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Flags {
+    pub heat: bool,
+    pub cool: bool,
+    pub fan: bool,
+    pub aux: bool,
+    pub away: bool,
+}
+
+impl Flags {
+    pub fn from_record(record: &Value) -> Flags {
+        let on = |f: &str| record["hvac"].get(f).and_then(Value::as_bool) == Some(true);
+        Flags {
+            // Auxiliary heat is counted apart from the heating.
+            heat: HEATING_FLAGS.iter().any(|f| *f != "aux_heat" && on(f)),
+            cool: COOLING_FLAGS.iter().any(|f| on(f)),
+            fan: on("fan"),
+            aux: on("aux_heat"),
+            away: record["away"].as_bool() == Some(true),
+        }
+    }
+}
+
+/// One thermostat's accrual.
+#[derive(Debug)]
+pub struct Meter {
+    pub zone: Zone,
+    /// The zone name it was asked for (`zone` is UTC when that one could not be read).
+    pub asked: Option<String>,
+    pub day: Day,
+    /// The runtime of every day before `day` (stored, pruned or finished since).
+    pub before: Totals,
+    flags: Flags,
+    /// When the thermostat was last observed, and up to when time is counted (ms).
+    seen: i64,
+    accrued: i64,
+    /// Days finished and not yet written.
+    pub finished: Vec<Day>,
+    /// The day as last written, to write only what changed.
+    written: Option<Day>,
+    /// The targets last seen (a change to the same values, such as the thermostat confirming
+    /// a write, is not another change).
+    pub(super) targets: Targets,
+}
+
+pub(super) type Targets = [Option<f64>; 3];
+
+pub(super) fn targets(record: &Value) -> Targets {
+    TARGETS.map(|f| record[f].as_f64())
+}
+
+impl Meter {
+    /// A meter starting at `now` after what is `stored`: it carries on the live day's last
+    /// flush if that is today's, and finishes it if it is an earlier day's.
+    ///
+    /// The clock may have stepped back (an NTP correction) since a later day was stored: such
+    /// a day is never dropped nor written twice. The live day is never before a stored one:
+    /// a stored live day of a later date is carried on, and after a finished day of a later
+    /// date counting goes on in the day after it, until the clock catches up.
+    pub fn start(zone: Zone, stored: store::Stored, flags: Flags, now: i64) -> Meter {
+        let floor = stored.last_finished().map_or(i64::MIN, |d| d + 1);
+        let today = zone.day_of(now).max(floor);
+        let mut before = stored.finished_totals();
+        let mut finished = Vec::new();
+        let day = match stored.today {
+            Some(d) if d.date >= today => d,
+            Some(d) => {
+                if !d.is_empty() {
+                    before = before.add(Totals::of_day(&d));
+                    finished.push(d);
+                }
+                Day::new(today)
+            }
+            None => Day::new(today),
+        };
+        Meter {
+            before,
+            asked: Some(zone.name.clone()),
+            zone,
+            written: Some(day.clone()),
+            day,
+            flags,
+            seen: now,
+            accrued: now,
+            finished,
+            targets: Targets::default(),
+        }
+    }
+
+    /// Counts the time up to `now` with the state last seen (for at most `horizon` after it
+    /// was seen), split at local midnight; rolls to `now`'s day.
+    pub fn advance(&mut self, now: i64, horizon: i64) {
+        let end = now.min(self.seen.saturating_add(horizon));
+        while self.accrued < end {
+            self.roll_to(self.zone.day_of(self.accrued));
+            let stop = end.min(self.zone.next_midnight_ms(self.accrued));
+            let span = stop - self.accrued;
+            let f = self.flags;
+            let d = &mut self.day;
+            for (on, total) in [
+                (f.heat, &mut d.heat_ms),
+                (f.cool, &mut d.cool_ms),
+                (f.fan, &mut d.fan_ms),
+                (f.aux, &mut d.aux_ms),
+                (f.away, &mut d.away_ms),
+            ] {
+                if on {
+                    *total += span;
+                }
+            }
+            self.accrued = stop;
+        }
+        // Time past the horizon is never counted later.
+        self.accrued = self.accrued.max(now);
+        self.roll_to(self.zone.day_of(now));
+    }
+
+    fn roll_to(&mut self, date: i64) {
+        if date > self.day.date {
+            let done = std::mem::replace(&mut self.day, Day::new(date));
+            if !done.is_empty() {
+                self.before = self.before.add(Totals::of_day(&done));
+                self.finished.push(done);
+            }
+        }
+    }
+
+    /// An observation at `now`: time so far counted with the old state, then the new one.
+    pub fn observe(&mut self, flags: Flags, now: i64, horizon: i64) {
+        self.advance(now, horizon);
+        self.flags = flags;
+        self.seen = self.seen.max(now);
+    }
+
+    /// The day when it changed since it was last written.
+    pub fn unwritten(&self) -> Option<&Day> {
+        (self.written.as_ref() != Some(&self.day)).then_some(&self.day)
+    }
+
+    pub fn mark_written(&mut self) {
+        self.written = Some(self.day.clone());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const H: i64 = 3_600_000;
+
+    fn heating() -> Flags {
+        Flags {
+            heat: true,
+            ..Flags::default()
+        }
+    }
+
+    #[test]
+    fn a_run_across_midnight_is_split() {
+        let day0 = 20_000 * 24 * H;
+        let mut m = Meter::start(
+            Zone::utc(),
+            store::Stored::default(),
+            heating(),
+            day0 + 23 * H,
+        );
+        m.observe(heating(), day0 + 24 * H + H / 2, 2 * H);
+        assert_eq!(m.finished.len(), 1);
+        assert_eq!(m.finished[0].heat_ms, H);
+        assert_eq!(m.finished[0].date, 20_000);
+        assert_eq!(m.day.date, 20_001);
+        assert_eq!(m.day.heat_ms, H / 2);
+    }
+
+    #[test]
+    fn each_flag_counts_its_own_time() {
+        let all = Flags {
+            heat: false,
+            cool: true,
+            fan: true,
+            aux: true,
+            away: true,
+        };
+        let mut m = Meter::start(Zone::utc(), store::Stored::default(), all, 0);
+        m.observe(
+            Flags {
+                fan: true,
+                ..Flags::default()
+            },
+            H / 2,
+            2 * H,
+        );
+        m.advance(H, 2 * H);
+        let d = &m.day;
+        assert_eq!(
+            (d.heat_ms, d.cool_ms, d.aux_ms, d.away_ms),
+            (0, H / 2, H / 2, H / 2)
+        );
+        assert_eq!(d.fan_ms, H);
+    }
+
+    #[test]
+    fn a_state_counts_only_until_the_horizon() {
+        let mut m = Meter::start(Zone::utc(), store::Stored::default(), heating(), 0);
+        m.advance(10 * H, H / 4);
+        assert_eq!(m.day.heat_ms, H / 4);
+        // Observed again later: the gap is not counted afterwards either.
+        m.observe(Flags::default(), 11 * H, H / 4);
+        assert_eq!(m.day.heat_ms, H / 4);
+    }
+
+    #[test]
+    fn a_stored_day_carries_on_or_is_finished() {
+        let mut stored = Day::new(0);
+        stored.heat_ms = 5_000;
+        let with = |today: Day| store::Stored {
+            today: Some(today),
+            ..store::Stored::default()
+        };
+        let m = Meter::start(Zone::utc(), with(stored.clone()), heating(), H);
+        assert_eq!(m.day.heat_ms, 5_000);
+        assert!(m.unwritten().is_none());
+        let m = Meter::start(Zone::utc(), with(stored.clone()), heating(), 25 * H);
+        assert_eq!(m.finished.len(), 1);
+        assert_eq!(m.day, Day::new(1));
+        assert_eq!(m.before.heat_s, 5);
+    }
+
+    /// The clock stepped back a day: a stored live day of the later date is carried on, and
+    /// after a finished later day counting goes on in the day after it; nothing stored is
+    /// dropped or finished twice.
+    #[test]
+    fn a_clock_stepped_back_drops_no_later_day() {
+        let mut later = Day::new(5);
+        later.heat_ms = 7_000;
+        let today = store::Stored {
+            today: Some(later.clone()),
+            ..store::Stored::default()
+        };
+        let mut m = Meter::start(Zone::utc(), today, heating(), 4 * 24 * H);
+        assert!(m.finished.is_empty());
+        m.advance(4 * 24 * H + H, 2 * H);
+        assert_eq!((m.day.date, m.day.heat_ms), (5, 7_000 + H));
+
+        let mut days = std::collections::BTreeMap::new();
+        days.insert(5, later.clone());
+        let finished = store::Stored {
+            days,
+            ..store::Stored::default()
+        };
+        let m = Meter::start(Zone::utc(), finished, heating(), 4 * 24 * H);
+        assert!(m.finished.is_empty());
+        assert_eq!((m.day.date, m.before.heat_s), (6, 7));
+    }
+
+    #[test]
+    fn flags_read_the_status_record() {
+        let record = serde_json::json!({
+            "away": true,
+            "hvac": {"heater": false, "heat_x2": true, "aux_heat": true, "ac": false, "fan": true},
+        });
+        let f = Flags::from_record(&record);
+        assert_eq!(
+            f,
+            Flags {
+                heat: true,
+                cool: false,
+                fan: true,
+                aux: true,
+                away: true
+            }
+        );
+    }
+}
