@@ -18,6 +18,8 @@ pub struct Fingerprint {
     can_heat: bool,
     can_cool: bool,
     has_fan: bool,
+    /// Emergency heat: the heat pumps that have auxiliary heat (its runtime sensor).
+    has_aux: bool,
     mode: &'static str,
     version: String,
 }
@@ -36,6 +38,7 @@ impl Fingerprint {
             can_heat: flag("can_heat", true),
             can_cool: flag("can_cool", true),
             has_fan: flag("has_fan", false),
+            has_aux: flag("has_emer_heat", false),
             mode: s.ha_mode(),
             version: s
                 .record
@@ -56,7 +59,7 @@ pub struct Prefixes<'a> {
 }
 
 /// A sensor-like entity: `(component, id, name, state topic suffix under ha/, extra settings)`.
-type Entity = (
+pub(super) type Entity = (
     &'static str,
     &'static str,
     &'static str,
@@ -64,7 +67,8 @@ type Entity = (
     Value,
 );
 
-fn sensors(has_fan: bool) -> Vec<Entity> {
+fn sensors(f: &Fingerprint) -> Vec<Entity> {
+    let has_fan = f.has_fan;
     let diagnostic = "diagnostic";
     let mut list: Vec<Entity> = vec![
         (
@@ -189,6 +193,9 @@ fn sensors(has_fan: bool) -> Vec<Entity> {
             json!({"unit_of_measurement": "min", "device_class": "duration"}),
         ));
     }
+    list.extend(super::energy::entities(
+        f.can_heat, f.can_cool, f.has_fan, f.has_aux,
+    ));
     list
 }
 
@@ -237,7 +244,7 @@ pub fn messages(p: &Prefixes<'_>, serial: &str, f: &Fingerprint) -> Vec<(String,
     );
 
     let device = json!({"device": {"identifiers": [format!("nolongerevil_{serial}")]}});
-    for (component, id, name, suffix, extra) in sensors(f.has_fan) {
+    for (component, id, name, suffix, extra) in sensors(f) {
         let mut config = common(Some(id), component);
         merge(&mut config, device.clone());
         merge(
@@ -353,6 +360,7 @@ mod tests {
             can_heat: true,
             can_cool: true,
             has_fan,
+            has_aux: false,
             mode,
             version: String::new(),
         }
@@ -391,6 +399,20 @@ mod tests {
         let b = parse(&out, "homeassistant/sensor/nest_S1/battery/config");
         assert_eq!(b["state_topic"], "nle/S1/ha/battery");
         assert_eq!(b["device"]["identifiers"], json!(["nolongerevil_S1"]));
+        let r = parse(&out, "homeassistant/sensor/nest_S1/heating_runtime/config");
+        assert_eq!(r["state_topic"], "nle/S1/ha/heating_runtime");
+        assert_eq!(
+            (
+                &r["device_class"],
+                &r["state_class"],
+                &r["unit_of_measurement"]
+            ),
+            (&json!("duration"), &json!("total_increasing"), &json!("h"))
+        );
+        let t = parse(&out, "homeassistant/sensor/nest_S1/cooling_today/config");
+        assert_eq!(t["unit_of_measurement"], "min");
+        assert!(out.iter().any(|(t, _)| t.ends_with("/fan_runtime/config")));
+        assert!(!out.iter().any(|(t, _)| t.ends_with("/aux_runtime/config")));
     }
 
     #[test]

@@ -25,6 +25,7 @@
 
 pub mod commands;
 pub mod discovery;
+pub mod energy;
 mod link;
 pub mod state_topics;
 
@@ -120,6 +121,8 @@ struct Published {
     fingerprint: Option<Fingerprint>,
     discovery_sent: bool,
     available: Option<bool>,
+    /// The runtime topics, recomputed at most once a minute and at HVAC changes.
+    energy: energy::Pace,
 }
 
 impl Published {
@@ -335,8 +338,13 @@ impl Bridge {
             .app
             .state
             .read_device(serial, |data| View::of(serial, data, owner.as_deref()))?;
+        let mut record = status::derive(&view, self.app.config.clock.now_ms());
+        // The weather hearth holds for the thermostat's place, as `/status` shows it.
+        if let Some(t) = status::outdoor_temperature(&view, &self.app.weather) {
+            record["outdoor_temperature"] = serde_json::json!(t);
+        }
         Some(Snapshot {
-            record: status::derive(&view, self.app.config.clock.now_ms()),
+            record,
             view,
             available,
         })
@@ -377,7 +385,22 @@ impl Bridge {
             return Ok(());
         };
 
-        let ha = state_topics::home_assistant(&s, self.app.config.clock.now_ms() / 1000);
+        let now_ms = self.app.config.clock.now_ms();
+        let mut ha = state_topics::home_assistant(&s, now_ms / 1000);
+        if !ha.is_empty() {
+            let live = &self.app.energy;
+            let runtime = published.energy.topics(
+                now_ms,
+                crate::energy::Flags::from_record(&s.record),
+                || {
+                    energy::topics(
+                        live.get(serial).map(|(_, d)| d).as_ref(),
+                        live.totals(serial),
+                    )
+                },
+            );
+            ha.extend(runtime.iter().cloned());
+        }
         // Discovery waits until both buckets exist, as the Home Assistant state does.
         if !ha.is_empty() {
             let fingerprint = Fingerprint::of(&s);

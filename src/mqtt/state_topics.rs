@@ -206,9 +206,13 @@ fn activity(s: &Snapshot, out: &mut Topics) {
 /// filter, time to target and the firmware's other readings.
 fn readings(s: &Snapshot, now_s: i64, out: &mut Topics) {
     let view = &s.view;
+    // The weather hearth holds for the thermostat's place (what `/status` shows), else what
+    // the thermostat's own buckets say.
     out.put(
         "outdoor_temperature",
-        device(s, "outdoor_temperature")
+        record(s, "outdoor_temperature")
+            .filter(|v| !v.is_null())
+            .or_else(|| device(s, "outdoor_temperature"))
             .or_else(|| view.shared_field("outside_temperature").cloned())
             .or_else(|| device(s, "outside_temperature"))
             .map(one_decimal),

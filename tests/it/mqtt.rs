@@ -404,3 +404,110 @@ fn a_thermostat_deleted_while_the_broker_was_away_is_cleared() {
         "homeassistant/climate/nest_{other}/thermostat/config"
     )));
 }
+
+/// The energy history's runtime sensors and the outdoor temperature: discovered once as
+/// `total_increasing` durations, published when they change but at most once a minute per
+/// thermostat (and at HVAC changes), and the outdoor reading the weather hearth holds for the
+/// thermostat's place, as `/status` shows it.
+#[test]
+fn runtime_and_outdoor_sensors_are_published_bounded() {
+    // 2026-03-10 12:00:00 UTC, on the minute.
+    const NOON_MS: i64 = 1_773_144_000_000;
+    let time = ManualClock::at(NOON_MS);
+    let broker = Broker::start();
+    let fake = crate::weather::FakeOpenMeteo::start();
+    let s = TestServer::start_with(|c| {
+        c.mqtt = Some(mqtt_config(broker.port));
+        c.clock = time.clock();
+        c.history_interval = Duration::from_secs(3600);
+        c.weather_provider = Some(hearth::config::WeatherProvider::OpenMeteo);
+        c.open_meteo_geocoding_url = fake.url.clone();
+        c.open_meteo_url = fake.url.clone();
+    });
+    let watch = Watcher::connect(broker.port);
+    let (mut sim, _events, _held) = booted_and_held(&s, SERIAL);
+    let config = |id: &str| format!("homeassistant/sensor/nest_{SERIAL}/{id}/config");
+    let seen = watch.wait("the runtime sensors", |m| {
+        m.contains_key(&config("heating_runtime"))
+            && m.get(&topic("ha/heating_runtime")).map(String::as_str) == Some("0.000")
+            && m.get(&topic("ha/heating_today")).map(String::as_str) == Some("0")
+    });
+    let total = json(&seen[&config("heating_runtime")]);
+    assert_eq!(total["state_topic"], topic("ha/heating_runtime"));
+    assert_eq!(total["device_class"], "duration");
+    assert_eq!(total["state_class"], "total_increasing");
+    assert_eq!(total["unit_of_measurement"], "h");
+    assert_eq!(
+        total["unique_id"],
+        format!("nolongerevil_{SERIAL}_heating_runtime")
+    );
+    let today = json(&seen[&config("cooling_today")]);
+    assert_eq!(today["unit_of_measurement"], "min");
+    assert_eq!(today["device_class"], "duration");
+    assert_eq!(seen[&topic("ha/cooling_runtime")], "0.000");
+    let outdoor = json(&seen[&config("outdoor_temperature")]);
+    assert_eq!(outdoor["device_class"], "temperature");
+
+    // The outdoor temperature: the weather hearth fetched for the thermostat's place, taken up
+    // within the minute.
+    s.server_change(
+        SERIAL,
+        &format!("device.{SERIAL}"),
+        serde_json::json!({"postal_code": "94304", "country_code": "US"}),
+    );
+    assert_eq!(
+        get(s.device(), "/nest/weather/v1?query=94304,US").status,
+        200
+    );
+    let status = get(s.control(), &format!("/status?serial={SERIAL}")).json();
+    assert_eq!(status["outdoor_temperature"], serde_json::json!(10.6));
+    time.advance(Duration::from_secs(60));
+    watch.wait_for(&topic("ha/outdoor_temperature"), "10.6");
+
+    // Half an hour of heating, published at the latest when the heater stops.
+    let heat_total = |s: &TestServer| s.app().energy.totals(SERIAL).map(|t| t.heat_s);
+    let history = s.dir.path().join("history").join(format!("{SERIAL}.jsonl"));
+    // The heater on or off, seen by the bridge (its action) and the accrual (the history's
+    // sample, which it takes after counting), before the clock moves on.
+    let heater = |sim: &mut hearth::simulator::Thermostat, on: bool| {
+        let lines = || std::fs::read_to_string(&history).unwrap_or_default();
+        let before = lines().lines().count();
+        sim.report("shared", "hvac_heater_state", serde_json::json!(on));
+        sim.put().unwrap();
+        watch.wait_for(&topic("ha/action"), if on { "heating" } else { "idle" });
+        let want = format!("\"heating\":{on}");
+        wait_until("the heater's sample", || {
+            lines().lines().skip(before).any(|l| l.contains(&want))
+        });
+    };
+    heater(&mut sim, true);
+    time.advance(Duration::from_secs(1800));
+    wait_until("half an hour counted", || heat_total(&s) == Some(1800));
+    heater(&mut sim, false);
+    watch.wait_for(&topic("ha/heating_runtime"), "0.500");
+    watch.wait_for(&topic("ha/heating_today"), "30");
+    assert_eq!(watch.count(&topic("ha/heating_runtime")), 2);
+    assert_eq!(watch.count(&config("heating_runtime")), 1);
+
+    // Heating again: the runtime moves within the minute (a target change makes the accrual
+    // count), and other state is published, but the runtime is not...
+    heater(&mut sim, true);
+    time.advance(Duration::from_secs(20));
+    sim.report("shared", "target_temperature", serde_json::json!(22.5));
+    sim.put().unwrap();
+    wait_until("twenty more seconds counted", || {
+        heat_total(&s) == Some(1820)
+    });
+    watch.wait_for(&topic("ha/target_temperature"), "22.5");
+    sim.report("shared", "target_temperature", serde_json::json!(23.0));
+    sim.put().unwrap();
+    watch.wait_for(&topic("ha/target_temperature"), "23.0");
+    assert_eq!(watch.count(&topic("ha/heating_runtime")), 2);
+    // ...until the minute is up.
+    time.advance(Duration::from_secs(40));
+    watch.wait("the runtime a minute later", |m| {
+        m.get(&topic("ha/heating_runtime"))
+            .is_some_and(|v| v == "0.505" || v == "0.516")
+    });
+    assert_eq!(watch.count(&config("heating_runtime")), 1);
+}
