@@ -52,6 +52,12 @@ pub struct Pace {
     topics: Vec<(&'static str, String)>,
 }
 
+/// Whether `topics` lack today's (the accrual has not yet seen the thermostat since the start):
+/// such a result is computed again at the next chance, not a minute later.
+fn partial(topics: &[(&'static str, String)]) -> bool {
+    !topics.iter().any(|(k, _)| *k == "heating_today")
+}
+
 impl Pace {
     /// The runtime topics at `now` (ms) with `running` (the status record's flags): computed
     /// again by `compute` once [`PACE_MS`] has passed or what runs changed, else as last time.
@@ -64,7 +70,9 @@ impl Pace {
         let due = match self.last {
             None => true,
             // A clock stepped back computes again at once rather than waiting for it.
-            Some((at, flags)) => flags != running || now - at >= PACE_MS || now < at,
+            Some((at, flags)) => {
+                flags != running || now - at >= PACE_MS || now < at || partial(&self.topics)
+            }
         };
         if due {
             self.topics = compute();
@@ -142,5 +150,25 @@ mod tests {
         assert_eq!(at(&mut pace, 60_001, Flags::default())[0].1, "3");
         assert_eq!(at(&mut pace, 60_002, Flags::default())[0].1, "3");
         assert_eq!(at(&mut pace, 1_000, Flags::default())[0].1, "4");
+    }
+
+    /// Before the accrual has seen the thermostat there is no day: computed again each time
+    /// until there is.
+    #[test]
+    fn topics_without_today_are_computed_again_at_once() {
+        let mut pace = Pace::default();
+        let mut day = None;
+        for (now, want) in [(0, 4), (1, 4), (2, 6), (3, 6)] {
+            if now == 2 {
+                day = Some(Day::new(0));
+            }
+            let got = pace.topics(now, Flags::default(), || {
+                topics(day.as_ref(), Some(Totals::default()))
+            });
+            assert_eq!(got.len(), want, "at {now}");
+        }
+        // Complete: kept until the minute is up.
+        let got = pace.topics(4, Flags::default(), || topics(None, None));
+        assert_eq!(got.len(), 6);
     }
 }
