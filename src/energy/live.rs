@@ -115,3 +115,45 @@ impl Entry {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn day(date: i64, heat_s: i64, fan_ms: i64) -> Day {
+        Day {
+            heat_ms: heat_s * 1000,
+            fan_ms,
+            ..Day::new(date)
+        }
+    }
+
+    /// Loaded from the files once; from then on the recorder's word, with no file read.
+    #[test]
+    fn totals_are_loaded_once_then_kept_by_the_recorder() {
+        let dir = std::env::temp_dir().join(format!("hearth-live-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        store::append_day(&dir, "S", &day(1, 10, 0)).unwrap();
+        store::write_today(&dir, "S", &day(2, 5, 0)).unwrap();
+        let live = Live::new(dir.clone());
+        assert_eq!(live.totals("S").map(|t| t.heat_s), Some(15));
+        assert_eq!(live.totals("none"), Some(Totals::default()));
+        assert!(live.get("S").is_none());
+        // Gone from disk: still known.
+        std::fs::remove_dir_all(&dir).unwrap();
+        assert_eq!(live.totals("S").map(|t| t.heat_s), Some(15));
+        // The recorder's day adds to the days before it, in whole seconds per day.
+        let before = Totals {
+            heat_s: 15,
+            ..Totals::default()
+        };
+        live.set("S", "UTC", &day(3, 7, 1_999), before);
+        let t = live.totals("S").unwrap();
+        assert_eq!((t.heat_s, t.fan_s), (22, 1));
+        assert_eq!(
+            live.get("S").map(|(zone, d)| (zone, d.date)),
+            Some(("UTC".into(), 3))
+        );
+    }
+}
