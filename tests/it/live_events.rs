@@ -299,3 +299,20 @@ fn a_bad_alerts_parameter_is_refused_and_opens_no_stream() {
     );
     assert_eq!(s.app().events.open_count(), 0);
 }
+
+/// With pairing required, the alerts of a thermostat nobody owns stay out of every stream, as
+/// its changes do: the first alert a stream gets is the owned thermostat's, noted after.
+#[test]
+fn in_pairing_mode_an_unowned_thermostats_alerts_stay_out() {
+    use hearth::alerts::Event;
+    let s = TestServer::start_with(|c| c.require_device_pairing = true);
+    s.set_owner(SERIAL, "alice");
+    let mut stream = open(&s, "/api/events?alerts=1");
+    assert_eq!(stream.next_chunk().unwrap().unwrap(), b": connected\n\n");
+    s.app()
+        .alerts
+        .note(notice("02AA01AC0000SIM2", Event::Started));
+    s.app().alerts.note(notice(SERIAL, Event::Started));
+    let first = next_event_of(&next_text(&mut stream));
+    assert_eq!(first["alert"]["serial"], SERIAL);
+}
