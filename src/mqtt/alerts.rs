@@ -44,11 +44,18 @@ pub fn entity_id(kind: Kind) -> String {
 
 /// What a kind's binary sensor adds to the common discovery settings. Its availability is
 /// hearth's alone: the thermostat's own availability topic says `offline` exactly when the
-/// offline alert is on, which must not make that alert's sensor unavailable.
+/// offline alert is on, which must not make that alert's sensor unavailable. Its attributes
+/// are the active alert of its kind, taken from the list (`{}` when there is none), so an
+/// automation can notify with the alert's own words (`message`).
 pub fn sensor(topic_prefix: &str, serial: &str, kind: Kind) -> Value {
+    let name = kind.as_str();
     json!({
         "name": kind.title(),
-        "state_topic": format!("{topic_prefix}/{serial}/alerts/{}", kind.as_str()),
+        "state_topic": format!("{topic_prefix}/{serial}/alerts/{name}"),
+        "json_attributes_topic": format!("{topic_prefix}/{serial}/alerts"),
+        "json_attributes_template": format!(
+            "{{{{ ((value_json | selectattr('kind', 'equalto', '{name}') | list) + [{{}}]) | first | tojson }}}}"
+        ),
         "payload_on": "true",
         "payload_off": "false",
         "device_class": "problem",
@@ -102,5 +109,10 @@ mod tests {
         assert_eq!(s["state_topic"], "nle/S1/alerts/offline");
         assert_eq!(s["device_class"], "problem");
         assert_eq!(s["availability"].as_array().map(Vec::len), Some(1));
+        assert_eq!(s["json_attributes_topic"], "nle/S1/alerts");
+        assert_eq!(
+            s["json_attributes_template"],
+            "{{ ((value_json | selectattr('kind', 'equalto', 'offline') | list) + [{}]) | first | tojson }}"
+        );
     }
 }

@@ -67,6 +67,8 @@ fn alerts_are_published_per_thermostat_with_one_binary_sensor_per_kind() {
     assert_eq!(offline["name"], "Thermostat offline");
     assert_eq!(offline["state_topic"], topic("alerts/offline"));
     assert_eq!(offline["payload_on"], "true");
+    // Its attributes: the kind's active alert, from the list (the template is in the unit tests).
+    assert_eq!(offline["json_attributes_topic"], topic("alerts"));
     assert_eq!(
         offline["unique_id"],
         format!("nolongerevil_{SERIAL}_alert_offline")
