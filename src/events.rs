@@ -1,4 +1,6 @@
-//! Live event streams (`GET /api/events`): Server-Sent Events, one per committed bucket change.
+//! Live event streams (`GET /api/events`): Server-Sent Events, one per committed bucket change,
+//! and, for a stream that asks (`?alerts=1`), one named `alert` per alert that starts or clears
+//! (the page's banners: an alert such as offline starts with no change of any thermostat).
 //!
 //! Streams are parked like held subscribes: the worker that accepted the request writes the
 //! response head and hands the raw writer to this module's own thread, then goes back to
@@ -16,10 +18,11 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use crossbeam_channel::{Receiver, Sender, select, unbounded};
+use crossbeam_channel::{Receiver, Sender, never, select, unbounded};
 use parking_lot::Mutex;
 use serde::Serialize;
 
+use crate::alerts::Notice;
 use crate::http::ChunkedWriter;
 use crate::hub::{ChangeEvent, Interest, Origin};
 use crate::util::clock::Clock;
@@ -102,8 +105,15 @@ pub enum Refused {
 
 impl Admission {
     /// Hands a stream whose response head has been written to the streams' thread. `key_id`:
-    /// the API key that opened it (with `CONTROL_REQUIRE_KEY`), checked before every write.
-    pub fn park(self, writer: ChunkedWriter, serial: Option<String>, key_id: Option<String>) {
+    /// the API key that opened it (with `CONTROL_REQUIRE_KEY`), checked before every write;
+    /// `alerts`: whether it also gets the `alert` events.
+    pub fn park(
+        self,
+        writer: ChunkedWriter,
+        serial: Option<String>,
+        alerts: bool,
+        key_id: Option<String>,
+    ) {
         let control = self.control.clone();
         let stream = Stream {
             writer: Some(writer),
@@ -112,6 +122,7 @@ impl Admission {
             pending_bytes: CONNECTED.len(),
             ending: false,
             serial,
+            alerts,
             key_id,
             _admission: self,
         };
@@ -130,6 +141,8 @@ struct Stream {
     ending: bool,
     /// Only this thermostat's events (`?serial=`).
     serial: Option<String>,
+    /// Alert notices too (`?alerts=1`).
+    alerts: bool,
     /// The API key the stream was opened with; once it is revoked or expired the stream ends.
     key_id: Option<String>,
     _admission: Admission,
@@ -198,6 +211,13 @@ pub fn format_event(event: &ChangeEvent) -> Vec<u8> {
     };
     let json = serde_json::to_string(&data).unwrap_or_else(|_| "{}".into());
     format!("data: {json}\n\n").into_bytes()
+}
+
+/// One alert notice in SSE framing: `event: alert` and the notice as the webhook sends it. Named,
+/// so that a client reading only unnamed events (EventSource's `onmessage`) never sees one.
+pub fn format_alert(notice: &Notice) -> Vec<u8> {
+    let json = serde_json::to_string(notice).unwrap_or_else(|_| "{}".into());
+    format!("event: alert\ndata: {json}\n\n").into_bytes()
 }
 
 impl Default for EventStreams {
@@ -275,7 +295,8 @@ impl EventStreams {
         });
     }
 
-    /// The streams' thread: runs until the signal given to [`EventStreams::stop_on`]. `key_valid` says whether an API
+    /// The streams' thread: runs until the signal given to [`EventStreams::stop_on`]. `alerts`:
+    /// the alert board's notices, for the streams that asked for them. `key_valid` says whether an API
     /// key (by id) still works; a stream opened with one that no longer does is ended before
     /// anything more is written to it (at its next event or keep-alive). `shown` says whether
     /// a thermostat's events may go out at all (with pairing required, not those of one nobody
@@ -290,6 +311,7 @@ impl EventStreams {
     pub fn run(
         &self,
         changes: Receiver<Arc<ChangeEvent>>,
+        alerts: Receiver<Arc<Notice>>,
         key_valid: impl Fn(&str) -> bool,
         shown: impl Fn(&str) -> bool,
     ) {
@@ -322,7 +344,7 @@ impl EventStreams {
                     let _ = finished.send(job.run());
                 }
             };
-            self.serve(&changes, &done, &send, &key_valid, &shown);
+            self.serve(&changes, alerts, &done, &send, &key_valid, &shown);
             drop(jobs);
         });
     }
@@ -330,6 +352,7 @@ impl EventStreams {
     fn serve(
         &self,
         changes: &Receiver<Arc<ChangeEvent>>,
+        mut alerts: Receiver<Arc<Notice>>,
         finished: &Receiver<Done>,
         send: &dyn Fn(Job),
         key_valid: &dyn Fn(&str) -> bool,
@@ -362,6 +385,21 @@ impl EventStreams {
                     let text: Arc<[u8]> = format_event(&event).into();
                     streams.each(key_valid, |s| {
                         s.serial.as_ref().is_none_or(|f| *f == event.serial).then_some(&text)
+                    });
+                }
+                recv(alerts) -> notice => {
+                    // The board lives as long as the server: a closed channel only stops these.
+                    let Ok(notice) = notice else {
+                        alerts = never();
+                        continue;
+                    };
+                    let serial = &notice.alert.serial;
+                    if !shown(serial) {
+                        continue;
+                    }
+                    let text: Arc<[u8]> = format_alert(&notice).into();
+                    streams.each(key_valid, |s| {
+                        (s.alerts && s.serial.as_ref().is_none_or(|f| f == serial)).then_some(&text)
                     });
                 }
                 recv(self.inbox) -> msg => match msg {
@@ -529,6 +567,26 @@ mod tests {
         assert!(
             streams.per_client.lock().is_empty(),
             "addresses are forgotten"
+        );
+    }
+
+    #[test]
+    fn an_alert_is_a_named_event_with_the_notice() {
+        use crate::alerts::{Alert, Event, Kind};
+        let notice = Notice {
+            event: Event::Cleared,
+            alert: Alert {
+                id: "a1".into(),
+                serial: "S".into(),
+                kind: Kind::Filter,
+                started_at: "t0".into(),
+                cleared_at: Some("t1".into()),
+                message: "m".into(),
+            },
+        };
+        assert_eq!(
+            String::from_utf8(format_alert(&notice)).unwrap(),
+            "event: alert\ndata: {\"event\":\"cleared\",\"alert\":{\"id\":\"a1\",\"serial\":\"S\",\"kind\":\"filter\",\"started_at\":\"t0\",\"cleared_at\":\"t1\",\"message\":\"m\"}}\n\n"
         );
     }
 

@@ -427,9 +427,11 @@ fn start_events(
     spawn("events", {
         let app = Arc::clone(app);
         let changes = hub.watch_if(app.events.interest());
+        let alerts = app.alerts.watch();
         move || {
             app.events.run(
                 changes,
+                alerts,
                 |id| {
                     let now = app.config.clock.now_ms();
                     app.state

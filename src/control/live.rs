@@ -1,4 +1,4 @@
-//! `GET /api/events[?serial=S]`: the live event stream (Server-Sent Events). The stream itself
+//! `GET /api/events[?serial=S][&alerts=1]`: the live event stream (Server-Sent Events). The stream itself
 //! is written by [`crate::events`]; this handler admits it and hands it over.
 
 use super::ControlError;
@@ -20,6 +20,21 @@ pub fn events(
         Ok(None) => None,
         Ok(Some(s)) if s.is_empty() => None,
         Ok(Some(s)) => Some(input::serial(&s)?),
+    };
+    // Alert events only for a client that asks: one that reads every `data:` line as a bucket
+    // change would not know what to make of them.
+    let alerts = match req.query_param("alerts") {
+        Err(_) => return Err(ControlError::BadEncoding),
+        Ok(None) => false,
+        Ok(Some(v)) => match v.as_str() {
+            "1" | "true" => true,
+            "0" | "false" | "" => false,
+            _ => {
+                return Err(ControlError::Invalid(
+                    "alerts must be 1 (alert events too) or 0".into(),
+                ));
+            }
+        },
     };
     if req.http10 {
         return Err(ControlError::Invalid(
@@ -55,7 +70,7 @@ pub fn events(
     Ok(Reply::Chunked(ChunkedReply {
         headers,
         body: ChunkedBody::Park(Box::new(move |writer| {
-            admission.park(writer, serial, key_id);
+            admission.park(writer, serial, alerts, key_id);
         })),
     }))
 }

@@ -124,6 +124,29 @@ mod tests {
         }
     }
 
+    /// The page's titles and its safety kinds are the server's ([`crate::alerts::Kind`]), so the
+    /// banner reads as ntfy's title does and stands out exactly when ntfy's priority is high.
+    #[test]
+    fn the_page_names_the_alert_kinds_as_the_server_does() {
+        let js = include_str!("ui/alerts.js");
+        let safety = js
+            .lines()
+            .find(|l| l.starts_with("const SAFETY_KINDS"))
+            .unwrap_or_default();
+        for kind in crate::alerts::Kind::ALL {
+            let name = kind.as_str();
+            assert!(
+                js.contains(&format!("{name}: \"{}\"", kind.title())),
+                "alerts.js has another title for {name}"
+            );
+            assert_eq!(
+                safety.contains(&format!("\"{name}\"")),
+                kind.is_safety(),
+                "{name}"
+            );
+        }
+    }
+
     #[test]
     fn nothing_inline_runs_or_styles() {
         // Every <script> has a src; there is no <style> block and no style attribute, which

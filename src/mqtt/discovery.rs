@@ -253,6 +253,17 @@ pub fn messages(p: &Prefixes<'_>, serial: &str, f: &Fingerprint) -> Vec<(String,
         );
         add(component, id, config, extra);
     }
+    for kind in super::alerts::kinds(f.can_heat, f.can_cool) {
+        let id = super::alerts::entity_id(kind);
+        let mut config = common(Some(&id), "binary_sensor");
+        merge(&mut config, device.clone());
+        add(
+            "binary_sensor",
+            &id,
+            config,
+            super::alerts::sensor(p.topic, serial, kind),
+        );
+    }
     if f.has_fan {
         let mut config = common(Some("fan_duration"), "number");
         merge(&mut config, device);
@@ -413,6 +424,16 @@ mod tests {
         assert_eq!(t["unit_of_measurement"], "min");
         assert!(out.iter().any(|(t, _)| t.ends_with("/fan_runtime/config")));
         assert!(!out.iter().any(|(t, _)| t.ends_with("/aux_runtime/config")));
+        let a = parse(
+            &out,
+            "homeassistant/binary_sensor/nest_S1/alert_offline/config",
+        );
+        assert_eq!(a["unique_id"], "nolongerevil_S1_alert_offline");
+        assert_eq!(a["state_topic"], "nle/S1/alerts/offline");
+        assert_eq!(
+            a["availability"],
+            json!([{"topic": "nle/availability", "payload_available": "online", "payload_not_available": "offline"}])
+        );
     }
 
     #[test]

@@ -18,11 +18,14 @@
 //! - Discovery is sent when the bridge connects and when a thermostat's [`Fingerprint`]
 //!   (name, capabilities, mode) changes; a thermostat nobody owns (removed, or with pairing
 //!   unclaimed) has its retained topics and discovery cleared.
+//! - A thermostat's alerts ([`alerts`]) are state topics like the rest, recomputed when the
+//!   alert board sends a notice as well as on the thermostat's own changes.
 //! - One subscription, `{P}/+/+/+/set`, covers both the Home Assistant and the raw command
 //!   topics, so no broker can deliver one command twice through overlapping subscriptions (the
 //!   Python server subscribed twice). Retained command messages are ignored: they are replays
 //!   of an old command, not a new one.
 
+pub mod alerts;
 pub mod commands;
 pub mod discovery;
 pub mod energy;
@@ -40,6 +43,7 @@ use std::time::Duration;
 use crossbeam_channel::{Receiver, bounded, select};
 
 use crate::accounts;
+use crate::alerts::Notice;
 use crate::app::App;
 use crate::config::MqttConfig;
 use crate::hub::ChangeEvent;
@@ -145,11 +149,14 @@ struct Bridge {
     published: HashMap<String, Published>,
     /// Counts connections, so a report from an old one is ignored.
     link_id: u64,
+    /// The alert board's notices: an alert may start while its thermostat says nothing.
+    notices: Receiver<Arc<Notice>>,
 }
 
 impl Bridge {
     fn new(app: Arc<App>, config: MqttConfig) -> Bridge {
         Bridge {
+            notices: app.alerts.watch(),
             app,
             config,
             published: HashMap::new(),
@@ -240,6 +247,7 @@ impl Bridge {
         let moved = clock.moves();
         let mut next_tick = clock.now() + tick;
         let mut next_resync = clock.now() + RESYNC;
+        let notices = self.notices.clone();
         loop {
             if !dirty.is_empty() {
                 let held = self.app.hub().subscription_counts();
@@ -277,6 +285,10 @@ impl Bridge {
                     }
                     _ => {}
                 },
+                recv(notices) -> notice => {
+                    dirty.extend(notice.ok().map(|n| n.alert.serial.clone()));
+                    dirty.extend(notices.try_iter().map(|n| n.alert.serial.clone()));
+                }
                 recv(moved) -> _ => {}
                 default(clock.wait_time(next_tick)) => {}
             }
@@ -426,6 +438,7 @@ impl Bridge {
             ha.into_iter()
                 .map(|(suffix, payload)| (format!("ha/{suffix}"), payload)),
         );
+        wanted.extend(alerts::topics(serial, &self.app.alerts.active()));
         let online = if s.available { "online" } else { "offline" };
         wanted.push(("availability".to_string(), online.to_string()));
         published.available = Some(s.available);

@@ -210,3 +210,109 @@ fn an_idle_stream_gets_keep_alive_comments_and_head_opens_none() {
     assert_eq!(r.header("Content-Type"), Some("text/event-stream"));
     assert_eq!(s.app().events.open_count(), 1);
 }
+
+/// The next chunk that is not a comment, as text.
+fn next_text(stream: &mut ChunkStream) -> String {
+    loop {
+        let chunk = stream.next_chunk().unwrap().expect("the stream ended");
+        let text = String::from_utf8(chunk).unwrap();
+        if !text.starts_with(':') {
+            return text;
+        }
+    }
+}
+
+fn notice(serial: &str, event: hearth::alerts::Event) -> hearth::alerts::Notice {
+    hearth::alerts::Notice {
+        event,
+        alert: hearth::alerts::Alert {
+            id: format!("offline-{serial}"),
+            serial: serial.to_string(),
+            kind: hearth::alerts::Kind::Offline,
+            started_at: "2026-11-26T10:00:00.000Z".to_string(),
+            cleared_at: None,
+            message: "Hallway has not been in touch for 30 minutes".to_string(),
+        },
+    }
+}
+
+#[test]
+fn alert_events_go_only_to_streams_that_ask_for_them() {
+    use hearth::alerts::Event;
+    let s = TestServer::start();
+    let (_sim, _events, _held) = booted_and_held(&s, SERIAL);
+    let mut plain = open(&s, "/api/events");
+    let mut asked = open(&s, "/api/events?alerts=1");
+    let mut one = open(&s, &format!("/api/events?serial={SERIAL}&alerts=true"));
+    for stream in [&mut plain, &mut asked, &mut one] {
+        assert_eq!(stream.next_chunk().unwrap().unwrap(), b": connected\n\n");
+    }
+
+    // Another thermostat's alert, then this one's: named `alert`, the notice as the webhook's.
+    let other = "02AA01AC0000SIM2";
+    s.app().alerts.note(notice(other, Event::Started));
+    s.app().alerts.note(notice(SERIAL, Event::Started));
+    let text = next_text(&mut asked);
+    assert!(text.starts_with("event: alert\ndata: "), "{text:?}");
+    let first = next_event_of(&text);
+    assert_eq!(first["event"], "started");
+    assert_eq!(first["alert"]["serial"], other);
+    assert_eq!(
+        next_event_of(&next_text(&mut asked))["alert"]["serial"],
+        SERIAL
+    );
+    // The serial filter applies to alerts as to changes.
+    let mine = next_event_of(&next_text(&mut one));
+    assert_eq!(mine["alert"]["serial"], SERIAL);
+    assert_eq!(mine["alert"]["kind"], "offline");
+
+    // The plain stream got neither: the change that follows is the first thing it sees (the
+    // notices were handed out, to the streams that wanted them, before it was made).
+    command(s.control(), SERIAL, "set_temperature", json!(22));
+    let e = next_event(&mut plain);
+    assert_eq!(e["object_key"], json!(format!("shared.{SERIAL}")));
+}
+
+fn next_event_of(text: &str) -> Value {
+    let data: Vec<&str> = text
+        .lines()
+        .filter_map(|l| l.strip_prefix("data: "))
+        .collect();
+    serde_json::from_str(&data.join("\n")).unwrap()
+}
+
+#[test]
+fn a_bad_alerts_parameter_is_refused_and_opens_no_stream() {
+    let s = TestServer::start();
+    let r = hearth::http::client::request(
+        &url(s.control(), "/api/events?alerts=yes"),
+        "GET",
+        &[],
+        &[],
+        TIMEOUT,
+    )
+    .unwrap();
+    assert_eq!(r.status, 400);
+    assert_eq!(
+        r.json(),
+        json!({"error": "alerts must be 1 (alert events too) or 0"})
+    );
+    assert_eq!(s.app().events.open_count(), 0);
+}
+
+/// With pairing required, the alerts of a thermostat nobody owns stay out of every stream, as
+/// its changes do: the first alert a stream gets is the owned thermostat's, noted after.
+#[test]
+fn in_pairing_mode_an_unowned_thermostats_alerts_stay_out() {
+    use hearth::alerts::Event;
+    let s = TestServer::start_with(|c| c.require_device_pairing = true);
+    s.set_owner(SERIAL, "alice");
+    let mut stream = open(&s, "/api/events?alerts=1");
+    assert_eq!(stream.next_chunk().unwrap().unwrap(), b": connected\n\n");
+    s.app()
+        .alerts
+        .note(notice("02AA01AC0000SIM2", Event::Started));
+    s.app().alerts.note(notice(SERIAL, Event::Started));
+    let first = next_event_of(&next_text(&mut stream));
+    assert_eq!(first["alert"]["serial"], SERIAL);
+}

@@ -36,6 +36,7 @@ mod limits;
 mod live_events;
 mod metrics;
 mod mqtt;
+mod mqtt_alerts;
 mod onboarding;
 mod outbound;
 mod pairing;

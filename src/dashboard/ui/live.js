@@ -1,5 +1,6 @@
 "use strict";
 // ---- live: /api/events, read with fetch so an API key can be sent; reconnects with backoff ----
+// With ?alerts=1 it also carries an `alert` event when an alert starts or clears (alerts.js).
 function setLive(on, text) {
   const live = document.getElementById("live");
   live.classList.toggle("on", on);
@@ -15,14 +16,15 @@ async function live() {
     const abort = new AbortController();
     let watchdog = setTimeout(() => abort.abort(), SILENCE_MS);
     try {
-      const res = await fetch(rel("api/events"), { headers: headers(false), cache: "no-store", signal: abort.signal });
+      const res = await fetch(rel("api/events?alerts=1"), { headers: headers(false), cache: "no-store", signal: abort.signal });
       if (res.status === 401) needKey();
       if (!res.ok || !res.body) throw new Error("HTTP " + res.status);
       setLive(true, "Live");
       delay = 1000;
-      // Once per connection: the list (and the settings, if the page started without them).
+      // Once per connection: the list (and the settings, if the page started without them),
+      // then the alerts, which name the thermostats the list brings.
       (Object.keys(config).length ? Promise.resolve() : loadConfig()).catch(() => {})
-        .then(() => loadDevices()).catch(() => {});
+        .then(() => loadDevices()).catch(() => {}).then(() => loadAlerts());
       const reader = res.body.getReader();
       const decoder = new TextDecoder();
       let buffer = "";
@@ -36,7 +38,10 @@ async function live() {
         while ((end = buffer.indexOf("\n\n")) >= 0) {
           const block = buffer.slice(0, end);
           buffer = buffer.slice(end + 2);
-          for (const line of block.split("\n")) if (line.startsWith("data:")) onEvent(line.slice(5).trim());
+          const lines = block.split("\n");
+          // A named `alert` event only says the alerts changed: read them again.
+          if (lines.includes("event: alert")) { loadAlerts(); continue; }
+          for (const line of lines) if (line.startsWith("data:")) onEvent(line.slice(5).trim());
         }
       }
     } catch (e) { /* fall through to the reconnect */ }

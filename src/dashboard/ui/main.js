@@ -12,7 +12,8 @@ async function start() {
   // server that is down when the page opens is picked up when it comes back.
   live();
   // Availability and "last seen" change without events; the chart gains a sample every few minutes.
-  setInterval(() => loadDevices().catch(() => {}), 30000);
+  // The alerts too, in case the stream missed one of their events.
+  setInterval(() => loadDevices().catch(() => {}).then(() => loadAlerts()), 30000);
   setInterval(() => { for (const c of cards.values()) loadHistory(c).catch(() => {}); }, 120000);
 }
 start();

@@ -7,6 +7,7 @@
 //! `$HEARTH_SCREENSHOTS_DIR` when set (`HEARTH_SCREENSHOTS_DIR=docs` refreshes the docs' own).
 
 mod accounts;
+mod alerts;
 mod browser;
 use crate::common;
 mod chart;
