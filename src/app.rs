@@ -55,12 +55,18 @@ impl App {
         let events = EventStreams::new(config.event_keep_alive, config.clock.clone());
         let workers = config.http_workers;
         let started_ms = config.clock.now_ms();
+        // Outdoor readings are kept by place in the data directory (see `crate::weather`).
+        let weather = Weather::new(
+            config.clock.clone(),
+            Some(config.data_dir.join("weather")),
+            std::time::Duration::from_millis(config.weather_cache_ttl_ms),
+        );
         App {
             presence: Presence::new(config.availability_timeout, config.clock.clone()),
             config,
             state,
             origin,
-            weather: Weather::default(),
+            weather,
             alerts: crate::alerts::Alerts::default(),
             energy: crate::energy::Live::default(),
             events,

@@ -10,7 +10,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread;
 
-use hearth::config::WeatherProvider;
+use hearth::config::{Config, WeatherProvider};
+use hearth::util::clock::ManualClock;
 use parking_lot::Mutex;
 use serde_json::{Value, json};
 
@@ -71,11 +72,14 @@ impl FakeOpenMeteo {
 }
 
 fn open_meteo(fake: &FakeOpenMeteo) -> TestServer {
-    TestServer::start_with(|c| {
-        c.weather_provider = Some(WeatherProvider::OpenMeteo);
-        c.open_meteo_geocoding_url = fake.url.clone();
-        c.open_meteo_url = fake.url.clone();
-    })
+    TestServer::start_with(|c| asking(c, fake))
+}
+
+/// Open-Meteo, at the fake.
+fn asking(c: &mut Config, fake: &FakeOpenMeteo) {
+    c.weather_provider = Some(WeatherProvider::OpenMeteo);
+    c.open_meteo_geocoding_url = fake.url.clone();
+    c.open_meteo_url = fake.url.clone();
 }
 
 #[test]
@@ -250,4 +254,103 @@ fn off_sends_nothing_anywhere() {
         );
     }
     assert_eq!(fake.seen().len(), before, "off asked nobody");
+}
+
+#[test]
+fn one_place_however_spelled_or_by_however_many_thermostats_is_fetched_once() {
+    let fake = FakeOpenMeteo::start();
+    let s = open_meteo(&fake);
+    let first = get(s.device(), "/nest/weather/v1?query=94304,US").json();
+    assert_eq!(fake.seen().len(), 2, "geocoding, then the forecast");
+    // Another thermostat there, and the same place spelled three other ways.
+    for asked in ["94304,US", "94304,us", "%2094304%20,%20US", "94304"] {
+        let r = get_as(
+            s.device(),
+            &format!("/nest/weather/v1?query={asked}"),
+            "02AA01AC4912345B",
+        );
+        assert_eq!(r.status, 200, "{asked}");
+        let w = r.json();
+        let keys: Vec<&String> = w.as_object().unwrap().keys().collect();
+        let as_sent = asked.replace("%20", " ");
+        assert_eq!(keys, [&as_sent], "keyed as that thermostat asked");
+        assert_eq!(w[&as_sent], first["94304,US"], "one answer");
+    }
+    assert_eq!(
+        fake.seen().len(),
+        2,
+        "nobody asked again: {:?}",
+        fake.seen()
+    );
+    // Another place is another fetch (the geocoder, then its forecast).
+    assert_eq!(
+        get(s.device(), "/nest/weather/v1?query=10001,US").status,
+        200
+    );
+    assert_eq!(fake.seen().len(), 4, "{:?}", fake.seen());
+}
+
+#[test]
+fn weather_url_keeps_keying_by_the_full_query() {
+    let fake = FakeOpenMeteo::start();
+    let s = TestServer::start_with(|c| {
+        c.weather_provider = Some(WeatherProvider::Upstream);
+        c.weather_url = Some(format!("{}/weather/v1", fake.url));
+    });
+    for (asked, seen) in [("94304,US", 1), ("94304,US", 1), ("94304,us", 2)] {
+        let r = get(s.device(), &format!("/nest/weather/v1?query={asked}"));
+        assert_eq!(r.status, 200, "{asked}");
+        assert_eq!(fake.seen().len(), seen, "{:?}", fake.seen());
+    }
+    let seen = fake.seen();
+    assert_eq!(
+        seen,
+        [
+            "/weather/v1?query=94304,US".to_string(),
+            "/weather/v1?query=94304,us".to_string()
+        ]
+    );
+}
+
+#[test]
+fn after_a_restart_status_shows_the_last_reading_while_it_is_fresh() {
+    let fake = FakeOpenMeteo::start();
+    let time = ManualClock::starting_now();
+    let configure = |c: &mut Config| {
+        asking(c, &fake);
+        c.clock = time.clock();
+    };
+    let s = TestServer::start_with(configure);
+    s.server_change(
+        SERIAL,
+        &device(),
+        json!({"postal_code": "94304", "country_code": "US"}),
+    );
+    assert_eq!(
+        get(s.device(), "/nest/weather/v1?query=94304,US").status,
+        200
+    );
+    let status = |addr| get(addr, &format!("/status?serial={SERIAL}")).json();
+    assert_eq!(status(s.control())["outdoor_temperature"], json!(10.6));
+    let asked = fake.seen().len();
+    let dir = s.stop();
+
+    let mut config = Config::local(dir.path());
+    config.api_origin = hearth::config::ApiOrigin::parse("http://127.0.0.1").ok();
+    configure(&mut config);
+    let again = start_server(config);
+    let control = again.control_addr();
+    assert_eq!(
+        status(control)["outdoor_temperature"],
+        json!(10.6),
+        "the last reading, at once"
+    );
+    assert_eq!(fake.seen().len(), asked, "without asking anyone");
+    // An hour after it was fetched (the cache's 10 minutes are shorter), it is no longer shown.
+    time.advance(std::time::Duration::from_secs(3599));
+    assert_eq!(status(control)["outdoor_temperature"], json!(10.6));
+    time.advance(std::time::Duration::from_secs(1));
+    assert_eq!(status(control)["outdoor_temperature"], Value::Null, "stale");
+    again.shutdown();
+    drop(dir);
 }
