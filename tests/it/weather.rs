@@ -354,3 +354,32 @@ fn after_a_restart_status_shows_the_last_reading_while_it_is_fresh() {
     again.shutdown();
     drop(dir);
 }
+
+#[test]
+fn the_hosted_status_carries_the_outdoor_temperature_beside_the_buckets() {
+    let fake = FakeOpenMeteo::start();
+    let s = open_meteo(&fake);
+    s.server_change(
+        SERIAL,
+        &device(),
+        json!({"postal_code": "94304", "country_code": "US"}),
+    );
+    let key = crate::common::hosted::new_key(&s, "owner", "read", &[]);
+    let hosted = |s: &TestServer| {
+        let path = format!("/thermostat/{SERIAL}/status");
+        let r = crate::common::hosted::api(s, "GET", &path, &key, Value::Null);
+        assert_eq!(r.status, 200, "{}", r.text());
+        r.json()
+    };
+    let before = hosted(&s);
+    assert_eq!(before["outdoor_temperature"], Value::Null, "no answer yet");
+    assert_eq!(
+        get(s.device(), "/nest/weather/v1?query=94304,US").status,
+        200
+    );
+    let after = hosted(&s);
+    assert_eq!(after["outdoor_temperature"], json!(10.6));
+    let keys: Vec<&String> = after.as_object().unwrap().keys().collect();
+    assert_eq!(keys, ["device", "state", "outdoor_temperature"]);
+    assert_eq!(after["state"], before["state"], "no bucket gained a field");
+}
