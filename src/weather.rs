@@ -82,7 +82,7 @@ impl Source {
 }
 
 const MAX_ENTRIES: usize = 256;
-pub(crate) const MAX_BODY: u64 = 2 * 1024 * 1024;
+const MAX_BODY: u64 = 2 * 1024 * 1024;
 /// Background fetches running at once (each for another query): beyond, a query with nothing
 /// cached is answered "unavailable" at once and a stale answer is served without a refresh.
 pub const MAX_FETCHES: usize = 4;
@@ -93,7 +93,7 @@ pub const FETCH_BURST: u32 = 12;
 /// After the burst, one more upstream request may start per this many milliseconds.
 pub const FETCH_PACE_MS: u64 = 60_000;
 /// Connecting to upstream gives up after this (or the whole timeout, if shorter).
-pub(crate) const CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
 
 /// A cached answer and when it was fetched (ms, by the server's clock).
 type Entry = (i64, Arc<Vec<u8>>);
