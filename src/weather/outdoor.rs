@@ -18,7 +18,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use parking_lot::Mutex;
-use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
 
 /// Places remembered at most (a home has one or two).
 const MAX_PLACES: usize = 256;
@@ -26,7 +26,7 @@ const MAX_PLACES: usize = 256;
 pub const FRESH_AT_LEAST: Duration = Duration::from_secs(3600);
 const FILE: &str = "outdoor.json";
 
-#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq)]
 struct Reading {
     celsius: f64,
     /// When it was fetched (ms, by the server's clock).
@@ -50,9 +50,9 @@ impl Readings {
         let by_place = dir.as_ref().map_or_else(HashMap::new, |dir| {
             let path = dir.join(FILE);
             match fs::read(&path) {
-                Ok(bytes) => serde_json::from_slice(&bytes).unwrap_or_else(|e| {
+                Ok(bytes) => parse(&bytes).unwrap_or_else(|| {
                     log::warn!(
-                        "weather: {} unreadable ({e}); outdoor readings start afresh",
+                        "weather: {} unreadable; outdoor readings start afresh",
                         path.display()
                     );
                     HashMap::new()
@@ -133,11 +133,42 @@ impl Readings {
     }
 }
 
+/// The file's readings: `{"94304,US": {"celsius": 10.6, "at_ms": 1766163600000}}`. (Read and
+/// written through `Value`, whose code the binary has already, rather than a derived one.)
+fn parse(bytes: &[u8]) -> Option<HashMap<String, Reading>> {
+    let Ok(Value::Object(places)) = serde_json::from_slice(bytes) else {
+        return None;
+    };
+    let reading = |v: &Value| {
+        Some(Reading {
+            celsius: v.get("celsius")?.as_f64()?,
+            at_ms: v.get("at_ms")?.as_i64()?,
+        })
+    };
+    places
+        .iter()
+        .map(|(place, v)| Some((place.clone(), reading(v)?)))
+        .collect()
+}
+
+fn to_json(readings: &HashMap<String, Reading>) -> Vec<u8> {
+    let places: Map<String, Value> = readings
+        .iter()
+        .map(|(place, r)| {
+            let mut fields = Map::new();
+            fields.insert("celsius".into(), r.celsius.into());
+            fields.insert("at_ms".into(), r.at_ms.into());
+            (place.clone(), Value::Object(fields))
+        })
+        .collect();
+    Value::Object(places).to_string().into_bytes()
+}
+
 /// Replaces the file whole: a crash leaves the old one or the new one. (Written here with
 /// `std` rather than `crate::store::files`, which sits a layer above `weather`; the same steps:
 /// a private directory, a 0600 file written aside and fsynced, renamed, the directory fsynced.)
 fn write(dir: &Path, readings: &HashMap<String, Reading>) -> io::Result<()> {
-    let body = serde_json::to_vec(readings).map_err(io::Error::other)?;
+    let body = to_json(readings);
     let (path, aside) = (dir.join(FILE), dir.join(format!("{FILE}.new")));
     let attempt = || -> io::Result<()> {
         let mut file = OpenOptions::new()
@@ -167,7 +198,7 @@ fn write(dir: &Path, readings: &HashMap<String, Reading>) -> io::Result<()> {
 /// `current.temp_c` of each place in an answer keyed by queries (`{"94304,US": {...}}`, as
 /// `WEATHER_URL` answers), by place key.
 pub fn in_answer(body: &[u8]) -> Vec<(String, f64)> {
-    let Ok(serde_json::Value::Object(places)) = serde_json::from_slice(body) else {
+    let Ok(Value::Object(places)) = serde_json::from_slice(body) else {
         return Vec::new();
     };
     places
@@ -180,7 +211,7 @@ pub fn in_answer(body: &[u8]) -> Vec<(String, f64)> {
 }
 
 /// `current.temp_c` of one place's answer.
-pub fn current_celsius(answer: &serde_json::Value) -> Option<f64> {
+pub fn current_celsius(answer: &Value) -> Option<f64> {
     answer.pointer("/current/temp_c")?.as_f64()
 }
 
