@@ -383,3 +383,43 @@ fn the_hosted_status_carries_the_outdoor_temperature_beside_the_buckets() {
     assert_eq!(keys, ["device", "state", "outdoor_temperature"]);
     assert_eq!(after["state"], before["state"], "no bucket gained a field");
 }
+
+#[test]
+fn the_energy_history_is_fed_only_fresh_outdoor_readings() {
+    let fake = FakeOpenMeteo::start();
+    // 2026-03-10 10:00 UTC, on a sample's boundary.
+    let time = ManualClock::at(1_773_136_800_000);
+    let s = TestServer::start_with(|c| {
+        asking(c, &fake);
+        c.clock = time.clock();
+        c.history_interval = std::time::Duration::from_secs(300);
+        // Still counted as connected when the clock jumps (samples are of connected ones).
+        c.availability_timeout = std::time::Duration::from_secs(86_400);
+    });
+    let (_sim, _events, _held) = booted_and_held(&s, SERIAL);
+    assert_eq!(
+        get(s.device(), "/nest/weather/v1?query=94304,US").status,
+        200
+    );
+    // (indoor readings, outdoor readings) of today's row.
+    let counts = || {
+        s.app()
+            .energy
+            .get(SERIAL)
+            .map(|(_, day)| (day.indoor_n, day.outdoor_n))
+    };
+    let sampled = |want: (u32, u32)| {
+        wait_until(&format!("a sample, then {want:?}"), || {
+            counts() == Some(want)
+        })
+    };
+    let minutes = |m: u64| std::time::Duration::from_secs(m * 60);
+    time.advance(minutes(5));
+    sampled((1, 1));
+    // 55 minutes after the reading was fetched it is still fresh: it is taken.
+    time.advance(minutes(50));
+    sampled((2, 2));
+    // An hour after, it is not: the sample has its indoor reading and no outdoor one.
+    time.advance(minutes(5));
+    sampled((3, 2));
+}
