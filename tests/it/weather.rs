@@ -12,7 +12,7 @@ use std::thread;
 
 use hearth::config::{Config, WeatherProvider};
 use hearth::util::clock::ManualClock;
-use parking_lot::Mutex;
+use parking_lot::{Condvar, Mutex};
 use serde_json::{Value, json};
 
 const FORECAST: &str = include_str!("weather/forecast.json");
@@ -26,6 +26,8 @@ pub(crate) struct FakeOpenMeteo {
     seen: Arc<Mutex<Vec<String>>>,
     /// While set, every request is answered 503.
     down: Arc<AtomicBool>,
+    /// While set, a forecast request waits (its answer held back) until it is cleared.
+    holding: Arc<(Mutex<bool>, Condvar)>,
 }
 
 impl FakeOpenMeteo {
@@ -34,7 +36,9 @@ impl FakeOpenMeteo {
         let url = format!("http://{}", listener.local_addr().unwrap());
         let seen = Arc::new(Mutex::new(Vec::new()));
         let down = Arc::new(AtomicBool::new(false));
+        let holding = Arc::new((Mutex::new(false), Condvar::new()));
         let (theirs, is_down) = (Arc::clone(&seen), Arc::clone(&down));
+        let held = Arc::clone(&holding);
         thread::spawn(move || {
             for mut stream in listener.incoming().flatten() {
                 let mut head = Vec::new();
@@ -45,6 +49,12 @@ impl FakeOpenMeteo {
                 let head = String::from_utf8_lossy(&head).to_string();
                 let target = head.split(' ').nth(1).unwrap_or("").to_string();
                 theirs.lock().push(target.clone());
+                if target.starts_with("/v1/forecast") {
+                    let mut hold = held.0.lock();
+                    while *hold {
+                        held.1.wait(&mut hold);
+                    }
+                }
                 let body = match target.as_str() {
                     t if t.starts_with("/v1/search") && t.contains("name=00000") => "{}",
                     t if t.starts_with("/v1/search") => PLACE,
@@ -63,7 +73,18 @@ impl FakeOpenMeteo {
                 );
             }
         });
-        FakeOpenMeteo { url, seen, down }
+        FakeOpenMeteo {
+            url,
+            seen,
+            down,
+            holding,
+        }
+    }
+
+    /// Holds forecast answers back until called with `false`.
+    fn hold(&self, on: bool) {
+        *self.holding.0.lock() = on;
+        self.holding.1.notify_all();
     }
 
     fn seen(&self) -> Vec<String> {
@@ -422,4 +443,31 @@ fn the_energy_history_is_fed_only_fresh_outdoor_readings() {
     // An hour after, it is not: the sample has its indoor reading and no outdoor one.
     time.advance(minutes(5));
     sampled((3, 2));
+}
+
+#[test]
+fn thermostats_asking_for_one_place_at_once_wait_on_one_fetch() {
+    let fake = FakeOpenMeteo::start();
+    fake.hold(true);
+    let s = TestServer::start_with(|c| {
+        asking(c, &fake);
+        c.http_workers = 8;
+        // Long enough that the held answer is waited for on a loaded machine.
+        c.weather_timeout = std::time::Duration::from_secs(30);
+        c.weather_wait = std::time::Duration::from_secs(30);
+    });
+    let device = s.device();
+    let askers: Vec<_> = ["94304,US", "94304,us"]
+        .into_iter()
+        .map(|q| thread::spawn(move || get(device, &format!("/nest/weather/v1?query={q}"))))
+        .collect();
+    wait_until("both requests waiting", || {
+        s.app().outbound_device.in_use() == 2
+    });
+    assert_eq!(s.app().weather.fetches_running(), 1, "one fetch for both");
+    fake.hold(false);
+    for asker in askers {
+        assert_eq!(asker.join().unwrap().status, 200);
+    }
+    assert_eq!(fake.seen().len(), 2, "{:?}", fake.seen());
 }
