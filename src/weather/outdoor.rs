@@ -96,7 +96,10 @@ impl Readings {
                     at_ms: now_ms,
                 };
                 let old = by_place.insert(place.clone(), new);
-                if old.map(|o| o.celsius) != Some(*celsius) {
+                // A stale reading made fresh again is a change too, even at the same value
+                // (counting stale ones alone could miss it while another goes stale).
+                let shown = old.filter(|o| self.fresh(*o, now_ms)).map(|o| o.celsius);
+                if shown != Some(*celsius) {
                     self.changes.fetch_add(1, Ordering::Relaxed);
                 }
             }
@@ -243,12 +246,19 @@ mod tests {
         assert_eq!(again.celsius("94304,US", 1000 + hour - 1), Some(10.6));
         let fresh = again.generation(1000 + hour - 1);
         assert_eq!(again.celsius("94304,US", 1000 + hour), None, "stale");
-        assert_ne!(
-            again.generation(1000 + hour),
-            fresh,
-            "going stale is a change"
-        );
+        let stale = again.generation(1000 + hour);
+        assert_ne!(stale, fresh, "going stale is a change");
         let _ = fs::remove_dir_all(&dir);
+
+        // One place made fresh again (same value) while another goes stale: still a change.
+        let r = Readings::load(None, Duration::ZERO);
+        r.note(&[("A,US".into(), 1.0)], 0);
+        r.note(&[("B,US".into(), 2.0)], 1000);
+        let one_stale = r.generation(hour + 500);
+        r.note(&[("A,US".into(), 1.0)], hour + 500);
+        assert_eq!(r.celsius("A,US", hour + 1000), Some(1.0));
+        assert_eq!(r.celsius("B,US", hour + 1000), None);
+        assert_ne!(r.generation(hour + 1000), one_stale);
     }
 
     #[test]
