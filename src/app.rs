@@ -56,12 +56,18 @@ impl App {
         let workers = config.http_workers;
         let started_ms = config.clock.now_ms();
         let energy = crate::energy::Live::new(crate::energy::dir(&config.data_dir));
+        // Outdoor readings are kept by place in the data directory (see `crate::weather`).
+        let weather = Weather::new(
+            config.clock.clone(),
+            Some(config.data_dir.join("weather")),
+            std::time::Duration::from_millis(config.weather_cache_ttl_ms),
+        );
         App {
             presence: Presence::new(config.availability_timeout, config.clock.clone()),
             config,
             state,
             origin,
-            weather: Weather::default(),
+            weather,
             alerts: crate::alerts::Alerts::default(),
             energy,
             events,

@@ -37,7 +37,8 @@ pub(crate) mod dashboard;
 pub mod demo;
 #[cfg_attr(not(hearth_internals), doc(hidden))]
 pub mod device;
-pub(crate) mod energy;
+#[cfg_attr(not(hearth_internals), doc(hidden))]
+pub mod energy;
 pub(crate) mod events;
 pub(crate) mod history;
 pub(crate) mod hosted;

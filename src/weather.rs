@@ -1,5 +1,9 @@
 //! The weather thermostats show: answers from Open-Meteo (see [`open_meteo`]) or from
-//! `WEATHER_URL`, cached per full query string, or nothing at all (`WEATHER_PROVIDER=off`).
+//! `WEATHER_URL`, or nothing at all (`WEATHER_PROVIDER=off`). Open-Meteo's answers are cached
+//! per place (the normalised postal code and country, [`open_meteo::Place::key`]), so every
+//! thermostat there, however it spells the place, shares one fetch and one answer (keyed, as
+//! served, by the query as that thermostat sent it); `WEATHER_URL`'s, per full query string
+//! (its answer may depend on any of it).
 //!
 //! Stale while revalidating: a fresh cached answer is served as it is; an older one is served
 //! at once while a background thread asks upstream for a new one; with nothing cached the
@@ -10,18 +14,21 @@
 //! workers may wait (see [`crate::util::outbound`]).
 
 use std::collections::HashMap;
-use std::io::Read;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::thread;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use parking_lot::{Condvar, Mutex};
+use parking_lot::Mutex;
 
 use crate::util::clock::Clock;
 use crate::util::outbound::OutboundGate;
 
+mod flight;
 pub mod open_meteo;
+pub mod outdoor;
+mod upstream;
+
+use flight::Flight;
 
 /// `WEATHER_PROVIDER`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -55,6 +62,25 @@ pub enum Source {
     },
 }
 
+impl Source {
+    /// What the cache and the fetches are keyed by: the place, or the full query.
+    fn key(&self, query: &str) -> String {
+        match self {
+            Source::Upstream(_) => query.to_string(),
+            Source::OpenMeteo { place, .. } => place.key(),
+        }
+    }
+
+    /// A cached answer as served for this request: Open-Meteo's (one place's) keyed by the
+    /// query as the thermostat sent it, as weather.nest.com keyed it.
+    fn as_asked(&self, cached: Arc<Vec<u8>>) -> Arc<Vec<u8>> {
+        match self {
+            Source::Upstream(_) => cached,
+            Source::OpenMeteo { place, .. } => Arc::new(place.keyed(&cached)),
+        }
+    }
+}
+
 const MAX_ENTRIES: usize = 256;
 const MAX_BODY: u64 = 2 * 1024 * 1024;
 /// Background fetches running at once (each for another query): beyond, a query with nothing
@@ -82,57 +108,16 @@ pub struct Upstream {
     pub wait: Duration,
 }
 
-/// `Some` once done: the answer, or `None` if upstream failed.
-type Outcome = Option<Option<Arc<Vec<u8>>>>;
-
-/// A background fetch of one query, which requests with nothing cached wait on.
-struct Flight {
-    done: Arc<Mutex<Outcome>>,
-    cv: Arc<Condvar>,
-    /// The server's clock, which times the wait (the fetch's own timeout is the socket's).
-    clock: Clock,
-}
-
-impl Flight {
-    fn new(clock: &Clock) -> Flight {
-        let flight = Flight {
-            done: Arc::default(),
-            cv: Arc::default(),
-            clock: clock.clone(),
-        };
-        clock.wake_on_move(&flight.done, &flight.cv);
-        flight
-    }
-
-    /// The answer, once the fetch is done; `None` if it failed or is not done by `deadline`
-    /// (of the server's clock).
-    fn wait(&self, deadline: Instant) -> Option<Arc<Vec<u8>>> {
-        let mut done = self.done.lock();
-        while done.is_none() {
-            if self.clock.wait_until(&self.cv, &mut done, deadline) {
-                break;
-            }
-        }
-        done.clone().flatten()
-    }
-
-    fn finish(&self, answer: Option<Arc<Vec<u8>>>) {
-        *self.done.lock() = Some(answer);
-        self.cv.notify_all();
-    }
-}
-
-#[derive(Default)]
 struct Inner {
     entries: Mutex<HashMap<String, Entry>>,
     flights: Mutex<HashMap<String, Arc<Flight>>>,
     /// Where each postal code is, once Open-Meteo's geocoding said so (places do not move).
     places: open_meteo::Places,
-    /// The outdoor temperature (°C) of the last answer for each place (`POSTAL,CC`), for
-    /// `/status`.
-    outdoor: Mutex<HashMap<String, f64>>,
-    /// Bumped whenever `outdoor` changes (see [`Outdoor::generation`]).
-    outdoor_generation: AtomicU64,
+    /// The outdoor temperature of the last answer for each place, for `/status` and the
+    /// energy history.
+    outdoor: outdoor::Readings,
+    /// The server's clock, which ages the outdoor readings.
+    clock: Clock,
     /// The token bucket of upstream requests ([`FETCH_BURST`], [`FETCH_PACE_MS`]): tokens
     /// spent and when the bucket was last topped up.
     pace: Mutex<Option<(u32, std::time::Instant)>>,
@@ -156,12 +141,19 @@ impl Inner {
     }
 }
 
-#[derive(Default)]
 pub struct Weather {
     inner: Arc<Inner>,
 }
 
 impl Weather {
+    /// Outdoor readings kept in `dir` (see [`outdoor`]) and shown for `fresh_for` (at least
+    /// [`outdoor::FRESH_AT_LEAST`]), aged by `clock`.
+    pub fn new(clock: Clock, dir: Option<std::path::PathBuf>, fresh_for: Duration) -> Weather {
+        Weather {
+            inner: Arc::new(Inner::new(clock, dir, fresh_for)),
+        }
+    }
+
     /// The answer for `query` (a JSON object's bytes), or `None` when nothing is cached for it
     /// and upstream gave nothing within the wait (failed, slow, too many fetches running, or
     /// every place of `gate` taken by other waiting requests). `clock`: the server's, which ages
@@ -176,20 +168,22 @@ impl Weather {
         let now = clock.now_ms();
         // The wait is counted from the request's arrival.
         let deadline = clock.now() + upstream.wait;
-        if let Some(body) = self.inner.cached(query, Some(upstream.fresh_for), now) {
-            return Some(body);
+        let key = upstream.source.key(query);
+        let source = &upstream.source;
+        if let Some(body) = self.inner.cached(&key, Some(upstream.fresh_for), now) {
+            return Some(source.as_asked(body));
         }
-        let flight = self.fetch_in_background(upstream, query, clock);
-        if let Some(stale) = self.inner.cached(query, None, now) {
-            return Some(stale);
+        let flight = self.fetch_in_background(upstream, &key, clock);
+        if let Some(stale) = self.inner.cached(&key, None, now) {
+            return Some(source.as_asked(stale));
         }
         let flight = flight?;
         let _place = gate.try_enter()?;
-        flight.wait(deadline)
+        flight.wait(deadline).map(|body| source.as_asked(body))
     }
 
-    /// The fetch of `query` running now, or a new one; `None` when [`MAX_FETCHES`] run already
-    /// (or no thread could be started).
+    /// The fetch for `query` (a [`Source::key`]) running now, or a new one; `None` when
+    /// [`MAX_FETCHES`] run already (or no thread could be started).
     fn fetch_in_background(
         &self,
         upstream: &Upstream,
@@ -226,17 +220,21 @@ impl Weather {
             .stack_size(256 * 1024)
             .spawn(move || {
                 let fetched = match &source {
-                    Source::Upstream(url) => fetch(url, &query_owned, timeout),
+                    Source::Upstream(url) => upstream::fetch(url, &query_owned, timeout)
+                        .map(|body| (outdoor::in_answer(&body), body)),
                     Source::OpenMeteo {
                         geocoding,
                         forecast,
                         place,
-                    } => open_meteo::fetch(&inner.places, geocoding, forecast, place, timeout),
+                    } => open_meteo::fetch(&inner.places, geocoding, forecast, place, timeout)
+                        .map(|(celsius, body)| (vec![(place.key(), celsius)], body)),
                 };
                 let answer = match fetched {
-                    Ok(body) => {
+                    Ok((readings, body)) => {
                         let body = Arc::new(body);
-                        inner.put(&query_owned, Arc::clone(&body), clock.now_ms());
+                        let now = clock.now_ms();
+                        inner.outdoor.note(&readings, now);
+                        inner.put(&query_owned, Arc::clone(&body), now);
                         Some(body)
                     }
                     Err(why) => {
@@ -266,6 +264,17 @@ impl Weather {
 }
 
 impl Inner {
+    fn new(clock: Clock, dir: Option<std::path::PathBuf>, fresh_for: Duration) -> Inner {
+        Inner {
+            entries: Mutex::default(),
+            flights: Mutex::default(),
+            places: open_meteo::Places::default(),
+            outdoor: outdoor::Readings::load(dir, fresh_for),
+            clock,
+            pace: Mutex::default(),
+        }
+    }
+
     /// The answer for `query`; with `max_age`, only one younger than that at `now_ms` (so a
     /// zero age always asks upstream; an answer from the future, after the clock stepped back,
     /// counts as too old).
@@ -284,7 +293,6 @@ impl Inner {
     }
 
     fn put(&self, query: &str, body: Arc<Vec<u8>>, now_ms: i64) {
-        self.remember_outdoor(&body);
         let mut entries = self.entries.lock();
         if entries.len() >= MAX_ENTRIES && !entries.contains_key(query) {
             let oldest = entries
@@ -301,82 +309,25 @@ impl Inner {
 
 /// The outdoor temperature by place, as the weather service last heard it.
 pub trait Outdoor {
-    /// A number that changes whenever any place's temperature does (so a kept record made
-    /// with an older one is made again).
+    /// A number that changes whenever any place's shown temperature does (so a kept record
+    /// made with an older one is made again).
     fn generation(&self) -> u64;
     /// °C at this postal code and country.
     fn celsius(&self, postal_code: &str, country: &str) -> Option<f64>;
 }
 
 /// The outdoor temperature (°C) of the last answer for the place with this postal code and
-/// country (the thermostat's query names the same place), whoever gave it.
+/// country (the thermostat's query names the same place), whoever gave it, while it is fresh
+/// (see [`outdoor`]).
 impl Outdoor for Weather {
     fn generation(&self) -> u64 {
-        self.inner.outdoor_generation.load(Ordering::Relaxed)
+        self.inner.outdoor.generation(self.inner.clock.now_ms())
     }
 
     fn celsius(&self, postal_code: &str, country: &str) -> Option<f64> {
         let key = open_meteo::Place::parse(&format!("{postal_code},{country}"))?.key();
-        self.inner.outdoor.lock().get(&key).copied()
+        self.inner.outdoor.celsius(&key, self.inner.clock.now_ms())
     }
-}
-
-impl Inner {
-    /// Keeps `current.temp_c` of each place in an answer (keyed by its query, `94304,US`).
-    fn remember_outdoor(&self, body: &[u8]) {
-        let Ok(serde_json::Value::Object(places)) = serde_json::from_slice(body) else {
-            return;
-        };
-        let mut outdoor = self.outdoor.lock();
-        for (query, answer) in places {
-            let temp = answer.pointer("/current/temp_c").and_then(|t| t.as_f64());
-            let Some(place) = open_meteo::Place::parse(&query) else {
-                continue;
-            };
-            let key = place.key();
-            let room = outdoor.len() < MAX_ENTRIES || outdoor.contains_key(&key);
-            if let (Some(t), true) = (temp, room) {
-                if outdoor.insert(key, t) != Some(t) {
-                    self.outdoor_generation.fetch_add(1, Ordering::Relaxed);
-                }
-            }
-        }
-    }
-}
-
-/// Asks upstream with the thermostat's query string appended; only a JSON object counts.
-fn fetch(base: &str, query: &str, timeout: Duration) -> Result<Vec<u8>, String> {
-    let url = match (query.is_empty(), base.contains('?')) {
-        (true, _) => base.to_string(),
-        (false, true) => format!("{base}&{query}"),
-        (false, false) => format!("{base}?{query}"),
-    };
-    let response = agent(timeout).get(&url).call().map_err(|e| e.to_string())?;
-    let body = read_body(response, MAX_BODY)?;
-    match serde_json::from_slice::<serde_json::Value>(&body) {
-        Ok(serde_json::Value::Object(_)) => Ok(body),
-        _ => Err("upstream did not answer with a JSON object".into()),
-    }
-}
-
-/// An agent whose every request gives up after `timeout` (connecting: [`CONNECT_TIMEOUT`], if
-/// shorter).
-fn agent(timeout: Duration) -> ureq::Agent {
-    ureq::AgentBuilder::new()
-        .timeout_connect(CONNECT_TIMEOUT.min(timeout))
-        .timeout(timeout)
-        .build()
-}
-
-/// At most `limit` bytes of an answer's body.
-fn read_body(response: ureq::Response, limit: u64) -> Result<Vec<u8>, String> {
-    let mut body = Vec::new();
-    response
-        .into_reader()
-        .take(limit)
-        .read_to_end(&mut body)
-        .map_err(|e| e.to_string())?;
-    Ok(body)
 }
 
 #[cfg(test)]
@@ -386,7 +337,7 @@ mod tests {
 
     #[test]
     fn upstream_requests_start_in_a_burst_then_at_a_pace() {
-        let inner = Inner::default();
+        let inner = Inner::new(Clock::system(), None, Duration::ZERO);
         let t0 = Instant::now();
         for _ in 0..FETCH_BURST {
             assert!(inner.may_start(t0));

@@ -33,7 +33,7 @@ impl Totals {
         }
     }
 
-    pub fn add(self, other: Totals) -> Totals {
+    pub fn plus(self, other: Totals) -> Totals {
         Totals {
             heat_s: self.heat_s.saturating_add(other.heat_s),
             cool_s: self.cool_s.saturating_add(other.cool_s),
@@ -110,7 +110,7 @@ impl Live {
 impl Entry {
     fn total(&self) -> Totals {
         match &self.today {
-            Some((_, day)) => self.before.add(Totals::of_day(day)),
+            Some((_, day)) => self.before.plus(Totals::of_day(day)),
             None => self.before,
         }
     }

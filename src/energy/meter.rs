@@ -79,7 +79,7 @@ impl Meter {
             Some(d) if d.date >= today => d,
             Some(d) => {
                 if !d.is_empty() {
-                    before = before.add(Totals::of_day(&d));
+                    before = before.plus(Totals::of_day(&d));
                     finished.push(d);
                 }
                 Day::new(today)
@@ -132,7 +132,7 @@ impl Meter {
         if date > self.day.date {
             let done = std::mem::replace(&mut self.day, Day::new(date));
             if !done.is_empty() {
-                self.before = self.before.add(Totals::of_day(&done));
+                self.before = self.before.plus(Totals::of_day(&done));
                 self.finished.push(done);
             }
         }

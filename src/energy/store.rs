@@ -117,7 +117,7 @@ pub fn read_totals(dir: &Path, serial: &str) -> io::Result<Totals> {
         .as_ref()
         .map(Totals::of_day)
         .unwrap_or_default();
-    Ok(stored.finished_totals().add(today))
+    Ok(stored.finished_totals().plus(today))
 }
 
 fn days_path(dir: &Path, serial: &str) -> PathBuf {
@@ -210,7 +210,7 @@ pub fn prune(dir: &Path, serial: &str, first: i64) -> io::Result<()> {
     let mut kept = Vec::new();
     for day in stored.days.values() {
         if day.date < first {
-            pruned.totals = pruned.totals.add(Totals::of_day(day));
+            pruned.totals = pruned.totals.plus(Totals::of_day(day));
             pruned.through = pruned.through.max(day.date);
         } else {
             kept.push(day.to_line());

@@ -60,6 +60,9 @@ pub fn devices(app: &App, key: &ApiKey) -> Response {
 /// each `{object_revision, object_timestamp, value}`. The lock PIN's hash is left out unless
 /// `key` may change the thermostat (a write key of its owner or of a control share), who could
 /// unlock and set a new PIN anyway: for anyone else the hash would give the PIN away.
+/// Beside them, `outdoor_temperature` (°C or null), as the control port's `/status` has it: a
+/// top-level key the hosted clients do not look for (they read `device` and `state`), so none
+/// is disturbed, and not a field in a bucket, which holds only what the thermostat keeps.
 pub fn status(app: &App, target: &Target, key: &ApiKey) -> Result<Response, HostedError> {
     let serial = &target.serial;
     let open_mode = !app.config.require_device_pairing;
@@ -87,7 +90,8 @@ pub fn status(app: &App, target: &Target, key: &ApiKey) -> Result<Response, Host
                         (e.key, entry)
                     })
                     .collect();
-            json!({"device": summary(&view), "state": state})
+            let outdoor = thermostat::status::outdoor_temperature(&view, &app.weather);
+            json!({"device": summary(&view), "state": state, "outdoor_temperature": outdoor})
         })
         .ok_or(HostedError::DeviceNotFound)?;
     Ok(Response::json(200, &body))

@@ -23,8 +23,8 @@ pub struct Place {
     pub postal_code: String,
     /// ISO 3166-1 alpha-2, upper case.
     pub country: String,
-    /// The query's value as the thermostat sent it, which keys the answer (as weather.nest.com
-    /// keyed it).
+    /// The query's value as the thermostat sent it, which keys the answer it is served (as
+    /// weather.nest.com keyed it).
     asked: String,
 }
 
@@ -50,6 +50,19 @@ impl Place {
     pub fn key(&self) -> String {
         format!("{},{}", self.postal_code.to_ascii_uppercase(), self.country)
     }
+
+    /// One place's answer (a JSON object's bytes) as served to the thermostat that asked this
+    /// way: `{"<as asked>": answer}`.
+    pub fn keyed(&self, answer: &[u8]) -> Vec<u8> {
+        let asked = Value::from(self.asked.as_str()).to_string();
+        let mut body = Vec::with_capacity(asked.len() + answer.len() + 3);
+        body.push(b'{');
+        body.extend_from_slice(asked.as_bytes());
+        body.push(b':');
+        body.extend_from_slice(answer);
+        body.push(b'}');
+        body
+    }
 }
 
 /// A geocoded place.
@@ -66,15 +79,16 @@ pub struct Located {
 /// Geocoded places, by [`Place::key`].
 pub type Places = Mutex<HashMap<String, Located>>;
 
-/// The firmware-shaped answer for `place`, each request bounded by `timeout`.
+/// The current temperature (°C) and the firmware-shaped answer for `place` (its object, which
+/// [`Place::keyed`] keys as asked), each request bounded by `timeout`.
 pub fn fetch(
     places: &Places,
     geocoding: &str,
     forecast: &str,
     place: &Place,
     timeout: Duration,
-) -> Result<Vec<u8>, String> {
-    let agent = super::agent(timeout);
+) -> Result<(f64, Vec<u8>), String> {
+    let agent = super::upstream::agent(timeout);
     let located = locate(&agent, places, geocoding, place)?;
     // Written out, not with ureq's `query` (which costs the ARM binary kilobytes): nothing
     // here needs escaping.
@@ -89,7 +103,9 @@ pub fn fetch(
     let response = agent.get(&url).call().map_err(|e| e.to_string())?;
     let forecast: Value = read_json(response)?;
     let answer = translate(place, &located, &forecast)?;
-    serde_json::to_vec(&answer).map_err(|e| e.to_string())
+    let celsius = super::outdoor::current_celsius(&answer).ok_or("no current temperature")?;
+    let body = serde_json::to_vec(&answer).map_err(|e| e.to_string())?;
+    Ok((celsius, body))
 }
 
 /// The place's coordinates: remembered, else asked of the geocoder.
@@ -137,7 +153,7 @@ fn locate(
 }
 
 fn read_json(response: ureq::Response) -> Result<Value, String> {
-    let body = super::read_body(response, MAX_BODY)?;
+    let body = super::upstream::read_body(response, MAX_BODY)?;
     serde_json::from_slice(&body).map_err(|e| format!("unexpected answer: {e}"))
 }
 
@@ -164,8 +180,8 @@ fn len(f: &Value, pointer: &str) -> usize {
         .map_or(0, Vec::len)
 }
 
-/// Open-Meteo's answer in weather.nest.com's shape (see the module's doc); `Err` without a
-/// current temperature.
+/// Open-Meteo's answer in weather.nest.com's shape for one place (see the module's doc); `Err`
+/// without a current temperature.
 fn translate(place: &Place, located: &Located, f: &Value) -> Result<Value, String> {
     let now = |field: &str| {
         f.pointer(&format!("/current/{field}"))
@@ -253,14 +269,11 @@ fn translate(place: &Place, located: &Located, f: &Value) -> Result<Value, Strin
         ("gmt_offset", offset.into()),
     ]);
     let forecast = object(vec![("daily", daily.into()), ("hourly", hourly.into())]);
-    let answer = object(vec![
+    Ok(object(vec![
         ("current", current),
         ("location", location),
         ("forecast", forecast),
-    ]);
-    Ok(Value::Object(
-        [(place.asked.clone(), answer)].into_iter().collect(),
-    ))
+    ]))
 }
 
 /// One decimal, as weather.nest.com gave °C.
@@ -327,6 +340,20 @@ mod tests {
         for bad in ["", ",US", "94304,USA", "94304,U1", "a/b,US", "x&y=1,US"] {
             assert_eq!(Place::parse(bad), None, "{bad:?}");
         }
+    }
+
+    #[test]
+    fn one_place_however_it_is_spelled_and_its_answer_keyed_as_asked() {
+        let keys: Vec<String> = ["94304,US", "94304,us", " 94304 , US", "94304"]
+            .iter()
+            .map(|q| Place::parse(q).unwrap().key())
+            .collect();
+        assert!(keys.iter().all(|k| k == "94304,US"), "{keys:?}");
+        assert_eq!(Place::parse("sw1a 1aa,gb").unwrap().key(), "SW1A 1AA,GB");
+        let keyed = Place::parse("94304,us")
+            .unwrap()
+            .keyed(br#"{"current":{}}"#);
+        assert_eq!(keyed, br#"{"94304,us":{"current":{}}}"#);
     }
 
     #[test]

@@ -10,8 +10,9 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread;
 
-use hearth::config::WeatherProvider;
-use parking_lot::Mutex;
+use hearth::config::{Config, WeatherProvider};
+use hearth::util::clock::ManualClock;
+use parking_lot::{Condvar, Mutex};
 use serde_json::{Value, json};
 
 const FORECAST: &str = include_str!("weather/forecast.json");
@@ -25,6 +26,8 @@ pub(crate) struct FakeOpenMeteo {
     seen: Arc<Mutex<Vec<String>>>,
     /// While set, every request is answered 503.
     down: Arc<AtomicBool>,
+    /// While set, a forecast request waits (its answer held back) until it is cleared.
+    holding: Arc<(Mutex<bool>, Condvar)>,
 }
 
 impl FakeOpenMeteo {
@@ -33,7 +36,9 @@ impl FakeOpenMeteo {
         let url = format!("http://{}", listener.local_addr().unwrap());
         let seen = Arc::new(Mutex::new(Vec::new()));
         let down = Arc::new(AtomicBool::new(false));
+        let holding = Arc::new((Mutex::new(false), Condvar::new()));
         let (theirs, is_down) = (Arc::clone(&seen), Arc::clone(&down));
+        let held = Arc::clone(&holding);
         thread::spawn(move || {
             for mut stream in listener.incoming().flatten() {
                 let mut head = Vec::new();
@@ -44,6 +49,12 @@ impl FakeOpenMeteo {
                 let head = String::from_utf8_lossy(&head).to_string();
                 let target = head.split(' ').nth(1).unwrap_or("").to_string();
                 theirs.lock().push(target.clone());
+                if target.starts_with("/v1/forecast") {
+                    let mut hold = held.0.lock();
+                    while *hold {
+                        held.1.wait(&mut hold);
+                    }
+                }
                 let body = match target.as_str() {
                     t if t.starts_with("/v1/search") && t.contains("name=00000") => "{}",
                     t if t.starts_with("/v1/search") => PLACE,
@@ -62,7 +73,18 @@ impl FakeOpenMeteo {
                 );
             }
         });
-        FakeOpenMeteo { url, seen, down }
+        FakeOpenMeteo {
+            url,
+            seen,
+            down,
+            holding,
+        }
+    }
+
+    /// Holds forecast answers back until called with `false`.
+    fn hold(&self, on: bool) {
+        *self.holding.0.lock() = on;
+        self.holding.1.notify_all();
     }
 
     fn seen(&self) -> Vec<String> {
@@ -71,11 +93,14 @@ impl FakeOpenMeteo {
 }
 
 fn open_meteo(fake: &FakeOpenMeteo) -> TestServer {
-    TestServer::start_with(|c| {
-        c.weather_provider = Some(WeatherProvider::OpenMeteo);
-        c.open_meteo_geocoding_url = fake.url.clone();
-        c.open_meteo_url = fake.url.clone();
-    })
+    TestServer::start_with(|c| asking(c, fake))
+}
+
+/// Open-Meteo, at the fake.
+fn asking(c: &mut Config, fake: &FakeOpenMeteo) {
+    c.weather_provider = Some(WeatherProvider::OpenMeteo);
+    c.open_meteo_geocoding_url = fake.url.clone();
+    c.open_meteo_url = fake.url.clone();
 }
 
 #[test]
@@ -250,4 +275,199 @@ fn off_sends_nothing_anywhere() {
         );
     }
     assert_eq!(fake.seen().len(), before, "off asked nobody");
+}
+
+#[test]
+fn one_place_however_spelled_or_by_however_many_thermostats_is_fetched_once() {
+    let fake = FakeOpenMeteo::start();
+    let s = open_meteo(&fake);
+    let first = get(s.device(), "/nest/weather/v1?query=94304,US").json();
+    assert_eq!(fake.seen().len(), 2, "geocoding, then the forecast");
+    // Another thermostat there, and the same place spelled three other ways.
+    for asked in ["94304,US", "94304,us", "%2094304%20,%20US", "94304"] {
+        let r = get_as(
+            s.device(),
+            &format!("/nest/weather/v1?query={asked}"),
+            "02AA01AC4912345B",
+        );
+        assert_eq!(r.status, 200, "{asked}");
+        let w = r.json();
+        let keys: Vec<&String> = w.as_object().unwrap().keys().collect();
+        let as_sent = asked.replace("%20", " ");
+        assert_eq!(keys, [&as_sent], "keyed as that thermostat asked");
+        assert_eq!(w[&as_sent], first["94304,US"], "one answer");
+    }
+    assert_eq!(
+        fake.seen().len(),
+        2,
+        "nobody asked again: {:?}",
+        fake.seen()
+    );
+    // Another place is another fetch (the geocoder, then its forecast).
+    assert_eq!(
+        get(s.device(), "/nest/weather/v1?query=10001,US").status,
+        200
+    );
+    assert_eq!(fake.seen().len(), 4, "{:?}", fake.seen());
+}
+
+#[test]
+fn weather_url_keeps_keying_by_the_full_query() {
+    let fake = FakeOpenMeteo::start();
+    let s = TestServer::start_with(|c| {
+        c.weather_provider = Some(WeatherProvider::Upstream);
+        c.weather_url = Some(format!("{}/weather/v1", fake.url));
+    });
+    for (asked, seen) in [("94304,US", 1), ("94304,US", 1), ("94304,us", 2)] {
+        let r = get(s.device(), &format!("/nest/weather/v1?query={asked}"));
+        assert_eq!(r.status, 200, "{asked}");
+        assert_eq!(fake.seen().len(), seen, "{:?}", fake.seen());
+    }
+    let seen = fake.seen();
+    assert_eq!(
+        seen,
+        [
+            "/weather/v1?query=94304,US".to_string(),
+            "/weather/v1?query=94304,us".to_string()
+        ]
+    );
+}
+
+#[test]
+fn after_a_restart_status_shows_the_last_reading_while_it_is_fresh() {
+    let fake = FakeOpenMeteo::start();
+    let time = ManualClock::starting_now();
+    let configure = |c: &mut Config| {
+        asking(c, &fake);
+        c.clock = time.clock();
+    };
+    let s = TestServer::start_with(configure);
+    s.server_change(
+        SERIAL,
+        &device(),
+        json!({"postal_code": "94304", "country_code": "US"}),
+    );
+    assert_eq!(
+        get(s.device(), "/nest/weather/v1?query=94304,US").status,
+        200
+    );
+    let status = |addr| get(addr, &format!("/status?serial={SERIAL}")).json();
+    assert_eq!(status(s.control())["outdoor_temperature"], json!(10.6));
+    let asked = fake.seen().len();
+    let dir = s.stop();
+
+    let mut config = Config::local(dir.path());
+    config.api_origin = hearth::config::ApiOrigin::parse("http://127.0.0.1").ok();
+    configure(&mut config);
+    let again = start_server(config);
+    let control = again.control_addr();
+    assert_eq!(
+        status(control)["outdoor_temperature"],
+        json!(10.6),
+        "the last reading, at once"
+    );
+    assert_eq!(fake.seen().len(), asked, "without asking anyone");
+    // An hour after it was fetched (the cache's 10 minutes are shorter), it is no longer shown.
+    time.advance(std::time::Duration::from_secs(3599));
+    assert_eq!(status(control)["outdoor_temperature"], json!(10.6));
+    time.advance(std::time::Duration::from_secs(1));
+    assert_eq!(status(control)["outdoor_temperature"], Value::Null, "stale");
+    again.shutdown();
+    drop(dir);
+}
+
+#[test]
+fn the_hosted_status_carries_the_outdoor_temperature_beside_the_buckets() {
+    let fake = FakeOpenMeteo::start();
+    let s = open_meteo(&fake);
+    s.server_change(
+        SERIAL,
+        &device(),
+        json!({"postal_code": "94304", "country_code": "US"}),
+    );
+    let key = crate::common::hosted::new_key(&s, "owner", "read", &[]);
+    let hosted = |s: &TestServer| {
+        let path = format!("/thermostat/{SERIAL}/status");
+        let r = crate::common::hosted::api(s, "GET", &path, &key, Value::Null);
+        assert_eq!(r.status, 200, "{}", r.text());
+        r.json()
+    };
+    let before = hosted(&s);
+    assert_eq!(before["outdoor_temperature"], Value::Null, "no answer yet");
+    assert_eq!(
+        get(s.device(), "/nest/weather/v1?query=94304,US").status,
+        200
+    );
+    let after = hosted(&s);
+    assert_eq!(after["outdoor_temperature"], json!(10.6));
+    let keys: Vec<&String> = after.as_object().unwrap().keys().collect();
+    assert_eq!(keys, ["device", "state", "outdoor_temperature"]);
+    assert_eq!(after["state"], before["state"], "no bucket gained a field");
+}
+
+#[test]
+fn the_energy_history_is_fed_only_fresh_outdoor_readings() {
+    let fake = FakeOpenMeteo::start();
+    // 2026-03-10 10:00 UTC, on a sample's boundary.
+    let time = ManualClock::at(1_773_136_800_000);
+    let s = TestServer::start_with(|c| {
+        asking(c, &fake);
+        c.clock = time.clock();
+        c.history_interval = std::time::Duration::from_secs(300);
+        // Still counted as connected when the clock jumps (samples are of connected ones).
+        c.availability_timeout = std::time::Duration::from_secs(86_400);
+    });
+    let (_sim, _events, _held) = booted_and_held(&s, SERIAL);
+    assert_eq!(
+        get(s.device(), "/nest/weather/v1?query=94304,US").status,
+        200
+    );
+    // (indoor readings, outdoor readings) of today's row.
+    let counts = || {
+        s.app()
+            .energy
+            .get(SERIAL)
+            .map(|(_, day)| (day.indoor_n, day.outdoor_n))
+    };
+    let sampled = |want: (u32, u32)| {
+        wait_until(&format!("a sample, then {want:?}"), || {
+            counts() == Some(want)
+        })
+    };
+    let minutes = |m: u64| std::time::Duration::from_secs(m * 60);
+    time.advance(minutes(5));
+    sampled((1, 1));
+    // 55 minutes after the reading was fetched it is still fresh: it is taken.
+    time.advance(minutes(50));
+    sampled((2, 2));
+    // An hour after, it is not: the sample has its indoor reading and no outdoor one.
+    time.advance(minutes(5));
+    sampled((3, 2));
+}
+
+#[test]
+fn thermostats_asking_for_one_place_at_once_wait_on_one_fetch() {
+    let fake = FakeOpenMeteo::start();
+    fake.hold(true);
+    let s = TestServer::start_with(|c| {
+        asking(c, &fake);
+        c.http_workers = 8;
+        // Long enough that the held answer is waited for on a loaded machine.
+        c.weather_timeout = std::time::Duration::from_secs(30);
+        c.weather_wait = std::time::Duration::from_secs(30);
+    });
+    let device = s.device();
+    let askers: Vec<_> = ["94304,US", "94304,us"]
+        .into_iter()
+        .map(|q| thread::spawn(move || get(device, &format!("/nest/weather/v1?query={q}"))))
+        .collect();
+    wait_until("both requests waiting", || {
+        s.app().outbound_device.in_use() == 2
+    });
+    assert_eq!(s.app().weather.fetches_running(), 1, "one fetch for both");
+    fake.hold(false);
+    for asker in askers {
+        assert_eq!(asker.join().unwrap().status, 200);
+    }
+    assert_eq!(fake.seen().len(), 2, "{:?}", fake.seen());
 }

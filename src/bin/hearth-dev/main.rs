@@ -1,6 +1,8 @@
 //! `hearth-dev`: the tools only developers run, kept out of the `hearth` binary that routers
 //! and Raspberry Pis carry (as Redis ships `redis-benchmark` beside `redis-server`):
 //! - `hearth-dev bench`: the performance figures and their budgets ([`bench`]);
+//! - `hearth-dev bench-energy`: what the energy history costs: CPU per upload and per flush,
+//!   store growth per thermostat per day, and idle RSS ([`bench::energy`]);
 //! - `hearth-dev crash-test`: SIGKILL during mixed writes, and no acknowledged write lost
 //!   ([`bench::crash`]).
 //!
@@ -27,7 +29,30 @@ struct Cli {
 #[argh(subcommand)]
 enum Command {
     Bench(BenchArgs),
+    BenchEnergy(BenchEnergyArgs),
     CrashTest(CrashTestArgs),
+}
+
+#[derive(FromArgs)]
+#[argh(subcommand, name = "bench-energy")]
+/// measure the energy history's accrual (CPU time per upload and per flush, in this process),
+/// its store growth per thermostat per day, and a server's idle RSS
+struct BenchEnergyArgs {
+    /// thermostats observed (default 1000)
+    #[argh(option, default = "1000")]
+    thermostats: usize,
+    /// uploads timed, spread across the thermostats (default 200000)
+    #[argh(option, default = "200000")]
+    uploads: usize,
+    /// simulated days of the store-growth figure (default 30)
+    #[argh(option, default = "30")]
+    days: i64,
+    /// also write the figures as JSON to this file
+    #[argh(option)]
+    json: Option<String>,
+    /// the hearth executable whose idle RSS is measured (default: the hearth beside this one)
+    #[argh(option)]
+    server: Option<PathBuf>,
 }
 
 #[derive(FromArgs)]
@@ -81,6 +106,7 @@ fn main() -> ExitCode {
     hearth::cli::init_logging(false);
     match cli.command {
         Command::Bench(args) => bench(args),
+        Command::BenchEnergy(args) => bench_energy(args),
         Command::CrashTest(args) => crash_test(args),
     }
 }
@@ -162,6 +188,33 @@ fn bench(args: BenchArgs) -> ExitCode {
         let text = serde_json::to_string_pretty(&report).unwrap_or_default();
         if let Err(e) = std::fs::write(&path, text + "\n") {
             eprintln!("hearth-dev bench: could not write {path}: {e}");
+            return ExitCode::FAILURE;
+        }
+    }
+    ExitCode::SUCCESS
+}
+
+fn bench_energy(args: BenchEnergyArgs) -> ExitCode {
+    let figures = server_executable(args.server).and_then(|server| {
+        bench::energy::run(&bench::energy::Options {
+            thermostats: args.thermostats.max(1),
+            uploads: args.uploads.max(1),
+            days: args.days.max(1),
+            server,
+        })
+    });
+    let figures = match figures {
+        Ok(f) => f,
+        Err(e) => {
+            eprintln!("hearth-dev bench-energy: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    println!("{}", figures.table());
+    if let Some(path) = args.json {
+        let text = serde_json::to_string_pretty(&figures).unwrap_or_default();
+        if let Err(e) = std::fs::write(&path, text + "\n") {
+            eprintln!("hearth-dev bench-energy: could not write {path}: {e}");
             return ExitCode::FAILURE;
         }
     }

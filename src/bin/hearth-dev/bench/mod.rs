@@ -25,6 +25,7 @@
 //! Everything it starts is stopped, and its temporary directories removed, before it returns.
 
 pub mod crash;
+pub mod energy;
 mod fleet;
 mod load;
 mod report;

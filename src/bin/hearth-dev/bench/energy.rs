@@ -1,0 +1,239 @@
+//! `hearth-dev bench-energy`: what the energy history costs, measured in this process on the
+//! library's own accrual (`hearth::energy::Accrual`, as the history recorder drives it), and
+//! the idle RSS of a `hearth serve` child:
+//!
+//! 1. CPU per upload: N thermostats' status records observed as the recorder observes a change
+//!    event (`Accrual::observe`, not a periodic sample), heating and fan turning on and off and
+//!    a target changing every few uploads, simulated time advancing 30 s per round. CPU time
+//!    of this thread (`/proc/thread-self/schedstat`, nanoseconds; not wall time: the machine
+//!    may be shared), divided by the observations. The status record itself is not built here
+//!    (the recorder builds it for the history too).
+//! 2. CPU per flush: the minute's `Accrual::flush` of N thermostats whose day changed (each
+//!    live row written aside, fsynced, renamed), per thermostat; CPU only, the fsync's wait is
+//!    not counted.
+//! 3. Store growth: 10 thermostats run for D simulated days (an upload every 10 minutes, a
+//!    sample every 5, a flush every hour): the finished days' file (`<serial>.days`) per
+//!    thermostat per day, and the live row's file (`<serial>.today`, replaced, not growing).
+//! 4. Idle RSS (VmRSS) of `hearth serve` 2 s after start, fresh data directory, default
+//!    configuration, as `hearth-dev bench` measures it.
+
+use std::path::{Path, PathBuf};
+use std::thread;
+use std::time::Duration;
+
+use hearth::energy::{Accrual, Live};
+use hearth::process::ServerProcess;
+use serde_json::{Value, json};
+
+use super::TempDir;
+
+pub struct Options {
+    pub thermostats: usize,
+    pub uploads: usize,
+    pub days: i64,
+    pub server: PathBuf,
+}
+
+#[derive(Debug, serde::Serialize)]
+pub struct Figures {
+    pub thermostats: usize,
+    pub uploads_timed: usize,
+    pub cpu_ns_per_upload: u64,
+    pub flushes_timed: usize,
+    pub cpu_us_per_thermostat_flush: u64,
+    pub days_simulated: i64,
+    pub bytes_per_thermostat_per_day: f64,
+    pub live_row_bytes: u64,
+    pub idle_rss_kb: u64,
+}
+
+/// 2026-01-05 00:00 UTC, a Monday: where simulated time starts.
+const START_MS: i64 = 1_767_571_200_000;
+/// The recorder's horizon at the default history interval (300 s).
+const HORIZON_MS: i64 = 600_000;
+
+pub fn run(opts: &Options) -> Result<Figures, String> {
+    let (uploads_timed, cpu_ns_per_upload) = per_upload(opts.thermostats, opts.uploads)?;
+    let (flushes_timed, cpu_us_per_thermostat_flush) = per_flush(opts.thermostats)?;
+    let (bytes_per_thermostat_per_day, live_row_bytes) = growth(opts.days)?;
+    let idle_rss_kb = idle_rss(&opts.server)?;
+    Ok(Figures {
+        thermostats: opts.thermostats,
+        uploads_timed,
+        cpu_ns_per_upload,
+        flushes_timed,
+        cpu_us_per_thermostat_flush,
+        days_simulated: opts.days,
+        bytes_per_thermostat_per_day,
+        live_row_bytes,
+        idle_rss_kb,
+    })
+}
+
+impl Figures {
+    pub fn table(&self) -> String {
+        format!(
+            "energy accrual, {} thermostats\n\
+             CPU per upload (observe)          {} ns ({} uploads)\n\
+             CPU per thermostat per flush      {} us ({} flushes)\n\
+             store growth                      {:.1} bytes per thermostat per day ({} days)\n\
+             live row (one file each, replaced) {} bytes\n\
+             idle RSS (VmRSS, 2 s after start) {} kB",
+            self.thermostats,
+            self.cpu_ns_per_upload,
+            self.uploads_timed,
+            self.cpu_us_per_thermostat_flush,
+            self.flushes_timed,
+            self.bytes_per_thermostat_per_day,
+            self.days_simulated,
+            self.live_row_bytes,
+            self.idle_rss_kb
+        )
+    }
+}
+
+/// CPU time this thread has used, in nanoseconds (the scheduler's own count; the tick-based
+/// `/proc/thread-self/stat` is the fallback, at 10 ms).
+fn thread_cpu_ns() -> Result<u64, String> {
+    if let Ok(text) = std::fs::read_to_string("/proc/thread-self/schedstat") {
+        if let Some(ns) = text.split_whitespace().next().and_then(|f| f.parse().ok()) {
+            return Ok(ns);
+        }
+    }
+    let cpu = hearth::process::cpu_time_of("thread-self").ok_or("no CPU time for this thread")?;
+    Ok(u64::try_from(cpu.as_nanos()).unwrap_or(u64::MAX))
+}
+
+fn serial(i: usize) -> String {
+    format!("02AA01AC98{i:06}")
+}
+
+/// A status record as the recorder sees it after an upload: round `r` of thermostat `i`.
+fn record(i: usize, r: usize) -> Value {
+    let heating = (r + i) % 6 < 3;
+    let target = if (r / 4) % 2 == 0 { 20.5 } else { 21.0 };
+    json!({
+        "current_temperature": 19.5 + (r % 7) as f64 * 0.25,
+        "target_temperature": target,
+        "target_temperature_low": 19.0,
+        "target_temperature_high": 24.0,
+        "away": false,
+        "hvac": {"heater": heating, "heat_x2": false, "heat_x3": false, "ac": false,
+                 "cool_x2": false, "cool_x3": false, "fan": heating || r % 5 == 0,
+                 "aux_heat": false, "emer_heat": false, "alt_heat": false},
+        "outdoor_temperature": 8.5,
+    })
+}
+
+fn accrual(dir: &Path) -> Accrual {
+    Accrual::new(
+        dir.to_path_buf(),
+        hearth::energy::zone::ZONEINFO.into(),
+        HORIZON_MS,
+        0,
+    )
+}
+
+fn zone(_: &str) -> Option<String> {
+    Some("Europe/Berlin".into())
+}
+
+/// (observations timed, CPU ns each).
+fn per_upload(thermostats: usize, uploads: usize) -> Result<(usize, u64), String> {
+    let dir = TempDir::new("energy-cpu")?;
+    let (live, mut acc) = (Live::new(dir.0.clone()), accrual(&dir.0));
+    let serials: Vec<String> = (0..thermostats).map(serial).collect();
+    let records: Vec<Vec<Value>> = (0..thermostats)
+        .map(|i| (0..8).map(|r| record(i, r)).collect())
+        .collect();
+    // The first observation of each reads its stored day: not an upload's cost.
+    for (i, s) in serials.iter().enumerate() {
+        acc.observe(&live, s, &records[i][0], || zone(s), START_MS, false, false);
+    }
+    let rounds = uploads.div_ceil(thermostats).max(1);
+    let before = thread_cpu_ns()?;
+    for r in 1..=rounds {
+        let now = START_MS + r as i64 * 30_000;
+        for (i, s) in serials.iter().enumerate() {
+            let rec = &records[i][r % 8];
+            acc.observe(&live, s, rec, || zone(s), now, false, r % 4 == 0);
+        }
+    }
+    let spent = thread_cpu_ns()? - before;
+    let n = rounds * thermostats;
+    Ok((n, spent / n as u64))
+}
+
+/// (flushes timed, CPU µs per thermostat flushed).
+fn per_flush(thermostats: usize) -> Result<(usize, u64), String> {
+    let dir = TempDir::new("energy-flush")?;
+    let (live, mut acc) = (Live::new(dir.0.clone()), accrual(&dir.0));
+    let serials: Vec<String> = (0..thermostats).map(serial).collect();
+    let flushes = 3;
+    let mut spent = 0;
+    for f in 0..=flushes {
+        let now = START_MS + f as i64 * 60_000;
+        for (i, s) in serials.iter().enumerate() {
+            acc.observe(&live, s, &record(i, f), || zone(s), now, false, false);
+        }
+        let before = thread_cpu_ns()?;
+        acc.flush(&live, now + 30_000, zone);
+        // The first flush also makes each thermostat's file: not the steady state.
+        if f > 0 {
+            spent += thread_cpu_ns()? - before;
+        }
+    }
+    let n = (flushes * thermostats) as u64;
+    Ok((flushes, spent / n / 1000))
+}
+
+/// Bytes per thermostat per day of the finished days' file after `days` simulated days of 10
+/// thermostats, and the bytes of each one's live row (one file, replaced, not growing).
+fn growth(days: i64) -> Result<(f64, u64), String> {
+    const N: usize = 10;
+    let dir = TempDir::new("energy-growth")?;
+    let (live, mut acc) = (Live::new(dir.0.clone()), accrual(&dir.0));
+    let serials: Vec<String> = (0..N).map(serial).collect();
+    let step = 300_000;
+    let end = START_MS + days * 86_400_000;
+    let mut now = START_MS;
+    let mut r = 0;
+    while now < end {
+        for (i, s) in serials.iter().enumerate() {
+            // A sample every 5 minutes; an upload every other one.
+            let upload = r % 2 == 0;
+            acc.observe(&live, s, &record(i, r / 2), || zone(s), now, true, false);
+            if upload {
+                acc.observe(&live, s, &record(i, r / 2), || zone(s), now, false, true);
+            }
+        }
+        if now % 3_600_000 == 0 {
+            acc.flush(&live, now, zone);
+        }
+        now += step;
+        r += 1;
+    }
+    acc.flush(&live, end, zone);
+    let bytes = |suffix: &str| -> Result<u64, String> {
+        Ok(std::fs::read_dir(&dir.0)
+            .map_err(|e| e.to_string())?
+            .flatten()
+            .filter(|e| e.file_name().to_string_lossy().ends_with(suffix))
+            .filter_map(|e| e.metadata().ok())
+            .map(|m| m.len())
+            .sum())
+    };
+    // `days` local days have ended (simulated time starts at 01:00 in Berlin): one row each.
+    let per_day = bytes(".days")? as f64 / N as f64 / days.max(1) as f64;
+    Ok((per_day, bytes(".today")? / N as u64))
+}
+
+fn idle_rss(exe: &Path) -> Result<u64, String> {
+    let dir = TempDir::new("energy-idle")?;
+    let server = ServerProcess::start_with(exe, &dir.0, &[])
+        .map_err(|log| format!("the server did not start:\n{log}"))?;
+    thread::sleep(Duration::from_secs(2));
+    server
+        .status_field("VmRSS:")
+        .ok_or_else(|| "no VmRSS".into())
+}
