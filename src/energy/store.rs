@@ -71,7 +71,7 @@ impl Stored {
         self.days
             .values()
             .map(Totals::of_day)
-            .fold(pruned, Totals::add)
+            .fold(pruned, Totals::plus)
     }
 
     /// The last date a finished or pruned day has.
