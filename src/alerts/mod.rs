@@ -8,8 +8,13 @@
 //! that start and clear episodes, their durable record and the delivery to receivers live in
 //! its submodules; a surface only reads the board and watches it.
 
+pub mod deliver;
+pub mod engine;
+pub mod record;
+pub mod rules;
+
 use std::collections::VecDeque;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use crossbeam_channel::{Receiver, Sender, TrySendError};
 use parking_lot::Mutex;
@@ -129,6 +134,8 @@ pub struct Notice {
 pub struct Alerts {
     board: Mutex<Board>,
     watchers: Mutex<Vec<Sender<Arc<Notice>>>>,
+    /// The rules' engine, once started ([`engine::start`]); `POST /api/alerts/ack` uses it.
+    engine: OnceLock<Arc<engine::Engine>>,
 }
 
 #[derive(Default)]
@@ -156,6 +163,12 @@ impl Alerts {
         let (tx, rx) = crossbeam_channel::bounded(WATCH_BUFFER);
         self.watchers.lock().push(tx);
         rx
+    }
+
+    /// Acknowledges the active alert `id` (see [`engine::Engine::ack`]); `None` when the
+    /// rules are not running (their record could not be opened).
+    pub fn ack(&self, app: &crate::app::App, id: &str) -> Option<Result<Alert, engine::AckError>> {
+        self.engine.get().map(|e| e.ack(app, id))
     }
 
     /// Puts a notice on the board and tells the watchers. Called by the rules after the
