@@ -462,7 +462,8 @@ fn start_history(app: &Arc<App>, shutdown: &Shutdown) -> Option<Recorder> {
 /// The alert rules and their delivery. A record that cannot be opened (an unwritable data
 /// directory, a damaged file) is logged loudly, not fatal: the thermostats matter more.
 fn start_alerts(app: &Arc<App>, shutdown: &Shutdown) -> Option<crate::alerts::engine::Threads> {
-    crate::alerts::engine::start(app, shutdown)
+    let context: Arc<dyn crate::alerts::Context> = Arc::clone(app) as _;
+    crate::alerts::engine::start(&context, shutdown)
         .map_err(|e| log::error!("alerts are off: {e}"))
         .ok()
 }

@@ -17,10 +17,9 @@ use parking_lot::Mutex;
 use super::deliver::{self, Courier};
 use super::record::{self, Delivery, Record, Target};
 use super::rules::{self, Memory, Reading};
-use super::{Alert, Event, Kind, Notice};
-use crate::app::App;
+use super::{Alert, Context, Event, Kind, Notice};
 use crate::hub::ChangeEvent;
-use crate::thermostat::{self, names, status};
+use crate::thermostat::{self, COOLING_FLAGS, HEATING_FLAGS, names, status};
 use crate::util::clock::iso8601_ms;
 use crate::util::shutdown::Shutdown;
 
@@ -66,48 +65,53 @@ impl Threads {
 }
 
 /// Opens the record, puts what it holds on the board, and starts both threads.
-pub fn start(app: &Arc<App>, shutdown: &Shutdown) -> std::io::Result<Threads> {
-    let record = Record::open(&app.config.data_dir.join(record::DIR))?;
+pub fn start(app: &Arc<dyn Context>, shutdown: &Shutdown) -> std::io::Result<Threads> {
+    let record = Record::open(&app.config().data_dir.join(record::DIR))?;
     for notice in record.notices() {
-        app.alerts.note(notice);
+        app.alerts().note(notice);
     }
     let record = Arc::new(Mutex::new(record));
     let (outbox, fresh) = crossbeam_channel::unbounded();
     let courier = Courier::start(
-        &app.config.alerts,
-        app.config.clock.clone(),
+        &app.config().alerts,
+        app.config().clock.clone(),
         Arc::clone(&record),
         fresh,
         shutdown,
     )?;
     let engine = Arc::new(Engine {
         record,
-        targets: deliver::targets(&app.config.alerts),
+        targets: deliver::targets(&app.config().alerts),
         outbox,
         memory: Mutex::new(HashMap::new()),
         runtime: Mutex::new(HashMap::new()),
     });
     // Set once per App; a second start (never done) keeps the first.
-    let _ = app.alerts.engine.set(Arc::clone(&engine));
-    let changes = app.hub().watch();
+    let _ = app.alerts().engine.set(Arc::clone(&engine));
+    let changes = app.state().hub().watch();
     let stopped = shutdown.receiver();
     let app = Arc::clone(app);
     let rules = thread::Builder::new()
         .name("alerts".into())
         .stack_size(256 * 1024)
-        .spawn(move || run(&app, &engine, changes, stopped))?;
+        .spawn(move || run(app.as_ref(), &engine, changes, stopped))?;
     Ok(Threads { rules, courier })
 }
 
-fn run(app: &App, engine: &Engine, changes: Receiver<Arc<ChangeEvent>>, stopped: Receiver<()>) {
-    let clock = app.config.clock.clone();
+fn run(
+    app: &dyn Context,
+    engine: &Engine,
+    changes: Receiver<Arc<ChangeEvent>>,
+    stopped: Receiver<()>,
+) {
+    let clock = app.config().clock.clone();
     let moved = clock.moves();
     let tick_ms = TICK.as_millis() as i64;
     let mut due = clock.now_ms();
     loop {
         let now = clock.now_ms();
         if now >= due || due - now > tick_ms {
-            for serial in app.state.serials() {
+            for serial in app.state().serials() {
                 engine.look(app, &serial, true);
             }
             due = clock.now_ms() + tick_ms;
@@ -128,12 +132,12 @@ fn run(app: &App, engine: &Engine, changes: Receiver<Arc<ChangeEvent>>, stopped:
 impl Engine {
     /// Looks at one thermostat and starts or clears what the rules say. `timed`: a look of
     /// the tick, which may also read the filter runtime.
-    fn look(&self, app: &App, serial: &str, timed: bool) {
-        let now_ms = app.config.clock.now_ms();
+    fn look(&self, app: &dyn Context, serial: &str, timed: bool) {
+        let now_ms = app.config().clock.now_ms();
         let Some(reading) = self.reading(app, serial, now_ms, timed) else {
             return;
         };
-        let config = &app.config.alerts;
+        let config = &app.config().alerts;
         let active = self.record.lock().active_of(serial);
         let mut memory = self.memory.lock();
         let memory = memory.entry(serial.to_string()).or_default();
@@ -167,7 +171,7 @@ impl Engine {
     }
 
     /// Writes the notice, then puts it on the board and hands its deliveries over.
-    fn publish(&self, app: &App, event: Event, alert: Alert, now_ms: i64) {
+    fn publish(&self, app: &dyn Context, event: Event, alert: Alert, now_ms: i64) {
         let notice = Notice { event, alert };
         let written = self
             .record
@@ -185,7 +189,7 @@ impl Engine {
                     },
                     notice.alert.message
                 );
-                app.alerts.note(notice);
+                app.alerts().note(notice);
                 for d in deliveries {
                     let _ = self.outbox.send(d);
                 }
@@ -197,11 +201,27 @@ impl Engine {
         }
     }
 
-    fn reading(&self, app: &App, serial: &str, now_ms: i64, timed: bool) -> Option<Reading> {
-        let view = thermostat::view(&app.state, serial)?;
+    fn reading(
+        &self,
+        app: &dyn Context,
+        serial: &str,
+        now_ms: i64,
+        timed: bool,
+    ) -> Option<Reading> {
+        let view = thermostat::view(app.state(), serial)?;
         let record = status::derive(&view, now_ms);
-        let sample = crate::history::Sample::from_record(&record, now_ms.div_euclid(1000));
-        let range = sample.mode.as_deref() == Some("range");
+        let field = |f: &str| record.get(f).and_then(serde_json::Value::as_f64);
+        let hvac = |flags: &[&str]| {
+            flags
+                .iter()
+                .any(|f| record["hvac"].get(*f).and_then(serde_json::Value::as_bool) == Some(true))
+        };
+        let (target, low, high) = (
+            field("target_temperature"),
+            field("target_temperature_low"),
+            field("target_temperature_high"),
+        );
+        let range = record["mode"].as_str() == Some("range");
         let number = |f: &str| view.device_field(f).and_then(serde_json::Value::as_f64);
         let flag = |f: &str| view.device_field(f).and_then(serde_json::Value::as_bool);
         let safety = match (
@@ -211,7 +231,7 @@ impl Engine {
             (None, None) => None,
             (a, b) => Some(a == Some(true) || b == Some(true)),
         };
-        let filter_s = match app.config.alerts.filter_after_s {
+        let filter_s = match app.config().alerts.filter_after_s {
             Some(_) => self
                 .runtime_s(app, serial, now_ms, timed)
                 .map(|total| total - self.record.lock().filter_base(serial)),
@@ -219,13 +239,13 @@ impl Engine {
         };
         Some(Reading {
             name: names::name(&view).unwrap_or_else(|| serial.to_string()),
-            temp: sample.temp,
-            heat_target: if range { sample.low } else { sample.target },
-            cool_target: if range { sample.high } else { sample.target },
-            heating: sample.heating,
-            cooling: sample.cooling,
+            temp: field("current_temperature"),
+            heat_target: if range { low } else { target },
+            cool_target: if range { high } else { target },
+            heating: hvac(&HEATING_FLAGS),
+            cooling: hvac(&COOLING_FLAGS),
             in_touch: in_touch(app, serial, now_ms),
-            available: app.availability(serial).available,
+            available: app.available(serial),
             battery_v: number("battery_level"),
             safety_shutoff: safety,
             filter_s,
@@ -234,7 +254,7 @@ impl Engine {
 
     /// The thermostat's heating and cooling runtime of all time (s), read at most once a
     /// [`FILTER_READ_MS`] (on a timed look), else the last reading.
-    fn runtime_s(&self, app: &App, serial: &str, now_ms: i64, timed: bool) -> Option<i64> {
+    fn runtime_s(&self, app: &dyn Context, serial: &str, now_ms: i64, timed: bool) -> Option<i64> {
         let last = self.runtime.lock().get(serial).copied();
         match last {
             Some((total, at)) if !timed || now_ms - at < FILTER_READ_MS => Some(total),
@@ -250,7 +270,7 @@ impl Engine {
 
     /// `POST /api/alerts/ack`: a filter alert's filter is reset (durably) and the alert
     /// cleared. Any other kind clears by itself once the thermostat is back to normal.
-    pub fn ack(&self, app: &App, id: &str) -> Result<Alert, AckError> {
+    pub fn ack(&self, app: &dyn Context, id: &str) -> Result<Alert, AckError> {
         let alert = self.record.lock().active(id).ok_or(AckError::Unknown)?;
         if alert.kind != Kind::Filter {
             return Err(AckError::NotAcknowledgeable(alert.kind));
@@ -262,8 +282,8 @@ impl Engine {
             .map_err(|e| AckError::Storage(e.to_string()))?;
         self.runtime
             .lock()
-            .insert(alert.serial.clone(), (total, app.config.clock.now_ms()));
-        let now_ms = app.config.clock.now_ms();
+            .insert(alert.serial.clone(), (total, app.config().clock.now_ms()));
+        let now_ms = app.config().clock.now_ms();
         let cleared = Alert {
             cleared_at: Some(iso8601_ms(now_ms)),
             ..alert
@@ -277,7 +297,7 @@ impl Engine {
             .lock()
             .notice(notice.clone(), now_ms, &self.targets)
             .map_err(|e| AckError::Storage(e.to_string()))?;
-        app.alerts.note(notice);
+        app.alerts().note(notice);
         for d in deliveries {
             let _ = self.outbox.send(d);
         }
@@ -288,14 +308,14 @@ impl Engine {
 /// Whether the thermostat is in touch for the offline rule: holding its long poll, or heard
 /// from within `ALERT_OFFLINE_MINUTES`. One not heard from since this process started counts
 /// from the start, and cannot be told until the limit has passed.
-fn in_touch(app: &App, serial: &str, now_ms: i64) -> Option<bool> {
-    let limit = app.config.alerts.offline_after?;
+fn in_touch(app: &dyn Context, serial: &str, now_ms: i64) -> Option<bool> {
+    let limit = app.config().alerts.offline_after?;
     let limit_ms = i64::try_from(limit.as_millis()).unwrap_or(i64::MAX);
-    if app.hub().subscriptions_of(serial) > 0 {
+    if app.state().hub().subscriptions_of(serial) > 0 {
         return Some(true);
     }
-    let last = app.presence.last_seen(serial);
-    let since = last.unwrap_or(app.started_ms).max(app.started_ms);
+    let last = app.last_seen(serial);
+    let since = last.unwrap_or(app.started_ms()).max(app.started_ms());
     if now_ms - since > limit_ms {
         Some(false)
     } else if last.is_some() {
@@ -307,10 +327,10 @@ fn in_touch(app: &App, serial: &str, now_ms: i64) -> Option<bool> {
 
 /// The heating and cooling runtime of all the energy history kept (s).
 // replaced by Live::totals at merge
-fn runtime_total_s(app: &App, serial: &str) -> Option<i64> {
+fn runtime_total_s(app: &dyn Context, serial: &str) -> Option<i64> {
     let report = crate::energy::report::Report::read(
-        &app.config.data_dir,
-        &app.energy,
+        &app.config().data_dir,
+        app.energy(),
         serial,
         None,
         crate::energy::report::Period::default(),

@@ -128,6 +128,22 @@ pub struct Notice {
     pub alert: Alert,
 }
 
+/// What the rules read of the running server (the server's `App`, which holds the board, so
+/// this module cannot name it).
+pub trait Context: Send + Sync {
+    fn config(&self) -> &crate::config::Config;
+    fn state(&self) -> &crate::state::State;
+    fn alerts(&self) -> &Alerts;
+    /// Each thermostat's live day of energy history.
+    fn energy(&self) -> &crate::energy::Live;
+    /// When the thermostat last made a request (ms), since this process started.
+    fn last_seen(&self, serial: &str) -> Option<i64>;
+    /// Whether it is available, as `/status`'s `is_available` says.
+    fn available(&self, serial: &str) -> bool;
+    /// When this process started serving (ms).
+    fn started_ms(&self) -> i64;
+}
+
 /// The active and recent alerts, and who watches them. Fed by the rules once a notice is
 /// durable ([`Alerts::note`]); read by the control API, the page and MQTT.
 #[derive(Default)]
@@ -167,7 +183,7 @@ impl Alerts {
 
     /// Acknowledges the active alert `id` (see [`engine::Engine::ack`]); `None` when the
     /// rules are not running (their record could not be opened).
-    pub fn ack(&self, app: &crate::app::App, id: &str) -> Option<Result<Alert, engine::AckError>> {
+    pub fn ack(&self, app: &dyn Context, id: &str) -> Option<Result<Alert, engine::AckError>> {
         self.engine.get().map(|e| e.ack(app, id))
     }
 
