@@ -133,6 +133,10 @@ impl crate::alerts::Context for App {
     fn started_ms(&self) -> i64 {
         self.started_ms
     }
+
+    fn unseen(&self, serial: &str) -> bool {
+        App::unseen(self, serial)
+    }
 }
 
 /// The origin thermostats are given, worked out once at startup.

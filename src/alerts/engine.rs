@@ -88,7 +88,10 @@ pub fn start(app: &Arc<dyn Context>, shutdown: &Shutdown) -> std::io::Result<Thr
     });
     // Set once per App; a second start (never done) keeps the first.
     let _ = app.alerts().engine.set(Arc::clone(&engine));
-    let changes = app.state().hub().watch();
+    // Readings, HVAC state and setpoints live in these two buckets.
+    let changes = app.state().hub().watch_if(Box::new(|e: &ChangeEvent| {
+        e.change.key.starts_with("shared.") || e.change.key.starts_with("device.")
+    }));
     let stopped = shutdown.receiver();
     let app = Arc::clone(app);
     let rules = thread::Builder::new()
@@ -133,13 +136,26 @@ impl Engine {
     /// Looks at one thermostat and starts or clears what the rules say. `timed`: a look of
     /// the tick, which may also read the filter runtime.
     fn look(&self, app: &dyn Context, serial: &str, timed: bool) {
+        // Held throughout, so an acknowledgement never interleaves with a look.
+        let mut memory = self.memory.lock();
         let now_ms = app.config().clock.now_ms();
+        let active = self.record.lock().active_of(serial);
+        // A thermostat nobody may see (unclaimed with pairing required) has no alerts: what
+        // was active clears (it was released), and nothing starts.
+        if app.unseen(serial) {
+            for alert in active {
+                let cleared = Alert {
+                    cleared_at: Some(iso8601_ms(now_ms)),
+                    ..alert
+                };
+                let _ = self.publish(app, Event::Cleared, cleared, now_ms);
+            }
+            return;
+        }
         let Some(reading) = self.reading(app, serial, now_ms, timed) else {
             return;
         };
         let config = &app.config().alerts;
-        let active = self.record.lock().active_of(serial);
-        let mut memory = self.memory.lock();
         let memory = memory.entry(serial.to_string()).or_default();
         for kind in Kind::ALL {
             let current = active.iter().find(|a| a.kind == kind);
@@ -156,49 +172,50 @@ impl Engine {
                         cleared_at: None,
                         message: rules::message(kind, &reading, config),
                     };
-                    self.publish(app, Event::Started, alert, now_ms);
+                    let _ = self.publish(app, Event::Started, alert, now_ms);
                 }
                 (Some(false), Some(alert)) => {
                     let alert = Alert {
                         cleared_at: Some(iso8601_ms(now_ms)),
                         ..alert.clone()
                     };
-                    self.publish(app, Event::Cleared, alert, now_ms);
+                    let _ = self.publish(app, Event::Cleared, alert, now_ms);
                 }
                 _ => {}
             }
         }
     }
 
-    /// Writes the notice, then puts it on the board and hands its deliveries over.
-    fn publish(&self, app: &dyn Context, event: Event, alert: Alert, now_ms: i64) {
+    /// Writes the notice, then puts it on the board and hands its deliveries over. A notice
+    /// that cannot be written changes nothing (the next look tries again).
+    fn publish(
+        &self,
+        app: &dyn Context,
+        event: Event,
+        alert: Alert,
+        now_ms: i64,
+    ) -> std::io::Result<()> {
         let notice = Notice { event, alert };
         let written = self
             .record
             .lock()
             .notice(notice.clone(), now_ms, &self.targets);
-        match written {
-            Ok(deliveries) => {
-                log::info!(
-                    "alert {} {}: {}",
-                    notice.alert.id,
-                    if event == Event::Started {
-                        "started"
-                    } else {
-                        "cleared"
-                    },
-                    notice.alert.message
-                );
-                app.alerts().note(notice);
-                for d in deliveries {
-                    let _ = self.outbox.send(d);
-                }
-            }
-            Err(e) => log::error!(
-                "alert record: could not write alert {} (tried again on the next look): {e}",
+        let deliveries = written.inspect_err(|e| {
+            log::error!(
+                "alert record: could not write alert {}: {e}",
                 notice.alert.id
-            ),
+            );
+        })?;
+        let what = match event {
+            Event::Started => "started",
+            Event::Cleared => "cleared",
+        };
+        log::info!("alert {} {what}: {}", notice.alert.id, notice.alert.message);
+        app.alerts().note(notice);
+        for d in deliveries {
+            let _ = self.outbox.send(d);
         }
+        Ok(())
     }
 
     fn reading(
@@ -271,36 +288,30 @@ impl Engine {
     /// `POST /api/alerts/ack`: a filter alert's filter is reset (durably) and the alert
     /// cleared. Any other kind clears by itself once the thermostat is back to normal.
     pub fn ack(&self, app: &dyn Context, id: &str) -> Result<Alert, AckError> {
+        // No look runs meanwhile (it could start the alert again from a stale runtime).
+        let _looks = self.memory.lock();
         let alert = self.record.lock().active(id).ok_or(AckError::Unknown)?;
         if alert.kind != Kind::Filter {
             return Err(AckError::NotAcknowledgeable(alert.kind));
         }
-        let total = runtime_total_s(app, &alert.serial).unwrap_or(0);
+        let now_ms = app.config().clock.now_ms();
+        let cached = self.runtime.lock().get(&alert.serial).map(|(t, _)| *t);
+        let total = runtime_total_s(app, &alert.serial)
+            .or(cached)
+            .ok_or_else(|| AckError::Storage("the energy history cannot be read".into()))?;
         self.record
             .lock()
             .filter_reset(&alert.serial, total)
             .map_err(|e| AckError::Storage(e.to_string()))?;
         self.runtime
             .lock()
-            .insert(alert.serial.clone(), (total, app.config().clock.now_ms()));
-        let now_ms = app.config().clock.now_ms();
+            .insert(alert.serial.clone(), (total, now_ms));
         let cleared = Alert {
             cleared_at: Some(iso8601_ms(now_ms)),
             ..alert
         };
-        let notice = Notice {
-            event: Event::Cleared,
-            alert: cleared.clone(),
-        };
-        let deliveries = self
-            .record
-            .lock()
-            .notice(notice.clone(), now_ms, &self.targets)
-            .map_err(|e| AckError::Storage(e.to_string()))?;
-        app.alerts().note(notice);
-        for d in deliveries {
-            let _ = self.outbox.send(d);
-        }
+        // Reset and written: were the clear's own write to fail, the next look clears it.
+        let _ = self.publish(app, Event::Cleared, cleared.clone(), now_ms);
         Ok(cleared)
     }
 }

@@ -142,6 +142,8 @@ pub trait Context: Send + Sync {
     fn available(&self, serial: &str) -> bool;
     /// When this process started serving (ms).
     fn started_ms(&self) -> i64;
+    /// Whether nobody may see the thermostat (unclaimed with pairing required).
+    fn unseen(&self, serial: &str) -> bool;
 }
 
 /// The active and recent alerts, and who watches them. Fed by the rules once a notice is

@@ -28,10 +28,7 @@ struct Seen {
 
 impl Seen {
     fn header(&self, name: &str) -> Option<&str> {
-        self.headers
-            .iter()
-            .find(|(n, _)| n.eq_ignore_ascii_case(name))
-            .map(|(_, v)| v.as_str())
+        hearth::http::find_header(&self.headers, name)
     }
 
     fn json(&self) -> Value {
@@ -545,4 +542,39 @@ fn receivers_down_across_a_kill_and_a_restart_get_each_notice_once() {
     }
     assert_signed(&hook.seen()[1]);
     child.kill();
+}
+
+#[test]
+fn a_thermostat_nobody_may_see_has_no_alerts() {
+    let hook = Receiver::start(0);
+    let s = TestServer::start_with(|c| {
+        c.require_device_pairing = true;
+        c.alerts.webhook_url = Some(hook.url());
+    });
+    s.set_owner(SERIAL, "owner");
+    let (mut sim, _events) = thermostat(&s.origin(), SERIAL);
+    sim.report("shared", "current_temperature", json!(5.0));
+    sim.boot().unwrap();
+    wait_kind(&s, "low_temperature", true);
+    let id = active(&s)[0]["id"].as_str().unwrap().to_string();
+    // Removed: it keeps operating, released, and nobody may see it: its alert clears, and
+    // the receivers are told (they had been told it started).
+    assert_eq!(remove_device(s.control(), SERIAL).status, 200);
+    sim.report("shared", "current_temperature", json!(4.0));
+    sim.put().unwrap();
+    wait_until("the clear at the webhook", || {
+        hook.seen().iter().any(|h| {
+            h.header("X-Hearth-Delivery") == Some(format!("{id}.cleared.webhook").as_str())
+        })
+    });
+    assert!(
+        s.app().alerts.active().is_empty(),
+        "no alert while released"
+    );
+    // Claimed again: the cold room is an alert again, a new episode.
+    s.set_owner(SERIAL, "owner");
+    sim.report("shared", "current_temperature", json!(3.9));
+    sim.put().unwrap();
+    wait_kind(&s, "low_temperature", true);
+    assert_ne!(active(&s)[0]["id"], json!(id));
 }
