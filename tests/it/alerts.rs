@@ -578,3 +578,48 @@ fn a_thermostat_nobody_may_see_has_no_alerts() {
     wait_kind(&s, "low_temperature", true);
     assert_ne!(active(&s)[0]["id"], json!(id));
 }
+
+#[test]
+fn a_delivery_failing_for_25_hours_is_dropped_and_later_ones_still_go() {
+    let time = ManualClock::starting_now();
+    let hook = Receiver::start(2);
+    let s = TestServer::start_with(|c| {
+        c.clock = time.clock();
+        c.alerts.offline_after = None;
+        c.alerts.webhook_url = Some(hook.url());
+    });
+    let (mut sim, _held) = hallway(&s);
+    sim.report("shared", "current_temperature", json!(5.0));
+    sim.put().unwrap();
+    wait_kind(&s, "low_temperature", true);
+    let id = active(&s)[0]["id"].as_str().unwrap().to_string();
+    hook.wait_for(1);
+    // A day and more later, the next attempt fails too: dropped, and recorded so.
+    time.advance(Duration::from_secs(25 * 3600 + 1));
+    hook.wait_for(2);
+    wait_until("the drop recorded", || {
+        String::from_utf8_lossy(&record_bytes(s.dir.path())).contains("\"outcome\":\"dropped\"")
+    });
+    // The clear goes (the receiver answers now), and nothing more of the start.
+    sim.report("shared", "current_temperature", json!(8.0));
+    sim.put().unwrap();
+    hook.wait_for(3);
+    time.advance(Duration::from_secs(3600));
+    sim.report("device", "battery_level", json!(3.5));
+    sim.put().unwrap();
+    hook.wait_for(4);
+    let ids: Vec<String> = hook
+        .seen()
+        .iter()
+        .map(|h| h.header("X-Hearth-Delivery").unwrap().to_string())
+        .collect();
+    assert_eq!(
+        ids[..3],
+        [
+            format!("{id}.started.webhook"),
+            format!("{id}.started.webhook"),
+            format!("{id}.cleared.webhook"),
+        ]
+    );
+    assert!(ids[3].contains("low_battery"), "{ids:?}");
+}
