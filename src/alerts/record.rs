@@ -11,7 +11,6 @@
 //! A torn last line (a crash mid-append) is dropped and the file rewritten at once; any other
 //! line that does not parse stops the alerts (the file is left for a person to look at).
 
-use std::collections::HashMap;
 use std::fs::{self, File};
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
@@ -55,8 +54,8 @@ pub enum Outcome {
     Dropped,
 }
 
-/// One line of the record.
-#[derive(Debug, Serialize, Deserialize)]
+/// One line of the record, as it is written (read back through [`Wire`]).
+#[derive(Debug, Serialize)]
 #[serde(tag = "op", rename_all = "snake_case")]
 enum Line {
     Notice {
@@ -74,6 +73,44 @@ enum Line {
         serial: String,
         runtime_s: i64,
     },
+}
+
+/// A line as read: flat, so reading it needs none of the buffering serde does for an
+/// internally tagged enum (which costs the binary about 10 KB).
+#[derive(Deserialize)]
+struct Wire {
+    op: String,
+    event: Option<Event>,
+    alert: Option<Alert>,
+    at_ms: Option<i64>,
+    #[serde(default)]
+    targets: Vec<Target>,
+    delivery: Option<String>,
+    outcome: Option<Outcome>,
+    serial: Option<String>,
+    runtime_s: Option<i64>,
+}
+
+impl Wire {
+    fn line(self) -> Option<Line> {
+        Some(match self.op.as_str() {
+            "notice" => Line::Notice {
+                event: self.event?,
+                alert: self.alert?,
+                at_ms: self.at_ms?,
+                targets: self.targets,
+            },
+            "delivered" => Line::Delivered {
+                delivery: self.delivery?,
+                outcome: self.outcome?,
+            },
+            "filter_reset" => Line::FilterReset {
+                serial: self.serial?,
+                runtime_s: self.runtime_s?,
+            },
+            _ => return None,
+        })
+    }
 }
 
 /// One notice owed to one receiver. `id` is what the receiver may deduplicate on (the
@@ -118,10 +155,10 @@ pub struct Record {
     lines: usize,
     /// Oldest first.
     episodes: Vec<Episode>,
-    /// Owed deliveries by id.
-    owed: HashMap<String, Delivery>,
+    /// Owed deliveries, oldest first (a few at most: a list costs the binary less than a map).
+    owed: Vec<Delivery>,
     /// Each thermostat's filter runtime (s) at its last reset.
-    filter_base: HashMap<String, i64>,
+    filter_base: Vec<(String, i64)>,
 }
 
 impl Record {
@@ -139,13 +176,16 @@ impl Record {
             file: files::open_append(&path)?,
             lines: 0,
             episodes: Vec::new(),
-            owed: HashMap::new(),
-            filter_base: HashMap::new(),
+            owed: Vec::new(),
+            filter_base: Vec::new(),
         };
         let all: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
         let mut torn = false;
         for (i, raw) in all.iter().enumerate() {
-            match serde_json::from_str::<Line>(raw) {
+            let line = serde_json::from_str::<Wire>(raw)
+                .map_err(|e| e.to_string())
+                .and_then(|w| w.line().ok_or_else(|| "not a line of the record".into()));
+            match line {
                 Ok(line) => record.apply(line),
                 Err(_) if i + 1 == all.len() && !text.ends_with('\n') => torn = true,
                 Err(e) => {
@@ -197,13 +237,14 @@ impl Record {
 
     /// Every delivery still owed, oldest first.
     pub fn owed(&self) -> Vec<Delivery> {
-        let mut owed: Vec<Delivery> = self.owed.values().cloned().collect();
-        owed.sort_by(|a, b| a.at_ms.cmp(&b.at_ms).then(a.id.cmp(&b.id)));
-        owed
+        self.owed.clone()
     }
 
     pub fn filter_base(&self, serial: &str) -> i64 {
-        self.filter_base.get(serial).copied().unwrap_or(0)
+        self.filter_base
+            .iter()
+            .find(|(s, _)| s == serial)
+            .map_or(0, |(_, t)| *t)
     }
 
     /// Writes a notice owed to `targets`, durably; then returns its deliveries.
@@ -220,14 +261,9 @@ impl Record {
             targets: targets.to_vec(),
         };
         self.append(&line)?;
-        let before: Vec<String> = self.owed.keys().cloned().collect();
+        let before = self.owed.len();
         self.apply(line);
-        let new = self
-            .owed
-            .values()
-            .filter(|d| !before.contains(&d.id))
-            .cloned()
-            .collect();
+        let new = self.owed.get(before..).unwrap_or_default().to_vec();
         self.compact_if_large()?;
         Ok(new)
     }
@@ -281,15 +317,13 @@ impl Record {
                 let notice = Arc::new(Notice { event, alert });
                 for target in targets {
                     let id = delivery_id(&notice, target);
-                    self.owed.insert(
-                        id.clone(),
-                        Delivery {
-                            id,
-                            target,
-                            notice: Arc::clone(&notice),
-                            at_ms,
-                        },
-                    );
+                    self.owed.retain(|d| d.id != id);
+                    self.owed.push(Delivery {
+                        id,
+                        target,
+                        notice: Arc::clone(&notice),
+                        at_ms,
+                    });
                 }
                 let id = notice.alert.id.clone();
                 let found = self
@@ -314,10 +348,11 @@ impl Record {
                 self.prune();
             }
             Line::Delivered { delivery, .. } => {
-                self.owed.remove(&delivery);
+                self.owed.retain(|d| d.id != delivery);
             }
             Line::FilterReset { serial, runtime_s } => {
-                self.filter_base.insert(serial, runtime_s);
+                self.filter_base.retain(|(s, _)| *s != serial);
+                self.filter_base.push((serial, runtime_s));
             }
         }
     }
@@ -328,7 +363,7 @@ impl Record {
         let mut extra = cleared.saturating_sub(RECENT_KEEP);
         let owed: Vec<String> = self
             .owed
-            .values()
+            .iter()
             .map(|d| d.notice.alert.id.clone())
             .collect();
         self.episodes.retain(|e| {
@@ -359,7 +394,10 @@ impl Record {
             for (notice, at_ms) in [&e.started, &e.cleared].into_iter().flatten() {
                 let targets = [Target::Ntfy, Target::Webhook]
                     .into_iter()
-                    .filter(|t| self.owed.contains_key(&delivery_id(notice, *t)))
+                    .filter(|t| {
+                        let id = delivery_id(notice, *t);
+                        self.owed.iter().any(|d| d.id == id)
+                    })
                     .collect();
                 lines.push(Line::Notice {
                     event: notice.event,
@@ -369,9 +407,7 @@ impl Record {
                 });
             }
         }
-        let mut resets: Vec<(&String, &i64)> = self.filter_base.iter().collect();
-        resets.sort();
-        for (serial, runtime_s) in resets {
+        for (serial, runtime_s) in &self.filter_base {
             lines.push(Line::FilterReset {
                 serial: serial.clone(),
                 runtime_s: *runtime_s,
