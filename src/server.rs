@@ -26,7 +26,7 @@
 //!     Waited for at most 8 s.
 //!   - `history` (unless its directory cannot be made): its `select!` sees the channel close.
 //!   - `alerts` and `alert-delivery` (unless the alert record cannot be opened): their
-//!     `select!`s see the channel close; a delivery under way ends within its timeout (10 s),
+//!     `select!`s see the channel close; a delivery under way ends within its timeout (5 s),
 //!     and what is still owed is delivered after the next start.
 //! - Stage 3, pushes:
 //!   - `notifier`, with its `push-writer-N`: the signal sets the hub's flag and notifies its

@@ -28,8 +28,9 @@ use crate::util::shutdown::Shutdown;
 pub const GIVE_UP_MS: i64 = 25 * 3600 * 1000;
 pub const MAX_BACKOFF_MS: i64 = 10 * 60 * 1000;
 const FIRST_BACKOFF_MS: i64 = 1000;
-pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
-pub const TIMEOUT: Duration = Duration::from_secs(10);
+/// Short enough that a stop waits little for a request in flight (within systemd's 20 s).
+pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(3);
+pub const TIMEOUT: Duration = Duration::from_secs(5);
 const MAX_ANSWER: u64 = 64 * 1024;
 
 /// The header a receiver may deduplicate on.

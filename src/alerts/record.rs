@@ -16,9 +16,10 @@ use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
+use serde_json::Value;
 
-use super::{Alert, Event, Notice, RECENT_KEEP};
+use super::{Alert, Event, Kind, Notice, RECENT_KEEP};
 use crate::store::files;
 
 /// The directory under `DATA_DIR`.
@@ -28,7 +29,7 @@ const FILE: &str = "record.jsonl";
 const SLACK_LINES: usize = 500;
 
 /// A receiver of notices.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Target {
     Ntfy,
@@ -45,7 +46,7 @@ impl Target {
 }
 
 /// How a delivery ended.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Outcome {
     /// The receiver answered 2xx.
@@ -75,42 +76,57 @@ enum Line {
     },
 }
 
-/// A line as read: flat, so reading it needs none of the buffering serde does for an
-/// internally tagged enum (which costs the binary about 10 KB).
-#[derive(Deserialize)]
-struct Wire {
-    op: String,
-    event: Option<Event>,
-    alert: Option<Alert>,
-    at_ms: Option<i64>,
-    #[serde(default)]
-    targets: Vec<Target>,
-    delivery: Option<String>,
-    outcome: Option<Outcome>,
-    serial: Option<String>,
-    runtime_s: Option<i64>,
+/// A line as read, from JSON's tree (which the binary has already) rather than through
+/// derived `Deserialize`s of the line and the alert (which cost it about 20 KB). `None`: not a
+/// line of the record.
+fn line_of(v: &Value) -> Option<Line> {
+    let text = |v: &Value, f: &str| v.get(f).and_then(Value::as_str).map(str::to_string);
+    let number = |f: &str| v.get(f).and_then(Value::as_i64);
+    Some(match v.get("op")?.as_str()? {
+        "notice" => {
+            let a = v.get("alert")?;
+            let targets = v.get("targets")?.as_array()?;
+            Line::Notice {
+                event: match v.get("event")?.as_str()? {
+                    "started" => Event::Started,
+                    "cleared" => Event::Cleared,
+                    _ => return None,
+                },
+                alert: Alert {
+                    id: text(a, "id")?,
+                    serial: text(a, "serial")?,
+                    kind: Kind::parse(a.get("kind")?.as_str()?)?,
+                    started_at: text(a, "started_at")?,
+                    cleared_at: text(a, "cleared_at"),
+                    message: text(a, "message")?,
+                },
+                at_ms: number("at_ms")?,
+                targets: targets
+                    .iter()
+                    .map(|t| target(t.as_str()?))
+                    .collect::<Option<Vec<Target>>>()?,
+            }
+        }
+        "delivered" => Line::Delivered {
+            delivery: text(v, "delivery")?,
+            outcome: match v.get("outcome")?.as_str()? {
+                "sent" => Outcome::Sent,
+                "dropped" => Outcome::Dropped,
+                _ => return None,
+            },
+        },
+        "filter_reset" => Line::FilterReset {
+            serial: text(v, "serial")?,
+            runtime_s: number("runtime_s")?,
+        },
+        _ => return None,
+    })
 }
 
-impl Wire {
-    fn line(self) -> Option<Line> {
-        Some(match self.op.as_str() {
-            "notice" => Line::Notice {
-                event: self.event?,
-                alert: self.alert?,
-                at_ms: self.at_ms?,
-                targets: self.targets,
-            },
-            "delivered" => Line::Delivered {
-                delivery: self.delivery?,
-                outcome: self.outcome?,
-            },
-            "filter_reset" => Line::FilterReset {
-                serial: self.serial?,
-                runtime_s: self.runtime_s?,
-            },
-            _ => return None,
-        })
-    }
+fn target(name: &str) -> Option<Target> {
+    [Target::Ntfy, Target::Webhook]
+        .into_iter()
+        .find(|t| t.as_str() == name)
 }
 
 /// One notice owed to one receiver. `id` is what the receiver may deduplicate on (the
@@ -182,9 +198,9 @@ impl Record {
         let all: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
         let mut torn = false;
         for (i, raw) in all.iter().enumerate() {
-            let line = serde_json::from_str::<Wire>(raw)
+            let line = serde_json::from_str::<Value>(raw)
                 .map_err(|e| e.to_string())
-                .and_then(|w| w.line().ok_or_else(|| "not a line of the record".into()));
+                .and_then(|v| line_of(&v).ok_or_else(|| "not a line of the record".into()));
             match line {
                 Ok(line) => record.apply(line),
                 Err(_) if i + 1 == all.len() && !text.ends_with('\n') => torn = true,
@@ -435,7 +451,6 @@ impl Record {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::alerts::Kind;
 
     fn dir(tag: &str) -> PathBuf {
         let d = std::env::temp_dir().join(format!(
@@ -479,10 +494,13 @@ mod tests {
         let ids: Vec<String> = r.owed().into_iter().map(|d| d.id).collect();
         assert_eq!(ids, ["a1.started.webhook"]);
         assert_eq!(r.active_of("02AA01AC0000SIM1").len(), 1);
+        r.delivered("a1.started.webhook", Outcome::Dropped).unwrap();
         r.notice(notice("a1", Event::Cleared), 2, &[]).unwrap();
         r.filter_reset("02AA01AC0000SIM1", 3600).unwrap();
         drop(r);
         let r = Record::open(&d).unwrap();
+        assert!(r.owed().is_empty());
+        assert_eq!(r.notices(), [notice("a1", Event::Cleared)]);
         assert!(r.active("a1").is_none());
         assert_eq!(r.notices().len(), 1);
         assert_eq!(r.filter_base("02AA01AC0000SIM1"), 3600);
