@@ -331,6 +331,14 @@ mod tests {
             Route::of(Method::Get, "/api/alerts").unwrap(),
             Route::Alerts
         );
+        assert_eq!(
+            Route::of(Method::Post, "/api/alerts/ack").unwrap(),
+            Route::AlertAck
+        );
+        assert!(matches!(
+            Route::of(Method::Get, "/api/alerts/ack"),
+            Err(ControlError::MethodNotAllowed)
+        ));
         assert!(matches!(
             Route::of(Method::Post, "/metrics"),
             Err(ControlError::MethodNotAllowed)

@@ -623,3 +623,39 @@ fn a_delivery_failing_for_25_hours_is_dropped_and_later_ones_still_go() {
     );
     assert!(ids[3].contains("low_battery"), "{ids:?}");
 }
+
+#[test]
+fn a_damaged_record_turns_the_alerts_off_and_nothing_else() {
+    let dir = TestServer::start().stop();
+    std::fs::create_dir_all(dir.path().join("alerts")).unwrap();
+    let damaged = b"not json\n{\"op\":\"filter_reset\",\"serial\":\"S\",\"runtime_s\":1}\n";
+    std::fs::write(dir.path().join("alerts/record.jsonl"), damaged).unwrap();
+    let server = restart(&dir);
+    assert_eq!(get(server.control_addr(), "/health").status, 200);
+    let r = get(server.control_addr(), "/api/alerts");
+    assert_eq!(r.json(), json!({"active": [], "recent": []}));
+    let r = call(
+        server.control_addr(),
+        "POST",
+        "/api/alerts/ack",
+        r#"{"id":"x"}"#,
+    );
+    assert_eq!(
+        (r.status, r.json()),
+        (
+            503,
+            json!({"error": "Alerts are off: their record could not be opened (see hearth's log)"})
+        )
+    );
+    let r = call(server.control_addr(), "GET", "/api/alerts/ack", "");
+    assert_eq!(
+        (r.status, r.json()),
+        (405, json!({"error": "Method not allowed"}))
+    );
+    server.shutdown();
+    // Left as it was, for a person to look at.
+    assert_eq!(
+        std::fs::read(dir.path().join("alerts/record.jsonl")).unwrap(),
+        damaged
+    );
+}
