@@ -112,6 +112,40 @@ impl App {
     }
 }
 
+impl crate::alerts::Context for App {
+    fn config(&self) -> &Config {
+        &self.config
+    }
+
+    fn state(&self) -> &State {
+        &self.state
+    }
+
+    fn alerts(&self) -> &crate::alerts::Alerts {
+        &self.alerts
+    }
+
+    fn energy(&self) -> &crate::energy::Live {
+        &self.energy
+    }
+
+    fn last_seen(&self, serial: &str) -> Option<i64> {
+        self.presence.last_seen(serial)
+    }
+
+    fn available(&self, serial: &str) -> bool {
+        self.availability(serial).available
+    }
+
+    fn started_ms(&self) -> i64 {
+        self.started_ms
+    }
+
+    fn unseen(&self, serial: &str) -> bool {
+        App::unseen(self, serial)
+    }
+}
+
 /// The origin thermostats are given, worked out once at startup.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct PublicOrigin {

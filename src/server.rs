@@ -25,6 +25,9 @@
 //!     channel close; it publishes `offline` and disconnects, which ends the client's threads.
 //!     Waited for at most 8 s.
 //!   - `history` (unless its directory cannot be made): its `select!` sees the channel close.
+//!   - `alerts` and `alert-delivery` (unless the alert record cannot be opened): their
+//!     `select!`s see the channel close; a delivery under way ends within its timeout (5 s),
+//!     and what is still owed is delivered after the next start.
 //! - Stage 3, pushes:
 //!   - `notifier`, with its `push-writer-N`: the signal sets the hub's flag and notifies its
 //!     condition variable; it ends every held subscribe after writing what is queued.
@@ -40,7 +43,7 @@
 //!    state or park a subscribe; a request already being handled is answered, and what it
 //!    commits still reaches everything below, which is still running. The maintenance thread
 //!    stops here because its self-probe would find the listeners closing.
-//! 2. **Bridges**: MQTT and history. After intake, so no thermostat or client changes what
+//! 2. **Bridges**: MQTT, history and alerts. After intake, so no thermostat or client changes what
 //!    MQTT last published (its `offline` is the last word) or what history last recorded;
 //!    before the hub, so a command MQTT ran in the meantime still reaches the thermostat
 //!    through its held subscribe.
@@ -129,6 +132,7 @@ pub struct Server {
     // Stage 2.
     mqtt: Option<Mqtt>,
     history: Option<Recorder>,
+    alerts: Option<crate::alerts::engine::Threads>,
     // Stage 3.
     notifier: JoinHandle<()>,
     events: JoinHandle<()>,
@@ -205,6 +209,7 @@ impl Server {
         let admin = start_admin(&app, &intake);
         let mqtt = Mqtt::start(&app, &bridges).map_err(StartError::Thread)?;
         let history = start_history(&app, &bridges);
+        let alerts = start_alerts(&app, &bridges);
         log_started(&app, &ports.public, !ports.fronts.is_empty());
         unfinished.disarm();
         Ok(Server {
@@ -218,6 +223,7 @@ impl Server {
             maintenance,
             mqtt,
             history,
+            alerts,
             notifier,
             events,
         })
@@ -259,6 +265,9 @@ impl Server {
         }
         if let Some(history) = self.history {
             history.join();
+        }
+        if let Some(alerts) = self.alerts {
+            alerts.join();
         }
         // 3. Pushes.
         Stage::Pushes.of(&self.shutdown).trigger();
@@ -449,6 +458,15 @@ fn start_events(
 fn start_history(app: &Arc<App>, shutdown: &Shutdown) -> Option<Recorder> {
     Recorder::start(app, shutdown)
         .map_err(|e| log::error!("temperature history is off: {e}"))
+        .ok()
+}
+
+/// The alert rules and their delivery. A record that cannot be opened (an unwritable data
+/// directory, a damaged file) is logged loudly, not fatal: the thermostats matter more.
+fn start_alerts(app: &Arc<App>, shutdown: &Shutdown) -> Option<crate::alerts::engine::Threads> {
+    let context: Arc<dyn crate::alerts::Context> = Arc::clone(app) as _;
+    crate::alerts::engine::start(&context, shutdown)
+        .map_err(|e| log::error!("alerts are off: {e}"))
         .ok()
 }
 

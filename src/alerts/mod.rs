@@ -8,8 +8,13 @@
 //! that start and clear episodes, their durable record and the delivery to receivers live in
 //! its submodules; a surface only reads the board and watches it.
 
+pub mod deliver;
+pub mod engine;
+pub mod record;
+pub mod rules;
+
 use std::collections::VecDeque;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use crossbeam_channel::{Receiver, Sender, TrySendError};
 use parking_lot::Mutex;
@@ -123,12 +128,32 @@ pub struct Notice {
     pub alert: Alert,
 }
 
+/// What the rules read of the running server (the server's `App`, which holds the board, so
+/// this module cannot name it).
+pub trait Context: Send + Sync {
+    fn config(&self) -> &crate::config::Config;
+    fn state(&self) -> &crate::state::State;
+    fn alerts(&self) -> &Alerts;
+    /// Each thermostat's live day of energy history.
+    fn energy(&self) -> &crate::energy::Live;
+    /// When the thermostat last made a request (ms), since this process started.
+    fn last_seen(&self, serial: &str) -> Option<i64>;
+    /// Whether it is available, as `/status`'s `is_available` says.
+    fn available(&self, serial: &str) -> bool;
+    /// When this process started serving (ms).
+    fn started_ms(&self) -> i64;
+    /// Whether nobody may see the thermostat (unclaimed with pairing required).
+    fn unseen(&self, serial: &str) -> bool;
+}
+
 /// The active and recent alerts, and who watches them. Fed by the rules once a notice is
 /// durable ([`Alerts::note`]); read by the control API, the page and MQTT.
 #[derive(Default)]
 pub struct Alerts {
     board: Mutex<Board>,
     watchers: Mutex<Vec<Sender<Arc<Notice>>>>,
+    /// The rules' engine, once started ([`engine::start`]); `POST /api/alerts/ack` uses it.
+    engine: OnceLock<Arc<engine::Engine>>,
 }
 
 #[derive(Default)]
@@ -156,6 +181,12 @@ impl Alerts {
         let (tx, rx) = crossbeam_channel::bounded(WATCH_BUFFER);
         self.watchers.lock().push(tx);
         rx
+    }
+
+    /// Acknowledges the active alert `id` (see [`engine::Engine::ack`]); `None` when the
+    /// rules are not running (their record could not be opened).
+    pub fn ack(&self, app: &dyn Context, id: &str) -> Option<Result<Alert, engine::AckError>> {
+        self.engine.get().map(|e| e.ack(app, id))
     }
 
     /// Puts a notice on the board and tells the watchers. Called by the rules after the

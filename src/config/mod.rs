@@ -9,6 +9,7 @@
 
 #[cfg_attr(not(hearth_internals), doc(hidden))]
 pub mod addon;
+mod alerts;
 pub(crate) mod docs;
 mod options_file;
 mod origin;
@@ -21,6 +22,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 pub use crate::weather::Provider as WeatherProvider;
+pub use alerts::AlertConfig;
 pub use origin::ApiOrigin;
 use settings::{boolean, ip, number, text};
 pub use sources::{ConfigError, Given, Sources};
@@ -112,6 +114,8 @@ pub struct Config {
     pub history_interval: Duration,
     /// Days of energy history kept per thermostat; 0 keeps all (see [`crate::energy`]).
     pub energy_keep_days: u32,
+    /// The alert rules' limits and receivers (see [`crate::alerts`]).
+    pub alerts: AlertConfig,
     /// MQTT publishing and Home Assistant discovery; `None` (no `MQTT_HOST`) turns it off.
     pub mqtt: Option<MqttConfig>,
     /// The topic prefixes and client id given, also without `MQTT_HOST`: a broker found
@@ -263,6 +267,7 @@ impl Default for Config {
                 const { number("HISTORY_INTERVAL_SECONDS").default },
             ),
             energy_keep_days: const { number("ENERGY_KEEP_DAYS").default } as u32,
+            alerts: AlertConfig::default(),
             mqtt: None,
             mqtt_names: MqttNames::default(),
             options_file: None,
@@ -408,6 +413,7 @@ impl Config {
             ),
             // At most 36,500 (the setting's bound): fits.
             energy_keep_days: sources.number(const { number("ENERGY_KEEP_DAYS") })? as u32,
+            alerts: alerts::alerts(sources)?,
             mqtt: mqtt(sources, &mqtt_names)?,
             mqtt_names,
             options_file,
@@ -811,6 +817,11 @@ mod tests {
                     "http://weather.example".into()
                 }
                 (_, "MQTT_TOPIC_PREFIX" | "MQTT_DISCOVERY_PREFIX") => "a/b".into(),
+                (_, "ALERT_LOW_C") => "3".into(),
+                (_, "ALERT_HIGH_C") => "30".into(),
+                (_, "ALERT_OFFLINE_MINUTES" | "ALERT_NOT_HEATING_MINUTES") => "1.5".into(),
+                (_, "FILTER_REMINDER_HOURS") => "1.5".into(),
+                (_, "NTFY_URL" | "WEBHOOK_URL") => "http://hook.example".into(),
                 (_, "OPTIONS_FILE") => options.display().to_string(),
                 (_, "SUPERVISOR_API") => continue, // needs SUPERVISOR_TOKEN: see `supervisor`
                 _ => "other".into(),

@@ -418,6 +418,94 @@ pub const SETTINGS: &[Setting] = &[
                days are pruned when a day ends. 0 keeps every day",
     },
     Setting {
+        name: "alert_low_c",
+        variable: "ALERT_LOW_C",
+        option: "--alert-low-c",
+        kind: Kind::Text {
+            allowed: "a number of °C from -50 to 100, below `ALERT_HIGH_C`",
+            unset: Unset::Is("7"),
+        },
+        help: "a `low_temperature` [alert](alerts.md) when a room is below this; it clears \
+               once the room is 0.5 °C above it",
+    },
+    Setting {
+        name: "alert_high_c",
+        variable: "ALERT_HIGH_C",
+        option: "--alert-high-c",
+        kind: Kind::Text {
+            allowed: "a number of °C from -50 to 100, above `ALERT_LOW_C`",
+            unset: Unset::Is("35"),
+        },
+        help: "a `high_temperature` [alert](alerts.md) when a room is above this; it clears \
+               once the room is 0.5 °C below it",
+    },
+    Setting {
+        name: "alert_offline_minutes",
+        variable: "ALERT_OFFLINE_MINUTES",
+        option: "--alert-offline-minutes",
+        kind: Kind::Text {
+            allowed: "minutes from 0 to 525600, fractions allowed; 0 turns the rule off",
+            unset: Unset::Is("30"),
+        },
+        help: "an `offline` [alert](alerts.md) when a thermostat has not been in touch for \
+               this long (a thermostat holding its long poll is in touch)",
+    },
+    Setting {
+        name: "alert_not_heating_minutes",
+        variable: "ALERT_NOT_HEATING_MINUTES",
+        option: "--alert-not-heating-minutes",
+        kind: Kind::Text {
+            allowed: "minutes from 0 to 525600, fractions allowed; 0 turns the rules off",
+            unset: Unset::Is("90"),
+        },
+        help: "a `not_heating` (`not_cooling`) [alert](alerts.md) when the system has heated \
+               (cooled) this long and the room has not moved 0.5 °C toward the target",
+    },
+    Setting {
+        name: "filter_reminder_hours",
+        variable: "FILTER_REMINDER_HOURS",
+        option: "--filter-reminder-hours",
+        kind: Kind::Text {
+            allowed: "hours from 0 to 525600, fractions allowed; 0 turns the reminder off",
+            unset: Unset::Is("0"),
+        },
+        help: "a `filter` [alert](alerts.md) after this many hours of heating and cooling \
+               since the last reset (`POST /api/alerts/ack`)",
+    },
+    Setting {
+        name: "ntfy_url",
+        variable: "NTFY_URL",
+        option: "--ntfy-url",
+        kind: Kind::Text {
+            allowed: "an `http://` or `https://` URL",
+            unset: Unset::Means("unset (no ntfy)"),
+        },
+        help: "an ntfy topic URL (such as `https://ntfy.sh/my-house-hearth`) that each \
+               [alert](alerts.md#ntfy)'s start and clear is posted to",
+    },
+    Setting {
+        name: "webhook_url",
+        variable: "WEBHOOK_URL",
+        option: "--webhook-url",
+        kind: Kind::Text {
+            allowed: "an `http://` or `https://` URL",
+            unset: Unset::Means("unset (no webhook)"),
+        },
+        help: "a URL that each [alert](alerts.md#webhook)'s start and clear is posted to as \
+               JSON",
+    },
+    Setting {
+        name: "webhook_secret",
+        variable: "WEBHOOK_SECRET",
+        option: "--webhook-secret",
+        kind: Kind::Text {
+            allowed: "any text",
+            unset: Unset::Means("unset (the webhook's posts are not signed)"),
+        },
+        help: "the key of the webhook's `X-Hearth-Signature` header (HMAC-SHA256 of the \
+               body); never logged",
+    },
+    Setting {
         name: "options_file",
         variable: "OPTIONS_FILE",
         option: "--options-file",

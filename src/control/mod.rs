@@ -132,6 +132,7 @@ enum Route {
     History,
     Energy,
     Alerts,
+    AlertAck,
     Events,
     Metrics,
     NotifyDevice,
@@ -171,6 +172,7 @@ impl Route {
             "/api/history" => (Route::History, get),
             "/api/energy" => (Route::Energy, get),
             "/api/alerts" => (Route::Alerts, get),
+            "/api/alerts/ack" => (Route::AlertAck, post),
             "/api/events" => (Route::Events, get),
             "/metrics" => (Route::Metrics, get),
             "/notify-device" => (Route::NotifyDevice, post),
@@ -276,6 +278,7 @@ impl Route {
             Route::History => history::history(app, req)?,
             Route::Energy => energy::energy(app, req)?,
             Route::Alerts => alerts::alerts(app),
+            Route::AlertAck => alerts::ack(app, &req.body)?,
             Route::Events => return live::events(app, req, cors, key_id),
             Route::Metrics => metrics::metrics(app),
             Route::NotifyDevice => devices::notify(app, &req.body)?,
@@ -328,6 +331,14 @@ mod tests {
             Route::of(Method::Get, "/api/alerts").unwrap(),
             Route::Alerts
         );
+        assert_eq!(
+            Route::of(Method::Post, "/api/alerts/ack").unwrap(),
+            Route::AlertAck
+        );
+        assert!(matches!(
+            Route::of(Method::Get, "/api/alerts/ack"),
+            Err(ControlError::MethodNotAllowed)
+        ));
         assert!(matches!(
             Route::of(Method::Post, "/metrics"),
             Err(ControlError::MethodNotAllowed)

@@ -144,6 +144,14 @@ fn control_requests() -> Vec<(&'static str, String, &'static str, &'static str)>
         ("GET", format!("/api/energy?serial={SERIAL}"), "", ""),
         ("GET", format!("/api/v1/thermostat/{SERIAL}/energy"), "", ""),
         ("GET", "/metrics".into(), "", ""),
+        // Issue 38's: alerts.
+        ("GET", "/api/alerts".into(), "", ""),
+        (
+            "POST",
+            "/api/alerts/ack".into(),
+            "text/plain",
+            r#"{"id":"x"}"#,
+        ),
     ]
 }
 

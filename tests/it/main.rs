@@ -10,6 +10,7 @@
 mod common;
 
 mod addon;
+mod alerts;
 mod architecture;
 mod bad_input;
 mod browser;

@@ -186,7 +186,7 @@ fn each_option_is_a_setting_with_its_type_and_default() {
                 assert_eq!(value, &Value::from(default), "{}", s.name);
             }
             Kind::Text { unset, .. } => {
-                let wanted = if s.name.contains("password") {
+                let wanted = if s.name.contains("password") || s.name.contains("secret") {
                     "password"
                 } else {
                     "str"

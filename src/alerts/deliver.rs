@@ -1,0 +1,300 @@
+//! Delivery of notices to ntfy and the webhook, on the `alert-delivery` thread: never on a
+//! request worker or the hub's threads. Each delivery is owed in the durable record before it is
+//! first attempted; it is attempted until the receiver answers 2xx, with backoff (1 s, doubling,
+//! at most [`MAX_BACKOFF_MS`]) while it is down or answers anything else, and given up on with
+//! a log line once [`GIVE_UP_MS`] (25 h) have passed since the notice. Its outcome is then
+//! written to the record, so a restart attempts only what is still owed.
+//!
+//! Every request is bounded (connect [`CONNECT_TIMEOUT`], whole request [`TIMEOUT`]), its
+//! answer's body is read up to [`MAX_ANSWER`] and thrown away, never logged; the URLs (which may
+//! hold an ntfy token) and the secret are never logged either.
+
+use std::collections::VecDeque;
+use std::io::Read;
+use std::sync::Arc;
+use std::thread::{self, JoinHandle};
+use std::time::Duration;
+
+use crossbeam_channel::{Receiver, TryRecvError, select};
+use parking_lot::Mutex;
+
+use super::record::{Delivery, Outcome, Record, Target};
+use super::{Event, Kind, Notice};
+use crate::config::AlertConfig;
+use crate::util::clock::Clock;
+use crate::util::shutdown::Shutdown;
+
+/// A notice not delivered within this long of being written is dropped (with a log line).
+pub const GIVE_UP_MS: i64 = 25 * 3600 * 1000;
+pub const MAX_BACKOFF_MS: i64 = 10 * 60 * 1000;
+const FIRST_BACKOFF_MS: i64 = 1000;
+/// Short enough that a stop waits little for a request in flight (within systemd's 20 s).
+pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(3);
+pub const TIMEOUT: Duration = Duration::from_secs(5);
+const MAX_ANSWER: u64 = 64 * 1024;
+
+/// The header a receiver may deduplicate on.
+pub const DELIVERY_HEADER: &str = "X-Hearth-Delivery";
+pub const SIGNATURE_HEADER: &str = "X-Hearth-Signature";
+
+/// The receivers configured, in the order they are written in the record.
+pub fn targets(config: &AlertConfig) -> Vec<Target> {
+    let mut targets = Vec::new();
+    if config.ntfy_url.is_some() {
+        targets.push(Target::Ntfy);
+    }
+    if config.webhook_url.is_some() {
+        targets.push(Target::Webhook);
+    }
+    targets
+}
+
+/// `sha256=<hex HMAC-SHA256 of body with secret>`.
+pub fn signature(secret: &str, body: &[u8]) -> String {
+    let key = ring::hmac::Key::new(ring::hmac::HMAC_SHA256, secret.as_bytes());
+    let tag = ring::hmac::sign(&key, body);
+    format!("sha256={}", crate::util::hex(tag.as_ref()))
+}
+
+/// ntfy's `Title`, `Priority`, `Tags` and body for a notice.
+pub fn ntfy_parts(notice: &Notice) -> (String, &'static str, String, String) {
+    let kind: Kind = notice.alert.kind;
+    let (title, tag, body) = match notice.event {
+        Event::Started => (
+            kind.title().to_string(),
+            "warning",
+            notice.alert.message.clone(),
+        ),
+        Event::Cleared => (
+            format!("Cleared: {}", kind.title()),
+            "white_check_mark",
+            format!("Cleared: {}", notice.alert.message),
+        ),
+    };
+    let priority = if kind.is_safety() && notice.event == Event::Started {
+        "high"
+    } else {
+        "default"
+    };
+    (title, priority, format!("{tag},{}", kind.as_str()), body)
+}
+
+/// The delivery thread.
+pub struct Courier {
+    handle: JoinHandle<()>,
+}
+
+impl Courier {
+    /// Starts delivering what `record` owes, then what arrives on `fresh`.
+    pub fn start(
+        config: &AlertConfig,
+        clock: Clock,
+        record: Arc<Mutex<Record>>,
+        fresh: Receiver<Delivery>,
+        shutdown: &Shutdown,
+    ) -> std::io::Result<Courier> {
+        let owed = record.lock().owed();
+        let run = Run {
+            config: config.clone(),
+            agent: ureq::AgentBuilder::new()
+                .timeout_connect(CONNECT_TIMEOUT)
+                .timeout(TIMEOUT)
+                .redirects(0)
+                .build(),
+            now: clock.now_ms(),
+            clock,
+            record,
+            queue: owed
+                .into_iter()
+                .map(|d| Pending {
+                    delivery: d,
+                    due_ms: 0,
+                    attempts: 0,
+                })
+                .collect(),
+        };
+        let stopped = shutdown.receiver();
+        let handle = thread::Builder::new()
+            .name("alert-delivery".into())
+            .stack_size(256 * 1024)
+            .spawn(move || run.run(fresh, stopped))?;
+        Ok(Courier { handle })
+    }
+
+    /// After the shutdown signal: waits for the thread (at most one request's timeout).
+    pub fn join(self) {
+        let _ = self.handle.join();
+    }
+}
+
+struct Pending {
+    delivery: Delivery,
+    due_ms: i64,
+    attempts: u32,
+}
+
+struct Run {
+    config: AlertConfig,
+    agent: ureq::Agent,
+    clock: Clock,
+    now: i64,
+    record: Arc<Mutex<Record>>,
+    queue: VecDeque<Pending>,
+}
+
+impl Run {
+    fn run(mut self, fresh: Receiver<Delivery>, stopped: Receiver<()>) {
+        let moved = self.clock.moves();
+        loop {
+            self.now = self.clock.now_ms();
+            if let Some(i) = self.queue.iter().position(|p| p.due_ms <= self.now) {
+                if let Some(p) = self.queue.remove(i) {
+                    self.attempt(p);
+                }
+                if stopped.try_recv() == Err(TryRecvError::Disconnected) {
+                    break;
+                }
+                continue;
+            }
+            let next = self.queue.iter().map(|p| p.due_ms).min();
+            let wait = next.map_or(Duration::from_secs(3600), |d| self.clock.wait_time_ms(d));
+            select! {
+                recv(stopped) -> _ => break,
+                recv(fresh) -> d => match d {
+                    Ok(delivery) => self.queue.push_back(Pending { delivery, due_ms: 0, attempts: 0 }),
+                    Err(_) => break,
+                },
+                recv(moved) -> _ => {}
+                default(wait) => {}
+            }
+        }
+    }
+
+    fn attempt(&mut self, mut p: Pending) {
+        let d = &p.delivery;
+        match self.send(d) {
+            Ok(()) => self.outcome(d, Outcome::Sent),
+            Err(why) => {
+                p.attempts += 1;
+                if self.now - d.at_ms >= GIVE_UP_MS {
+                    log::warn!(
+                        "alert delivery {} to {} dropped after {} attempts over 25 h: {why}",
+                        d.id,
+                        d.target.as_str(),
+                        p.attempts
+                    );
+                    self.outcome(d, Outcome::Dropped);
+                    return;
+                }
+                let backoff = FIRST_BACKOFF_MS
+                    .saturating_mul(1 << p.attempts.min(20).saturating_sub(1))
+                    .min(MAX_BACKOFF_MS);
+                log::info!(
+                    "alert delivery {} to {} failed ({why}); trying again in {} s",
+                    d.id,
+                    d.target.as_str(),
+                    backoff / 1000
+                );
+                p.due_ms = self.now + backoff;
+                self.queue.push_back(p);
+            }
+        }
+    }
+
+    fn outcome(&self, d: &Delivery, outcome: Outcome) {
+        if let Err(e) = self.record.lock().delivered(&d.id, outcome) {
+            // Not fatal: at worst the next start delivers it once more, with the same id.
+            log::error!("alert record: could not write delivery {}: {e}", d.id);
+        }
+    }
+
+    /// One attempt. The error says what went wrong without the URL, the secret or the body.
+    fn send(&self, d: &Delivery) -> Result<(), String> {
+        let result = match d.target {
+            Target::Ntfy => {
+                let Some(url) = &self.config.ntfy_url else {
+                    return Err("NTFY_URL is no longer set".into());
+                };
+                let (title, priority, tags, body) = ntfy_parts(&d.notice);
+                self.agent
+                    .post(url)
+                    .set("Title", &title)
+                    .set("Priority", priority)
+                    .set("Tags", &tags)
+                    .set(DELIVERY_HEADER, &d.id)
+                    .send_bytes(body.as_bytes())
+            }
+            Target::Webhook => {
+                let Some(url) = &self.config.webhook_url else {
+                    return Err("WEBHOOK_URL is no longer set".into());
+                };
+                let body = serde_json::to_vec(&*d.notice).map_err(|e| e.to_string())?;
+                let mut request = self
+                    .agent
+                    .post(url)
+                    .set("Content-Type", "application/json")
+                    .set(DELIVERY_HEADER, &d.id);
+                if let Some(secret) = &self.config.webhook_secret {
+                    request = request.set(SIGNATURE_HEADER, &signature(secret, &body));
+                }
+                request.send_bytes(&body)
+            }
+        };
+        match result {
+            Ok(response) => {
+                // Read (a bounded part of) the answer so the connection ends cleanly; never
+                // kept or logged.
+                let _ = std::io::copy(
+                    &mut response.into_reader().take(MAX_ANSWER),
+                    &mut std::io::sink(),
+                );
+                Ok(())
+            }
+            Err(ureq::Error::Status(status, _)) => Err(format!("answered {status}")),
+            Err(ureq::Error::Transport(t)) => Err(format!("unreachable ({})", t.kind())),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::alerts::Alert;
+
+    #[test]
+    fn the_signature_is_hex_hmac_sha256() {
+        // RFC 4231, test case 2.
+        assert_eq!(
+            signature("Jefe", b"what do ya want for nothing?"),
+            "sha256=5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843"
+        );
+    }
+
+    #[test]
+    fn ntfy_says_high_for_safety_starts_only() {
+        let mut notice = Notice {
+            event: Event::Started,
+            alert: Alert {
+                id: "a".into(),
+                serial: "S".into(),
+                kind: Kind::LowTemperature,
+                started_at: String::new(),
+                cleared_at: None,
+                message: "Hallway is 5.8°C (below 7°C)".into(),
+            },
+        };
+        let (title, priority, tags, body) = ntfy_parts(&notice);
+        assert_eq!(
+            (title.as_str(), priority, tags.as_str()),
+            ("Too cold", "high", "warning,low_temperature")
+        );
+        assert_eq!(body, "Hallway is 5.8°C (below 7°C)");
+        notice.event = Event::Cleared;
+        let (_, priority, _, body) = ntfy_parts(&notice);
+        assert_eq!(priority, "default");
+        assert!(body.starts_with("Cleared: "));
+        notice.event = Event::Started;
+        notice.alert.kind = Kind::Filter;
+        assert_eq!(ntfy_parts(&notice).1, "default");
+    }
+}
