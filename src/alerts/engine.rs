@@ -336,19 +336,11 @@ fn in_touch(app: &dyn Context, serial: &str, now_ms: i64) -> Option<bool> {
     }
 }
 
-/// The heating and cooling runtime of all the energy history kept (s).
-// replaced by Live::totals at merge
+/// The heating and cooling runtime the energy history has counted (s): its running total,
+/// which pruning and restarts never lower ([`crate::energy::Live::totals`]).
 fn runtime_total_s(app: &dyn Context, serial: &str) -> Option<i64> {
-    let report = crate::energy::report::Report::read(
-        &app.config().data_dir,
-        app.energy(),
-        serial,
-        None,
-        crate::energy::report::Period::default(),
-    )
-    .ok()?;
-    let ms: i64 = report.days.iter().map(|d| d.heat_ms + d.cool_ms).sum();
-    Some(ms / 1000)
+    let totals = app.energy().totals(serial)?;
+    Some(totals.heat_s.saturating_add(totals.cool_s))
 }
 
 /// Unique per episode: the serial, the kind, the start (ms, hex) and 16 random bits.

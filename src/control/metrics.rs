@@ -131,8 +131,9 @@ fn thermostats(app: &App, out: &mut Exposition) {
 }
 
 /// Run time by mode over every day the energy history ever counted (docs/energy.md), pruned
-/// days and today's live row included: the running totals kept in memory, so a scrape reads no
-/// file. It never decreases, not across a restart nor when `ENERGY_KEEP_DAYS` prunes a day.
+/// days and today's row as last written included: the running totals kept in memory, so a
+/// scrape reads no file. It never decreases, not across a restart (a kill -9 included) nor
+/// when `ENERGY_KEEP_DAYS` prunes a day.
 fn runtimes(app: &App, records: &[Status], out: &mut Exposition) {
     out.family(
         "hearth_thermostat_runtime_seconds_total",
@@ -167,6 +168,21 @@ fn server(app: &App, out: &mut Exposition) {
         "Thermostat subscribes (long polls) held open now.",
     );
     out.sample("hearth_held_subscribes", &[], held as f64);
+
+    // Every kind, 0 included, so an alerting rule on it has a series before the first alert.
+    let active = app.alerts.active();
+    out.family(
+        "hearth_alerts_active",
+        "gauge",
+        "Alerts active now, by kind (docs/alerts.md).",
+    );
+    for kind in crate::alerts::Kind::ALL {
+        let n = active
+            .iter()
+            .filter(|a| a.kind == kind && !app.unseen(&a.serial))
+            .count();
+        out.sample("hearth_alerts_active", &[("kind", kind.as_str())], n as f64);
+    }
 
     out.family(
         "hearth_http_requests_total",

@@ -4,7 +4,8 @@
 use std::collections::HashMap;
 use std::path::PathBuf;
 
-use parking_lot::RwLock;
+use crossbeam_channel::{Receiver, Sender, TrySendError};
+use parking_lot::{Mutex, RwLock};
 
 use super::day::Day;
 use super::store;
@@ -48,8 +49,11 @@ impl Totals {
 struct Entry {
     /// The live day and the zone it is kept in (`None`: not observed since the start).
     today: Option<(String, Day)>,
-    /// The runtime of every day before the live one (or of every stored day, without one).
-    before: Totals,
+    /// Today's row as last written (`None`: none since the start).
+    written: Option<Day>,
+    /// The running totals as stored: what a restart reads back, so a kill -9 (which loses the
+    /// live day's last minute) never shows a counter going down.
+    total: Totals,
 }
 
 /// Each thermostat's live day and totals (written by the recorder; a thermostat it has not
@@ -57,7 +61,13 @@ struct Entry {
 pub struct Live {
     dir: PathBuf,
     entries: RwLock<HashMap<String, Entry>>,
+    /// Told the serial whenever what is stored of it changes (at most once a minute while
+    /// something runs, and when a run starts or stops).
+    watchers: Mutex<Vec<Sender<String>>>,
 }
+
+/// How far a watcher may fall behind before it misses a serial (its next write tells again).
+const WATCH_BUFFER: usize = 256;
 
 impl Live {
     /// The live days of the energy history kept in `dir` (`DATA_DIR/energy`).
@@ -65,7 +75,16 @@ impl Live {
         Live {
             dir,
             entries: RwLock::new(HashMap::new()),
+            watchers: Mutex::new(Vec::new()),
         }
+    }
+
+    /// The serials whose stored history changes from now on (the counters built on it, such as
+    /// MQTT's runtime sensors, publish then and only then).
+    pub fn watch(&self) -> Receiver<String> {
+        let (tx, rx) = crossbeam_channel::bounded(WATCH_BUFFER);
+        self.watchers.lock().push(tx);
+        rx
     }
 
     /// The live day of `serial` and the name of the zone it is kept in.
@@ -73,13 +92,20 @@ impl Live {
         self.entries.read().get(serial)?.today.clone()
     }
 
+    /// Today's row of `serial` as stored (as last written, at most a minute behind the live
+    /// one; empty before its first write): what a counter of today's runtime shows, since a
+    /// restart reads back this and not the live one.
+    pub fn written_today(&self, serial: &str) -> Option<Day> {
+        self.entries.read().get(serial)?.written.clone()
+    }
+
     /// The running totals of `serial`: zero for a thermostat without history, `None` only when
     /// its stored history cannot be read (logged). Reads no file once known.
     pub fn totals(&self, serial: &str) -> Option<Totals> {
         if let Some(e) = self.entries.read().get(serial) {
-            return Some(e.total());
+            return Some(e.total);
         }
-        let before = match store::read_totals(&self.dir, serial) {
+        let total = match store::read_totals(&self.dir, serial) {
             Ok(t) => t,
             Err(e) => {
                 log::warn!("energy history of {serial}: {e}");
@@ -90,28 +116,32 @@ impl Live {
         let mut entries = self.entries.write();
         let entry = entries.entry(serial.to_string()).or_insert(Entry {
             today: None,
-            before,
+            written: None,
+            total,
         });
-        Some(entry.total())
+        Some(entry.total)
     }
 
-    /// The recorder's word: the live day, its zone and the totals of the days before it.
-    pub(super) fn set(&self, serial: &str, zone: &str, day: &Day, before: Totals) {
-        self.entries.write().insert(
+    /// The recorder's word: the live day and its zone, today's row as written and the
+    /// totals as stored.
+    pub(super) fn set(&self, serial: &str, zone: &str, day: &Day, written: &Day, total: Totals) {
+        let before = self.entries.write().insert(
             serial.to_string(),
             Entry {
                 today: Some((zone.to_string(), day.clone())),
-                before,
+                written: Some(written.clone()),
+                total,
             },
         );
-    }
-}
-
-impl Entry {
-    fn total(&self) -> Totals {
-        match &self.today {
-            Some((_, day)) => self.before.plus(Totals::of_day(day)),
-            None => self.before,
+        let stored_changed =
+            before.is_none_or(|b| b.total != total || b.written.as_ref() != Some(written));
+        if stored_changed {
+            self.watchers
+                .lock()
+                .retain(|w| match w.try_send(serial.to_string()) {
+                    Ok(()) | Err(TrySendError::Full(_)) => true,
+                    Err(TrySendError::Disconnected(_)) => false,
+                });
         }
     }
 }
@@ -143,17 +173,20 @@ mod tests {
         // Gone from disk: still known.
         std::fs::remove_dir_all(&dir).unwrap();
         assert_eq!(live.totals("S").map(|t| t.heat_s), Some(15));
-        // The recorder's day adds to the days before it, in whole seconds per day.
-        let before = Totals {
-            heat_s: 15,
+        // The recorder's word: the live day for the API, the stored totals and row for the
+        // counters (the live day runs ahead of them by up to a minute).
+        let stored = Totals {
+            heat_s: 22,
+            fan_s: 1,
             ..Totals::default()
         };
-        live.set("S", "UTC", &day(3, 7, 1_999), before);
+        live.set("S", "UTC", &day(3, 9, 1_999), &day(3, 7, 1_999), stored);
         let t = live.totals("S").unwrap();
         assert_eq!((t.heat_s, t.fan_s), (22, 1));
         assert_eq!(
-            live.get("S").map(|(zone, d)| (zone, d.date)),
-            Some(("UTC".into(), 3))
+            live.get("S").map(|(zone, d)| (zone, d.date, d.heat_ms)),
+            Some(("UTC".into(), 3, 9_000))
         );
+        assert_eq!(live.written_today("S").map(|d| d.heat_ms), Some(7_000));
     }
 }

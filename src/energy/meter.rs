@@ -51,6 +51,11 @@ pub struct Meter {
     pub finished: Vec<Day>,
     /// The day as last written, to write only what changed.
     written: Option<Day>,
+    /// What a restart would read back: the finished days on disk (pruned ones summed), the last
+    /// date among them, and the live row as last written (`.today`).
+    disk: Totals,
+    disk_last: Option<i64>,
+    disk_today: Option<Day>,
     /// The targets last seen (a change to the same values, such as the thermostat confirming
     /// a write, is not another change).
     pub(super) targets: Targets,
@@ -71,9 +76,12 @@ impl Meter {
     /// a stored live day of a later date is carried on, and after a finished day of a later
     /// date counting goes on in the day after it, until the clock catches up.
     pub fn start(zone: Zone, stored: store::Stored, flags: Flags, now: i64) -> Meter {
-        let floor = stored.last_finished().map_or(i64::MIN, |d| d + 1);
+        let disk_last = stored.last_finished();
+        let floor = disk_last.map_or(i64::MIN, |d| d + 1);
         let today = zone.day_of(now).max(floor);
-        let mut before = stored.finished_totals();
+        let disk = stored.finished_totals();
+        let disk_today = stored.today.clone();
+        let mut before = disk;
         let mut finished = Vec::new();
         let day = match stored.today {
             Some(d) if d.date >= today => d,
@@ -91,6 +99,9 @@ impl Meter {
             asked: Some(zone.name.clone()),
             zone,
             written: Some(day.clone()),
+            disk,
+            disk_last,
+            disk_today,
             day,
             flags,
             seen: now,
@@ -145,13 +156,47 @@ impl Meter {
         self.seen = self.seen.max(now);
     }
 
+    /// What ran at the last observation.
+    pub fn runs(&self) -> Flags {
+        self.flags
+    }
+
     /// The day when it changed since it was last written.
     pub fn unwritten(&self) -> Option<&Day> {
         (self.written.as_ref() != Some(&self.day)).then_some(&self.day)
     }
 
+    /// The live day was written as `.today`.
     pub fn mark_written(&mut self) {
         self.written = Some(self.day.clone());
+        self.disk_today = Some(self.day.clone());
+    }
+
+    /// A finished day was appended to the days file.
+    pub fn mark_appended(&mut self, day: &Day) {
+        self.disk = self.disk.plus(Totals::of_day(day));
+        self.disk_last = self.disk_last.max(Some(day.date));
+    }
+
+    /// The running totals as stored, which is what a restart reads back ([`store::read_stored`]
+    /// leaves out a `.today` whose day the days file already holds): never above what a
+    /// restart shows, so a counter made of them never goes down across a kill -9.
+    pub fn stored_totals(&self) -> Totals {
+        match &self.disk_today {
+            Some(d) if self.disk_last.is_none_or(|last| d.date > last) => {
+                self.disk.plus(Totals::of_day(d))
+            }
+            _ => self.disk,
+        }
+    }
+
+    /// The live day's row as stored: as last written, or empty before its first write (a
+    /// restart would read back nothing of it).
+    pub fn stored_today(&self) -> Day {
+        match &self.disk_today {
+            Some(d) if d.date == self.day.date => d.clone(),
+            _ => Day::new(self.day.date),
+        }
     }
 }
 

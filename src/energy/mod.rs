@@ -117,8 +117,10 @@ impl Accrual {
         let flags = Flags::from_record(record);
         let horizon = self.horizon;
         let seen_targets = targets(record);
+        let mut runs_changed = false;
         let meter = match self.meters.get_mut(serial) {
             Some(m) => {
+                runs_changed = m.runs() != flags;
                 m.observe(flags, now, horizon);
                 if target_change && m.targets != seen_targets {
                     m.day.target_changes += 1;
@@ -127,12 +129,18 @@ impl Accrual {
             }
             // The first observation since the start: its targets are where counting starts.
             None => {
+                // A history that cannot be read now (a full file table, an I/O error) is not
+                // an empty one: starting from nothing would show its totals at zero and write
+                // over today's row. The next observation tries again.
+                let stored = match store::read_stored(&self.dir, serial) {
+                    Ok(stored) => stored,
+                    Err(e) => {
+                        log::warn!("energy history of {serial}: {e}");
+                        return;
+                    }
+                };
                 let asked = time_zone();
                 let zone = Zone::resolve(asked.as_deref(), &self.zoneinfo);
-                let stored = store::read_stored(&self.dir, serial).unwrap_or_else(|e| {
-                    log::warn!("energy history of {serial}: {e}");
-                    store::Stored::default()
-                });
                 let mut meter = Meter::start(zone, stored, flags, now);
                 meter.asked = asked;
                 self.meters.entry(serial.to_string()).or_insert(meter)
@@ -147,14 +155,25 @@ impl Accrual {
             }
         }
         meter.targets = seen_targets;
-        live.set(serial, &meter.zone.name, &meter.day, meter.before);
+        // A run that starts or stops is written at once, so the counters (which show what is
+        // stored) move with it rather than at the next minute's write.
+        if runs_changed {
+            save(&self.dir, self.keep_days, serial, meter);
+        }
+        let stored = meter.stored_totals();
+        live.set(
+            serial,
+            &meter.zone.name,
+            &meter.day,
+            &meter.stored_today(),
+            stored,
+        );
     }
 
     /// Every meter counted up to `now` and written where it changed (every minute, and at
     /// shutdown). `time_zone` gives each thermostat's zone now: a changed one applies from
     /// now on (the day so far keeps its date).
     pub fn flush(&mut self, live: &Live, now: i64, time_zone: impl Fn(&str) -> Option<String>) {
-        let keep = i64::from(self.keep_days);
         for (serial, meter) in &mut self.meters {
             meter.advance(now, self.horizon);
             let wanted = time_zone(serial);
@@ -163,30 +182,45 @@ impl Accrual {
                 meter.asked = wanted;
                 meter.advance(now, self.horizon);
             }
-            let rolled = !meter.finished.is_empty();
-            while let Some(done) = meter.finished.first() {
-                match store::append_day(&self.dir, serial, done) {
-                    Ok(()) => {
-                        meter.finished.remove(0);
-                    }
-                    Err(e) => {
-                        log::warn!("could not record the energy history of {serial}: {e}");
-                        break;
-                    }
-                }
+            save(&self.dir, self.keep_days, serial, meter);
+            let stored = meter.stored_totals();
+            live.set(
+                serial,
+                &meter.zone.name,
+                &meter.day,
+                &meter.stored_today(),
+                stored,
+            );
+        }
+    }
+}
+
+/// Writes what `meter` has not: the days it finished (appended, then pruned to `keep_days`),
+/// then its live day, in that order, so a crash between the two never loses a finished day.
+fn save(dir: &Path, keep_days: u32, serial: &str, meter: &mut Meter) {
+    let rolled = !meter.finished.is_empty();
+    while let Some(done) = meter.finished.first() {
+        match store::append_day(dir, serial, done) {
+            Ok(()) => {
+                let done = meter.finished.remove(0);
+                meter.mark_appended(&done);
             }
-            if rolled && keep > 0 {
-                if let Err(e) = store::prune(&self.dir, serial, meter.day.date - keep + 1) {
-                    log::warn!("could not prune the energy history of {serial}: {e}");
-                }
+            Err(e) => {
+                log::warn!("could not record the energy history of {serial}: {e}");
+                break;
             }
-            if meter.unwritten().is_some() {
-                match store::write_today(&self.dir, serial, &meter.day) {
-                    Ok(()) => meter.mark_written(),
-                    Err(e) => log::warn!("could not record the energy history of {serial}: {e}"),
-                }
-            }
-            live.set(serial, &meter.zone.name, &meter.day, meter.before);
+        }
+    }
+    let keep = i64::from(keep_days);
+    if rolled && keep > 0 {
+        if let Err(e) = store::prune(dir, serial, meter.day.date - keep + 1) {
+            log::warn!("could not prune the energy history of {serial}: {e}");
+        }
+    }
+    if meter.finished.is_empty() && meter.unwritten().is_some() {
+        match store::write_today(dir, serial, &meter.day) {
+            Ok(()) => meter.mark_written(),
+            Err(e) => log::warn!("could not record the energy history of {serial}: {e}"),
         }
     }
 }

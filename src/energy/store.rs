@@ -187,7 +187,10 @@ pub fn write_today(dir: &Path, serial: &str, day: &Day) -> io::Result<()> {
         file.write_all(day.to_line().as_bytes())?;
         // On disk before it replaces the last flush, so a power cut leaves one or the other.
         file.sync_data()?;
-        fs::rename(&aside, &path)
+        fs::rename(&aside, &path)?;
+        // The rename itself on disk too, so a power cut cannot bring back an older row than
+        // the running totals have already shown.
+        files::sync_dir(dir)
     };
     match write() {
         Err(e) if e.kind() == io::ErrorKind::NotFound => {

@@ -2,18 +2,16 @@
 //! running totals by mode ([`crate::energy::Totals`]) as `total_increasing` durations, so Home
 //! Assistant's long-term statistics keep years of them.
 //!
-//! Runtime moves every second while something runs, so its topics are recomputed at most once a
-//! minute per thermostat ([`PACE_MS`]) and at each change of what is running ([`Pace`]); between
-//! those the payloads last computed are reused, so nothing is published (the bridge publishes
-//! only payloads that changed), and discovery never follows a state message.
+//! They show the energy history as stored ([`crate::energy::Live::written_today`] and
+//! [`crate::energy::Live::totals`]), which changes once a minute while something runs and when a
+//! run starts or stops: the bridge publishes only payloads that changed, so that is the most they
+//! are published, and discovery never follows a state message. What is stored is what a restart
+//! reads back, so a total never goes down, not even over a kill -9.
 
 use serde_json::{Value, json};
 
 use super::discovery::Entity;
-use crate::energy::{Flags, Totals, day::Day};
-
-/// The least time between two recomputations of one thermostat's runtime topics (ms).
-pub const PACE_MS: i64 = 60_000;
+use crate::energy::{Totals, day::Day};
 
 /// `(topic suffix after {P}/{S}/ha/, payload)` of the runtime topics: today's heating and
 /// cooling in whole minutes (the local day of the energy history; none before the thermostat's
@@ -42,44 +40,6 @@ pub fn topics(today: Option<&Day>, totals: Option<Totals>) -> Vec<(&'static str,
 fn hours(seconds: i64) -> String {
     let millihours = seconds.max(0) * 1000 / 3600;
     format!("{}.{:03}", millihours / 1000, millihours % 1000)
-}
-
-/// When one thermostat's runtime topics were last computed, for what was running then, and
-/// what they were.
-#[derive(Default)]
-pub struct Pace {
-    last: Option<(i64, Flags)>,
-    topics: Vec<(&'static str, String)>,
-}
-
-/// Whether `topics` lack today's (the accrual has not yet seen the thermostat since the start):
-/// such a result is computed again at the next chance, not a minute later.
-fn partial(topics: &[(&'static str, String)]) -> bool {
-    !topics.iter().any(|(k, _)| *k == "heating_today")
-}
-
-impl Pace {
-    /// The runtime topics at `now` (ms) with `running` (the status record's flags): computed
-    /// again by `compute` once [`PACE_MS`] has passed or what runs changed, else as last time.
-    pub fn topics(
-        &mut self,
-        now: i64,
-        running: Flags,
-        compute: impl FnOnce() -> Vec<(&'static str, String)>,
-    ) -> &[(&'static str, String)] {
-        let due = match self.last {
-            None => true,
-            // A clock stepped back computes again at once rather than waiting for it.
-            Some((at, flags)) => {
-                flags != running || now - at >= PACE_MS || now < at || partial(&self.topics)
-            }
-        };
-        if due {
-            self.topics = compute();
-            self.last = Some((now, running));
-        }
-        &self.topics
-    }
 }
 
 /// The discovery entities: today's and the total runtime of heating and cooling (as the
@@ -127,48 +87,5 @@ mod tests {
         assert_eq!(find("fan_runtime"), Some("10000.000"));
         assert_eq!(find("aux_runtime"), Some("0.000"));
         assert!(topics(None, None).is_empty());
-    }
-
-    #[test]
-    fn topics_are_computed_once_a_minute_and_at_each_change_of_what_runs() {
-        let mut pace = Pace::default();
-        let mut n = 0;
-        let heat = Flags {
-            heat: true,
-            ..Flags::default()
-        };
-        let mut at = |pace: &mut Pace, now: i64, flags: Flags| {
-            pace.topics(now, flags, || {
-                n += 1;
-                vec![("heating_today", n.to_string())]
-            })
-            .to_vec()
-        };
-        assert_eq!(at(&mut pace, 0, heat)[0].1, "1");
-        assert_eq!(at(&mut pace, 59_999, heat)[0].1, "1");
-        assert_eq!(at(&mut pace, 60_000, heat)[0].1, "2");
-        assert_eq!(at(&mut pace, 60_001, Flags::default())[0].1, "3");
-        assert_eq!(at(&mut pace, 60_002, Flags::default())[0].1, "3");
-        assert_eq!(at(&mut pace, 1_000, Flags::default())[0].1, "4");
-    }
-
-    /// Before the accrual has seen the thermostat there is no day: computed again each time
-    /// until there is.
-    #[test]
-    fn topics_without_today_are_computed_again_at_once() {
-        let mut pace = Pace::default();
-        let mut day = None;
-        for (now, want) in [(0, 4), (1, 4), (2, 6), (3, 6)] {
-            if now == 2 {
-                day = Some(Day::new(0));
-            }
-            let got = pace.topics(now, Flags::default(), || {
-                topics(day.as_ref(), Some(Totals::default()))
-            });
-            assert_eq!(got.len(), want, "at {now}");
-        }
-        // Complete: kept until the minute is up.
-        let got = pace.topics(4, Flags::default(), || topics(None, None));
-        assert_eq!(got.len(), 6);
     }
 }

@@ -125,8 +125,6 @@ struct Published {
     fingerprint: Option<Fingerprint>,
     discovery_sent: bool,
     available: Option<bool>,
-    /// The runtime topics, recomputed at most once a minute and at HVAC changes.
-    energy: energy::Pace,
 }
 
 impl Published {
@@ -151,12 +149,15 @@ struct Bridge {
     link_id: u64,
     /// The alert board's notices: an alert may start while its thermostat says nothing.
     notices: Receiver<Arc<Notice>>,
+    /// Serials whose stored energy history changed (the runtime sensors follow it).
+    stored: Receiver<String>,
 }
 
 impl Bridge {
     fn new(app: Arc<App>, config: MqttConfig) -> Bridge {
         Bridge {
             notices: app.alerts.watch(),
+            stored: app.energy.watch(),
             app,
             config,
             published: HashMap::new(),
@@ -248,6 +249,7 @@ impl Bridge {
         let mut next_tick = clock.now() + tick;
         let mut next_resync = clock.now() + RESYNC;
         let notices = self.notices.clone();
+        let stored = self.stored.clone();
         loop {
             if !dirty.is_empty() {
                 let held = self.app.hub().subscription_counts();
@@ -288,6 +290,10 @@ impl Bridge {
                 recv(notices) -> notice => {
                     dirty.extend(notice.ok().map(|n| n.alert.serial.clone()));
                     dirty.extend(notices.try_iter().map(|n| n.alert.serial.clone()));
+                }
+                recv(stored) -> serial => {
+                    dirty.extend(serial.ok());
+                    dirty.extend(stored.try_iter());
                 }
                 recv(moved) -> _ => {}
                 default(clock.wait_time(next_tick)) => {}
@@ -401,17 +407,10 @@ impl Bridge {
         let mut ha = state_topics::home_assistant(&s, now_ms / 1000);
         if !ha.is_empty() {
             let live = &self.app.energy;
-            let runtime = published.energy.topics(
-                now_ms,
-                crate::energy::Flags::from_record(&s.record),
-                || {
-                    energy::topics(
-                        live.get(serial).map(|(_, d)| d).as_ref(),
-                        live.totals(serial),
-                    )
-                },
-            );
-            ha.extend(runtime.iter().cloned());
+            ha.extend(energy::topics(
+                live.written_today(serial).as_ref(),
+                live.totals(serial),
+            ));
         }
         // Discovery waits until both buckets exist, as the Home Assistant state does.
         if !ha.is_empty() {

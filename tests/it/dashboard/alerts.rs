@@ -79,9 +79,17 @@ const BANNERS: &str = "[...document.querySelectorAll('#alerts .alert')].map((b) 
 
 /// The page with the test's thermostat, its card drawn and its stream live.
 fn page_with_thermostat(b: &Browser) -> (TempDir, Server, TestThermostat) {
+    page_with_thermostat_and(b, |_| {})
+}
+
+fn page_with_thermostat_and(
+    b: &Browser,
+    adjust: impl FnOnce(&mut Config),
+) -> (TempDir, Server, TestThermostat) {
     let dir = TempDir::new("alerts-page");
     let mut config = Config::local(dir.path());
     config.api_origin = Some(hearth::config::ApiOrigin::parse("http://127.0.0.1").unwrap());
+    adjust(&mut config);
     let server = start_server(config);
     let sim = TestThermostat::start(&format!("http://{}", server.device_addr()));
     b.goto(&format!("http://{}/", server.control_addr()));
@@ -221,19 +229,30 @@ fn alerts_show_as_banners_at_once_and_the_cleared_ones_as_a_list() {
 }
 
 #[test]
-#[ignore = "needs POST /api/alerts/ack from the alerts branch"]
 fn filter_changed_acknowledges_the_filter_alert() {
     let Some(b) = Browser::launch() else {
         return;
     };
-    let (_dir, server, sim) = page_with_thermostat(&b);
-    // At merge: if the ack route knows only the episodes its rules started, raise this one
-    // through the filter rule (FILTER_REMINDER_HOURS) instead of on the board.
-    start(&server, filter());
+    // Raised by the filter rule itself: two hours of heating in the energy history, a
+    // reminder after one.
+    let (_dir, server, sim) = page_with_thermostat_and(&b, |c| {
+        energy::seed_days(
+            &c.data_dir,
+            TEST_SERIAL,
+            &[energy::SeedDay {
+                days_ago: 1,
+                heat_s: 7200,
+                ..Default::default()
+            }],
+        );
+        c.alerts.filter_after_s = Some(3600);
+    });
     b.wait_for(
         "the filter banner",
         "return !!document.querySelector('#alerts .alert[data-kind=filter] button')",
     );
+    let filter = server.app().alerts.active().remove(0);
+    assert_eq!(filter.kind, Kind::Filter);
     b.js("window.__acks = [];
           const realFetch = window.fetch;
           window.fetch = async (input, init) => {
@@ -249,7 +268,7 @@ fn filter_changed_acknowledges_the_filter_alert() {
     );
     assert_eq!(
         acks,
-        json!([["POST", format!("{{\"id\":\"{}\"}}", filter().id), 200]])
+        json!([["POST", format!("{{\"id\":\"{}\"}}", filter.id), 200]])
     );
     b.wait_for(
         "the filter banner gone",
