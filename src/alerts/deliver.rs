@@ -242,13 +242,21 @@ impl Run {
         };
         match result {
             Ok(response) => {
+                // ureq answers Ok for 3xx too when redirects are not followed (`redirects(0)`):
+                // only 2xx is delivered; a redirect (a proxy's login page, a moved topic) is
+                // retried like any other refusal.
+                let status = response.status();
                 // Read (a bounded part of) the answer so the connection ends cleanly; never
                 // kept or logged.
                 let _ = std::io::copy(
                     &mut response.into_reader().take(MAX_ANSWER),
                     &mut std::io::sink(),
                 );
-                Ok(())
+                if (200..300).contains(&status) {
+                    Ok(())
+                } else {
+                    Err(format!("answered {status}"))
+                }
             }
             Err(ureq::Error::Status(status, _)) => Err(format!("answered {status}")),
             Err(ureq::Error::Transport(t)) => Err(format!("unreachable ({})", t.kind())),

@@ -53,6 +53,11 @@ impl Receiver {
     }
 
     fn on(addr: SocketAddr, failing: usize) -> Receiver {
+        Receiver::refusing_with(addr, failing, 500)
+    }
+
+    /// Answers `refusal` (500, 302, ...) to the first `failing` requests, then 200.
+    fn refusing_with(addr: SocketAddr, failing: usize, refusal: u16) -> Receiver {
         share_process();
         let seen = Arc::new(Mutex::new(Vec::new()));
         let left = Arc::new(AtomicUsize::new(failing));
@@ -65,7 +70,7 @@ impl Receiver {
             let fail = left
                 .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
                 .is_ok();
-            Reply::Full(Response::json(if fail { 500 } else { 200 }, &json!({})))
+            Reply::Full(Response::json(if fail { refusal } else { 200 }, &json!({})))
         })
         .unwrap();
         Receiver { served, seen }
@@ -218,6 +223,31 @@ fn a_cold_room_reaches_ntfy_and_the_webhook_once_each_retried_signed_and_cleared
     unique.dedup();
     assert_eq!(ids.len(), unique.len(), "{ids:?}");
     assert_eq!(ids.len(), 3, "{ids:?}");
+}
+
+#[test]
+fn a_redirect_is_not_a_delivery_and_is_retried() {
+    // A proxy answering 302 (to a login page, say) did not deliver the notice.
+    let hook = Receiver::refusing_with("127.0.0.1:0".parse().unwrap(), 1, 302);
+    let s = TestServer::start_with(|c| {
+        c.alerts.offline_after = None;
+        c.alerts.webhook_url = Some(hook.url());
+    });
+    let (mut sim, _held) = hallway(&s);
+    sim.report("shared", "current_temperature", json!(5.0));
+    sim.put().unwrap();
+    wait_kind(&s, "low_temperature", true);
+    let id = active(&s)[0]["id"].as_str().unwrap().to_string();
+    let seen = hook.wait_for(2);
+    for h in &seen[..2] {
+        assert_eq!(
+            h.header("X-Hearth-Delivery"),
+            Some(format!("{id}.started.webhook").as_str())
+        );
+    }
+    wait_until("the delivery recorded once it answered 200", || {
+        String::from_utf8_lossy(&record_bytes(s.dir.path())).contains("\"op\":\"delivered\"")
+    });
 }
 
 #[test]
