@@ -94,7 +94,7 @@ impl Courier {
         shutdown: &Shutdown,
     ) -> std::io::Result<Courier> {
         let owed = record.lock().owed();
-        let run = Run {
+        let mut run = Run {
             config: config.clone(),
             agent: ureq::AgentBuilder::new()
                 .timeout_connect(CONNECT_TIMEOUT)
@@ -104,15 +104,11 @@ impl Courier {
             now: clock.now_ms(),
             clock,
             record,
-            queue: owed
-                .into_iter()
-                .map(|d| Pending {
-                    delivery: d,
-                    due_ms: 0,
-                    attempts: 0,
-                })
-                .collect(),
+            lanes: Vec::new(),
         };
+        for delivery in owed {
+            run.enqueue(delivery);
+        }
         let stopped = shutdown.receiver();
         let handle = thread::Builder::new()
             .name("alert-delivery".into())
@@ -127,8 +123,12 @@ impl Courier {
     }
 }
 
-struct Pending {
-    delivery: Delivery,
+/// One receiver's deliveries, first in first out: only the head is ever attempted, so a
+/// receiver sees an episode's start before its clear however long it was down. The backoff is
+/// the receiver's, not a delivery's.
+struct Lane {
+    target: Target,
+    queue: VecDeque<Delivery>,
     due_ms: i64,
     attempts: u32,
 }
@@ -139,29 +139,50 @@ struct Run {
     clock: Clock,
     now: i64,
     record: Arc<Mutex<Record>>,
-    queue: VecDeque<Pending>,
+    lanes: Vec<Lane>,
 }
 
 impl Run {
+    fn enqueue(&mut self, delivery: Delivery) {
+        if let Some(lane) = self.lanes.iter_mut().find(|l| l.target == delivery.target) {
+            lane.queue.push_back(delivery);
+        } else {
+            self.lanes.push(Lane {
+                target: delivery.target,
+                queue: VecDeque::from([delivery]),
+                due_ms: 0,
+                attempts: 0,
+            });
+        }
+    }
+
     fn run(mut self, fresh: Receiver<Delivery>, stopped: Receiver<()>) {
         let moved = self.clock.moves();
         loop {
             self.now = self.clock.now_ms();
-            if let Some(i) = self.queue.iter().position(|p| p.due_ms <= self.now) {
-                if let Some(p) = self.queue.remove(i) {
-                    self.attempt(p);
-                }
+            let now = self.now;
+            if let Some(i) = self
+                .lanes
+                .iter()
+                .position(|l| !l.queue.is_empty() && l.due_ms <= now)
+            {
+                self.attempt(i);
                 if stopped.try_recv() == Err(TryRecvError::Disconnected) {
                     break;
                 }
                 continue;
             }
-            let next = self.queue.iter().map(|p| p.due_ms).min();
+            let next = self
+                .lanes
+                .iter()
+                .filter(|l| !l.queue.is_empty())
+                .map(|l| l.due_ms)
+                .min();
             let wait = next.map_or(Duration::from_secs(3600), |d| self.clock.wait_time_ms(d));
             select! {
                 recv(stopped) -> _ => break,
                 recv(fresh) -> d => match d {
-                    Ok(delivery) => self.queue.push_back(Pending { delivery, due_ms: 0, attempts: 0 }),
+                    Ok(delivery) => self.enqueue(delivery),
                     Err(_) => break,
                 },
                 recv(moved) -> _ => {}
@@ -170,24 +191,28 @@ impl Run {
         }
     }
 
-    fn attempt(&mut self, mut p: Pending) {
-        let d = &p.delivery;
-        match self.send(d) {
-            Ok(()) => self.outcome(d, Outcome::Sent),
+    /// Attempts the head of lane `i`.
+    fn attempt(&mut self, i: usize) {
+        let Some(d) = self.lanes[i].queue.front().cloned() else {
+            return;
+        };
+        match self.send(&d) {
+            Ok(()) => self.done(i, &d, Outcome::Sent),
             Err(why) => {
-                p.attempts += 1;
+                let lane = &mut self.lanes[i];
+                lane.attempts += 1;
                 if self.now - d.at_ms >= GIVE_UP_MS {
                     log::warn!(
                         "alert delivery {} to {} dropped after {} attempts over 25 h: {why}",
                         d.id,
                         d.target.as_str(),
-                        p.attempts
+                        lane.attempts
                     );
-                    self.outcome(d, Outcome::Dropped);
+                    self.done(i, &d, Outcome::Dropped);
                     return;
                 }
                 let backoff = FIRST_BACKOFF_MS
-                    .saturating_mul(1 << p.attempts.min(20).saturating_sub(1))
+                    .saturating_mul(1 << lane.attempts.min(20).saturating_sub(1))
                     .min(MAX_BACKOFF_MS);
                 log::info!(
                     "alert delivery {} to {} failed ({why}); trying again in {} s",
@@ -195,10 +220,18 @@ impl Run {
                     d.target.as_str(),
                     backoff / 1000
                 );
-                p.due_ms = self.now + backoff;
-                self.queue.push_back(p);
+                lane.due_ms = self.now + backoff;
             }
         }
+    }
+
+    /// The head of lane `i` is settled: recorded, and the next one may go at once.
+    fn done(&mut self, i: usize, d: &Delivery, outcome: Outcome) {
+        let lane = &mut self.lanes[i];
+        lane.queue.pop_front();
+        lane.due_ms = 0;
+        lane.attempts = 0;
+        self.outcome(d, outcome);
     }
 
     fn outcome(&self, d: &Delivery, outcome: Outcome) {

@@ -45,6 +45,7 @@ impl Seen {
 struct Receiver {
     served: hearth::http::Served,
     seen: Arc<Mutex<Vec<Seen>>>,
+    left: Arc<AtomicUsize>,
 }
 
 impl Receiver {
@@ -62,18 +63,24 @@ impl Receiver {
         let seen = Arc::new(Mutex::new(Vec::new()));
         let left = Arc::new(AtomicUsize::new(failing));
         let log = Arc::clone(&seen);
+        let refusals = Arc::clone(&left);
         let served = hearth::http::serve("receiver", addr, move |req: Request| {
             log.lock().push(Seen {
                 headers: req.headers.clone(),
                 body: req.body.clone(),
             });
-            let fail = left
+            let fail = refusals
                 .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
                 .is_ok();
             Reply::Full(Response::json(if fail { refusal } else { 200 }, &json!({})))
         })
         .unwrap();
-        Receiver { served, seen }
+        Receiver { served, seen, left }
+    }
+
+    /// Answers 200 from now on.
+    fn up(&self) {
+        self.left.store(0, Ordering::SeqCst);
     }
 
     fn url(&self) -> String {
@@ -248,6 +255,43 @@ fn a_redirect_is_not_a_delivery_and_is_retried() {
     wait_until("the delivery recorded once it answered 200", || {
         String::from_utf8_lossy(&record_bytes(s.dir.path())).contains("\"op\":\"delivered\"")
     });
+}
+
+#[test]
+fn a_receiver_back_up_gets_the_start_before_the_clear() {
+    let time = ManualClock::starting_now();
+    let hook = Receiver::start(usize::MAX);
+    let s = TestServer::start_with(|c| {
+        c.clock = time.clock();
+        c.alerts.offline_after = None;
+        c.alerts.webhook_url = Some(hook.url());
+    });
+    let (mut sim, _held) = hallway(&s);
+    sim.report("shared", "current_temperature", json!(5.0));
+    sim.put().unwrap();
+    wait_kind(&s, "low_temperature", true);
+    let id = active(&s)[0]["id"].as_str().unwrap().to_string();
+    // The start was refused: it waits out its backoff (the clock stands still meanwhile).
+    hook.wait_for(1);
+    hook.up();
+    sim.report("shared", "current_temperature", json!(7.5));
+    sim.put().unwrap();
+    wait_kind(&s, "low_temperature", false);
+    // The clear is behind the start, whose backoff ends now.
+    time.advance(Duration::from_secs(2));
+    let seen = hook.wait_for(3);
+    let ids: Vec<&str> = seen
+        .iter()
+        .map(|h| h.header("X-Hearth-Delivery").unwrap())
+        .collect();
+    assert_eq!(
+        ids,
+        [
+            format!("{id}.started.webhook"),
+            format!("{id}.started.webhook"),
+            format!("{id}.cleared.webhook"),
+        ]
+    );
 }
 
 #[test]
