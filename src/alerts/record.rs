@@ -175,6 +175,10 @@ pub struct Record {
     owed: Vec<Delivery>,
     /// Each thermostat's filter runtime (s) at its last reset.
     filter_base: Vec<(String, i64)>,
+    /// The file may end in something that is not a whole line (a torn tail found at open, an
+    /// append that failed and could not be cut back): it is rewritten from memory before the
+    /// next append, so no fragment is glued onto the next line.
+    dirty: bool,
 }
 
 impl Record {
@@ -182,9 +186,11 @@ impl Record {
     pub fn open(dir: &Path) -> io::Result<Record> {
         files::create_private_dir(dir)?;
         let path = dir.join(FILE);
-        let text = match fs::read_to_string(&path) {
-            Ok(t) => t,
-            Err(e) if e.kind() == io::ErrorKind::NotFound => String::new(),
+        // Bytes, not text: a tear can fall inside a character ('°', '—'), and a torn tail must
+        // be dropped, not taken for a damaged record.
+        let bytes = match fs::read(&path) {
+            Ok(b) => b,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Vec::new(),
             Err(e) => return Err(e),
         };
         let mut record = Record {
@@ -194,16 +200,23 @@ impl Record {
             episodes: Vec::new(),
             owed: Vec::new(),
             filter_base: Vec::new(),
+            dirty: false,
         };
-        let all: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
-        let mut torn = false;
-        for (i, raw) in all.iter().enumerate() {
-            let line = serde_json::from_str::<Value>(raw)
+        // Every append ends in '\n': a last segment without one was never acknowledged (the
+        // writer died mid-append), so it is torn, whatever it holds.
+        let torn = !bytes.is_empty() && !bytes.ends_with(b"\n");
+        let mut segments: Vec<&[u8]> = bytes.split(|b| *b == b'\n').collect();
+        segments.pop(); // after the last '\n': empty, or the torn tail
+        let mut lines = 0;
+        for (i, raw) in segments.iter().enumerate() {
+            if raw.trim_ascii().is_empty() {
+                continue;
+            }
+            let line = serde_json::from_slice::<Value>(raw)
                 .map_err(|e| e.to_string())
                 .and_then(|v| line_of(&v).ok_or_else(|| "not a line of the record".into()));
             match line {
                 Ok(line) => record.apply(line),
-                Err(_) if i + 1 == all.len() && !text.ends_with('\n') => torn = true,
                 Err(e) => {
                     return Err(io::Error::new(
                         io::ErrorKind::InvalidData,
@@ -211,12 +224,18 @@ impl Record {
                     ));
                 }
             }
+            lines += 1;
         }
-        record.lines = all.len();
+        record.lines = lines;
         if torn {
-            record.compact()?;
+            log::warn!("alert record: dropped a torn last line (hearth stopped mid-write)");
+            record.dirty = true;
+            if let Err(e) = record.rewrite_if_dirty() {
+                // Not fatal: the next append rewrites it first.
+                log::error!("alert record: could not rewrite it without the torn line: {e}");
+            }
         }
-        record.compact_if_large()?;
+        record.tidy();
         Ok(record)
     }
 
@@ -280,12 +299,23 @@ impl Record {
         let before = self.owed.len();
         self.apply(line);
         let new = self.owed.get(before..).unwrap_or_default().to_vec();
-        self.compact_if_large()?;
+        self.tidy();
         Ok(new)
     }
 
-    fn compact_if_large(&mut self) -> io::Result<()> {
+    /// Rewrites the file if it has grown large. The fact was durable before this, so a failed
+    /// rewrite must not fail the call (the episode would be active but neither shown nor
+    /// delivered): it is logged, and tried again after a later append.
+    fn tidy(&mut self) {
         if self.lines > self.kept_lines() + SLACK_LINES {
+            if let Err(e) = self.compact() {
+                log::error!("alert record: could not rewrite it smaller: {e}");
+            }
+        }
+    }
+
+    fn rewrite_if_dirty(&mut self) -> io::Result<()> {
+        if self.dirty {
             self.compact()?;
         }
         Ok(())
@@ -299,7 +329,8 @@ impl Record {
         };
         self.append(&line)?;
         self.apply(line);
-        self.compact_if_large()
+        self.tidy();
+        Ok(())
     }
 
     /// Writes a filter reset, durably.
@@ -316,8 +347,20 @@ impl Record {
     fn append(&mut self, line: &Line) -> io::Result<()> {
         let mut bytes = serde_json::to_vec(line).map_err(io::Error::other)?;
         bytes.push(b'\n');
-        self.file.write_all(&bytes)?;
-        self.file.sync_data()?;
+        self.rewrite_if_dirty()?;
+        let before = self.file.metadata()?.len();
+        let written = self
+            .file
+            .write_all(&bytes)
+            .and_then(|()| self.file.sync_data());
+        if let Err(e) = written {
+            // Cut back whatever part of the line reached the file; if even that fails, the
+            // next append rewrites the file from memory first.
+            if self.file.set_len(before).is_err() {
+                self.dirty = true;
+            }
+            return Err(e);
+        }
         self.lines += 1;
         Ok(())
     }
@@ -441,9 +484,13 @@ impl Record {
         file.write_all(&bytes)?;
         file.sync_all()?;
         fs::rename(&aside, &path)?;
-        files::sync_dir(&self.dir)?;
+        self.dirty = true; // until the append handle is the new file's
+        // The append handle follows the rename at once: were the directory's fsync to fail,
+        // appends must not go on into the old, unlinked file.
         self.file = files::open_append(&path)?;
         self.lines = lines.len();
+        self.dirty = false;
+        files::sync_dir(&self.dir)?;
         Ok(())
     }
 }
@@ -546,6 +593,110 @@ mod tests {
         drop(r);
         let r = Record::open(&d).unwrap();
         assert_eq!(r.notices().len(), RECENT_KEEP);
+        let _ = fs::remove_dir_all(&d);
+    }
+
+    /// The first `n` bytes of the line `notice` would be.
+    fn line_bytes(n: &Notice) -> Vec<u8> {
+        let line = Line::Notice {
+            event: n.event,
+            alert: n.alert.clone(),
+            at_ms: 2,
+            targets: vec![Target::Webhook],
+        };
+        serde_json::to_vec(&line).unwrap()
+    }
+
+    #[test]
+    fn a_tear_inside_a_character_is_a_torn_line_not_a_damaged_record() {
+        let d = dir("torn-utf8");
+        let mut r = Record::open(&d).unwrap();
+        r.notice(notice("a1", Event::Started), 1, &[Target::Webhook])
+            .unwrap();
+        drop(r);
+        let path = d.join(FILE);
+        let whole = line_bytes(&notice("a2", Event::Started));
+        let degree = whole.windows(2).position(|w| w == "°".as_bytes()).unwrap();
+        let mut f = files::open_append(&path).unwrap();
+        f.write_all(&whole[..=degree]).unwrap(); // half of '°'
+        drop(f);
+        let mut r = Record::open(&d).unwrap();
+        assert_eq!(r.owed().len(), 1);
+        assert!(fs::read(&path).unwrap().ends_with(b"\n"));
+        r.notice(notice("a3", Event::Started), 3, &[Target::Webhook])
+            .unwrap();
+        drop(r);
+        let r = Record::open(&d).unwrap();
+        let ids: Vec<String> = r.owed().into_iter().map(|d| d.id).collect();
+        assert_eq!(ids, ["a1.started.webhook", "a3.started.webhook"]);
+        let _ = fs::remove_dir_all(&d);
+    }
+
+    #[test]
+    fn an_unterminated_last_line_is_dropped_before_the_next_append() {
+        // Whole JSON but no '\n': the append never finished, so never acknowledged; were it
+        // kept, the next line would be glued onto it and the record damaged.
+        let d = dir("unterminated");
+        let path = d.join(FILE);
+        drop(Record::open(&d).unwrap());
+        fs::write(&path, line_bytes(&notice("a1", Event::Started))).unwrap();
+        let mut r = Record::open(&d).unwrap();
+        assert!(r.owed().is_empty());
+        r.notice(notice("a2", Event::Started), 3, &[Target::Webhook])
+            .unwrap();
+        drop(r);
+        let r = Record::open(&d).unwrap();
+        let ids: Vec<String> = r.owed().into_iter().map(|d| d.id).collect();
+        assert_eq!(ids, ["a2.started.webhook"]);
+        let _ = fs::remove_dir_all(&d);
+    }
+
+    #[test]
+    fn a_failed_rewrite_does_not_fail_a_written_fact() {
+        let d = dir("rewrite-fails");
+        let mut r = Record::open(&d).unwrap();
+        // The rewrite's aside cannot be made: a directory (not empty) holds its name.
+        let aside = d.join(format!("{FILE}.new"));
+        fs::create_dir_all(aside.join("x")).unwrap();
+        for i in 0..(SLACK_LINES + 2) {
+            let id = format!("a{i}");
+            r.notice(notice(&id, Event::Started), 1, &[Target::Webhook])
+                .unwrap();
+            r.delivered(&format!("{id}.started.webhook"), Outcome::Sent)
+                .unwrap();
+            r.notice(notice(&id, Event::Cleared), 2, &[]).unwrap();
+        }
+        assert!(r.owed().is_empty());
+        fs::remove_dir_all(&aside).unwrap();
+        r.notice(notice("b", Event::Started), 3, &[Target::Webhook])
+            .unwrap();
+        let lines = fs::read_to_string(d.join(FILE)).unwrap().lines().count();
+        assert!(lines <= 2 * RECENT_KEEP + SLACK_LINES, "rewritten: {lines}");
+        drop(r);
+        let r = Record::open(&d).unwrap();
+        assert_eq!(r.owed().len(), 1);
+        let _ = fs::remove_dir_all(&d);
+    }
+
+    #[test]
+    fn a_failed_append_leaves_nothing_for_the_next_line_to_glue_onto() {
+        let d = dir("append-fails");
+        let mut r = Record::open(&d).unwrap();
+        r.notice(notice("a1", Event::Started), 1, &[Target::Webhook])
+            .unwrap();
+        // A handle that cannot write (nor be cut back): the append fails.
+        r.file = File::open(d.join(FILE)).unwrap();
+        assert!(
+            r.notice(notice("a2", Event::Started), 2, &[Target::Webhook])
+                .is_err()
+        );
+        // The next append rewrites the file from memory first, with a handle that writes.
+        r.notice(notice("a3", Event::Started), 3, &[Target::Webhook])
+            .unwrap();
+        drop(r);
+        let r = Record::open(&d).unwrap();
+        let ids: Vec<String> = r.owed().into_iter().map(|d| d.id).collect();
+        assert_eq!(ids, ["a1.started.webhook", "a3.started.webhook"]);
         let _ = fs::remove_dir_all(&d);
     }
 }
