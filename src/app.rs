@@ -141,8 +141,10 @@ impl crate::alerts::Context for App {
         self.started_ms
     }
 
-    fn unseen(&self, serial: &str) -> bool {
-        App::unseen(self, serial)
+    fn out_of_sight(&self, serial: &str) -> bool {
+        let require = self.config.require_device_pairing;
+        self.state
+            .accounts(|a| crate::accounts::pairing_applies(a, serial, require))
     }
 }
 

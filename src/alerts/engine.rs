@@ -140,9 +140,9 @@ impl Engine {
         let mut memory = self.memory.lock();
         let now_ms = app.config().clock.now_ms();
         let active = self.record.lock().active_of(serial);
-        // A thermostat nobody may see (unclaimed with pairing required) has no alerts: what
-        // was active clears (it was released), and nothing starts.
-        if app.unseen(serial) {
+        // A thermostat out of sight (unclaimed with pairing required, or removed in either
+        // mode) has no alerts: what was active clears, and nothing starts.
+        if app.out_of_sight(serial) {
             for alert in active {
                 let cleared = Alert {
                     cleared_at: Some(iso8601_ms(now_ms)),

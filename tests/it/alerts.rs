@@ -654,6 +654,46 @@ fn a_thermostat_nobody_may_see_has_no_alerts() {
 }
 
 #[test]
+fn in_open_mode_a_removed_thermostat_has_no_alerts() {
+    let hook = Receiver::start(0);
+    let s = TestServer::start_with(|c| {
+        c.alerts.offline_after = None;
+        c.alerts.webhook_url = Some(hook.url());
+    });
+    let (mut sim, _events) = thermostat(&s.origin(), SERIAL);
+    sim.report("shared", "current_temperature", json!(5.0));
+    sim.boot().unwrap();
+    wait_kind(&s, "low_temperature", true);
+    let id = active(&s)[0]["id"].as_str().unwrap().to_string();
+    // Removed: it keeps operating (released), but nobody asked to hear of it any more.
+    assert_eq!(remove_device(s.control(), SERIAL).status, 200);
+    sim.report("shared", "current_temperature", json!(4.0));
+    sim.put().unwrap();
+    wait_until("the clear at the webhook", || {
+        hook.seen().iter().any(|h| {
+            h.header("X-Hearth-Delivery") == Some(format!("{id}.cleared.webhook").as_str())
+        })
+    });
+    // A flat battery starts nothing for it; another thermostat's, looked at after it on the
+    // same thread, shows the look happened.
+    sim.report("device", "battery_level", json!(3.5));
+    sim.put().unwrap();
+    let other = "02AA01AC0000SIM2";
+    let (mut sim2, _events2) = thermostat(&s.origin(), other);
+    sim2.report("device", "battery_level", json!(3.5));
+    sim2.boot().unwrap();
+    wait_kind(&s, "low_battery", true);
+    let serials: Vec<Value> = s
+        .app()
+        .alerts
+        .active()
+        .iter()
+        .map(|a| json!(a.serial))
+        .collect();
+    assert_eq!(serials, [json!(other)]);
+}
+
+#[test]
 fn a_delivery_failing_for_25_hours_is_dropped_and_later_ones_still_go() {
     let time = ManualClock::starting_now();
     let hook = Receiver::start(2);
