@@ -121,7 +121,7 @@ pub fn wanted(
 
 /// Heating (`sign` 1) or cooling (`sign` -1) that has run `ALERT_NOT_HEATING_MINUTES` since
 /// the room last moved [`HYSTERESIS_C`] the right way. `from` is where the room was then.
-/// A room already at its target is not failing.
+/// A room at its target or within [`HYSTERESIS_C`] of it is not failing.
 #[allow(clippy::too_many_arguments)]
 fn no_effect(
     running: bool,
@@ -152,8 +152,11 @@ fn no_effect(
         *from = Some((now_ms, t));
         return Some(false);
     }
-    // Heating a room already at its target (or cooling one): nothing is failing.
-    if target.is_some_and(|target| (t - target) * sign >= 0.0) {
+    // A room at its target, or within HYSTERESIS_C of it, can never show that much progress:
+    // the thermostat holds it there, nothing is failing. The count starts again from here, so
+    // a room that later falls away is given the whole limit to recover.
+    if target.is_some_and(|target| (target - t) * sign < HYSTERESIS_C) {
+        *from = Some((now_ms, t));
         return Some(false);
     }
     let elapsed = now_ms - since;
@@ -307,6 +310,33 @@ mod tests {
         r.temp = Some(21.0);
         assert_eq!(at(&mut m, &r, 300, false), Some(false));
         assert_eq!(at(&mut m, &r, 500, false), Some(false));
+    }
+
+    #[test]
+    fn a_room_within_half_a_degree_of_its_target_is_not_failing() {
+        let c = config();
+        for (kind, sign) in [(Kind::NotHeating, 1.0), (Kind::NotCooling, -1.0)] {
+            let mut m = Memory::default();
+            let mut r = room(21.0 - 0.4 * sign);
+            r.heating = kind == Kind::NotHeating;
+            r.cooling = kind == Kind::NotCooling;
+            let at =
+                |m: &mut Memory, r: &Reading, min: i64| wanted(kind, r, false, m, &c, min * MIN);
+            // Held 0.4 °C short of the target for hours: the thermostat cycling, not failing.
+            assert_eq!(at(&mut m, &r, 0), Some(false), "{kind:?}");
+            assert_eq!(at(&mut m, &r, 300), Some(false), "{kind:?}");
+            // It reaches the target at 400, then falls away: counted from the target.
+            r.temp = Some(21.0);
+            assert_eq!(at(&mut m, &r, 400), Some(false), "{kind:?}");
+            r.temp = Some(21.0 - 2.0 * sign);
+            assert_eq!(
+                at(&mut m, &r, 401),
+                None,
+                "{kind:?}: counted from the target"
+            );
+            assert_eq!(at(&mut m, &r, 489), None, "{kind:?}");
+            assert_eq!(at(&mut m, &r, 490), Some(true), "{kind:?}");
+        }
     }
 
     #[test]
