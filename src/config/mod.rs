@@ -508,11 +508,17 @@ fn any_text(raw: &str) -> Result<String, String> {
     Ok(raw.to_string())
 }
 
+/// An http(s) URL with a host, as the HTTP client (ureq, which parses with `url` too) will read
+/// it: a prefix alone (`http://`) or a host that does not parse is refused at start, not at the
+/// first call.
 fn parse_http_url(raw: &str) -> Result<String, String> {
-    if raw.starts_with("http://") || raw.starts_with("https://") {
-        Ok(raw.to_string())
-    } else {
-        Err("must be an http:// or https:// URL".to_string())
+    let refused = || "must be an http:// or https:// URL with a host".to_string();
+    if !(raw.starts_with("http://") || raw.starts_with("https://")) {
+        return Err(refused());
+    }
+    match url::Url::parse(raw) {
+        Ok(u) if u.host_str().is_some_and(|h| !h.is_empty()) => Ok(raw.to_string()),
+        _ => Err(refused()),
     }
 }
 

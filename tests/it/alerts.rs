@@ -502,6 +502,14 @@ fn bad_alert_settings_stop_startup_naming_the_setting() {
         ("ALERT_OFFLINE_MINUTES", "soon", "ALERT_OFFLINE_MINUTES"),
         ("FILTER_REMINDER_HOURS", "-3", "FILTER_REMINDER_HOURS"),
         ("NTFY_URL", "ntfy.sh/house", "NTFY_URL (--ntfy-url)"),
+        // The prefix alone, or with no host: refused at start, not at the first alert.
+        ("NTFY_URL", "http://", "NTFY_URL (--ntfy-url)"),
+        (
+            "WEBHOOK_URL",
+            "https://:8080/hook",
+            "WEBHOOK_URL (--webhook-url)",
+        ),
+        ("WEBHOOK_URL", "http://?x", "WEBHOOK_URL (--webhook-url)"),
         (
             "WEBHOOK_URL",
             "file:///etc/passwd",
