@@ -5,7 +5,7 @@
 
 use crate::common::*;
 
-use std::net::{SocketAddr, TcpListener};
+use std::net::SocketAddr;
 use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -24,6 +24,8 @@ const SECRET: &str = "s3cret-for-tests";
 struct Seen {
     headers: Vec<(String, String)>,
     body: Vec<u8>,
+    /// The status it was answered.
+    status: u16,
 }
 
 impl Seen {
@@ -65,14 +67,16 @@ impl Receiver {
         let log = Arc::clone(&seen);
         let refusals = Arc::clone(&left);
         let served = hearth::http::serve("receiver", addr, move |req: Request| {
-            log.lock().push(Seen {
-                headers: req.headers.clone(),
-                body: req.body.clone(),
-            });
             let fail = refusals
                 .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
                 .is_ok();
-            Reply::Full(Response::json(if fail { refusal } else { 200 }, &json!({})))
+            let status = if fail { refusal } else { 200 };
+            log.lock().push(Seen {
+                headers: req.headers.clone(),
+                body: req.body.clone(),
+                status,
+            });
+            Reply::Full(Response::json(status, &json!({})))
         })
         .unwrap();
         Receiver { served, seen, left }
@@ -89,6 +93,14 @@ impl Receiver {
 
     fn seen(&self) -> Vec<Seen> {
         self.seen.lock().clone()
+    }
+
+    /// The requests it answered 200.
+    fn accepted(&self) -> Vec<Seen> {
+        self.seen()
+            .into_iter()
+            .filter(|h| h.status == 200)
+            .collect()
     }
 
     fn wait_for(&self, n: usize) -> Vec<Seen> {
@@ -528,14 +540,6 @@ fn bad_alert_settings_stop_startup_naming_the_setting() {
     }
 }
 
-/// A free port on 127.0.0.1 (nothing listens on it once this returns).
-fn free_port() -> SocketAddr {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-}
-
 fn start_child(dir: &Path, hook: SocketAddr, ntfy: SocketAddr) -> ServerProcess {
     let hook = format!("http://{hook}/hook");
     let ntfy = format!("http://{ntfy}/house");
@@ -563,7 +567,11 @@ fn child_active(p: &ServerProcess) -> Vec<Value> {
 fn receivers_down_across_a_kill_and_a_restart_get_each_notice_once() {
     share_process();
     let dir = TempDir::new("alert-kill");
-    let (hook_addr, ntfy_addr) = (free_port(), free_port());
+    // Both receivers are down (they answer 503) until told otherwise; each keeps its port
+    // for the whole test, so no other test can take it between the runs.
+    let hook = Receiver::refusing_with("127.0.0.1:0".parse().unwrap(), usize::MAX, 503);
+    let ntfy = Receiver::refusing_with("127.0.0.1:0".parse().unwrap(), usize::MAX, 503);
+    let (hook_addr, ntfy_addr) = (hook.served.addr(), ntfy.served.addr());
     let child = start_child(dir.path(), hook_addr, ntfy_addr);
     let (mut sim, _events) = thermostat(&format!("http://{}", child.device), SERIAL);
     sim.report("shared", "name", json!("Hallway"));
@@ -573,19 +581,24 @@ fn receivers_down_across_a_kill_and_a_restart_get_each_notice_once() {
         !child_active(&child).is_empty()
     });
     let id = child_active(&child)[0]["id"].as_str().unwrap().to_string();
-    // Both receivers are down (nothing listens): the deliveries are owed. Killed now.
+    // Both refused it at least once: the deliveries are owed. Killed now.
+    hook.wait_for(1);
+    ntfy.wait_for(1);
     child.kill();
 
-    let hook = Receiver::on(hook_addr, 0);
-    let ntfy = Receiver::on(ntfy_addr, 0);
+    hook.up();
+    ntfy.up();
+    let refused = (hook.seen().len(), ntfy.seen().len());
     let child = start_child(dir.path(), hook_addr, ntfy_addr);
     assert_eq!(
         child_active(&child)[0]["id"],
         json!(id),
         "kept across the kill"
     );
-    let hooks = hook.wait_for(1);
-    ntfy.wait_for(1);
+    wait_until("the start accepted at both", || {
+        !hook.accepted().is_empty() && !ntfy.accepted().is_empty()
+    });
+    let hooks = hook.accepted();
     assert_signed(&hooks[0]);
     assert_eq!(
         hooks[0].header("X-Hearth-Delivery"),
@@ -606,11 +619,19 @@ fn receivers_down_across_a_kill_and_a_restart_get_each_notice_once() {
     sim.report("shared", "current_temperature", json!(8.1));
     sim.put().unwrap();
     wait_until("the clear at both", || {
-        hook.seen().len() >= 2 && ntfy.seen().len() >= 2
+        hook.accepted().len() >= 2 && ntfy.accepted().len() >= 2
     });
-    for (receiver, target) in [(&hook, "webhook"), (&ntfy, "ntfy")] {
+    for (receiver, target, refused) in [(&hook, "webhook", refused.0), (&ntfy, "ntfy", refused.1)] {
+        // Whatever was refused before the kill was the start.
+        assert!(
+            receiver.seen()[..refused]
+                .iter()
+                .all(|h| h.header("X-Hearth-Delivery")
+                    == Some(format!("{id}.started.{target}").as_str())),
+            "{target}"
+        );
         let ids: Vec<String> = receiver
-            .seen()
+            .accepted()
             .iter()
             .map(|h| h.header("X-Hearth-Delivery").unwrap().to_string())
             .collect();
@@ -622,7 +643,7 @@ fn receivers_down_across_a_kill_and_a_restart_get_each_notice_once() {
             ]
         );
     }
-    assert_signed(&hook.seen()[1]);
+    assert_signed(&hook.accepted()[1]);
     child.kill();
 }
 
