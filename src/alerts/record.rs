@@ -699,4 +699,25 @@ mod tests {
         assert_eq!(ids, ["a1.started.webhook", "a3.started.webhook"]);
         let _ = fs::remove_dir_all(&d);
     }
+
+    #[test]
+    fn a_rewrite_keeps_what_is_owed_and_drops_what_was_delivered() {
+        let d = dir("rewrite-owed");
+        let mut r = Record::open(&d).unwrap();
+        let both = [Target::Ntfy, Target::Webhook];
+        r.notice(notice("a1", Event::Started), 1, &both).unwrap();
+        r.notice(notice("a2", Event::Started), 2, &both).unwrap();
+        r.delivered("a1.started.ntfy", Outcome::Sent).unwrap();
+        r.delivered("a2.started.webhook", Outcome::Dropped).unwrap();
+        r.compact().unwrap();
+        let text = fs::read_to_string(d.join(FILE)).unwrap();
+        assert_eq!(text.lines().count(), 2, "{text}");
+        assert!(!text.contains("\"op\":\"delivered\""), "{text}");
+        drop(r);
+        let r = Record::open(&d).unwrap();
+        let ids: Vec<String> = r.owed().into_iter().map(|d| d.id).collect();
+        assert_eq!(ids, ["a1.started.webhook", "a2.started.ntfy"]);
+        assert_eq!(r.active_of("02AA01AC0000SIM1").len(), 2);
+        let _ = fs::remove_dir_all(&d);
+    }
 }
