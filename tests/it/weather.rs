@@ -430,9 +430,10 @@ fn the_energy_history_is_fed_only_fresh_outdoor_readings() {
             .map(|(_, day)| (day.indoor_n, day.outdoor_n))
     };
     let sampled = |want: (u32, u32)| {
-        wait_until(&format!("a sample, then {want:?}"), || {
+        poll_until(std::time::Duration::from_secs(10), || {
             counts() == Some(want)
-        })
+        });
+        assert_eq!(counts(), Some(want), "after a sample");
     };
     let minutes = |m: u64| std::time::Duration::from_secs(m * 60);
     time.advance(minutes(5));
