@@ -60,7 +60,8 @@ struct Entry {
 /// observed since the start is loaded from its files once, on first use).
 pub struct Live {
     dir: PathBuf,
-    entries: RwLock<HashMap<String, Entry>>,
+    /// Boxed, as the recorder's meters: a map of 1,000 has 2,048 slots.
+    entries: RwLock<HashMap<String, Box<Entry>>>,
     /// Told the serial whenever what is stored of it changes (at most once a minute while
     /// something runs, and when a run starts or stops).
     watchers: Mutex<Vec<Sender<String>>>,
@@ -114,27 +115,51 @@ impl Live {
         };
         // The recorder may have started this thermostat's meter meanwhile: its word wins.
         let mut entries = self.entries.write();
-        let entry = entries.entry(serial.to_string()).or_insert(Entry {
+        let entry = entries.entry(serial.to_string()).or_insert(Box::new(Entry {
             today: None,
             written: None,
             total,
-        });
+        }));
         Some(entry.total)
     }
 
     /// The recorder's word: the live day and its zone, today's row as written and the
     /// totals as stored.
     pub(super) fn set(&self, serial: &str, zone: &str, day: &Day, written: &Day, total: Totals) {
-        let before = self.entries.write().insert(
-            serial.to_string(),
-            Entry {
-                today: Some((zone.to_string(), day.clone())),
-                written: Some(written.clone()),
-                total,
-            },
-        );
-        let stored_changed =
-            before.is_none_or(|b| b.total != total || b.written.as_ref() != Some(written));
+        // Updated in place: this runs on every observation of every thermostat.
+        let stored_changed = {
+            let mut entries = self.entries.write();
+            match entries.get_mut(serial) {
+                Some(e) => {
+                    let changed = e.total != total || e.written.as_ref() != Some(written);
+                    match &mut e.today {
+                        Some((z, d)) => {
+                            if z != zone {
+                                *z = zone.to_string();
+                            }
+                            d.clone_from(day);
+                        }
+                        None => e.today = Some((zone.to_string(), day.clone())),
+                    }
+                    if changed {
+                        e.written = Some(written.clone());
+                        e.total = total;
+                    }
+                    changed
+                }
+                None => {
+                    entries.insert(
+                        serial.to_string(),
+                        Box::new(Entry {
+                            today: Some((zone.to_string(), day.clone())),
+                            written: Some(written.clone()),
+                            total,
+                        }),
+                    );
+                    true
+                }
+            }
+        };
         if stored_changed {
             self.watchers
                 .lock()

@@ -49,13 +49,13 @@ pub struct Meter {
     accrued: i64,
     /// Days finished and not yet written.
     pub finished: Vec<Day>,
-    /// The day as last written, to write only what changed.
+    /// The live row as it is on disk (`.today`: as last written, or as found at the start),
+    /// to write only what changed.
     written: Option<Day>,
-    /// What a restart would read back: the finished days on disk (pruned ones summed), the last
-    /// date among them, and the live row as last written (`.today`).
+    /// With `written`, what a restart would read back: the finished days on disk (pruned ones
+    /// summed) and the last date among them.
     disk: Totals,
     disk_last: Option<i64>,
-    disk_today: Option<Day>,
     /// The targets last seen (a change to the same values, such as the thermostat confirming
     /// a write, is not another change).
     pub(super) targets: Targets,
@@ -80,7 +80,7 @@ impl Meter {
         let floor = disk_last.map_or(i64::MIN, |d| d + 1);
         let today = zone.day_of(now).max(floor);
         let disk = stored.finished_totals();
-        let disk_today = stored.today.clone();
+        let written = stored.today.clone();
         let mut before = disk;
         let mut finished = Vec::new();
         let day = match stored.today {
@@ -98,10 +98,9 @@ impl Meter {
             before,
             asked: Some(zone.name.clone()),
             zone,
-            written: Some(day.clone()),
+            written,
             disk,
             disk_last,
-            disk_today,
             day,
             flags,
             seen: now,
@@ -169,7 +168,6 @@ impl Meter {
     /// The live day was written as `.today`.
     pub fn mark_written(&mut self) {
         self.written = Some(self.day.clone());
-        self.disk_today = Some(self.day.clone());
     }
 
     /// A finished day was appended to the days file.
@@ -182,7 +180,7 @@ impl Meter {
     /// leaves out a `.today` whose day the days file already holds): never above what a
     /// restart shows, so a counter made of them never goes down across a kill -9.
     pub fn stored_totals(&self) -> Totals {
-        match &self.disk_today {
+        match &self.written {
             Some(d) if self.disk_last.is_none_or(|last| d.date > last) => {
                 self.disk.plus(Totals::of_day(d))
             }
@@ -193,7 +191,7 @@ impl Meter {
     /// The live day's row as stored: as last written, or empty before its first write (a
     /// restart would read back nothing of it).
     pub fn stored_today(&self) -> Day {
-        match &self.disk_today {
+        match &self.written {
             Some(d) if d.date == self.day.date => d.clone(),
             _ => Day::new(self.day.date),
         }

@@ -85,7 +85,8 @@ pub struct Accrual {
     pub horizon: i64,
     /// `ENERGY_KEEP_DAYS`: 0 keeps every day.
     pub keep_days: u32,
-    meters: HashMap<String, Meter>,
+    /// Boxed: a map of 1,000 thermostats has 2,048 slots, and a meter is some 600 bytes.
+    meters: HashMap<String, Box<Meter>>,
 }
 
 impl Accrual {
@@ -143,7 +144,9 @@ impl Accrual {
                 let zone = Zone::resolve(asked.as_deref(), &self.zoneinfo);
                 let mut meter = Meter::start(zone, stored, flags, now);
                 meter.asked = asked;
-                self.meters.entry(serial.to_string()).or_insert(meter)
+                self.meters
+                    .entry(serial.to_string())
+                    .or_insert(Box::new(meter))
             }
         };
         if temp {
