@@ -163,14 +163,7 @@ impl Accrual {
         if runs_changed {
             save(&self.dir, self.keep_days, serial, meter);
         }
-        let stored = meter.stored_totals();
-        live.set(
-            serial,
-            &meter.zone.name,
-            &meter.day,
-            &meter.stored_today(),
-            stored,
-        );
+        show(live, serial, meter);
     }
 
     /// Every meter counted up to `now` and written where it changed (every minute, and at
@@ -186,16 +179,20 @@ impl Accrual {
                 meter.advance(now, self.horizon);
             }
             save(&self.dir, self.keep_days, serial, meter);
-            let stored = meter.stored_totals();
-            live.set(
-                serial,
-                &meter.zone.name,
-                &meter.day,
-                &meter.stored_today(),
-                stored,
-            );
+            show(live, serial, meter);
         }
     }
+}
+
+/// Tells the surfaces what `meter` has now: its live day, and its row and totals as stored.
+fn show(live: &Live, serial: &str, meter: &Meter) {
+    live.set(
+        serial,
+        &meter.zone.name,
+        &meter.day,
+        &meter.stored_today(),
+        meter.stored_totals(),
+    );
 }
 
 /// Writes what `meter` has not: the days it finished (appended, then pruned to `keep_days`),
