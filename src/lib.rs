@@ -40,11 +40,13 @@ pub mod device;
 #[cfg_attr(not(hearth_internals), doc(hidden))]
 pub mod energy;
 pub(crate) mod events;
+pub mod hap;
 pub(crate) mod history;
+#[cfg_attr(not(hearth_internals), doc(hidden))]
+pub mod homekit;
 pub(crate) mod hosted;
 #[cfg_attr(not(hearth_internals), doc(hidden))]
 pub mod http;
-#[cfg_attr(not(hearth_internals), doc(hidden))]
 pub mod hub;
 pub(crate) mod info;
 #[cfg_attr(not(hearth_internals), doc(hidden))]

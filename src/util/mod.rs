@@ -2,6 +2,7 @@
 //! JSON shorthands.
 
 pub mod clock;
+pub mod durable;
 pub(crate) mod memory;
 pub(crate) mod outbound;
 #[cfg_attr(not(hearth_internals), doc(hidden))]
