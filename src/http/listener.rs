@@ -82,7 +82,18 @@ pub const MAX_CONNECTIONS: usize = 2048;
 pub const BODY_BUDGET_PER_CLIENT: usize = 16 * 1024 * 1024;
 /// A connection's thread waits this long for another connection before it ends.
 const SPARE_WAIT: Duration = Duration::from_secs(5);
-const CONNECTION_STACK: usize = 128 * 1024;
+/// A connection thread's stack. Its size is address space, not memory: a thread touches some
+/// 16 KB of it. But glibc keeps the stacks of ended threads for reuse, up to 40 MB of address
+/// space, each with its touched pages (its TLS and thread descriptor) still resident: with
+/// 128 KB stacks that is some 310 stacks, 5 MB, after a burst of connections (1,000
+/// thermostats arriving); with 1 MB stacks, 40 of them, 0.6 MB (docs/performance.md: 1,000
+/// held subscribes about 4.5 MB lower). A 32-bit
+/// target keeps 128 KB: there 2 x 2,048 connections' stacks must fit in 3 GB of address space.
+pub(crate) const CONNECTION_STACK: usize = if cfg!(target_pointer_width = "64") {
+    1024 * 1024
+} else {
+    128 * 1024
+};
 const WORKER_STACK: usize = 256 * 1024;
 const ACCEPT_STACK: usize = 128 * 1024;
 /// A refused client's bytes discarded after the answer, at most.

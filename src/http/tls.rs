@@ -38,7 +38,9 @@ use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 
 pub const CERT_FILE: &str = "fullchain.pem";
 pub const KEY_FILE: &str = "privkey.pem";
-const RELAY_STACK: usize = 128 * 1024;
+/// A relay thread per TLS connection, started and ended as often as connections: sized as a
+/// connection thread's stack, for the same reason (glibc's cache of ended threads' stacks).
+const RELAY_STACK: usize = super::listener::CONNECTION_STACK;
 const BUFFER: usize = 16 * 1024;
 /// Relays per front at once, all clients together. Each holds three descriptors (the client's
 /// socket, its own to the listener, the listener's end of that) and two threads: both ports'
