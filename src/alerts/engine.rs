@@ -123,7 +123,16 @@ fn run(
         select! {
             recv(stopped) -> _ => break,
             recv(changes) -> event => match event {
-                Ok(event) => engine.look(app, &event.serial, false),
+                Ok(event) => {
+                    // Changes that queued up meanwhile (a burst of commands, a thermostat's
+                    // upload of several buckets) are looked at once per thermostat: a look
+                    // reads the thermostat as it is now, so one covers them all.
+                    let mut serials = std::collections::BTreeSet::from([event.serial.clone()]);
+                    serials.extend(changes.try_iter().map(|queued| queued.serial.clone()));
+                    for serial in &serials {
+                        engine.look(app, serial, false);
+                    }
+                }
                 Err(_) => break,
             },
             recv(moved) -> _ => due = clock.now_ms(),
