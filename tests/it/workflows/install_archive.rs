@@ -270,25 +270,10 @@ fn serve(dir: &Path, count: usize) -> (u16, Arc<Mutex<Vec<String>>>) {
     (port, asked)
 }
 
-fn curl_present() -> bool {
-    let ok = Command::new("curl")
-        .arg("--version")
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if !ok {
-        assert_ne!(
-            std::env::var("HEARTH_REQUIRE_CURL").as_deref(),
-            Ok("1"),
-            "curl is not installed (apt-get install curl; .ci/run does)"
-        );
-        eprintln!("skipped: curl is not installed, so install.sh cannot download");
-    }
-    ok
-}
-
 #[test]
 fn an_archive_by_url_is_downloaded_with_its_checksum_beside_it() {
-    if !curl_present() {
+    let what = "install.sh cannot download";
+    if !common::tools::present("curl", "HEARTH_REQUIRE_CURL", "apt-get install curl", what) {
         return;
     }
     let dir = TempDir::new("install-url");

@@ -81,17 +81,9 @@ fn build_all_triples() -> Vec<String> {
 #[test]
 fn actionlint_passes_both_workflows() {
     let tool = std::env::var("HEARTH_ACTIONLINT").unwrap_or_else(|_| "actionlint".into());
-    let present = Command::new(&tool)
-        .arg("--version")
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if !present {
-        assert_ne!(
-            std::env::var("HEARTH_REQUIRE_ACTIONLINT").as_deref(),
-            Ok("1"),
-            "actionlint ({tool}) is not installed (.ci/run installs it from .ci/actionlint.txt)"
-        );
-        eprintln!("skipped: actionlint is not installed");
+    let install = ".ci/run installs it from .ci/actionlint.txt";
+    let what = "the workflows are not linted";
+    if !common::tools::present(&tool, "HEARTH_REQUIRE_ACTIONLINT", install, what) {
         return;
     }
     let out = Command::new(&tool)
