@@ -19,7 +19,7 @@ here=$(cd "$(dirname "$0")/.." && pwd)
 usage() { echo "usage: $0 [ARCHIVE] [--binary PATH] [--root DIR] [--no-start]" >&2; exit 2; }
 
 given=("$@")
-archive= binary= root= start=yes
+archive='' binary='' root='' start=yes
 while [ $# -gt 0 ]; do
   case "$1" in
     --binary) [ $# -ge 2 ] || usage; binary=$2; shift 2 ;;

@@ -86,16 +86,35 @@ fn actionlint_passes_both_workflows() {
     if !common::tools::present(&tool, "HEARTH_REQUIRE_ACTIONLINT", install, what) {
         return;
     }
+    // actionlint runs shellcheck on the `run:` scripts, given one; CI gives it one.
+    let shellcheck = std::env::var("HEARTH_SHELLCHECK").unwrap_or_else(|_| "shellcheck".into());
+    let install = ".ci/run installs it from .ci/actionlint.txt";
+    let what = "the workflows' scripts and the release's are not checked";
+    let checked = common::tools::present(&shellcheck, "HEARTH_REQUIRE_ACTIONLINT", install, what);
     let out = Command::new(&tool)
         .current_dir(repo())
-        .args([
-            "-no-color",
-            ".github/workflows/ci.yml",
-            ".github/workflows/release.yml",
-        ])
+        .arg("-no-color")
+        .arg(format!(
+            "-shellcheck={}",
+            if checked { &shellcheck } else { "" }
+        ))
+        .args([".github/workflows/ci.yml", ".github/workflows/release.yml"])
         .output()
         .unwrap();
     assert!(out.status.success(), "actionlint:\n{}", text(&out));
+    if checked {
+        let out = Command::new(&shellcheck)
+            .current_dir(repo())
+            .args([
+                "scripts/install.sh",
+                "scripts/uninstall.sh",
+                ".github/scripts/release-assets.sh",
+                ".ci/run",
+            ])
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "shellcheck:\n{}", text(&out));
+    }
 
     // It would have seen a mistake: an unknown key and an undefined step output.
     let dir = TempDir::new("actionlint");
@@ -147,7 +166,8 @@ fn the_release_job_names_only_what_cross_build_makes() {
     for needed in [
         "bash cross/setup-toolchain.sh",
         "bash cross/build.sh all",
-        r#"bash .github/scripts/release-assets.sh "$VERSION" $ARCHIVES"#,
+        r#"read -ra archives <<< "$ARCHIVES""#,
+        r#"bash .github/scripts/release-assets.sh "$VERSION" "${archives[@]}""#,
         // The tag is Cargo.toml's version; images go where the add-on's `image:` says.
         r#"[ "$GITHUB_REF_NAME" != "v$version" ]"#,
         r#"cross/addon/hearth/config.yaml"#,
