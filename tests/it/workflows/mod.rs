@@ -357,3 +357,87 @@ fn a_fork_changes_one_line() {
         assert!(!read(path).contains("hearth-thermostat"), "{path}");
     }
 }
+
+/// Runs the release job's check step as GitHub runs it (`bash -eo pipefail`), in a folder
+/// holding the repository's Cargo.toml and an add-on manifest whose `image:` is `image`.
+fn release_check(tag: &str, repository: &str, image: &str) -> (Output, String) {
+    let job = release_job();
+    let step = job["steps"]
+        .as_vec()
+        .unwrap()
+        .iter()
+        .find(|s| s["id"].as_str() == Some("check"))
+        .expect("a step with id: check")
+        .clone();
+    let dir = TempDir::new("release-check");
+    std::fs::copy(repo().join("Cargo.toml"), dir.path().join("Cargo.toml")).unwrap();
+    let manifest = dir.path().join("cross/addon/hearth");
+    std::fs::create_dir_all(&manifest).unwrap();
+    std::fs::write(
+        manifest.join("config.yaml"),
+        format!("name: hearth\nimage: {image}\narch:\n  - aarch64\n"),
+    )
+    .unwrap();
+    let output = dir.path().join("github-output");
+    let out = Command::new("bash")
+        .args(["--noprofile", "--norc", "-eo", "pipefail", "-c"])
+        .arg(step["run"].as_str().unwrap())
+        .current_dir(dir.path())
+        .env("GITHUB_REF_NAME", tag)
+        .env("GITHUB_OUTPUT", &output)
+        .env("OWNER", repository.split('/').next().unwrap())
+        .env("REPOSITORY", repository)
+        .output()
+        .unwrap();
+    let written = std::fs::read_to_string(&output).unwrap_or_default();
+    (out, written)
+}
+
+#[test]
+fn the_release_starts_only_from_its_versions_tag_and_its_owners_images() {
+    let version = env!("CARGO_PKG_VERSION");
+    let tag = format!("v{version}");
+    let ours = "ghcr.io/hearth-thermostat/{arch}-hearth";
+    // GitHub keeps an owner's capitals; ghcr.io wants lower case.
+    for image in [ours.to_string(), format!("\"{ours}\""), format!("'{ours}'")] {
+        let (out, written) = release_check(&tag, "Hearth-Thermostat/hearth", &image);
+        assert!(out.status.success(), "{image}: {}", text(&out));
+        assert_eq!(
+            written,
+            format!("version={version}\nowner=hearth-thermostat\n")
+        );
+    }
+
+    let refusals = [
+        (
+            "v9.9.9".to_string(),
+            "hearth-thermostat/hearth",
+            ours,
+            format!("::error::the tag v9.9.9 is not v{version}, Cargo.toml's version"),
+        ),
+        (
+            version.to_string(),
+            "hearth-thermostat/hearth",
+            ours,
+            format!("::error::the tag {version} is not v{version}, Cargo.toml's version"),
+        ),
+        (
+            tag.clone(),
+            "someone/hearth",
+            ours,
+            "::error::Cargo.toml's repository is https://github.com/hearth-thermostat/hearth, not https://github.com/someone/hearth (a fork changes that line)".to_string(),
+        ),
+        (
+            tag.clone(),
+            "hearth-thermostat/hearth",
+            "ghcr.io/someone/{arch}-hearth",
+            "::error::cross/addon/hearth/config.yaml's image is 'ghcr.io/someone/{arch}-hearth', not ghcr.io/hearth-thermostat/{arch}-hearth".to_string(),
+        ),
+    ];
+    for (tag, repository, image, message) in refusals {
+        let (out, written) = release_check(&tag, repository, image);
+        assert_eq!(out.status.code(), Some(1), "{tag} {repository} {image}");
+        assert!(text(&out).contains(&message), "{}", text(&out));
+        assert_eq!(written, "", "nothing is passed on to the build");
+    }
+}
