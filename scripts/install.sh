@@ -1,37 +1,101 @@
 #!/usr/bin/env bash
 # Installs hearth as a systemd service, or upgrades an installed one:
-#   sudo scripts/install.sh [--binary PATH] [--no-start]
-#   scripts/install.sh --root DIR [--binary PATH]     (stage into DIR; no root, no systemctl)
+#   sudo scripts/install.sh [ARCHIVE] [--binary PATH] [--no-start]
+#   scripts/install.sh --root DIR [ARCHIVE] [--binary PATH]   (stage into DIR; no root, no systemctl)
 #
+# ARCHIVE is a release archive's URL (http:// or https://) or path, for example
+# https://github.com/hearth-thermostat/hearth/releases/latest/download/hearth-aarch64.tar.gz:
+# its checksum, ARCHIVE.sha256 beside it, is fetched the same way and must match before
+# anything is unpacked or installed; then the binary, unit and example settings are the archive's.
 # Puts the binary in /usr/local/bin/hearth (replaced atomically, so an upgrade never leaves a
 # half-written file), the unit in /etc/systemd/system/hearth.service and an example
 # /etc/default/hearth (never overwriting one that exists), reloads systemd, enables the service
-# and (re)starts it, then prints the URL thermostats must be given. Running it again is safe.
-# The binary defaults to ./hearth beside scripts/ (a release archive) or target/release/hearth.
+# and (re)starts it, then prints the URL thermostats must be given. Running it again is safe, and
+# the data directory (/var/lib/hearth) is never touched: an upgrade is this same command.
+# Without ARCHIVE, the binary is ./hearth beside scripts/ (a release archive) or target/release/hearth.
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")/.." && pwd)
-usage() { echo "usage: $0 [--binary PATH] [--root DIR] [--no-start]" >&2; exit 2; }
+usage() { echo "usage: $0 [ARCHIVE] [--binary PATH] [--root DIR] [--no-start]" >&2; exit 2; }
 
-binary= root= start=yes
+given=("$@")
+archive='' binary='' root='' start=yes
 while [ $# -gt 0 ]; do
   case "$1" in
     --binary) [ $# -ge 2 ] || usage; binary=$2; shift 2 ;;
     --root) [ $# -ge 2 ] || usage; root=${2%/}; shift 2 ;;
     --no-start) start=no; shift ;;
-    -h|--help) sed -n '2,10p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
-    *) usage ;;
+    -h|--help) sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -*) usage ;;
+    *) [ -z "$archive" ] || usage; archive=$1; shift ;;
   esac
 done
+if [ -n "$archive" ] && [ -n "$binary" ]; then
+  echo "install.sh: give a release archive or --binary, not both" >&2
+  exit 2
+fi
 
 if [ -z "$root" ] && [ "$(id -u)" != 0 ]; then
   echo "install.sh writes /usr/local/bin, /etc/systemd/system and /etc/default: run it as root" >&2
-  echo "  sudo $0 $*" >&2
+  echo "  sudo $0 ${given[*]}" >&2
   exit 1
 fi
 if [ -n "$root" ] && [ ! -d "$root" ]; then
   echo "install.sh: --root $root is not a directory" >&2
   exit 1
+fi
+
+if [ -n "$archive" ]; then
+  work=$(mktemp -d)
+  trap 'rm -rf "$work"' EXIT
+  # Copies the archive or its checksum ($1) to $2: a download bounded in time and size, or a file.
+  fetch() {
+    case "$1" in
+      http://* | https://*)
+        command -v curl >/dev/null 2>&1 ||
+          { echo "install.sh: curl is needed to download $1 (or download it yourself and give its path)" >&2; return 1; }
+        curl -fsSL --proto '=http,https' --proto-redir '=https' --max-redirs 5 \
+          --connect-timeout 20 --max-time 600 --max-filesize 104857600 -o "$2" "$1" ;;
+      *) [ -f "$1" ] && cp "$1" "$2" ;;
+    esac
+  }
+  name=${archive##*/}
+  name=${name%%\?*}
+  case "$name" in
+    *.tar.gz) ;;
+    *) echo "install.sh: $archive is not a release archive (hearth-...tar.gz)" >&2; exit 2 ;;
+  esac
+  fetch "$archive" "$work/$name" ||
+    { echo "install.sh: could not read $archive; nothing was installed" >&2; exit 1; }
+  fetch "$archive.sha256" "$work/$name.sha256" ||
+    { echo "install.sh: could not read its checksum, $archive.sha256; nothing was installed" >&2; exit 1; }
+  expected=$(awk 'NR == 1 { print tolower($1) }' "$work/$name.sha256")
+  case "$expected" in
+    *[!0-9a-f]* | "") expected=bad ;;
+  esac
+  if [ "${#expected}" != 64 ]; then
+    echo "install.sh: $archive.sha256 holds no SHA-256 checksum; nothing was installed" >&2
+    exit 1
+  fi
+  actual=$(sha256sum "$work/$name" | cut -d' ' -f1)
+  if [ "$actual" != "$expected" ]; then
+    echo "install.sh: $archive does not match its checksum (expected $expected, got $actual); nothing was installed" >&2
+    exit 1
+  fi
+  echo "checked    $name (sha256 $actual)"
+  mkdir "$work/unpacked"
+  tar -xzf "$work/$name" -C "$work/unpacked" --no-same-owner
+  here=$(find "$work/unpacked" -mindepth 1 -maxdepth 1 -type d)
+  if [ "$(printf '%s\n' "$here" | wc -l)" != 1 ] || [ ! -f "$here/hearth" ]; then
+    echo "install.sh: $archive does not hold one hearth-VERSION-ARCH/ folder with the binary; nothing was installed" >&2
+    exit 1
+  fi
+  # The binary's own checksum, made when it was built.
+  if ! (cd "$here" && sha256sum --quiet -c hearth.sha256); then
+    echo "install.sh: the binary in $archive does not match its hearth.sha256; nothing was installed" >&2
+    exit 1
+  fi
+  binary=$here/hearth
 fi
 
 if [ -z "$binary" ]; then

@@ -51,3 +51,4 @@ mod system_service;
 mod tls;
 mod transport;
 mod weather;
+mod workflows;

@@ -9,6 +9,7 @@ pub mod hosted;
 pub mod mqtt;
 pub mod nle;
 pub mod tls;
+pub mod tools;
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};

@@ -60,6 +60,7 @@ pages! {
     mqtt_home_assistant => "docs/mqtt-home-assistant.md",
     onboarding => "docs/onboarding.md",
     performance => "docs/performance.md",
+    releasing => "docs/releasing.md",
     running => "docs/running.md",
 }
 

@@ -536,19 +536,12 @@ pub fn run_page(page: &str) {
 /// Whether curl is installed. Without it the examples are skipped with a message, unless
 /// `HEARTH_REQUIRE_CURL=1` (CI), which makes that a failure.
 fn curl_present() -> bool {
-    let ok = Command::new("curl")
-        .arg("--version")
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if !ok {
-        assert_ne!(
-            std::env::var("HEARTH_REQUIRE_CURL").as_deref(),
-            Ok("1"),
-            "curl is not installed (apt-get install curl; .ci/run does)"
-        );
-        eprintln!("skipped: curl is not installed, so the docs' examples cannot run");
-    }
-    ok
+    crate::common::tools::present(
+        "curl",
+        "HEARTH_REQUIRE_CURL",
+        "apt-get install curl; .ci/run does",
+        "the docs' examples cannot run",
+    )
 }
 
 /// Whether mosquitto_sub and mosquitto_pub are installed (package `mosquitto-clients`), for
