@@ -286,6 +286,15 @@ fn the_image_runs_as_home_assistant_runs_it() {
         return;
     };
     let image = Image::unpack(&archive, dir.path());
+    // Built here: the local add-on beside it is one Home Assistant builds (no image: to pull)
+    // for the architecture there is a binary for.
+    let local = dir.path().join("addon/hearth/config.yaml");
+    if local.exists() {
+        let local = yaml_file(&local);
+        assert!(local.get("image").is_none(), "{local}");
+        assert_eq!(local["arch"], json!([this_arch()]));
+        assert_eq!(local["version"], env!("CARGO_PKG_VERSION"));
+    }
     let version = env!("CARGO_PKG_VERSION");
 
     // What the image says about itself.
@@ -304,6 +313,18 @@ fn the_image_runs_as_home_assistant_runs_it() {
     assert_eq!(labels["io.hass.version"], version);
     assert_eq!(labels["io.hass.type"], "app");
     assert_eq!(labels["org.opencontainers.image.version"], version);
+    // Docker's health check, kept in the OCI configuration (cross/addon.sh puts it back there):
+    // no shell in the image, so the command is exec'd as it stands.
+    let health = &c["Healthcheck"];
+    assert_eq!(
+        health["Test"],
+        json!(["CMD", "/hearth", "healthcheck"]),
+        "{c}"
+    );
+    assert!(
+        health["Retries"].as_u64().is_some_and(|r| r >= 1),
+        "{health}"
+    );
     let env = image.env();
     for wanted in [
         ("DATA_DIR", "/data"),
@@ -386,6 +407,27 @@ fn the_image_runs_as_home_assistant_runs_it() {
         .stdout(Stdio::null())
         .stderr(std::fs::File::create(&log).unwrap());
     let mut server = Running(command.spawn().unwrap());
+    // The image's health check, run as Docker runs it: the entrypoint's environment, no shell.
+    let checked = |what: &str| {
+        let test = health["Test"].as_array().unwrap();
+        let program = test[1].as_str().unwrap().trim_start_matches('/');
+        let mut check = Command::new(image.rootfs.join(program));
+        check
+            .args(test[2..].iter().map(|a| a.as_str().unwrap()))
+            .env_clear()
+            .envs(image.env())
+            .env("DATA_DIR", &data)
+            .env("OPTIONS_FILE", data.join("options.json"))
+            .env("CONTROL_HOST", CONTAINER)
+            .env("CONTROL_PORT", control_port.to_string())
+            .current_dir(&data);
+        let out = check.output().unwrap();
+        eprintln!(
+            "health check, {what}: {}",
+            String::from_utf8_lossy(&out.stdout)
+        );
+        out.status.code()
+    };
     let mut buf = [0u8; 512];
     let log_text = || std::fs::read_to_string(&log).unwrap();
     let n = ready
@@ -400,6 +442,8 @@ fn the_image_runs_as_home_assistant_runs_it() {
         "{status:?}\n{}",
         log_text()
     );
+
+    assert_eq!(checked("serving"), Some(0));
 
     // The device port's /info, reached as thermostats reach it, gives the host port's URL.
     let device = format!("{HOST}:{host_port}").parse().unwrap();
@@ -485,6 +529,7 @@ fn the_image_runs_as_home_assistant_runs_it() {
     );
     let exit = server.0.wait().unwrap();
     assert!(exit.success(), "{exit:?}");
+    assert_eq!(checked("stopped"), Some(1));
     // The Supervisor was asked with the add-on's token (the fake refuses anything else).
     assert_eq!(
         supervisor.asked(),

@@ -2,7 +2,9 @@
 //! what hearth asks the Supervisor, and the image run the way Home Assistant runs it.
 
 mod fake_supervisor;
+mod healthcheck;
 mod image;
 mod manifest;
+mod repository;
 mod startup;
 mod supervisor;
