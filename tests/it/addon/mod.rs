@@ -2,8 +2,10 @@
 //! what hearth asks the Supervisor, and the image run the way Home Assistant runs it.
 
 mod fake_supervisor;
+mod form;
 mod healthcheck;
 mod image;
+mod linter;
 mod manifest;
 mod repository;
 mod startup;
