@@ -2,19 +2,24 @@
 # The Home Assistant add-on and one OCI image per architecture, from static binaries:
 #   cross/addon.sh [--out DIR] [--name IMAGE] ARCH=BINARY...    ARCH: amd64, aarch64 or armv7
 # cross/build.sh runs it with the binaries it built. Output, under DIR (default target/):
-#   addon/                      an add-on repository: repository.yaml and hearth/ (the manifest
-#                               listing the architectures given, Dockerfile, documentation,
+#   addon/                      a local add-on repository: repository.yaml (the root's) and
+#                               hearth/ (the manifest without image: and listing the
+#                               architectures given, Dockerfile, documentation, changelog,
 #                               icon, logo, translations, bin/ARCH/hearth). Copy addon/hearth
-#                               into Home Assistant's /addons, or publish addon/ as a repository;
-#                               Home Assistant builds the image from it (FROM scratch: nothing
-#                               to download but its own builder).
+#                               into Home Assistant's /addons: Home Assistant builds the image
+#                               from it (FROM scratch: nothing to download but its own builder).
+#                               The repository itself is the published add-on (its manifest
+#                               pulls the images CI pushes).
 #   hearth-VERSION-ARCH.oci.tar the same image, built with podman from scratch (the binary
 #                               and an empty /data), as an OCI archive named IMAGE:VERSION-ARCH
 #                               (default localhost/hearth, also left in podman's store): load it
 #                               with `podman load -i FILE`, or push it with
-#                               `skopeo copy oci-archive:FILE docker://REGISTRY/...`.
-# Fails when an image holds anything but the binary, or unpacks to more than the binary and
-# 64 KiB (tar headers).
+#                               `skopeo copy oci-archive:FILE docker://REGISTRY/...` (as it is:
+#                               converting it to another manifest format may drop the health
+#                               check again). Its image configuration carries the Dockerfile's
+#                               HEALTHCHECK, which OCI has no field for but Docker reads.
+# Fails when an image holds anything but the binary, unpacks to more than the binary and
+# 64 KiB (tar headers), or has no health check.
 set -euo pipefail
 usage() { echo "usage: $0 [--out DIR] [--name IMAGE] ARCH=BINARY..." >&2; exit 2; }
 
