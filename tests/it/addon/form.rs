@@ -4,7 +4,7 @@
 //! message names it. The page's verdict is the Supervisor's options checker
 //! (`apps/options.py`, `_single_validate`) for the elements the manifest uses; `match(...)`
 //! is a Python regular expression there, so those cases run Python's `re` and are skipped,
-//! with a message, where there is no python3.
+//! with a message, where there is no python3 (unless `HEARTH_REQUIRE_PYTHON=1`).
 
 use std::process::Command;
 
@@ -16,7 +16,8 @@ use hearth::config::{Config, Sources};
 use super::manifest::manifest;
 use crate::common::TempDir;
 
-/// Whether Python's `re.match(pattern, text)` matches; `None` without python3.
+/// Whether Python's `re.match(pattern, text)` matches; `None` without python3, unless
+/// `HEARTH_REQUIRE_PYTHON=1`.
 fn python_match(pattern: &str, text: &str) -> Option<bool> {
     let out = Command::new("python3")
         .args([
@@ -25,8 +26,15 @@ fn python_match(pattern: &str, text: &str) -> Option<bool> {
             pattern,
             text,
         ])
-        .output()
-        .ok()?;
+        .output();
+    let Ok(out) = out else {
+        assert_ne!(
+            std::env::var("HEARTH_REQUIRE_PYTHON").as_deref(),
+            Ok("1"),
+            "python3 is not installed (apt-get install python3)"
+        );
+        return None;
+    };
     match out.status.code() {
         Some(0) => Some(true),
         Some(1) => Some(false),
