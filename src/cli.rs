@@ -1,7 +1,7 @@
 //! The command line: `hearth serve`, the account commands (`users`, `keys`, `claim`, `share`,
 //! `unshare`, `devices`; see [`crate::admin`]), onboarding (`scan`, `point`), the imports,
-//! `hearth simulate` and `hearth demo`. The developer tools (`bench`, `crash-test`) are the
-//! separate `hearth-dev` binary.
+//! `hearth simulate`, `hearth demo` and `hearth healthcheck` (a container's health check).
+//! The developer tools (`bench`, `crash-test`) are the separate `hearth-dev` binary.
 
 use std::io::Write;
 use std::process::ExitCode;
@@ -18,6 +18,7 @@ use crate::server::Server;
 use crate::simulator::fleet::Fleet;
 use options::{Spec, Takes};
 
+mod healthcheck;
 mod options;
 
 #[derive(FromArgs)]
@@ -46,6 +47,7 @@ enum Command {
     Import(ImportArgs),
     Simulate(SimulateArgs),
     Demo(DemoArgs),
+    Healthcheck(healthcheck::HealthcheckArgs),
 }
 
 #[derive(FromArgs)]
@@ -421,7 +423,7 @@ pub fn main() -> ExitCode {
             return ExitCode::SUCCESS;
         }
         eprintln!(
-            "hearth: a command is required (serve, users, keys, claim, share, unshare, devices, scan, point, import-nle, import, simulate, demo); see hearth --help"
+            "hearth: a command is required (serve, users, keys, claim, share, unshare, devices, scan, point, import-nle, import, simulate, demo, healthcheck); see hearth --help"
         );
         return ExitCode::from(2);
     };
@@ -496,6 +498,7 @@ pub fn main() -> ExitCode {
         }),
         Command::Simulate(args) => simulate(args),
         Command::Demo(args) => demo(args),
+        Command::Healthcheck(args) => healthcheck::run(args),
     }
 }
 

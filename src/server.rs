@@ -611,6 +611,14 @@ fn snapshot_if_due(app: &App) {
 
 /// `GET /health` on our own listener: whether it answers.
 fn probe(addr: SocketAddr) -> bool {
+    // A 503 is the listener refusing a connection over its caps: its accept loop is alive.
+    matches!(health(addr, Duration::from_secs(5)), Ok(200 | 503))
+}
+
+/// `GET /health` on a listener of ours bound to `addr` (an unspecified address is asked on
+/// loopback): the status it answered, or why there was none within `timeout` per step. The
+/// watchdog's self-probe and `hearth healthcheck` (the image's `HEALTHCHECK`).
+pub fn health(addr: SocketAddr, timeout: Duration) -> Result<u16, String> {
     let ip = match addr.ip() {
         IpAddr::V4(ip) if ip.is_unspecified() => IpAddr::V4(Ipv4Addr::LOCALHOST),
         IpAddr::V6(ip) if ip.is_unspecified() => IpAddr::V6(Ipv6Addr::LOCALHOST),
@@ -625,6 +633,7 @@ fn probe(addr: SocketAddr) -> bool {
         port: Some(addr.port()),
         target: "/health".into(),
     };
-    // A 503 is the listener refusing a connection over its caps: its accept loop is alive.
-    matches!(client::request(&url, "GET", &[], &[], Duration::from_secs(5)), Ok(r) if r.status == 200 || r.status == 503)
+    client::request(&url, "GET", &[], &[], timeout)
+        .map(|r| r.status)
+        .map_err(|e| e.to_string())
 }

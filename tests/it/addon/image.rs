@@ -11,21 +11,17 @@
 //! address), and the host port is 9543 unless something here holds that too.
 
 use std::collections::BTreeSet;
-use std::io;
-use std::net::{Shutdown, TcpListener, TcpStream};
+use std::net::TcpStream;
 use std::os::unix::net::UnixDatagram;
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::process::{Command, Stdio};
 
 use serde_json::{Value, json};
 
+use super::container::*;
 use super::fake_supervisor::*;
 use super::manifest::{addon_dir, yaml_file};
 use crate::common::mqtt::{Broker, Watcher};
 use crate::common::*;
-
 /// The Home Assistant machine, as thermostats on the LAN see it (loopback stands in).
 const HOST: &str = "127.77.230.1";
 /// The add-on's container.
@@ -77,208 +73,6 @@ fn ingress(
     answer
 }
 
-/// Home Assistant's name for this machine's architecture.
-fn this_arch() -> &'static str {
-    match std::env::consts::ARCH {
-        "x86_64" => "amd64",
-        "aarch64" => "aarch64",
-        "arm" => "armv7",
-        other => panic!("no add-on image for {other}"),
-    }
-}
-
-fn run(what: &str, command: &mut Command) -> String {
-    let out = command.output().unwrap_or_else(|e| panic!("{what}: {e}"));
-    assert!(
-        out.status.success(),
-        "{what} failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
-
-/// The image archive to test: `HEARTH_ADDON_IMAGE`, else one built now from the test's own
-/// binary. `None` (the test is skipped) without podman, unless `HEARTH_REQUIRE_PODMAN=1`.
-fn image_archive(dir: &Path) -> Option<PathBuf> {
-    if let Ok(path) = std::env::var("HEARTH_ADDON_IMAGE") {
-        return Some(PathBuf::from(path));
-    }
-    let podman = Command::new("podman").arg("--version").output();
-    if !podman.is_ok_and(|o| o.status.success()) {
-        assert_ne!(
-            std::env::var("HEARTH_REQUIRE_PODMAN").as_deref(),
-            Ok("1"),
-            "podman is not installed (apt-get install podman; .ci/run does)"
-        );
-        eprintln!("skipped: podman is not installed");
-        return None;
-    }
-    let name = format!("localhost/hearth-test-{}", std::process::id());
-    let arch = this_arch();
-    let built = Command::new("bash")
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .arg("cross/addon.sh")
-        .arg("--out")
-        .arg(dir)
-        .args(["--name", &name])
-        .arg(format!("{arch}={}", env!("CARGO_BIN_EXE_hearth")))
-        .output()
-        .unwrap();
-    // The archive is what is tested: the image leaves podman's store, whatever happened.
-    let version = env!("CARGO_PKG_VERSION");
-    let _ = Command::new("podman")
-        .args(["rmi", "-f", &format!("{name}:{version}-{arch}")])
-        .output();
-    assert!(
-        built.status.success(),
-        "cross/addon.sh failed: {}",
-        String::from_utf8_lossy(&built.stderr)
-    );
-    eprintln!("{}", String::from_utf8_lossy(&built.stdout));
-    Some(dir.join(format!("hearth-{version}-{arch}.oci.tar")))
-}
-
-/// An OCI image archive, unpacked: its configuration and its file system.
-struct Image {
-    config: Value,
-    rootfs: PathBuf,
-}
-
-impl Image {
-    fn unpack(archive: &Path, dir: &Path) -> Image {
-        let oci = dir.join("oci");
-        let rootfs = dir.join("rootfs");
-        std::fs::create_dir_all(&oci).unwrap();
-        std::fs::create_dir_all(&rootfs).unwrap();
-        run(
-            "tar",
-            Command::new("tar")
-                .arg("-xf")
-                .arg(archive)
-                .arg("-C")
-                .arg(&oci),
-        );
-        let blob = |digest: &Value| {
-            let hex = digest.as_str().unwrap().strip_prefix("sha256:").unwrap();
-            oci.join("blobs/sha256").join(hex)
-        };
-        let json = |path: PathBuf| -> Value {
-            serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap()
-        };
-        let index = json(oci.join("index.json"));
-        let manifests = index["manifests"].as_array().unwrap();
-        assert_eq!(manifests.len(), 1, "one image per archive");
-        let manifest = json(blob(&manifests[0]["digest"]));
-        for layer in manifest["layers"].as_array().unwrap() {
-            run(
-                "tar",
-                Command::new("tar")
-                    .arg("-xf")
-                    .arg(blob(&layer["digest"]))
-                    .arg("-C")
-                    .arg(&rootfs),
-            );
-        }
-        Image {
-            config: json(blob(&manifest["config"]["digest"])),
-            rootfs,
-        }
-    }
-
-    /// The container configuration (`Entrypoint`, `Env`, ...).
-    fn container(&self) -> &Value {
-        &self.config["config"]
-    }
-
-    /// `KEY=value` pairs of the image's environment.
-    fn env(&self) -> Vec<(String, String)> {
-        self.container()["Env"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|e| {
-                let (k, v) = e.as_str().unwrap().split_once('=').unwrap();
-                (k.to_string(), v.to_string())
-            })
-            .collect()
-    }
-}
-
-fn keys(v: &Value) -> BTreeSet<&str> {
-    v.as_object().unwrap().keys().map(String::as_str).collect()
-}
-
-/// Docker's port mapping: connections to `from` are relayed to `to`, both ways.
-struct PortMap {
-    stop: Arc<AtomicBool>,
-    from: String,
-}
-
-impl PortMap {
-    /// Maps `port` on `ip` (else a free port there, when something holds that one) to `to`;
-    /// gives the map and the port it listens on.
-    fn start(ip: &str, port: u16, to: &str) -> (PortMap, u16) {
-        let listener = TcpListener::bind((ip, port))
-            .or_else(|_| TcpListener::bind((ip, 0)))
-            .unwrap();
-        let port = listener.local_addr().unwrap().port();
-        let stop = Arc::new(AtomicBool::new(false));
-        let (stopped, to) = (Arc::clone(&stop), to.to_string());
-        std::thread::spawn(move || {
-            for client in listener.incoming() {
-                if stopped.load(Ordering::SeqCst) {
-                    break;
-                }
-                let (Ok(client), Ok(server)) = (client, TcpStream::connect(&to)) else {
-                    continue;
-                };
-                relay(&client, &server);
-                relay(&server, &client);
-            }
-        });
-        let map = PortMap {
-            stop,
-            from: format!("{ip}:{port}"),
-        };
-        (map, port)
-    }
-}
-
-/// Copies what `from` sends to `to` until `from` ends, then ends `to`'s sending side.
-fn relay(from: &TcpStream, to: &TcpStream) {
-    let (mut from, mut to) = (from.try_clone().unwrap(), to.try_clone().unwrap());
-    std::thread::spawn(move || {
-        let _ = io::copy(&mut from, &mut to);
-        let _ = to.shutdown(Shutdown::Write);
-    });
-}
-
-impl Drop for PortMap {
-    fn drop(&mut self) {
-        self.stop.store(true, Ordering::SeqCst);
-        let _ = TcpStream::connect(&self.from);
-    }
-}
-
-/// A free port on `ip`.
-fn free_port(ip: &str) -> u16 {
-    TcpListener::bind((ip, 0))
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
-/// The server process, stopped with SIGKILL if the test ends early.
-struct Running(Child);
-
-impl Drop for Running {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
 #[test]
 fn the_image_runs_as_home_assistant_runs_it() {
     let dir = TempDir::new("addon-image");
@@ -286,6 +80,15 @@ fn the_image_runs_as_home_assistant_runs_it() {
         return;
     };
     let image = Image::unpack(&archive, dir.path());
+    // Built here: the local add-on beside it is one Home Assistant builds (no image: to pull)
+    // for the architecture there is a binary for.
+    let local = dir.path().join("addon/hearth/config.yaml");
+    if local.exists() {
+        let local = yaml_file(&local);
+        assert!(local.get("image").is_none(), "{local}");
+        assert_eq!(local["arch"], json!([this_arch()]));
+        assert_eq!(local["version"], env!("CARGO_PKG_VERSION"));
+    }
     let version = env!("CARGO_PKG_VERSION");
 
     // What the image says about itself.
@@ -304,6 +107,18 @@ fn the_image_runs_as_home_assistant_runs_it() {
     assert_eq!(labels["io.hass.version"], version);
     assert_eq!(labels["io.hass.type"], "app");
     assert_eq!(labels["org.opencontainers.image.version"], version);
+    // Docker's health check, kept in the OCI configuration (cross/addon.sh puts it back there):
+    // no shell in the image, so the command is exec'd as it stands.
+    let health = &c["Healthcheck"];
+    assert_eq!(
+        health["Test"],
+        json!(["CMD", "/hearth", "healthcheck"]),
+        "{c}"
+    );
+    assert!(
+        health["Retries"].as_u64().is_some_and(|r| r >= 1),
+        "{health}"
+    );
     let env = image.env();
     for wanted in [
         ("DATA_DIR", "/data"),
@@ -386,6 +201,27 @@ fn the_image_runs_as_home_assistant_runs_it() {
         .stdout(Stdio::null())
         .stderr(std::fs::File::create(&log).unwrap());
     let mut server = Running(command.spawn().unwrap());
+    // The image's health check, run as Docker runs it: the entrypoint's environment, no shell.
+    let checked = |what: &str| {
+        let test = health["Test"].as_array().unwrap();
+        let program = test[1].as_str().unwrap().trim_start_matches('/');
+        let mut check = Command::new(image.rootfs.join(program));
+        check
+            .args(test[2..].iter().map(|a| a.as_str().unwrap()))
+            .env_clear()
+            .envs(image.env())
+            .env("DATA_DIR", &data)
+            .env("OPTIONS_FILE", data.join("options.json"))
+            .env("CONTROL_HOST", CONTAINER)
+            .env("CONTROL_PORT", control_port.to_string())
+            .current_dir(&data);
+        let out = check.output().unwrap();
+        eprintln!(
+            "health check, {what}: {}",
+            String::from_utf8_lossy(&out.stdout)
+        );
+        out.status.code()
+    };
     let mut buf = [0u8; 512];
     let log_text = || std::fs::read_to_string(&log).unwrap();
     let n = ready
@@ -400,6 +236,8 @@ fn the_image_runs_as_home_assistant_runs_it() {
         "{status:?}\n{}",
         log_text()
     );
+
+    assert_eq!(checked("serving"), Some(0));
 
     // The device port's /info, reached as thermostats reach it, gives the host port's URL.
     let device = format!("{HOST}:{host_port}").parse().unwrap();
@@ -485,6 +323,7 @@ fn the_image_runs_as_home_assistant_runs_it() {
     );
     let exit = server.0.wait().unwrap();
     assert!(exit.success(), "{exit:?}");
+    assert_eq!(checked("stopped"), Some(1));
     // The Supervisor was asked with the add-on's token (the fake refuses anything else).
     assert_eq!(
         supervisor.asked(),

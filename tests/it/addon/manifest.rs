@@ -47,7 +47,7 @@ fn json_of(y: &Yaml) -> Value {
     }
 }
 
-fn manifest() -> Map<String, Value> {
+pub fn manifest() -> Map<String, Value> {
     yaml_file(&addon_dir().join("hearth/config.yaml"))
         .as_object()
         .unwrap()
@@ -82,17 +82,16 @@ fn the_manifest_keeps_the_supervisors_rules() {
                 .chars()
                 .all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c))
     );
-    // The architectures cross/build.sh builds; armv7 is deprecated on current Supervisors
-    // (a warning), still accepted.
+    // The architectures current Supervisors run on (`CpuArch`), each a published image;
+    // armv7 is only for the local add-on (cross/addon.sh).
     let arch: Vec<&str> = m["arch"]
         .as_array()
         .unwrap()
         .iter()
         .map(|a| a.as_str().unwrap())
         .collect();
-    assert_eq!(arch, ["amd64", "aarch64", "armv7"]);
+    assert_eq!(arch, ["aarch64", "amd64"]);
     assert!(["initialize", "system", "services", "application", "once"].contains(&text("startup")));
-    assert!(["auto", "manual", "manual_only"].contains(&text("boot")));
     assert!(["hot", "cold"].contains(&text("backup")));
     assert_eq!(
         m["hassio_api"], true,
@@ -126,12 +125,8 @@ fn the_manifest_keeps_the_supervisors_rules() {
     assert_eq!(m["ingress_port"], u64::from(d.control_port));
     assert!(text("panel_icon").starts_with("mdi:"));
     assert!(!text("panel_title").is_empty());
-    // `^(?:https?|\[PROTO:\w+\]|tcp):\/\/\[HOST\]:(\[PORT:\d+\]|\d+).*$`, on a path that
-    // answers while hearth serves.
-    assert_eq!(
-        text("watchdog"),
-        format!("http://[HOST]:[PORT:{}]/health", d.control_port)
-    );
+    // No watchdog: the image's HEALTHCHECK (tests/it/addon/image.rs).
+    assert!(m.get("watchdog").is_none());
 }
 
 /// The Supervisor's schema elements (`RE_SCHEMA_ELEMENT`, with the optional `?`).
@@ -156,6 +151,12 @@ fn schema_element(s: &str) -> (&str, bool) {
     (element, optional)
 }
 
+/// Whether an optional element passes an empty text: those keep `""` as their default on the
+/// page, the others (`url?`, `list(...)?`) have none, since the Supervisor would refuse it.
+fn takes_empty_text(element: &str) -> bool {
+    ["str", "password"].contains(&element)
+}
+
 #[test]
 fn each_option_is_a_setting_with_its_type_and_default() {
     let m = manifest();
@@ -167,39 +168,54 @@ fn each_option_is_a_setting_with_its_type_and_default() {
         names,
         "the schema offers src/config/addon.rs's options, in its order"
     );
-    assert_eq!(
-        options.keys().collect::<BTreeSet<_>>(),
-        schema.keys().collect::<BTreeSet<_>>(),
-        "every option has a default on the page (an empty text for optional ones)"
-    );
+    for key in options.keys() {
+        assert!(schema.contains_key(key), "a default for {key}, not offered");
+    }
     for option in ADDON_OPTIONS {
         let s = option.setting;
-        let (element, optional) = schema_element(schema[s.name].as_str().unwrap());
-        let value = &options[s.name];
+        assert_eq!(
+            schema[s.name], option.element,
+            "{}: the type src/config/addon.rs gives it",
+            s.name
+        );
+        let (element, optional) = schema_element(option.element);
+        let value = options.get(s.name);
         match s.kind {
             Kind::Number { min, max, default } => {
                 assert_eq!(element, format!("int({min},{max})"), "{}", s.name);
-                assert_eq!(value, &Value::from(default), "{}", s.name);
+                assert_eq!(value, Some(&Value::from(default)), "{}", s.name);
             }
             Kind::Bool { default } => {
                 assert_eq!(element, "bool", "{}", s.name);
-                assert_eq!(value, &Value::from(default), "{}", s.name);
+                assert_eq!(value, Some(&Value::from(default)), "{}", s.name);
             }
             Kind::Text { unset, .. } => {
-                let wanted = if s.name.contains("password") || s.name.contains("secret") {
-                    "password"
-                } else {
-                    "str"
-                };
-                assert_eq!(element, wanted, "{}", s.name);
+                let secret = s.name.contains("password") || s.name.contains("secret");
+                assert_eq!(
+                    element.starts_with("password"),
+                    secret,
+                    "{}: secrets, and only they, are hidden on the page",
+                    s.name
+                );
                 match unset {
                     Unset::Is(default) => {
                         assert!(!optional, "{}", s.name);
-                        assert_eq!(value, default, "{}", s.name);
+                        let shown = match value {
+                            Some(Value::String(text)) => text.clone(),
+                            Some(Value::Number(n)) if element.starts_with("float(") => {
+                                n.to_string()
+                            }
+                            other => panic!("{}: default {other:?}", s.name),
+                        };
+                        assert_eq!(shown, default, "{}", s.name);
                     }
                     Unset::Means(_) => {
                         assert!(optional, "{} has no default: optional", s.name);
-                        assert_eq!(value, "", "{}", s.name);
+                        if takes_empty_text(element) {
+                            assert_eq!(value, Some(&Value::from("")), "{}", s.name);
+                        } else {
+                            assert_eq!(value, None, "{}: no default the page would refuse", s.name);
+                        }
                     }
                 }
             }
@@ -268,12 +284,10 @@ fn png_size(path: &Path) -> (u32, u32) {
 }
 
 #[test]
-fn the_store_page_has_its_pictures_documents_and_repository() {
+fn the_store_page_has_its_pictures_and_documents() {
     let dir = addon_dir();
     assert_eq!(png_size(&dir.join("hearth/icon.png")), (128, 128));
     assert_eq!(png_size(&dir.join("hearth/logo.png")), (250, 100));
-    let repository = yaml_file(&dir.join("repository.yaml"));
-    assert!(repository["name"].as_str().is_some_and(|n| !n.is_empty()));
     let docs = std::fs::read_to_string(dir.join("hearth/DOCS.md")).unwrap();
     // The Documentation tab names every option.
     for option in ADDON_OPTIONS {
