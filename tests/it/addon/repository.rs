@@ -19,17 +19,9 @@ fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
-/// The project's home: Cargo.toml's `repository`. Until that line is there (issue 39's other
-/// half adds it), the address it will hold.
+/// The project's home: Cargo.toml's `repository`.
 fn project_url() -> String {
-    let cargo = std::fs::read_to_string(root().join("Cargo.toml")).unwrap();
-    let package = cargo.split("\n[").next().unwrap();
-    package
-        .lines()
-        .find_map(|l| l.strip_prefix("repository = \""))
-        .and_then(|rest| rest.strip_suffix('"'))
-        .unwrap_or("https://github.com/hearth-thermostat/hearth")
-        .to_string()
+    env!("CARGO_PKG_REPOSITORY").to_string()
 }
 
 /// The files a clone holds: git's list, or (no git, say an unpacked source
@@ -152,6 +144,12 @@ fn the_manifest_shares_cargos_version_and_home() {
         .and_then(|rest| rest.split('/').next())
         .unwrap();
     assert_eq!(m["image"], format!("ghcr.io/{owner}/{{arch}}-hearth"));
+    // ghcr.io links the published images to the repository by this label.
+    let dockerfile = std::fs::read_to_string(addon_dir().join("hearth/Dockerfile")).unwrap();
+    assert!(
+        dockerfile.contains(&format!("org.opencontainers.image.source=\"{url}\"")),
+        "the Dockerfile's org.opencontainers.image.source is not {url}"
+    );
 }
 
 #[test]
