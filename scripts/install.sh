@@ -54,8 +54,12 @@ if [ -n "$archive" ]; then
       http://* | https://*)
         command -v curl >/dev/null 2>&1 ||
           { echo "install.sh: curl is needed to download $1 (or download it yourself and give its path)" >&2; return 1; }
+        # --max-filesize holds only when the server sends a length; head holds otherwise.
         curl -fsSL --proto '=http,https' --proto-redir '=https' --max-redirs 5 \
-          --connect-timeout 20 --max-time 600 --max-filesize 104857600 -o "$2" "$1" ;;
+          --connect-timeout 20 --max-time 600 --max-filesize 104857600 "$1" |
+          head -c 104857601 >"$2" || return 1
+        [ "$(wc -c <"$2")" -le 104857600 ] ||
+          { echo "install.sh: $1 is larger than 100 MiB" >&2; return 1; } ;;
       *) [ -f "$1" ] && cp "$1" "$2" ;;
     esac
   }
@@ -67,7 +71,9 @@ if [ -n "$archive" ]; then
   esac
   fetch "$archive" "$work/$name" ||
     { echo "install.sh: could not read $archive; nothing was installed" >&2; exit 1; }
-  fetch "$archive.sha256" "$work/$name.sha256" ||
+  # The checksum's address: the archive's, with .sha256 before any query string.
+  base=${archive%%\?*}
+  fetch "$base.sha256${archive#"$base"}" "$work/$name.sha256" ||
     { echo "install.sh: could not read its checksum, $archive.sha256; nothing was installed" >&2; exit 1; }
   expected=$(awk 'NR == 1 { print tolower($1) }' "$work/$name.sha256")
   case "$expected" in
