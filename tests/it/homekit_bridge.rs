@@ -196,6 +196,18 @@ fn writes_reach_the_held_subscribe_clamped_as_command_clamps_them() {
         (json!(26.0), json!(28.0))
     );
 
+    // Display units are the thermostat's scale, a device setting.
+    let r = write(
+        &b,
+        json!([{"aid": aid, "iid": iid(&b, aid, "36"), "value": 1}]),
+    );
+    assert_eq!(r.status, 204, "{r:?}");
+    let doc = next_push(&mut held).1;
+    assert_eq!(
+        object(&doc, &device())["value"]["temperature_scale"],
+        json!("F")
+    );
+
     // The away switch is the home's away, as set_away sets it; "r" answers with the value.
     let db = database(&b);
     let away = characteristic(&accessory(&db, aid), "49", "25")["iid"]
@@ -291,7 +303,7 @@ fn refused_writes_answer_hap_statuses_and_change_nothing() {
 #[test]
 fn events_follow_other_surfaces_changes_and_not_the_writers_own() {
     let s = TestServer::start();
-    let (_sim, _events, _held) = booted_and_held(&s, SERIAL);
+    let (mut sim, _events, _held) = booted_and_held(&s, SERIAL);
     let b = bridge_of(s.server().app());
     let aid = b.aid_of(SERIAL).unwrap();
     let target = iid(&b, aid, "35");
@@ -340,6 +352,27 @@ fn events_follow_other_surfaces_changes_and_not_the_writers_own() {
     assert_eq!(b.changed(&writer, &mut writer_sent), expected(23.0));
     assert_eq!(b.changed(&other, &mut other_sent), expected(23.0));
     assert_eq!(b.changed(&other, &mut other_sent), None, "sent once");
+
+    // So does the thermostat's own report of the room's temperature.
+    let current = iid(&b, aid, "11");
+    let ev = json!({"characteristics": [{"aid": aid, "iid": current, "ev": true}]}).to_string();
+    assert_eq!(
+        b.write(ev.as_bytes(), &mut other, &mut other_sent).status,
+        204
+    );
+    assert_eq!(b.changed(&other, &mut other_sent), None);
+    drain(&watch);
+    sim.report("shared", "current_temperature", json!(18.5));
+    sim.put().unwrap();
+    signalled(&watch);
+    assert_eq!(
+        b.changed(&other, &mut other_sent),
+        Some(
+            json!({"characteristics": [{"aid": aid, "iid": current, "value": 18.5}]})
+                .to_string()
+                .into_bytes()
+        )
+    );
 
     // Unsubscribed: nothing more.
     let r = b.write(
@@ -405,4 +438,26 @@ fn accessory_ids_and_the_configuration_number_follow_the_set_of_thermostats() {
     assert_eq!(b.config_number(), back);
     drop(b);
     server.shutdown();
+}
+
+#[test]
+fn in_pairing_mode_a_thermostat_appears_once_it_is_claimed() {
+    let s = pairing();
+    let (mut sim, _events) = thermostat(&s.origin(), SERIAL);
+    sim.register().unwrap();
+    let (code, _) = sim.passphrase().unwrap();
+    assert!(s.app().state.device_exists(SERIAL));
+    let b = bridge_of(s.server().app());
+    let watch = b.watch();
+    // Unclaimed: nobody's, so not in the database.
+    assert_eq!(b.aid_of(SERIAL), None);
+    assert_eq!(database(&b)["accessories"].as_array().unwrap().len(), 1);
+    let unclaimed = b.config_number();
+    drain(&watch);
+    let body = json!({"code": code, "userId": "alice"}).to_string();
+    let r = call(s.control(), "POST", "/api/register", &body);
+    assert_eq!(r.json()["success"], json!(true), "{}", r.text());
+    signalled(&watch);
+    assert_eq!(b.aid_of(SERIAL), Some(2));
+    assert_ne!(b.config_number(), unclaimed);
 }
