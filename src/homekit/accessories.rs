@@ -92,8 +92,20 @@ impl Accessory {
     }
 }
 
+/// Longest string HAP lets a characteristic hold unless it says otherwise (`maxLen`).
+const MAX_LEN: usize = 64;
+
+/// `text` as a string characteristic: at most [`MAX_LEN`] characters (a name a thermostat
+/// reported itself is not bound by hearth's own limit on names).
+fn text(iid: u64, kind: Kind, text: &str) -> Characteristic {
+    Characteristic::new(
+        iid,
+        kind,
+        json!(text.chars().take(MAX_LEN).collect::<String>()),
+    )
+}
+
 fn info(name: &str, manufacturer: &str, model: &str, serial: &str, firmware: &str) -> Service {
-    let text = |iid, kind, v: &str| Characteristic::new(iid, kind, json!(v));
     Service {
         iid: INFO,
         hap_type: "3E",
@@ -288,11 +300,7 @@ pub fn thermostat(aid: u64, view: &View, now_ms: i64) -> Accessory {
             }),
         );
     }
-    characteristics.push(Characteristic::new(
-        THERMOSTAT_NAME,
-        Kind::Name,
-        json!(s.name),
-    ));
+    characteristics.push(text(THERMOSTAT_NAME, Kind::Name, &s.name));
     Accessory {
         aid,
         services: vec![
@@ -309,7 +317,7 @@ pub fn thermostat(aid: u64, view: &View, now_ms: i64) -> Accessory {
                 primary: false,
                 characteristics: vec![
                     Characteristic::new(AWAY_ON, Kind::On, json!(s.away)),
-                    Characteristic::new(AWAY_NAME, Kind::Name, json!("Away")),
+                    text(AWAY_NAME, Kind::Name, "Away"),
                 ],
             },
         ],
@@ -380,6 +388,15 @@ mod tests {
         let dry = thermostat(2, &view(json!({}), json!({})), 0);
         assert!(dry.characteristic(HUMIDITY).is_none());
         assert_ne!(fingerprint(&[a]), fingerprint(&[dry]));
+    }
+
+    #[test]
+    fn names_are_cut_to_what_hap_holds() {
+        let long = "x".repeat(100);
+        let a = thermostat(2, &view(json!({"label": long}), json!({})), 0);
+        let name = |iid| a.characteristic(iid).map(|c| c.value.clone());
+        assert_eq!(name(NAME), Some(json!("x".repeat(MAX_LEN))));
+        assert_eq!(name(THERMOSTAT_NAME), name(NAME));
     }
 
     #[test]
