@@ -194,7 +194,7 @@ impl Shared {
 
     fn thermostat(&self, aid: u64, serial: &str) -> Option<Accessory> {
         let view = thermostat::view(&self.app.state, serial)?;
-        Some(accessories::thermostat(
+        Some(super::thermostat::thermostat(
             aid,
             &view,
             self.app.config.clock.now_ms(),
