@@ -2,7 +2,7 @@
 //! [`Attributes`]. Reads come from the thermostat core's view of each thermostat, writes are
 //! the core's intents committed as every surface commits them ([`crate::thermostat::commit`]),
 //! so clamping and refusals are the same as on `/command`; a refusal is answered with HAP's
-//! status for that characteristic ([`status_of`]).
+//! status for that characteristic ([`super::status`]).
 
 use std::collections::BTreeMap;
 use std::io;
@@ -17,24 +17,17 @@ use super::aids::{Aids, BRIDGE_AID};
 use super::characteristics::{self, Refused};
 use super::events::{self, Watchers};
 use super::requests::{ReadQuery, WriteItem};
+use super::status::{self, status_of};
 use super::{Address, Attributes, Reply, Sent, Subscriptions};
 use crate::app::App;
 use crate::hap::Identity;
-use crate::thermostat::{self, Error, Intent, Refusal};
+use crate::thermostat::{self, Intent};
 use crate::util::JsonMap;
 
-/// HAP's status codes, per characteristic.
-pub mod status {
-    pub const OK: i64 = 0;
-    /// The thermostat cannot take it now (not claimed, or the change could not be stored).
-    pub const UNAVAILABLE: i64 = -70402;
-    pub const READ_ONLY: i64 = -70404;
-    pub const WRITE_ONLY: i64 = -70405;
-    pub const NO_NOTIFICATION: i64 = -70406;
-    pub const NOT_FOUND: i64 = -70409;
-    /// A value the characteristic, or the thermostat core, does not take.
-    pub const INVALID_VALUE: i64 = -70410;
-}
+/// Most characteristics one write may carry: each value is a durable commit, so a body full of
+/// them would hold the connection for seconds. A scene over every thermostat of a large home
+/// (a few values each) stays well within it.
+pub const MAX_WRITES: usize = 256;
 
 /// hearth as a HomeKit bridge over the thermostats it serves.
 pub struct Bridge {
@@ -139,22 +132,6 @@ impl Bridge {
         ) {
             Ok(_) => status::OK,
             Err(e) => status_of(serial, &e),
-        }
-    }
-}
-
-/// A commit's failure as HAP's status for the characteristic written: the one place the core's
-/// errors become this surface's.
-fn status_of(serial: &str, e: &Error) -> i64 {
-    match e {
-        // Asking for what is already so is no failure to a controller.
-        Error::Refused(Refusal::NothingToChange) => status::OK,
-        Error::Refused(_) | Error::ScheduleChanged(_) => status::INVALID_VALUE,
-        Error::NotFound => status::NOT_FOUND,
-        Error::NotClaimed => status::UNAVAILABLE,
-        Error::Storage(why) => {
-            log::warn!("HomeKit: a write to {serial} could not be stored: {why}");
-            status::UNAVAILABLE
         }
     }
 }
@@ -264,6 +241,9 @@ impl Attributes for Bridge {
         let Some(items) = WriteItem::parse(body) else {
             return error(400, status::INVALID_VALUE);
         };
+        if items.len() > MAX_WRITES {
+            return error(400, status::OUT_OF_RESOURCES);
+        }
         let mut cache = Accessories::new(&self.shared);
         let mut statuses = vec![status::OK; items.len()];
         // The two thresholds of one thermostat, joined into one intent (see

@@ -12,6 +12,7 @@ pub mod bridge;
 pub mod characteristics;
 pub mod events;
 pub mod requests;
+pub mod status;
 pub mod thermostat;
 
 pub use bridge::Bridge;
