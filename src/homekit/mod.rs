@@ -6,6 +6,17 @@
 //! EVENT messages) asks the accessory side for everything about thermostats through
 //! [`Attributes`], so the two are written and tested apart.
 
+pub mod accessories;
+pub mod aids;
+pub mod bridge;
+pub mod characteristics;
+pub mod events;
+pub mod requests;
+pub mod status;
+pub mod thermostat;
+
+pub use bridge::Bridge;
+
 use std::collections::{BTreeMap, BTreeSet};
 
 use crossbeam_channel::Receiver;
