@@ -74,8 +74,8 @@ impl Bridge {
     }
 
     /// `GET /characteristics?{query}`, answering `ev=1` from this connection's
-    /// `subscriptions` ([`Attributes::read`] knows of none, so it answers `false`).
-    pub fn read_for(&self, query: &str, subscriptions: &Subscriptions) -> Reply {
+    /// `subscriptions`.
+    fn read_for(&self, query: &str, subscriptions: &Subscriptions) -> Reply {
         let Some(q) = ReadQuery::parse(query) else {
             return error(400, status::INVALID_VALUE);
         };
@@ -233,8 +233,8 @@ impl Attributes for Bridge {
         reply(200, &json!({"accessories": all}))
     }
 
-    fn read(&self, query: &str) -> Reply {
-        self.read_for(query, &Subscriptions::new())
+    fn read(&self, query: &str, subscriptions: &Subscriptions) -> Reply {
+        self.read_for(query, subscriptions)
     }
 
     fn write(&self, body: &[u8], subscriptions: &mut Subscriptions, sent: &mut Sent) -> Reply {

@@ -44,8 +44,9 @@ pub struct Reply {
 pub trait Attributes: Send + Sync {
     /// `GET /accessories`: the attribute database.
     fn accessories(&self) -> Reply;
-    /// `GET /characteristics?{query}` (the query string without `?`).
-    fn read(&self, query: &str) -> Reply;
+    /// `GET /characteristics?{query}` (the query string without `?`); `ev=1` answers from this
+    /// connection's `subscriptions`.
+    fn read(&self, query: &str, subscriptions: &Subscriptions) -> Reply;
     /// `PUT /characteristics` with `body`: writes values (through the thermostat core) and
     /// changes this connection's `subscriptions`; the written values go into `sent`, so the
     /// writer is not sent its own change back.

@@ -123,7 +123,8 @@ fn the_database_lists_the_thermostat_by_its_page_name_and_reads_what_it_reported
     );
 
     let current = iid(&b, aid, "11");
-    let r = b.read(&format!("id={aid}.{current}&meta=1&perms=1&type=1&ev=1"));
+    let query = format!("id={aid}.{current}&meta=1&perms=1&type=1&ev=1");
+    let r = b.read(&query, &Subscriptions::new());
     assert_eq!(r.status, 200);
     assert_eq!(
         body(&r),
@@ -131,9 +132,15 @@ fn the_database_lists_the_thermostat_by_its_page_name_and_reads_what_it_reported
             "unit": "celsius", "minValue": -50.0, "maxValue": 100.0, "minStep": 0.1,
             "perms": ["pr", "ev"], "type": "11", "ev": false}]})
     );
+    // `ev` says whether this connection subscribed.
+    let subscribed = Subscriptions::from([(aid, current)]);
+    assert_eq!(
+        body(&b.read(&query, &subscribed))["characteristics"][0]["ev"],
+        json!(true)
+    );
     sim.report("shared", "current_temperature", json!(19.0));
     sim.put().unwrap();
-    let r = b.read(&format!("id={aid}.{current}"));
+    let r = b.read(&format!("id={aid}.{current}"), &Subscriptions::new());
     assert_eq!(
         body(&r),
         json!({"characteristics": [{"aid": aid, "iid": current, "value": 19.0}]})
@@ -286,7 +293,10 @@ fn refused_writes_answer_hap_statuses_and_change_nothing() {
     );
 
     // Reads: an unknown one and the write-only Identify fail alone, beside a good one.
-    let r = b.read(&format!("id={aid}.{current},{aid}.99,1.2"));
+    let r = b.read(
+        &format!("id={aid}.{current},{aid}.99,1.2"),
+        &Subscriptions::new(),
+    );
     assert_eq!(r.status, 207);
     assert_eq!(
         body(&r),
@@ -296,7 +306,7 @@ fn refused_writes_answer_hap_statuses_and_change_nothing() {
             {"aid": 1, "iid": 2, "status": -70405},
         ]})
     );
-    let r = b.read("id=two.1");
+    let r = b.read("id=two.1", &Subscriptions::new());
     assert_eq!((r.status, body(&r)), (400, json!({"status": INVALID})));
 }
 
@@ -413,7 +423,7 @@ fn accessory_ids_and_the_configuration_number_follow_the_set_of_thermostats() {
     assert_eq!(b.aid_of(OTHER), None);
     let db = database(&b);
     assert_eq!(db["accessories"].as_array().unwrap().len(), 2, "{db}");
-    let read = b.read(&format!("id=3.{}", iid(&b, 2, "11")));
+    let read = b.read(&format!("id=3.{}", iid(&b, 2, "11")), &Subscriptions::new());
     assert_eq!(
         body(&read)["characteristics"][0]["status"],
         json!(NOT_FOUND)
