@@ -6,6 +6,10 @@
 //! EVENT messages) asks the accessory side for everything about thermostats through
 //! [`Attributes`], so the two are written and tested apart.
 
+mod connection;
+mod http;
+pub mod server;
+
 use std::collections::{BTreeMap, BTreeSet};
 
 use crossbeam_channel::Receiver;
