@@ -210,3 +210,73 @@ impl PairSetup {
             .with(kind::ENCRYPTED_DATA, &sealed)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn identity(name: &str) -> (Identity, std::path::PathBuf) {
+        let dir =
+            std::env::temp_dir().join(format!("hearth-hap-setup-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        (Identity::open(&dir).unwrap(), dir)
+    }
+
+    fn m1() -> Tlv {
+        Tlv::new().with(kind::STATE, &[1]).with(kind::METHOD, &[0])
+    }
+
+    fn wrong_m3() -> Tlv {
+        Tlv::new()
+            .with(kind::STATE, &[3])
+            .with(kind::PUBLIC_KEY, &[2; 384])
+            .with(kind::PROOF, &[0; 64])
+    }
+
+    #[test]
+    fn the_hundredth_wrong_code_closes_pair_setup() {
+        let (id, dir) = identity("tries");
+        let setup = PairSetup::new();
+        // 98 failures without the cost of 98 exchanges; the 99th and 100th are real.
+        setup.state.lock().failures = MAX_FAILURES - 2;
+        for _ in 0..2 {
+            assert_eq!(setup.handle(1, &id, &m1()).byte(kind::STATE), Some(2));
+            assert_eq!(
+                setup.handle(1, &id, &wrong_m3()),
+                error(4, TlvError::Authentication)
+            );
+        }
+        assert_eq!(setup.failures(), MAX_FAILURES);
+        assert_eq!(setup.handle(1, &id, &m1()), error(2, TlvError::MaxTries));
+        assert_eq!(setup.handle(2, &id, &m1()), error(2, TlvError::MaxTries));
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
+    fn one_exchange_at_a_time_and_none_while_paired() {
+        let (id, dir) = identity("busy");
+        let setup = PairSetup::new();
+        assert_eq!(setup.handle(1, &id, &m1()).byte(kind::STATE), Some(2));
+        assert_eq!(setup.handle(2, &id, &m1()), error(2, TlvError::Busy));
+        // Steps of an exchange the connection does not hold.
+        assert_eq!(
+            setup.handle(2, &id, &wrong_m3()),
+            error(4, TlvError::Unknown)
+        );
+        assert_eq!(
+            setup.handle(1, &id, &Tlv::new().with(kind::STATE, &[5])),
+            error(6, TlvError::Unknown)
+        );
+        setup.abandon(1);
+        assert_eq!(setup.handle(2, &id, &m1()).byte(kind::STATE), Some(2));
+        assert_eq!(setup.failures(), 0);
+        id.add_pairing(Pairing {
+            id: "c".into(),
+            public_key: [1; 32],
+            admin: true,
+        })
+        .unwrap();
+        assert_eq!(setup.handle(3, &id, &m1()), error(2, TlvError::Unavailable));
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+}

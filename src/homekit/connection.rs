@@ -4,7 +4,8 @@
 //! step).
 //!
 //! Routes: `/pair-setup`, `/pair-verify` and `/identify` (unpaired accessories only) before
-//! verification; `/pairings`, `/accessories` and `/characteristics` after it, 470 before.
+//! verification; `/pairings`, `/accessories` and `/characteristics` after it, 470 before. A
+//! request a web page sent (`Origin`, `Sec-Fetch-Site`) gets 403 and the connection closes.
 
 use std::io::{self, Read, Write};
 use std::net::{Shutdown as Direction, TcpStream};
@@ -192,6 +193,15 @@ fn fill(
 }
 
 fn route(shared: &Shared, conn: &Conn, verify: &mut PairVerify, req: &Request) -> Answer {
+    if req.from_browser {
+        // A web page on the LAN (or one rebinding a name to it) must not spend the accessory's
+        // pair-setup tries nor reach anything else: refused, and the connection closed.
+        log::warn!("HomeKit: a request from a web page refused");
+        return Answer {
+            close: true,
+            ..answer(403, HAP_JSON, NOT_AUTHORIZED)
+        };
+    }
     let controller = conn.controller();
     let method = req.method.as_str();
     match (req.path.as_str(), method) {

@@ -19,6 +19,9 @@ pub struct Request {
     /// The query string, without `?` (empty if none).
     pub query: String,
     pub body: Vec<u8>,
+    /// It carries `Origin` or `Sec-Fetch-Site`: a web page sent it (browsers add `Origin` to
+    /// every POST and PUT, and HAP controllers send neither).
+    pub from_browser: bool,
 }
 
 /// Why no request could be read from the bytes so far.
@@ -54,8 +57,11 @@ pub fn parse(
         Err(_) => return Err(Incomplete::Refused(400, "malformed request")),
     };
     let mut body_len = 0usize;
+    let mut from_browser = false;
     for h in req.headers.iter() {
-        if h.name.eq_ignore_ascii_case("content-length") {
+        if h.name.eq_ignore_ascii_case("origin") || h.name.eq_ignore_ascii_case("sec-fetch-site") {
+            from_browser = true;
+        } else if h.name.eq_ignore_ascii_case("content-length") {
             body_len = std::str::from_utf8(h.value)
                 .ok()
                 .and_then(|v| v.trim().parse().ok())
@@ -77,6 +83,7 @@ pub fn parse(
         path: path.to_string(),
         query: query.to_string(),
         body: buf[head_len..head_len + body_len].to_vec(),
+        from_browser,
     };
     buf.drain(..head_len + body_len);
     Ok(request)
@@ -88,6 +95,7 @@ fn reason(status: u16) -> &'static str {
         204 => "No Content",
         207 => "Multi-Status",
         400 => "Bad Request",
+        403 => "Forbidden",
         404 => "Not Found",
         405 => "Method Not Allowed",
         411 => "Length Required",
@@ -128,8 +136,17 @@ mod tests {
         );
         let second = parse(&mut buf, 1024, 1024).unwrap();
         assert_eq!(second.query, "id=1.2");
+        assert!(!first.from_browser);
         assert!(buf.is_empty());
         assert_eq!(parse(&mut buf, 1024, 1024), Err(Incomplete::More));
+    }
+
+    #[test]
+    fn a_web_page_is_told_apart() {
+        for header in ["Origin: http://evil.example", "sec-fetch-site: cross-site"] {
+            let mut buf = format!("POST /pair-setup HTTP/1.1\r\n{header}\r\n\r\n").into_bytes();
+            assert!(parse(&mut buf, 1024, 1024).unwrap().from_browser);
+        }
     }
 
     #[test]

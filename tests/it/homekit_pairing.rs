@@ -258,6 +258,17 @@ fn read_answer(stream: &mut TcpStream) -> (u16, Vec<u8>) {
     (status, body)
 }
 
+/// A controller paired out of band (as if by an earlier pair-setup).
+fn pair_someone(hap: &Hap) {
+    hap.identity
+        .add_pairing(Pairing {
+            id: "someone".into(),
+            public_key: [1; 32],
+            admin: true,
+        })
+        .unwrap();
+}
+
 fn m1() -> Vec<u8> {
     Tlv::new()
         .with(kind::STATE, &[1])
@@ -306,13 +317,7 @@ fn before_pair_verify_only_the_pairing_routes_answer() {
         exchange(&mut s, "POST", "/identify", b""),
         (204, Vec::new())
     );
-    hap.identity
-        .add_pairing(Pairing {
-            id: "someone".into(),
-            public_key: [1; 32],
-            admin: true,
-        })
-        .unwrap();
+    pair_someone(&hap);
     assert_eq!(
         exchange(&mut s, "POST", "/identify", b""),
         (400, br#"{"status":-70401}"#.to_vec())
@@ -348,6 +353,29 @@ fn before_pair_verify_only_the_pairing_routes_answer() {
         exchange(&mut s, "GET", "/accessories", b""),
         (470, br#"{"status":-70401}"#.to_vec())
     );
+    hap.stop();
+}
+
+#[test]
+fn a_web_page_cannot_spend_the_pair_setup_tries() {
+    let dir = TempDir::new("hap-browser");
+    let hap = Hap::start(&Fake::new(20.0), dir.path(), any_port(), Limits::default());
+    for header in ["Origin: http://hearth.local", "Sec-Fetch-Site: cross-site"] {
+        let mut s = TcpStream::connect(hap.addr()).unwrap();
+        let body = m1();
+        let head = format!(
+            "POST /pair-setup HTTP/1.1\r\n{header}\r\nContent-Length: {}\r\n\r\n",
+            body.len()
+        );
+        s.write_all(head.as_bytes()).unwrap();
+        s.write_all(&body).unwrap();
+        assert_eq!(read_answer(&mut s), (403, br#"{"status":-70401}"#.to_vec()));
+        assert!(closed(&mut s));
+    }
+    // The same request from a controller is served: the refusal was the header's.
+    let mut s = TcpStream::connect(hap.addr()).unwrap();
+    let (_, body) = exchange(&mut s, "POST", "/pair-setup", &m1());
+    assert_eq!(Tlv::decode(&body).unwrap().byte(kind::STATE), Some(2));
     hap.stop();
 }
 
@@ -398,13 +426,7 @@ fn pair_setup_is_one_at_a_time_and_refused_once_paired() {
         (status, tlv_error(&body)),
         (400, Some(TlvError::Unknown as u8))
     );
-    hap.identity
-        .add_pairing(Pairing {
-            id: "someone".into(),
-            public_key: [1; 32],
-            admin: true,
-        })
-        .unwrap();
+    pair_someone(&hap);
     let (_, body) = exchange(&mut first, "POST", "/pair-setup", &m1());
     assert_eq!(tlv_error(&body), Some(TlvError::Unavailable as u8));
     assert_eq!(hap.identity.pairings().len(), 1);
