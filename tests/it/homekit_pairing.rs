@@ -549,6 +549,13 @@ impl Controller {
     }
 
     fn ask(&mut self, command: Value) -> Value {
+        let answer = self.ask_raw(command.clone());
+        assert!(answer.get("error").is_none(), "{command}: {answer}");
+        answer
+    }
+
+    /// [`Controller::ask`] that may fail.
+    fn ask_raw(&mut self, command: Value) -> Value {
         let stdin = self.stdin.as_mut().unwrap();
         writeln!(stdin, "{command}").unwrap();
         stdin.flush().unwrap();
@@ -556,9 +563,7 @@ impl Controller {
             .answers
             .recv_timeout(Duration::from_secs(30))
             .unwrap_or_else(|_| panic!("no answer to {command}"));
-        let answer: Value = serde_json::from_str(&line).unwrap();
-        assert!(answer.get("error").is_none(), "{command}: {answer}");
-        answer
+        serde_json::from_str(&line).unwrap()
     }
 
     fn stop(mut self) {
@@ -651,5 +656,23 @@ fn aiohomekit_pairs_reads_writes_hears_events_and_reconnects() {
     c.stop();
     // Unpaired again: pair-setup with the code is open.
     assert_eq!(pair(&python, addr, &code, &file), json!({"ok": true}));
+    // A reset (`hearth homekit reset`) closes the open session (were it open, the read would
+    // succeed), and the controller's pairing no longer verifies.
+    let mut c = Controller::start(&python, &file, addr.port());
+    assert_eq!(
+        value_of(&c.ask(json!({"op": "get", "ids": [[1, 10]]}))),
+        json!(19.0)
+    );
+    hap.identity.reset().unwrap();
+    let refused = c.ask_raw(json!({"op": "get", "ids": [[1, 10]]}));
+    // aiohomekit reconnects, and pair-verify's M2 names another accessory (a reset takes a new
+    // device id); it gives up after its own 10 s.
+    assert!(
+        refused["error"]
+            .as_str()
+            .is_some_and(|e| e.contains("IncorrectPairingIdError")),
+        "{refused}"
+    );
+    c.stop();
     hap.stop();
 }
