@@ -224,7 +224,12 @@ fn pair_setup_is_one_at_a_time_and_refused_once_paired() {
         &Tlv::new().with(kind::STATE, &[5]).encode(),
     );
     assert_eq!(tlv_error(&body), Some(TlvError::Unknown as u8));
-    // A body that is not TLV8.
+    // A body that is not TLV8, to either pairing route.
+    let (status, body) = exchange(&mut first, "POST", "/pair-verify", &[6, 9, 1]);
+    assert_eq!(
+        (status, tlv_error(&body)),
+        (400, Some(TlvError::Unknown as u8))
+    );
     let (status, body) = exchange(&mut first, "POST", "/pair-setup", &[6, 9, 1]);
     assert_eq!(
         (status, tlv_error(&body)),
