@@ -187,6 +187,7 @@ impl PairSetup {
             }
         }
         state.failures = 0;
+        log::info!("HomeKit: paired with a controller by pair-setup");
         let accessory_x = crypto::hkdf(
             &key,
             b"Pair-Setup-Accessory-Sign-Salt",

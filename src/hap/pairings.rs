@@ -64,7 +64,10 @@ fn add(identity: &Identity, request: &Tlv) -> Tlv {
         public_key: key,
         admin: permissions & 1 == 1,
     }) {
-        Ok(()) => Tlv::new().with(kind::STATE, &[2]),
+        Ok(()) => {
+            log::info!("HomeKit: a controller added by an admin controller");
+            Tlv::new().with(kind::STATE, &[2])
+        }
         Err(IdentityError::Full) => error(2, TlvError::MaxPeers),
         Err(e) => {
             log::error!("HomeKit: a pairing could not be stored: {e}");
@@ -105,6 +108,10 @@ fn remove(identity: &Identity, request: &Tlv) -> Outcome {
             }
         }
     }
+    log::info!(
+        "HomeKit: {} pairing(s) removed by an admin controller",
+        removed.len()
+    );
     Outcome {
         reply: Tlv::new().with(kind::STATE, &[2]),
         removed,
