@@ -124,7 +124,8 @@ pub struct Server {
     b_pub: BigUint,
 }
 
-/// The client's `A` is zero modulo N (which would make the secret known), or its proof is wrong.
+/// The client's `A` is zero modulo N (which would make the secret known) or longer than N, or
+/// its proof is wrong.
 #[derive(Debug, PartialEq, Eq)]
 pub struct Refused;
 
@@ -169,6 +170,10 @@ impl Server {
     /// Checks the client's `A` and proof `M1`; on success gives `K` and `M2`.
     pub fn verify(&self, a_bytes: &[u8], client_proof: &[u8]) -> Result<Verified, Refused> {
         let g = &self.group;
+        // A value longer than the group's is no honest client's (and costs more arithmetic).
+        if a_bytes.len() > g.len {
+            return Err(Refused);
+        }
         let a_pub = BigUint::from_bytes_be(a_bytes);
         if (&a_pub % &g.n) == BigUint::ZERO {
             return Err(Refused);
@@ -337,5 +342,6 @@ mod tests {
         let (a_pub, m1, _) = client(b"123-45-678");
         assert!(server.verify(&a_pub, &m1).is_err());
         assert_eq!(server.verify(&g.pad(&g.n), &m1).err(), Some(Refused));
+        assert_eq!(server.verify(&[1; 385], &m1).err(), Some(Refused));
     }
 }
