@@ -16,6 +16,9 @@ pub mod status;
 pub mod thermostat;
 
 pub use bridge::Bridge;
+mod connection;
+mod http;
+pub mod server;
 
 use std::collections::{BTreeMap, BTreeSet};
 

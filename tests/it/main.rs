@@ -28,6 +28,7 @@ mod docs_links;
 mod energy;
 mod history;
 mod homekit_bridge;
+mod homekit_pairing;
 mod hosted_api;
 mod hosted_lock;
 mod hosted_status;
