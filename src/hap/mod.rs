@@ -4,5 +4,6 @@
 //! speaks HAP to controllers over the thermostats is [`crate::homekit`].
 
 pub mod identity;
+pub mod setup_uri;
 
 pub use identity::{Identity, IdentityError, Pairing};
