@@ -33,6 +33,9 @@ pub use sources::{ConfigError, Given, Sources};
 /// network): the default `INGRESS_PROXY` in the add-on, and nowhere else.
 pub const SUPERVISOR_INGRESS_PROXY: IpAddr = IpAddr::V4(Ipv4Addr::new(172, 30, 32, 2));
 
+/// The data directory's folder for HomeKit ([`Config::homekit_dir`]).
+pub const HOMEKIT_DIR: &str = "homekit";
+
 /// A live event stream with nothing to send gets a comment line this often, so proxies keep it.
 pub const EVENT_KEEP_ALIVE: Duration = Duration::from_secs(15);
 
@@ -316,6 +319,11 @@ impl Config {
             (None, Some(_)) => WeatherProvider::Upstream,
             (None, None) => WeatherProvider::OpenMeteo,
         }
+    }
+
+    /// Where the HomeKit accessory's identity and pairings are kept (see [`crate::hap::identity`]).
+    pub fn homekit_dir(&self) -> PathBuf {
+        self.data_dir.join(HOMEKIT_DIR)
     }
 
     /// How long a chunked subscribe is held before it is ended with no data.
