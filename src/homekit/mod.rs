@@ -6,6 +6,8 @@
 //! EVENT messages) asks the accessory side for everything about thermostats through
 //! [`Attributes`], so the two are written and tested apart.
 
+pub mod mdns;
+
 use std::collections::{BTreeMap, BTreeSet};
 
 use crossbeam_channel::Receiver;

@@ -27,6 +27,7 @@ mod docs_examples;
 mod docs_links;
 mod energy;
 mod history;
+mod homekit_mdns;
 mod homekit_setup;
 mod hosted_api;
 mod hosted_lock;
