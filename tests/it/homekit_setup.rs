@@ -11,6 +11,7 @@ use std::process::{Command, Output};
 use common::*;
 use hearth::hap::{Identity, Pairing};
 use hearth::process::ServerProcess;
+use serde_json::{Value, json};
 
 fn hearth(dir: &Path, args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_hearth"))
@@ -171,4 +172,102 @@ fn a_server_with_homekit_off_says_so() {
     assert!(err.contains("HomeKit is off"), "{err}");
     assert!(!dir.path().join("homekit").exists(), "nothing made");
     drop(server);
+}
+
+fn homekit_api(s: &TestServer, headers: &[(&str, &str)]) -> hearth::http::client::ClientResponse {
+    hearth::http::client::request(
+        &url(s.control(), "/api/homekit"),
+        "GET",
+        headers,
+        &[],
+        TIMEOUT,
+    )
+    .unwrap()
+}
+
+#[test]
+fn the_page_reads_the_code_until_someone_pairs() {
+    let s = TestServer::start();
+    let identity = s.app().homekit.clone().expect("HomeKit is on by default");
+    let r = homekit_api(&s, &[]);
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert_eq!(r.header("Cache-Control"), Some("no-store"), "a secret");
+    let body = r.json();
+    let code = identity.setup_code();
+    let uri = hearth::hap::setup_uri::setup_uri(2, &code, &identity.setup_id()).unwrap();
+    assert_eq!(body["enabled"], json!(true));
+    assert_eq!(body["name"], json!("hearth"));
+    assert_eq!(body["paired"], json!(false));
+    assert_eq!(body["pairings"], json!(0));
+    assert_eq!(body["setup_code"], json!(code));
+    assert_eq!(body["setup_uri"], json!(uri));
+    let svg = body["qr_svg"].as_str().unwrap();
+    assert!(svg.starts_with("<svg") && svg.contains("<path"), "{svg}");
+
+    identity.add_pairing(controller("phone")).unwrap();
+    let body = homekit_api(&s, &[]).json();
+    assert_eq!(body["paired"], json!(true));
+    assert_eq!(body["pairings"], json!(1));
+    for hidden in ["setup_code", "setup_uri", "qr_svg"] {
+        assert_eq!(body[hidden], Value::Null, "{hidden} once paired");
+    }
+}
+
+#[test]
+fn with_homekit_off_the_page_is_told_so() {
+    let s = TestServer::start_with(|c| c.homekit.enabled = false);
+    assert!(s.app().homekit.is_none());
+    let r = homekit_api(&s, &[]);
+    assert_eq!((r.status, r.json()), (200, json!({"enabled": false})));
+    assert!(!s.dir.path().join("homekit").exists(), "nothing made");
+}
+
+#[test]
+fn a_foreign_page_cannot_read_the_code() {
+    let s = TestServer::start();
+    // (A foreign Host is refused too: tests/it/browser.rs lists this route among the secret ones.)
+    for headers in [
+        vec![("Origin", "http://evil.example")],
+        vec![("Sec-Fetch-Site", "cross-site")],
+    ] {
+        let r = homekit_api(&s, &headers);
+        assert_eq!(r.status, 403, "{headers:?}");
+        assert!(
+            !r.text()
+                .contains(&s.app().homekit.as_ref().unwrap().setup_code())
+        );
+    }
+}
+
+#[test]
+fn with_a_key_required_only_a_write_key_reads_the_code() {
+    let s = TestServer::start_with(|c| c.control_require_key = true);
+    let key = |scopes: &str| {
+        let spec = hearth::accounts::keys::KeySpec {
+            user: "owner".into(),
+            name: scopes.into(),
+            scopes: hearth::accounts::keys::parse_scopes(scopes).unwrap(),
+            serials: vec![],
+            expires_days: None,
+        };
+        format!(
+            "Bearer {}",
+            hearth::accounts::keys::create(&s.app().state, &spec)
+                .unwrap()
+                .key
+        )
+    };
+    let r = homekit_api(&s, &[]);
+    assert_eq!(r.status, 401);
+    let r = homekit_api(&s, &[("Authorization", &key("read"))]);
+    assert_eq!(
+        (r.status, r.json()),
+        (
+            403,
+            json!({"error": "Access denied: this API key lacks the write scope"})
+        )
+    );
+    let r = homekit_api(&s, &[("Authorization", &key("read,write"))]);
+    assert_eq!(r.status, 200);
+    assert!(r.json()["setup_code"].is_string());
 }
