@@ -68,7 +68,8 @@ impl Advertisement {
 /// HomeKit port) on every interface, until `shutdown` is triggered. `config_number` is the
 /// accessory side's current `c#`; it is asked again whenever `changed` (the accessory side's
 /// [`crate::homekit::Attributes::watch`]) or the identity says something changed, and the
-/// record is announced again only when it differs.
+/// record is announced again only when it differs. It ends, with its goodbye, when `shutdown`
+/// is triggered or `changed` disconnects.
 pub fn advertise(
     identity: Arc<Identity>,
     name: &str,
