@@ -48,6 +48,10 @@ pub struct App {
     pub answered_control: Arc<StatusCounts>,
     /// When this process started serving, by the server's clock (`/metrics`).
     pub started_ms: i64,
+    /// The HomeKit accessory's identity (setup code, pairings), shared by the HAP listener,
+    /// its advertisement, the page and the admin socket; `None` with `HOMEKIT=false` or when
+    /// it could not be opened (logged).
+    pub homekit: Option<Arc<crate::hap::Identity>>,
 }
 
 impl App {
@@ -62,7 +66,9 @@ impl App {
             Some(config.data_dir.join("weather")),
             std::time::Duration::from_millis(config.weather_cache_ttl_ms),
         );
+        let homekit = open_homekit(&config);
         App {
+            homekit,
             presence: Presence::new(config.availability_timeout, config.clock.clone()),
             config,
             state,
@@ -146,6 +152,19 @@ impl crate::alerts::Context for App {
         self.state
             .accounts(|a| crate::accounts::pairing_applies(a, serial, require))
     }
+}
+
+/// The HomeKit identity, made on first use. A convenience like history: one that cannot be
+/// opened (an unwritable directory, a damaged file, which is named and kept) turns HomeKit off
+/// and is logged loudly, rather than keeping the thermostats from being served.
+fn open_homekit(config: &Config) -> Option<Arc<crate::hap::Identity>> {
+    if !config.homekit.enabled {
+        return None;
+    }
+    crate::hap::Identity::open(&config.homekit_dir())
+        .map(Arc::new)
+        .map_err(|e| log::error!("HomeKit is off: {e}"))
+        .ok()
 }
 
 /// The origin thermostats are given, worked out once at startup.

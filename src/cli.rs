@@ -1,7 +1,8 @@
 //! The command line: `hearth serve`, the account commands (`users`, `keys`, `claim`, `share`,
-//! `unshare`, `devices`; see [`crate::admin`]), onboarding (`scan`, `point`), the imports,
-//! `hearth simulate`, `hearth demo` and `hearth healthcheck` (a container's health check).
-//! The developer tools (`bench`, `crash-test`) are the separate `hearth-dev` binary.
+//! `unshare`, `devices`; see [`crate::admin`]), `homekit code|reset`, onboarding (`scan`,
+//! `point`), the imports, `hearth simulate`, `hearth demo` and `hearth healthcheck` (a
+//! container's health check). The developer tools (`bench`, `crash-test`) are the separate
+//! `hearth-dev` binary.
 
 use std::io::Write;
 use std::process::ExitCode;
@@ -41,6 +42,7 @@ enum Command {
     Share(ShareArgs),
     Unshare(UnshareArgs),
     Devices(DevicesArgs),
+    Homekit(HomekitArgs),
     Scan(ScanArgs),
     Point(PointArgs),
     ImportNle(ImportNleArgs),
@@ -216,6 +218,39 @@ struct UnshareArgs {
 #[argh(subcommand, name = "devices")]
 /// list thermostats: serial, id, name, owner, shares, last seen
 struct DevicesArgs {
+    /// data directory (DATA_DIR; default ./data)
+    #[argh(option)]
+    data_dir: Option<String>,
+}
+
+#[derive(FromArgs)]
+#[argh(subcommand, name = "homekit")]
+/// Apple Home: the setup code to add hearth, or forget every paired controller
+struct HomekitArgs {
+    #[argh(subcommand)]
+    command: HomekitCommand,
+}
+
+#[derive(FromArgs)]
+#[argh(subcommand)]
+enum HomekitCommand {
+    Code(HomekitCode),
+    Reset(HomekitReset),
+}
+
+#[derive(FromArgs)]
+#[argh(subcommand, name = "code")]
+/// print the HomeKit setup code and its X-HM:// setup URI (what the page's QR code holds)
+struct HomekitCode {
+    /// data directory (DATA_DIR; default ./data)
+    #[argh(option)]
+    data_dir: Option<String>,
+}
+
+#[derive(FromArgs)]
+#[argh(subcommand, name = "reset")]
+/// remove every HomeKit pairing (the Home app must add hearth again; the setup code stays)
+struct HomekitReset {
     /// data directory (DATA_DIR; default ./data)
     #[argh(option)]
     data_dir: Option<String>,
@@ -423,7 +458,7 @@ pub fn main() -> ExitCode {
             return ExitCode::SUCCESS;
         }
         eprintln!(
-            "hearth: a command is required (serve, users, keys, claim, share, unshare, devices, scan, point, import-nle, import, simulate, demo, healthcheck); see hearth --help"
+            "hearth: a command is required (serve, users, keys, claim, share, unshare, devices, homekit, scan, point, import-nle, import, simulate, demo, healthcheck); see hearth --help"
         );
         return ExitCode::from(2);
     };
@@ -473,6 +508,10 @@ pub fn main() -> ExitCode {
             },
         ),
         Command::Devices(a) => admin(a.data_dir, AdminRequest::Devices),
+        Command::Homekit(args) => match args.command {
+            HomekitCommand::Code(a) => admin(a.data_dir, AdminRequest::HomekitCode),
+            HomekitCommand::Reset(a) => admin(a.data_dir, AdminRequest::HomekitReset),
+        },
         Command::Scan(a) => onboarding(a.settings, |origin, config| {
             crate::admin::onboarding::scan(
                 origin,

@@ -78,6 +78,9 @@ impl ServerProcess {
                 "0",
                 "--control-port",
                 "0",
+                // Servers started side by side must not all want HomeKit's 51826.
+                "--homekit-port",
+                "0",
             ])
             .args(["--api-origin", "http://127.0.0.1"])
             .args(extra)

@@ -483,13 +483,11 @@ fn start_admin(app: &Arc<App>, shutdown: &Shutdown) -> Option<AdminSocket> {
                 state: &app.state,
                 open_mode: !app.config.require_device_pairing,
                 last_seen: Some(&last_seen),
+                homekit: app.homekit.as_deref(),
             };
             match crate::admin::run(&ctx, request) {
                 Ok(text) => AdminReply { ok: true, text },
-                Err(e) => AdminReply {
-                    ok: false,
-                    text: e.to_string(),
-                },
+                Err(text) => AdminReply { ok: false, text },
             }
         }
     });

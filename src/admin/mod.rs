@@ -1,5 +1,5 @@
 //! The command line's account commands: `hearth users`, `keys`, `claim`, `share`, `unshare`
-//! and `devices`.
+//! and `devices`; and `hearth homekit code|reset` ([`homekit`]).
 //!
 //! They work whether or not a server is running on the data directory, and never with two
 //! processes writing the store: the command first tries to open the store itself (taking its
@@ -11,6 +11,7 @@
 //! and whether a running server took the change. A key written to a directory no server runs
 //! on (`./data` while `hearth demo` runs on its own) would otherwise fail with a bare 401.
 
+pub(crate) mod homekit;
 pub(crate) mod onboarding;
 pub mod socket;
 pub(crate) mod table;
@@ -74,6 +75,10 @@ pub enum AdminRequest {
     ThermostatsAt {
         ips: Vec<std::net::Ipv4Addr>,
     },
+    /// `hearth homekit code`.
+    HomekitCode,
+    /// `hearth homekit reset`.
+    HomekitReset,
 }
 
 impl AdminRequest {
@@ -85,23 +90,38 @@ impl AdminRequest {
                 | AdminRequest::KeysList { .. }
                 | AdminRequest::Devices
                 | AdminRequest::ThermostatsAt { .. }
+                | AdminRequest::HomekitCode
         )
+    }
+
+    fn is_homekit(&self) -> bool {
+        matches!(self, AdminRequest::HomekitCode | AdminRequest::HomekitReset)
     }
 }
 
 /// When a thermostat last made a request (ms), as the running server knows it.
 pub type LastSeen<'a> = &'a dyn Fn(&str) -> Option<i64>;
 
-/// What a command needs: the state, whether pairing is off, and (when a server runs) when each
-/// thermostat was last heard from.
+/// What a command needs: the state, whether pairing is off, (when a server runs) when each
+/// thermostat was last heard from, and the HomeKit identity (for the `homekit` commands).
 pub struct Context<'a> {
     pub state: &'a State,
     pub open_mode: bool,
     pub last_seen: Option<LastSeen<'a>>,
+    pub homekit: Option<&'a crate::hap::Identity>,
 }
 
-/// Runs a command and returns the text to print.
-pub fn run(ctx: &Context<'_>, request: &AdminRequest) -> Result<String, AccountsError> {
+/// Runs a command and returns the text to print, or the error to print.
+pub fn run(ctx: &Context<'_>, request: &AdminRequest) -> Result<String, String> {
+    match request {
+        AdminRequest::HomekitCode => homekit::code(ctx.homekit),
+        AdminRequest::HomekitReset => homekit::reset(ctx.homekit),
+        _ => accounts(ctx, request).map_err(|e| e.to_string()),
+    }
+}
+
+/// Runs an account command.
+fn accounts(ctx: &Context<'_>, request: &AdminRequest) -> Result<String, AccountsError> {
     let state = ctx.state;
     match request {
         AdminRequest::UsersAdd { name } => Ok(if accounts::add_user(state, name)? {
@@ -186,6 +206,8 @@ pub fn run(ctx: &Context<'_>, request: &AdminRequest) -> Result<String, Accounts
             let known = crate::onboarding::known_at(state, ips);
             Ok(serde_json::to_string(&known).unwrap_or_else(|_| "{}".into()))
         }
+        // Answered by `run`, on the HomeKit identity rather than the accounts.
+        AdminRequest::HomekitCode | AdminRequest::HomekitReset => Ok(String::new()),
     }
 }
 
@@ -386,12 +408,22 @@ pub fn execute_via(data_dir: &Path, open_mode: bool, request: &AdminRequest) -> 
     loop {
         match State::open(data_dir, Arc::new(Hub::new())) {
             Ok((state, _)) => {
-                let ctx = Context {
-                    state: &state,
-                    open_mode,
-                    last_seen: None,
-                };
-                let result = run(&ctx, request).map_err(|e| e.to_string());
+                // Opened (made, the first time) only for the HomeKit commands: the account
+                // commands leave no HomeKit folder behind.
+                let identity = request
+                    .is_homekit()
+                    .then(|| crate::hap::Identity::open(&data_dir.join(crate::config::HOMEKIT_DIR)))
+                    .transpose()
+                    .map_err(|e| e.to_string());
+                let result = identity.and_then(|identity| {
+                    let ctx = Context {
+                        state: &state,
+                        open_mode,
+                        last_seen: None,
+                        homekit: identity.as_ref(),
+                    };
+                    run(&ctx, request)
+                });
                 let created = !existed;
                 drop(state);
                 if let Err(e) = files::give_to_dir_owner(data_dir) {

@@ -11,6 +11,7 @@
 pub mod addon;
 mod alerts;
 pub(crate) mod docs;
+mod homekit;
 mod options_file;
 mod origin;
 #[cfg_attr(not(hearth_internals), doc(hidden))]
@@ -23,6 +24,7 @@ use std::time::Duration;
 
 pub use crate::weather::Provider as WeatherProvider;
 pub use alerts::AlertConfig;
+pub use homekit::HomekitConfig;
 pub use origin::ApiOrigin;
 use settings::{boolean, ip, number, text};
 pub use sources::{ConfigError, Given, Sources};
@@ -30,6 +32,9 @@ pub use sources::{ConfigError, Given, Sources};
 /// Where the Supervisor's ingress proxy connects from (its address on Home Assistant's add-on
 /// network): the default `INGRESS_PROXY` in the add-on, and nowhere else.
 pub const SUPERVISOR_INGRESS_PROXY: IpAddr = IpAddr::V4(Ipv4Addr::new(172, 30, 32, 2));
+
+/// The data directory's folder for HomeKit ([`Config::homekit_dir`]).
+pub const HOMEKIT_DIR: &str = "homekit";
 
 /// A live event stream with nothing to send gets a comment line this often, so proxies keep it.
 pub const EVENT_KEEP_ALIVE: Duration = Duration::from_secs(15);
@@ -121,6 +126,8 @@ pub struct Config {
     /// The topic prefixes and client id given, also without `MQTT_HOST`: a broker found
     /// later (the one Home Assistant's Supervisor offers) is used with them.
     pub mqtt_names: MqttNames,
+    /// HomeKit: on or off, its port and the bridge's name (see [`crate::homekit`]).
+    pub homekit: HomekitConfig,
     /// The options file the settings were read from, if there was one.
     pub options_file: Option<PathBuf>,
     /// Home Assistant's Supervisor, when hearth runs as its add-on (`SUPERVISOR_TOKEN`).
@@ -270,6 +277,7 @@ impl Default for Config {
             alerts: AlertConfig::default(),
             mqtt: None,
             mqtt_names: MqttNames::default(),
+            homekit: HomekitConfig::default(),
             options_file: None,
             supervisor: None,
             ingress_proxy: None,
@@ -295,6 +303,10 @@ impl Config {
             // Open-Meteo points these at a fake.
             open_meteo_geocoding_url: "http://127.0.0.1:1".into(),
             open_meteo_url: "http://127.0.0.1:1".into(),
+            homekit: HomekitConfig {
+                port: 0,
+                ..HomekitConfig::default()
+            },
             ..Config::default()
         }
     }
@@ -307,6 +319,11 @@ impl Config {
             (None, Some(_)) => WeatherProvider::Upstream,
             (None, None) => WeatherProvider::OpenMeteo,
         }
+    }
+
+    /// Where the HomeKit accessory's identity and pairings are kept (see [`crate::hap::identity`]).
+    pub fn homekit_dir(&self) -> PathBuf {
+        self.data_dir.join(HOMEKIT_DIR)
     }
 
     /// How long a chunked subscribe is held before it is ended with no data.
@@ -416,6 +433,7 @@ impl Config {
             alerts: alerts::alerts(sources)?,
             mqtt: mqtt(sources, &mqtt_names)?,
             mqtt_names,
+            homekit: homekit::homekit(sources)?,
             options_file,
             ingress_proxy: sources
                 .ip(const { ip("INGRESS_PROXY") })?

@@ -648,6 +648,37 @@ pub const SETTINGS: &[Setting] = &[
         },
         help: "the MQTT client id; two servers on one broker need different ones",
     },
+    Setting {
+        name: "homekit",
+        variable: "HOMEKIT",
+        option: "--homekit",
+        kind: Kind::Bool { default: true },
+        help: "be a [HomeKit](homekit.md) bridge: the Home app on an iPhone shows each \
+               thermostat after scanning the code on hearth's page",
+    },
+    Setting {
+        name: "homekit_port",
+        variable: "HOMEKIT_PORT",
+        option: "--homekit-port",
+        kind: Kind::Number {
+            min: 0,
+            max: 65535,
+            default: 51826,
+        },
+        help: "the HomeKit port (advertised over mDNS, so controllers find any); 0 picks a \
+               free port",
+    },
+    Setting {
+        name: "homekit_name",
+        variable: "HOMEKIT_NAME",
+        option: "--homekit-name",
+        kind: Kind::Text {
+            allowed: "up to 63 bytes of letters, digits, spaces and `'`, starting and ending \
+                      with a letter or digit (what the Home app accepts)",
+            unset: Unset::Is("hearth"),
+        },
+        help: "the bridge's name in the Home app and on the network",
+    },
 ];
 
 /// The declaration of `variable`, or `None`.

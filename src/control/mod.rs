@@ -20,6 +20,7 @@ mod devices;
 mod energy;
 pub mod error;
 mod history;
+mod homekit;
 pub(crate) mod input;
 mod live;
 mod metrics;
@@ -133,6 +134,7 @@ enum Route {
     Energy,
     Alerts,
     AlertAck,
+    Homekit,
     Events,
     Metrics,
     NotifyDevice,
@@ -173,6 +175,7 @@ impl Route {
             "/api/energy" => (Route::Energy, get),
             "/api/alerts" => (Route::Alerts, get),
             "/api/alerts/ack" => (Route::AlertAck, post),
+            "/api/homekit" => (Route::Homekit, get),
             "/api/events" => (Route::Events, get),
             "/metrics" => (Route::Metrics, get),
             "/notify-device" => (Route::NotifyDevice, post),
@@ -229,10 +232,12 @@ impl Route {
         route.ok_or(ControlError::NotFound)
     }
 
+    /// Also HomeKit's setup code: whoever has it can pair a phone that controls every thermostat.
     fn manages_accounts(&self) -> bool {
         matches!(
             self,
-            Route::Keys
+            Route::Homekit
+                | Route::Keys
                 | Route::Key(_)
                 | Route::Users
                 | Route::User(_)
@@ -279,6 +284,7 @@ impl Route {
             Route::Energy => energy::energy(app, req)?,
             Route::Alerts => alerts::alerts(app),
             Route::AlertAck => alerts::ack(app, &req.body)?,
+            Route::Homekit => homekit::homekit(app),
             Route::Events => return live::events(app, req, cors, key_id),
             Route::Metrics => metrics::metrics(app),
             Route::NotifyDevice => devices::notify(app, &req.body)?,

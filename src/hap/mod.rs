@@ -13,5 +13,6 @@ pub mod pairings;
 pub mod session;
 pub mod srp;
 pub mod tlv;
+pub mod setup_uri;
 
 pub use identity::{Identity, IdentityError, Pairing};

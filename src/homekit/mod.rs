@@ -19,6 +19,7 @@ pub use bridge::Bridge;
 mod connection;
 mod http;
 pub mod server;
+pub mod mdns;
 
 use std::collections::{BTreeMap, BTreeSet};
 

@@ -146,6 +146,8 @@ fn control_requests() -> Vec<(&'static str, String, &'static str, &'static str)>
         ("GET", "/metrics".into(), "", ""),
         // Issue 38's: alerts.
         ("GET", "/api/alerts".into(), "", ""),
+        // Issue 40's: the HomeKit setup code.
+        ("GET", "/api/homekit".into(), "", ""),
         (
             "POST",
             "/api/alerts/ack".into(),

@@ -29,6 +29,8 @@ mod energy;
 mod history;
 mod homekit_bridge;
 mod homekit_pairing;
+mod homekit_mdns;
+mod homekit_setup;
 mod hosted_api;
 mod hosted_lock;
 mod hosted_status;

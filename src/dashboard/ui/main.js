@@ -2,6 +2,7 @@
 let started = false;
 async function start() {
   try { await loadConfig(); } catch (e) { /* the stream asks again when it connects */ }
+  loadHomekit().catch(() => {});
   if (started) {
     // Again after an API key was entered: the stream may be waiting to reconnect.
     await loadDevices().catch(() => {});

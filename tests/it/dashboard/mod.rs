@@ -14,6 +14,7 @@ mod chart;
 mod cross_origin;
 mod energy;
 mod glance;
+mod homekit;
 mod house;
 mod install;
 mod removal;

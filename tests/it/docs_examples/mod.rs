@@ -55,6 +55,7 @@ pages! {
     development => "docs/development.md",
     device_protocol => "docs/device-protocol.md",
     energy => "docs/energy.md",
+    homekit => "docs/homekit.md",
     hosted_api => "docs/hosted-api.md",
     metrics => "docs/metrics.md",
     mqtt_home_assistant => "docs/mqtt-home-assistant.md",
