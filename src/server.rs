@@ -20,6 +20,10 @@
 //!     file may be gone); the file is removed.
 //!   - `maintenance` (snapshots, heap trimming, the service manager's watchdog, the
 //!     self-probe): its timed wait on the signal returns.
+//!   - With HomeKit (`HOMEKIT`, on by default): `homekit-accept`, each controller's
+//!     `homekit-conn` and `homekit-events` (the signal shuts the listening socket down and
+//!     closes the controllers' connections), `homekit-mdns` (it sends the advertisement's
+//!     goodbye) and the bridge's `homekit-watch` (it ends with the bridge).
 //! - Stage 2, bridges:
 //!   - `mqtt` (with MQTT), and the MQTT client's own threads: its `select!` sees the signal's
 //!     channel close; it publishes `offline` and disconnects, which ends the client's threads.
@@ -38,8 +42,8 @@
 //! own timeouts. A start that fails half-way triggers every stage at once, without waiting.
 //! [`Server::shutdown`] does exactly this, in this order:
 //!
-//! 1. **Intake**: the TLS fronts, both listeners, the admin socket and the maintenance thread
-//!    stop. First, so that once anything else begins to stop no new request can change the
+//! 1. **Intake**: the TLS fronts, both listeners, the admin socket, the maintenance thread
+//!    and HomeKit stop. First, so that once anything else begins to stop no new request can change the
 //!    state or park a subscribe; a request already being handled is answered, and what it
 //!    commits still reaches everything below, which is still running. The maintenance thread
 //!    stops here because its self-probe would find the listeners closing.
@@ -133,6 +137,8 @@ pub struct Server {
     mqtt: Option<Mqtt>,
     history: Option<Recorder>,
     alerts: Option<crate::alerts::engine::Threads>,
+    /// The HomeKit bridge's listener and advertisement (`HOMEKIT`).
+    homekit: Option<crate::homekit::run::Running>,
     // Stage 3.
     notifier: JoinHandle<()>,
     events: JoinHandle<()>,
@@ -210,6 +216,7 @@ impl Server {
         let mqtt = Mqtt::start(&app, &bridges).map_err(StartError::Thread)?;
         let history = start_history(&app, &bridges);
         let alerts = start_alerts(&app, &bridges);
+        let homekit = crate::homekit::run::start(&app, &intake);
         log_started(&app, &ports.public, !ports.fronts.is_empty());
         unfinished.disarm();
         Ok(Server {
@@ -224,6 +231,7 @@ impl Server {
             mqtt,
             history,
             alerts,
+            homekit,
             notifier,
             events,
         })
@@ -236,6 +244,11 @@ impl Server {
 
     pub fn control_addr(&self) -> SocketAddr {
         self.public.control
+    }
+
+    /// The HomeKit listener's address, when HomeKit runs.
+    pub fn homekit_addr(&self) -> Option<SocketAddr> {
+        self.homekit.as_ref().map(|h| h.addr())
     }
 
     pub fn app(&self) -> &Arc<App> {
@@ -258,6 +271,9 @@ impl Server {
             admin.join();
         }
         let _ = self.maintenance.join();
+        if let Some(homekit) = self.homekit {
+            homekit.join();
+        }
         // 2. Bridges.
         Stage::Bridges.of(&self.shutdown).trigger();
         if let Some(mqtt) = self.mqtt {

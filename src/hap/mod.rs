@@ -11,8 +11,8 @@ pub mod pair_setup;
 pub mod pair_verify;
 pub mod pairings;
 pub mod session;
+pub mod setup_uri;
 pub mod srp;
 pub mod tlv;
-pub mod setup_uri;
 
 pub use identity::{Identity, IdentityError, Pairing};

@@ -50,7 +50,7 @@ impl Bridge {
     /// that turns the hub's changes into [`Attributes::watch`] signals (it ends with the
     /// bridge).
     pub fn new(app: Arc<App>, identity: Arc<Identity>, name: String) -> io::Result<Bridge> {
-        let aids = Aids::open(&app.config.data_dir.join("homekit"))?;
+        let aids = Aids::open(&app.config.homekit_dir())?;
         let changes = events::interesting_changes(app.hub());
         let shared = Arc::new(Shared {
             app,

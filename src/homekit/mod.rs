@@ -18,8 +18,9 @@ pub mod thermostat;
 pub use bridge::Bridge;
 mod connection;
 mod http;
-pub mod server;
 pub mod mdns;
+pub mod run;
+pub mod server;
 
 use std::collections::{BTreeMap, BTreeSet};
 
