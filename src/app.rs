@@ -52,6 +52,8 @@ pub struct App {
     /// its advertisement, the page and the admin socket; `None` with `HOMEKIT=false` or when
     /// it could not be opened (logged).
     pub homekit: Option<Arc<crate::hap::Identity>>,
+    /// The port HomeKit's listener took, once it listens (0 before, and if it could not).
+    pub homekit_port: std::sync::atomic::AtomicU16,
 }
 
 impl App {
@@ -69,6 +71,7 @@ impl App {
         let homekit = open_homekit(&config);
         App {
             homekit,
+            homekit_port: std::sync::atomic::AtomicU16::new(0),
             presence: Presence::new(config.availability_timeout, config.clock.clone()),
             config,
             state,

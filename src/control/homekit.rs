@@ -32,7 +32,8 @@ pub fn homekit(app: &App) -> Response {
         &json!({
             "enabled": true,
             "name": app.config.homekit.name,
-            "port": app.config.homekit.port,
+            // The port it listens on (null if its listener could not start).
+            "port": Some(app.homekit_port.load(std::sync::atomic::Ordering::Relaxed)).filter(|p| *p != 0),
             "paired": pairings > 0,
             "pairings": pairings,
             "setup_code": uri.as_ref().map(|_| code),

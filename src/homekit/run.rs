@@ -77,6 +77,8 @@ pub fn start(app: &Arc<App>, shutdown: &Shutdown) -> Option<Running> {
         }
     };
     let port = listener.addr().port();
+    app.homekit_port
+        .store(port, std::sync::atomic::Ordering::Relaxed);
     // Bound to loopback (as the tests' servers are), nobody else could connect: nothing is
     // announced to the network.
     let advertisement = if wanted.ip().is_loopback() {

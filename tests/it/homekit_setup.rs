@@ -197,6 +197,9 @@ fn the_page_reads_the_code_until_someone_pairs() {
     let uri = hearth::hap::setup_uri::setup_uri(2, &code, &identity.setup_id()).unwrap();
     assert_eq!(body["enabled"], json!(true));
     assert_eq!(body["name"], json!("hearth"));
+    // The port its listener took (the tests' servers ask for a free one).
+    let bound = s.server().homekit_addr().expect("HomeKit listens").port();
+    assert_eq!(body["port"], json!(bound));
     assert_eq!(body["paired"], json!(false));
     assert_eq!(body["pairings"], json!(0));
     assert_eq!(body["setup_code"], json!(code));
