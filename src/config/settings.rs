@@ -666,7 +666,8 @@ pub const SETTINGS: &[Setting] = &[
             default: 51826,
         },
         help: "the HomeKit port (advertised over mDNS, so controllers find any); 0 picks a \
-               free port",
+               free port, as hearth does when this one is taken (Homebridge's default is the \
+               same)",
     },
     Setting {
         name: "homekit_name",
