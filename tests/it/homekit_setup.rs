@@ -157,6 +157,18 @@ fn reset_reaches_a_running_server() {
 }
 
 #[test]
+fn a_taken_homekit_port_is_replaced_by_a_free_one() {
+    // Homebridge's default port is HomeKit's too: hearth must still start, and HomeKit with it.
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = taken.local_addr().unwrap().port();
+    let s = TestServer::start_with(|c| c.homekit.port = port);
+    let bound = s.server().homekit_addr().expect("HomeKit listens");
+    assert_ne!(bound.port(), port);
+    assert_eq!(get(s.control(), "/health").status, 200);
+    assert_eq!(homekit_api(&s, &[]).json()["port"], json!(bound.port()));
+}
+
+#[test]
 fn a_server_with_homekit_off_says_so() {
     let dir = TempDir::new("homekit-cli-off");
     std::fs::create_dir_all(dir.path()).unwrap();
