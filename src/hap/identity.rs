@@ -65,6 +65,11 @@ struct Stored {
     config_number: u32,
     /// What the attribute database looked like when `config_number` was last counted.
     config_fingerprint: u64,
+    /// Wrong setup codes since the last pairing or reset: kept, so a restart does not give a
+    /// guesser another hundred tries (pair-setup refuses them after
+    /// [`super::pair_setup::MAX_FAILURES`]).
+    #[serde(default)]
+    setup_failures: u32,
 }
 
 #[derive(Debug)]
@@ -124,6 +129,7 @@ impl Identity {
                     pairings: Vec::new(),
                     config_number: 1,
                     config_fingerprint: 0,
+                    setup_failures: 0,
                 };
                 save(dir, &stored)?;
                 stored
@@ -186,6 +192,7 @@ impl Identity {
                 None if full => return Err(IdentityError::Full),
                 None => s.pairings.push(pairing),
             }
+            s.setup_failures = 0;
             Ok(())
         })
     }
@@ -211,8 +218,25 @@ impl Identity {
             s.signing_key = signing_key;
             s.config_number = 1;
             s.config_fingerprint = 0;
+            s.setup_failures = 0;
             Ok(())
         })
+    }
+
+    /// Wrong setup codes since the last pairing or reset.
+    pub fn setup_failures(&self) -> u32 {
+        self.stored.lock().setup_failures
+    }
+
+    /// Counts one more wrong setup code, durably; the count after it.
+    pub fn count_setup_failure(&self) -> Result<u32, IdentityError> {
+        let mut count = 0;
+        self.change(|s| {
+            s.setup_failures = s.setup_failures.saturating_add(1);
+            count = s.setup_failures;
+            Ok(())
+        })?;
+        Ok(count)
     }
 
     /// The configuration number for an attribute database whose shape is `fingerprint`: the

@@ -4,9 +4,11 @@
 //!
 //! One exchange at a time across the accessory (another controller gets `Busy`), none while
 //! the accessory is paired (`Unavailable`: further controllers are added by an admin through
-//! `/pairings`), and after [`MAX_FAILURES`] wrong codes none at all (`MaxTries`) until the
-//! process restarts: with a random 8-digit code that leaves a guesser one chance in a million
-//! per restart.
+//! `/pairings`), and after [`MAX_FAILURES`] wrong codes none at all (`MaxTries`) until
+//! `hearth homekit reset`: the count is kept in the identity's file, so a restart gives no
+//! more tries, and a random 8-digit code leaves a guesser one chance in a million. An
+//! exchange left without its next step for [`STAGE_TIMEOUT`] may be taken over by another
+//! connection, so one that stalls cannot keep the owner from pairing.
 
 use parking_lot::Mutex;
 
@@ -18,6 +20,8 @@ use crate::util::random;
 
 /// Wrong setup codes after which pair-setup is refused (HAP: 100).
 pub const MAX_FAILURES: u32 = 100;
+/// How long an exchange waits for its next step before another connection may take over.
+pub const STAGE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
 
 /// The accessory's pair-setup: who holds the exchange, and how far it got.
 #[derive(Default)]
@@ -27,9 +31,10 @@ pub struct PairSetup {
 
 #[derive(Default)]
 struct State {
-    failures: u32,
     /// The connection holding the exchange, and its stage.
     current: Option<(u64, Stage)>,
+    /// When the exchange last moved (a step answered).
+    moved: Option<std::time::Instant>,
 }
 
 enum Stage {
@@ -42,11 +47,6 @@ enum Stage {
 impl PairSetup {
     pub fn new() -> PairSetup {
         PairSetup::default()
-    }
-
-    /// Wrong setup codes so far.
-    pub fn failures(&self) -> u32 {
-        self.state.lock().failures
     }
 
     /// Lets go of an exchange held by a connection that closed.
@@ -62,7 +62,7 @@ impl PairSetup {
         let step = request.byte(kind::STATE).unwrap_or(0);
         match step {
             1 => self.start(connection, identity, request),
-            3 => self.prove(connection, request),
+            3 => self.prove(connection, identity, request),
             5 => self.exchange(connection, identity, request),
             _ => error(step.saturating_add(1), TlvError::Unknown),
         }
@@ -74,10 +74,11 @@ impl PairSetup {
         if identity.is_paired() {
             return error(2, TlvError::Unavailable);
         }
-        if state.failures >= MAX_FAILURES {
+        if identity.setup_failures() >= MAX_FAILURES {
             return error(2, TlvError::MaxTries);
         }
-        if matches!(state.current, Some((c, _)) if c != connection) {
+        let stalled = state.moved.is_none_or(|at| at.elapsed() >= STAGE_TIMEOUT);
+        if matches!(state.current, Some((c, _)) if c != connection) && !stalled {
             return error(2, TlvError::Busy);
         }
         // Method 0 (pair setup) or 1 (with MFi authentication, which this accessory has
@@ -96,11 +97,12 @@ impl PairSetup {
             .with(kind::PUBLIC_KEY, &server.public_key())
             .with(kind::SALT, server.salt());
         state.current = Some((connection, Stage::Salted(Box::new(server))));
+        state.moved = Some(std::time::Instant::now());
         reply
     }
 
     /// M3 → M4: checks the controller's proof of the code.
-    fn prove(&self, connection: u64, request: &Tlv) -> Tlv {
+    fn prove(&self, connection: u64, identity: &Identity, request: &Tlv) -> Tlv {
         let mut state = self.state.lock();
         let server = match state.current.take() {
             Some((c, Stage::Salted(server))) if c == connection => server,
@@ -116,16 +118,20 @@ impl PairSetup {
         match server.verify(a_pub, proof) {
             Ok(verified) => {
                 state.current = Some((connection, Stage::Proven(verified.key)));
+                state.moved = Some(std::time::Instant::now());
                 Tlv::new()
                     .with(kind::STATE, &[4])
                     .with(kind::PROOF, &verified.proof)
             }
             Err(srp::Refused) => {
-                state.failures = state.failures.saturating_add(1);
-                log::warn!(
-                    "HomeKit pair-setup: a wrong setup code ({} of {MAX_FAILURES})",
-                    state.failures
-                );
+                match identity.count_setup_failure() {
+                    Ok(n) => {
+                        log::warn!("HomeKit pair-setup: a wrong setup code ({n} of {MAX_FAILURES})")
+                    }
+                    Err(e) => {
+                        log::error!("HomeKit pair-setup: a wrong setup code, not counted ({e})")
+                    }
+                }
                 error(4, TlvError::Authentication)
             }
         }
@@ -186,7 +192,6 @@ impl PairSetup {
                 return error(6, TlvError::Unknown);
             }
         }
-        state.failures = 0;
         log::info!("HomeKit: paired with a controller by pair-setup");
         let accessory_x = crypto::hkdf(
             &key,
@@ -239,7 +244,9 @@ mod tests {
         let (id, dir) = identity("tries");
         let setup = PairSetup::new();
         // 98 failures without the cost of 98 exchanges; the 99th and 100th are real.
-        setup.state.lock().failures = MAX_FAILURES - 2;
+        for _ in 0..MAX_FAILURES - 2 {
+            id.count_setup_failure().unwrap();
+        }
         for _ in 0..2 {
             assert_eq!(setup.handle(1, &id, &m1()).byte(kind::STATE), Some(2));
             assert_eq!(
@@ -247,9 +254,21 @@ mod tests {
                 error(4, TlvError::Authentication)
             );
         }
-        assert_eq!(setup.failures(), MAX_FAILURES);
+        assert_eq!(id.setup_failures(), MAX_FAILURES);
         assert_eq!(setup.handle(1, &id, &m1()), error(2, TlvError::MaxTries));
         assert_eq!(setup.handle(2, &id, &m1()), error(2, TlvError::MaxTries));
+        // Kept: a restart (a new pair-setup, the identity read again) gives no more tries.
+        let again = Identity::open(&dir).unwrap();
+        assert_eq!(
+            PairSetup::new().handle(3, &again, &m1()),
+            error(2, TlvError::MaxTries)
+        );
+        // A reset lets pairing start again.
+        again.reset().unwrap();
+        assert_eq!(
+            PairSetup::new().handle(3, &again, &m1()).byte(kind::STATE),
+            Some(2)
+        );
         std::fs::remove_dir_all(dir).unwrap();
     }
 
@@ -270,7 +289,7 @@ mod tests {
         );
         setup.abandon(1);
         assert_eq!(setup.handle(2, &id, &m1()).byte(kind::STATE), Some(2));
-        assert_eq!(setup.failures(), 0);
+        assert_eq!(id.setup_failures(), 0);
         id.add_pairing(Pairing {
             id: "c".into(),
             public_key: [1; 32],

@@ -59,10 +59,17 @@ fn add(identity: &Identity, request: &Tlv) -> Tlv {
     if identity.pairing(&id).is_some_and(|p| p.public_key != key) {
         return error(2, TlvError::Unknown);
     }
+    // Nor may the last admin lose its rights: nobody could add or remove a pairing after it,
+    // short of `hearth homekit reset`.
+    let admin = permissions & 1 == 1;
+    let others_admin = identity.pairings().iter().any(|p| p.admin && p.id != id);
+    if !admin && identity.pairing(&id).is_some_and(|p| p.admin) && !others_admin {
+        return error(2, TlvError::Unknown);
+    }
     match identity.add_pairing(Pairing {
         id,
         public_key: key,
-        admin: permissions & 1 == 1,
+        admin,
     }) {
         Ok(()) => {
             log::info!("HomeKit: a controller added by an admin controller");

@@ -8,7 +8,7 @@
 //! request a web page sent (`Origin`, `Sec-Fetch-Site`) gets 403 and the connection closes.
 
 use std::io::{self, Read, Write};
-use std::net::{Shutdown as Direction, TcpStream};
+use std::net::{IpAddr, Shutdown as Direction, TcpStream};
 use std::panic::{self, AssertUnwindSafe};
 use std::time::Instant;
 
@@ -98,7 +98,7 @@ impl Conn {
 }
 
 /// Serves the connection until it closes, errs, passes a deadline or the listener stops.
-pub(super) fn serve(shared: &Shared, conn: &Conn, mut stream: TcpStream) {
+pub(super) fn serve(shared: &Shared, conn: &Conn, mut stream: TcpStream, client: IpAddr) {
     let deadline = Instant::now() + shared.limits.unverified;
     let mut buf = Vec::new();
     let mut verify = PairVerify::Idle;
@@ -140,6 +140,13 @@ pub(super) fn serve(shared: &Shared, conn: &Conn, mut stream: TcpStream) {
                 ..answer(500, HAP_JSON, FAILED)
             }
         });
+        // Bytes after M3 in the same read were sent in plain where only encrypted frames may
+        // follow: served, they would pass as the verified controller's (someone on the path
+        // appending a request to a real controller's pair-verify). The exchange is dropped.
+        if answer.verified.is_some() && !buf.is_empty() {
+            log::warn!("HomeKit: plain bytes after pair-verify's M3; connection closed");
+            return;
+        }
         if conn.write(&answer.bytes).is_err() || answer.close {
             return;
         }
@@ -147,6 +154,7 @@ pub(super) fn serve(shared: &Shared, conn: &Conn, mut stream: TcpStream) {
             // The answer to M3 went out in plain; all after it is encrypted.
             conn.out.lock().session = Some(Session::new(&verified));
             *conn.controller.lock() = Some(verified.controller);
+            super::server::verified(shared, client);
         }
     }
 }
@@ -202,7 +210,11 @@ fn route(shared: &Shared, conn: &Conn, verify: &mut PairVerify, req: &Request) -
             ..answer(403, HAP_JSON, NOT_AUTHORIZED)
         };
     }
-    let controller = conn.controller();
+    // Looked up on every request: a pairing removed while this session was being verified
+    // (before the session took its controller) ends here too.
+    let controller = conn
+        .controller()
+        .filter(|c| shared.identity.pairing(c).is_some());
     let method = req.method.as_str();
     match (req.path.as_str(), method) {
         ("/pair-setup", "POST") => match Tlv::decode(&req.body) {
@@ -253,9 +265,16 @@ fn route(shared: &Shared, conn: &Conn, verify: &mut PairVerify, req: &Request) -
             reply(shared.attributes.read(&req.query, &subs.0))
         }
         ("/characteristics", "PUT") if controller.is_some() => {
-            let mut subs = conn.subscriptions.lock();
-            let (subscriptions, sent) = &mut *subs;
-            reply(shared.attributes.write(&req.body, subscriptions, sent))
+            // Written on a copy: a write commits (durably) up to hundreds of values, and the
+            // event thread must not wait for it to send other controllers their events.
+            let (mut subscriptions, mut sent) = conn.subscriptions.lock().clone();
+            let answer = reply(
+                shared
+                    .attributes
+                    .write(&req.body, &mut subscriptions, &mut sent),
+            );
+            *conn.subscriptions.lock() = (subscriptions, sent);
+            answer
         }
         ("/accessories" | "/characteristics", _) if controller.is_none() => {
             answer(470, HAP_JSON, NOT_AUTHORIZED)

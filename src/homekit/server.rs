@@ -45,9 +45,16 @@ pub struct Limits {
     pub head: usize,
     /// Bytes of a request's body.
     pub body: usize,
-    /// From the accept to a completed pair-verify (pair-setup included: a person types the
+    /// From the accept to a completed pair-verify (pair-setup included: a person may type the
     /// code between its steps).
     pub unverified: Duration,
+    /// Connections not (yet) verified, from one address and in all: a neighbour that never
+    /// verifies holds at most these, and the other slots stay for paired controllers'
+    /// sessions, which such a neighbour cannot crowd out. (Per address it is as many as any
+    /// connections: a controller that finds the accessory's id changed, after a reset, leaves
+    /// its failed attempts open until their deadline; aiohomekit leaves four.)
+    pub unverified_per_address: usize,
+    pub unverified_total: usize,
     /// How long a verified connection may send nothing. Controllers keep their connection open
     /// to hear EVENTs and reconnect when it closes.
     pub idle: Duration,
@@ -62,7 +69,9 @@ impl Default for Limits {
             total: 32,
             head: 8 * 1024,
             body: 64 * 1024,
-            unverified: Duration::from_secs(300),
+            unverified: Duration::from_secs(120),
+            unverified_per_address: 8,
+            unverified_total: 12,
             idle: Duration::from_secs(24 * 3600),
             send_timeout: Duration::from_secs(10),
         }
@@ -77,7 +86,7 @@ pub(super) struct Shared {
     pub limits: Limits,
     pub shutdown: Shutdown,
     pub conns: Mutex<HashMap<u64, Arc<Conn>>>,
-    counts: Mutex<HashMap<IpAddr, usize>>,
+    counts: Mutex<Counts>,
     threads: Mutex<Vec<JoinHandle<()>>>,
     next_id: AtomicU64,
 }
@@ -138,7 +147,7 @@ pub fn start_with(
         limits,
         shutdown: shutdown.clone(),
         conns: Mutex::new(HashMap::new()),
-        counts: Mutex::new(HashMap::new()),
+        counts: Mutex::new(Counts::default()),
         threads: Mutex::new(Vec::new()),
         next_id: AtomicU64::new(1),
     });
@@ -200,7 +209,7 @@ fn accept_loop(listener: &TcpListener, shared: &Arc<Shared>) {
         shared.threads.lock().retain(|t| !t.is_finished());
         if let Err(e) = start_connection(shared, stream, client) {
             log::warn!("HomeKit: no thread for a connection: {e}");
-            release_slot(shared, client);
+            release_slot(shared, client, false);
         }
     }
 }
@@ -217,10 +226,10 @@ fn start_connection(shared: &Arc<Shared>, stream: TcpStream, client: IpAddr) -> 
         .spawn({
             let shared = Arc::clone(shared);
             move || {
-                connection::serve(&shared, &conn, stream);
+                connection::serve(&shared, &conn, stream, client);
                 shared.setup.abandon(id);
                 shared.conns.lock().remove(&id);
-                release_slot(&shared, client);
+                release_slot(&shared, client, conn.controller().is_some());
             }
         });
     match thread {
@@ -235,24 +244,51 @@ fn start_connection(shared: &Arc<Shared>, stream: TcpStream, client: IpAddr) -> 
     }
 }
 
+/// Open connections by client address: all of them, and those not verified.
+#[derive(Default)]
+pub(super) struct Counts {
+    open: HashMap<IpAddr, usize>,
+    unverified: HashMap<IpAddr, usize>,
+}
+
 fn take_slot(shared: &Shared, client: IpAddr) -> bool {
+    let limits = &shared.limits;
     let mut counts = shared.counts.lock();
-    let total: usize = counts.values().sum();
-    let mine = counts.entry(client).or_default();
-    if *mine >= shared.limits.per_address || total >= shared.limits.total {
+    let total: usize = counts.open.values().sum();
+    let unverified: usize = counts.unverified.values().sum();
+    let mine = counts.open.get(&client).copied().unwrap_or(0);
+    let mine_unverified = counts.unverified.get(&client).copied().unwrap_or(0);
+    if mine >= limits.per_address
+        || total >= limits.total
+        || mine_unverified >= limits.unverified_per_address
+        || unverified >= limits.unverified_total
+    {
         return false;
     }
-    *mine += 1;
+    *counts.open.entry(client).or_default() += 1;
+    *counts.unverified.entry(client).or_default() += 1;
     true
 }
 
-fn release_slot(shared: &Shared, client: IpAddr) {
-    let mut counts = shared.counts.lock();
-    if let Some(n) = counts.get_mut(&client) {
+fn decrement(map: &mut HashMap<IpAddr, usize>, client: IpAddr) {
+    if let Some(n) = map.get_mut(&client) {
         *n = n.saturating_sub(1);
         if *n == 0 {
-            counts.remove(&client);
+            map.remove(&client);
         }
+    }
+}
+
+/// A connection of `client` completed pair-verify: it no longer counts as unverified.
+pub(super) fn verified(shared: &Shared, client: IpAddr) {
+    decrement(&mut shared.counts.lock().unverified, client);
+}
+
+fn release_slot(shared: &Shared, client: IpAddr, verified: bool) {
+    let mut counts = shared.counts.lock();
+    decrement(&mut counts.open, client);
+    if !verified {
+        decrement(&mut counts.unverified, client);
     }
 }
 

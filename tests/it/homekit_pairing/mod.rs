@@ -383,3 +383,88 @@ fn aiohomekit_pairs_reads_writes_hears_events_and_reconnects() {
     c.stop();
     hap.stop();
 }
+
+/// Bytes sent in plain after pair-verify's M3, in the same write, are never served as the
+/// verified controller's: someone on the path appending a request to a real controller's
+/// pair-verify (here: adding themselves as an admin) gets the connection closed instead, and
+/// nothing is stored.
+#[test]
+fn plain_bytes_after_pair_verify_are_not_served_as_the_controllers() {
+    use hearth::hap::crypto;
+    use ring::agreement::{self, EphemeralPrivateKey, UnparsedPublicKey, X25519};
+    use ring::rand::SystemRandom;
+    use ring::signature::{Ed25519KeyPair, KeyPair};
+
+    let dir = TempDir::new("hap-plain-after-m3");
+    let hap = Hap::start(&Fake::new(20.0), dir.path(), any_port(), Limits::default());
+    let rng = SystemRandom::new();
+    let pkcs8 = Ed25519KeyPair::generate_pkcs8(&rng).unwrap();
+    let long_term = Ed25519KeyPair::from_pkcs8(pkcs8.as_ref()).unwrap();
+    let public_key: [u8; 32] = long_term.public_key().as_ref().try_into().unwrap();
+    let phone = Pairing {
+        id: "phone".into(),
+        public_key,
+        admin: true,
+    };
+    hap.identity.add_pairing(phone).unwrap();
+    let mut s = TcpStream::connect(hap.addr()).unwrap();
+    let ephemeral = EphemeralPrivateKey::generate(&X25519, &rng).unwrap();
+    let ours = ephemeral.compute_public_key().unwrap().as_ref().to_vec();
+    let m1 = Tlv::new()
+        .with(kind::STATE, &[1])
+        .with(kind::PUBLIC_KEY, &ours)
+        .encode();
+    let (status, body) = exchange(&mut s, "POST", "/pair-verify", &m1);
+    assert_eq!(status, 200);
+    let theirs = Tlv::decode(&body)
+        .unwrap()
+        .get(kind::PUBLIC_KEY)
+        .unwrap()
+        .to_vec();
+    let shared =
+        agreement::agree_ephemeral(ephemeral, &UnparsedPublicKey::new(&X25519, &theirs), |k| {
+            k.to_vec()
+        })
+        .unwrap();
+    let key = crypto::hkdf(
+        &shared,
+        b"Pair-Verify-Encrypt-Salt",
+        b"Pair-Verify-Encrypt-Info",
+    );
+    let signed = [&ours[..], b"phone", &theirs[..]].concat();
+    let proof = Tlv::new()
+        .with(kind::IDENTIFIER, b"phone")
+        .with(kind::SIGNATURE, long_term.sign(&signed).as_ref())
+        .encode();
+    let sealed = crypto::seal(&key, crypto::label_nonce(b"PV-Msg03"), &[], &proof);
+    let m3 = Tlv::new()
+        .with(kind::STATE, &[3])
+        .with(kind::ENCRYPTED_DATA, &sealed)
+        .encode();
+    let add = Tlv::new()
+        .with(kind::STATE, &[1])
+        .with(kind::METHOD, &[3])
+        .with(kind::IDENTIFIER, b"mallory")
+        .with(kind::PUBLIC_KEY, &[9; 32])
+        .with(kind::PERMISSIONS, &[1])
+        .encode();
+    let mut wire = format!(
+        "POST /pair-verify HTTP/1.1\r\nContent-Length: {}\r\n\r\n",
+        m3.len()
+    )
+    .into_bytes();
+    wire.extend_from_slice(&m3);
+    wire.extend_from_slice(
+        format!(
+            "POST /pairings HTTP/1.1\r\nContent-Length: {}\r\n\r\n",
+            add.len()
+        )
+        .as_bytes(),
+    );
+    wire.extend_from_slice(&add);
+    s.write_all(&wire).unwrap();
+    // No M4: the connection closes, after which nothing of it can be served.
+    assert!(closed(&mut s), "the connection stays open");
+    assert_eq!(hap.identity.pairing("mallory"), None);
+    assert_eq!(hap.identity.pairings().len(), 1);
+}
