@@ -28,6 +28,7 @@ mod docs_links;
 mod energy;
 mod history;
 mod homekit_bridge;
+mod homekit_controller;
 mod homekit_mdns;
 mod homekit_pairing;
 mod homekit_setup;

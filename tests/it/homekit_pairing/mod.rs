@@ -10,7 +10,7 @@
 //! (`bash .ci/aiohomekit.sh` makes one and prints its path); it skips with a message without
 //! one, unless `HEARTH_REQUIRE_AIOHOMEKIT=1`.
 
-mod controller;
+pub(crate) mod controller;
 mod fake;
 
 use std::io::{Read, Write};
