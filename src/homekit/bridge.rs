@@ -32,6 +32,18 @@ pub const MAX_WRITES: usize = 256;
 /// hearth as a HomeKit bridge over the thermostats it serves.
 pub struct Bridge {
     shared: Arc<Shared>,
+    /// The watch thread: dropping the sender stops it, and the bridge's drop waits for it, so
+    /// nothing of the server (its state, the data directory's lock) outlives a stop.
+    watch: Option<(crossbeam_channel::Sender<()>, std::thread::JoinHandle<()>)>,
+}
+
+impl Drop for Bridge {
+    fn drop(&mut self) {
+        if let Some((stop, thread)) = self.watch.take() {
+            drop(stop);
+            let _ = thread.join();
+        }
+    }
 }
 
 pub(super) struct Shared {
@@ -47,8 +59,8 @@ pub(super) struct Shared {
 impl Bridge {
     /// The bridge named `name` (`HOMEKIT_NAME`). Reads the accessory ids kept in
     /// `DATA_DIR/homekit/` (an unreadable file is an error naming it) and starts the thread
-    /// that turns the hub's changes into [`Attributes::watch`] signals (it ends with the
-    /// bridge).
+    /// that turns the hub's changes into [`Attributes::watch`] signals (the bridge's drop
+    /// stops it and waits for it).
     pub fn new(app: Arc<App>, identity: Arc<Identity>, name: String) -> io::Result<Bridge> {
         let aids = Aids::open(&app.config.homekit_dir())?;
         let changes = events::interesting_changes(app.hub());
@@ -60,8 +72,12 @@ impl Bridge {
             watchers: Watchers::default(),
             number: AtomicU32::new(1),
         });
-        events::forward(Arc::downgrade(&shared), changes)?;
-        Ok(Bridge { shared })
+        let (stop, stopped) = crossbeam_channel::bounded(0);
+        let thread = events::forward(Arc::downgrade(&shared), changes, stopped)?;
+        Ok(Bridge {
+            shared,
+            watch: Some((stop, thread)),
+        })
     }
 
     /// The accessory id of a thermostat the database lists, if it has one.

@@ -15,7 +15,7 @@ use std::sync::{Arc, Weak};
 use std::thread;
 use std::time::Duration;
 
-use crossbeam_channel::{Receiver, RecvTimeoutError, Sender, TrySendError, bounded};
+use crossbeam_channel::{Receiver, Sender, TrySendError, bounded, select};
 use parking_lot::Mutex;
 use serde_json::json;
 
@@ -25,8 +25,7 @@ use super::{Sent, Subscriptions};
 use crate::hub::{ChangeEvent, Hub};
 use crate::util::clock::Stopwatch;
 
-/// How often the set of listed thermostats is looked at (and how long the thread outlives its
-/// bridge at most).
+/// How often the set of listed thermostats is looked at.
 pub const LOOK_EVERY: Duration = Duration::from_secs(2);
 const STACK: usize = 128 * 1024;
 
@@ -63,8 +62,12 @@ pub fn interesting_changes(hub: &Hub) -> Receiver<Arc<ChangeEvent>> {
 }
 
 /// Starts the thread that turns `changes` and changes of the listed set into signals; it ends
-/// when the bridge is dropped.
-pub(super) fn forward(bridge: Weak<Shared>, changes: Receiver<Arc<ChangeEvent>>) -> io::Result<()> {
+/// when `stop` disconnects (the bridge is dropped).
+pub(super) fn forward(
+    bridge: Weak<Shared>,
+    changes: Receiver<Arc<ChangeEvent>>,
+    stop: Receiver<()>,
+) -> io::Result<thread::JoinHandle<()>> {
     let mut listed: Option<BTreeSet<String>> = None;
     let mut looked = Stopwatch::start();
     thread::Builder::new()
@@ -72,10 +75,13 @@ pub(super) fn forward(bridge: Weak<Shared>, changes: Receiver<Arc<ChangeEvent>>)
         .stack_size(STACK)
         .spawn(move || {
             loop {
-                let event = match changes.recv_timeout(LOOK_EVERY) {
-                    Ok(e) => Some(e),
-                    Err(RecvTimeoutError::Timeout) => None,
-                    Err(RecvTimeoutError::Disconnected) => return,
+                let event = select! {
+                    recv(stop) -> _ => return,
+                    recv(changes) -> got => match got {
+                        Ok(e) => Some(e),
+                        Err(_) => return,
+                    },
+                    default(LOOK_EVERY) => None,
                 };
                 let Some(shared) = bridge.upgrade() else {
                     return;
@@ -95,8 +101,7 @@ pub(super) fn forward(bridge: Weak<Shared>, changes: Receiver<Arc<ChangeEvent>>)
                     shared.watchers.notify();
                 }
             }
-        })?;
-    Ok(())
+        })
 }
 
 /// The EVENT body for the subscribed characteristics whose values differ from `sent` (which

@@ -16,6 +16,8 @@ use crate::util::shutdown::Shutdown;
 pub struct Running {
     listener: Handle,
     advertisement: Option<Advertisement>,
+    /// Dropped last: its watch thread is stopped and waited for then.
+    bridge: Arc<Bridge>,
 }
 
 impl Running {
@@ -24,12 +26,14 @@ impl Running {
         self.listener.addr()
     }
 
-    /// After the shutdown signal: the advertisement's goodbye, then the listener's threads.
+    /// After the shutdown signal: the advertisement's goodbye, the listener's threads, then the
+    /// bridge's watch thread (once nothing else holds the bridge).
     pub fn join(self) {
         if let Some(advertisement) = self.advertisement {
             advertisement.join();
         }
         self.listener.join();
+        drop(self.bridge);
     }
 }
 
@@ -90,6 +94,7 @@ pub fn start(app: &Arc<App>, shutdown: &Shutdown) -> Option<Running> {
     Some(Running {
         listener,
         advertisement,
+        bridge,
     })
 }
 

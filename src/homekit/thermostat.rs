@@ -30,12 +30,15 @@ const THERMOSTAT_NAME: u64 = 17;
 const AWAY: u64 = 20;
 const AWAY_ON: u64 = 21;
 const AWAY_NAME: u64 = 22;
-/// Setpoint bounds on the thermostat's 0.5 °C grid, inside its safety bounds.
+/// Setpoint bounds on the 0.5 °C grid, around the thermostat's safety bounds.
 fn setpoint_bounds(view: &View) -> Bounds {
     let (lo, hi) = view.bounds();
     Bounds {
-        min: Some((lo * 2.0).ceil() / 2.0),
-        max: Some((hi * 2.0).floor() / 2.0),
+        // Outward to the 0.5 grid: a target the core clamped to an off-grid bound (7.222 °C,
+        // 45 °F) still lies within what the Home app is told, and a write past the bound is
+        // clamped by the core as from any surface.
+        min: Some((lo * 2.0).floor() / 2.0),
+        max: Some((hi * 2.0).ceil() / 2.0),
         step: Some(0.5),
         valid: None,
     }

@@ -109,9 +109,11 @@ fn the_database_lists_the_thermostat_by_its_page_name_and_reads_what_it_reported
     assert_eq!(modes["valid-values"], json!([0, 1, 2, 3]));
     assert_eq!(modes["perms"], json!(["pr", "pw", "ev"]));
     let target = characteristic(&thermostat, "4A", "35");
+    // The safety bounds (7.222 to 35 °C: 45 to 95 °F) outward to the 0.5 grid, so a target
+    // the core clamped to 7.222 still lies within them.
     assert_eq!(
         (&target["minValue"], &target["maxValue"], &target["minStep"]),
-        (&json!(7.5), &json!(35.0), &json!(0.5))
+        (&json!(7.0), &json!(35.0), &json!(0.5))
     );
     assert_eq!(
         characteristic(&thermostat, "4A", "10")["value"],
