@@ -225,7 +225,7 @@ mod tests {
         let target = a
             .characteristic(TARGET_TEMPERATURE)
             .map(|c| c.bounds.clone());
-        assert_eq!(target.and_then(|b| b.min), Some(7.5));
+        assert_eq!(target.and_then(|b| b.min), Some(7.0));
         // No humidity reported: no humidity characteristic.
         let dry = thermostat(2, &view(json!({}), json!({})), 0);
         assert!(dry.characteristic(HUMIDITY).is_none());
