@@ -63,7 +63,7 @@ impl Bridge {
     /// stops it and waits for it).
     pub fn new(app: Arc<App>, identity: Arc<Identity>, name: String) -> io::Result<Bridge> {
         let aids = Aids::open(&app.config.homekit_dir())?;
-        let changes = events::interesting_changes(app.hub());
+        let changes = events::interesting_changes(app.hub(), Arc::clone(&identity));
         let shared = Arc::new(Shared {
             app,
             identity,

@@ -22,6 +22,7 @@ use serde_json::json;
 use super::accessories;
 use super::bridge::{Accessories, Shared};
 use super::{Sent, Subscriptions};
+use crate::hap::Identity;
 use crate::hub::{ChangeEvent, Hub};
 use crate::util::clock::Stopwatch;
 
@@ -51,13 +52,16 @@ impl Watchers {
 }
 
 /// The hub's changes a controller can see: a thermostat's `shared` and `device` buckets, and
-/// the structure its away lives in.
-pub fn interesting_changes(hub: &Hub) -> Receiver<Arc<ChangeEvent>> {
-    hub.watch_if(Box::new(|e: &ChangeEvent| {
+/// the structure its away lives in; none while no controller is paired (none could be
+/// listening), so a hearth nobody paired spends nothing per change on HomeKit (the set of
+/// thermostats is still looked at every [`LOOK_EVERY`]).
+pub fn interesting_changes(hub: &Hub, identity: Arc<Identity>) -> Receiver<Arc<ChangeEvent>> {
+    hub.watch_if(Box::new(move |e: &ChangeEvent| {
         let key = e.change.key.as_str();
         ["shared.", "device.", "structure."]
             .iter()
             .any(|p| key.starts_with(p))
+            && identity.is_paired()
     }))
 }
 
