@@ -10,9 +10,8 @@
 //! is a cache: one that cannot be read is logged and started afresh.
 
 use std::collections::HashMap;
-use std::fs::{self, DirBuilder, File, OpenOptions};
-use std::io::{self, Write};
-use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+use std::fs;
+use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
@@ -167,35 +166,9 @@ fn to_json(readings: &HashMap<String, Reading>) -> Vec<u8> {
     Value::Object(places).to_string().into_bytes()
 }
 
-/// Replaces the file whole: a crash leaves the old one or the new one. (Written here with
-/// `std` rather than `crate::store::files`, which sits a layer above `weather`; the same steps:
-/// a private directory, a 0600 file written aside and fsynced, renamed, the directory fsynced.)
+/// Replaces the file whole: a crash leaves the old one or the new one.
 fn write(dir: &Path, readings: &HashMap<String, Reading>) -> io::Result<()> {
-    let body = to_json(readings);
-    let (path, aside) = (dir.join(FILE), dir.join(format!("{FILE}.new")));
-    let attempt = || -> io::Result<()> {
-        let mut file = OpenOptions::new()
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .mode(0o600)
-            .open(&aside)?;
-        file.write_all(&body)?;
-        file.sync_data()?;
-        fs::rename(&aside, &path)?;
-        match File::open(dir)?.sync_all() {
-            // Some file systems cannot fsync a directory; the data itself is synced.
-            Err(e) if e.kind() == io::ErrorKind::InvalidInput => Ok(()),
-            other => other,
-        }
-    };
-    match attempt() {
-        Err(e) if e.kind() == io::ErrorKind::NotFound => {
-            DirBuilder::new().recursive(true).mode(0o700).create(dir)?;
-            attempt()
-        }
-        other => other,
-    }
+    crate::util::durable::replace(dir, FILE, &to_json(readings))
 }
 
 /// `current.temp_c` of each place in an answer keyed by queries (`{"94304,US": {...}}`, as
