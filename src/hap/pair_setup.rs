@@ -96,8 +96,13 @@ impl PairSetup {
             .with(kind::STATE, &[2])
             .with(kind::PUBLIC_KEY, &server.public_key())
             .with(kind::SALT, server.salt());
+        // An exchange's clock starts when a connection takes it: sending M1 again on the same
+        // connection does not restart it, so one connection cannot hold pair-setup forever.
+        let taken = !matches!(state.current, Some((c, _)) if c == connection);
         state.current = Some((connection, Stage::Salted(Box::new(server))));
-        state.moved = Some(std::time::Instant::now());
+        if taken || state.moved.is_none() {
+            state.moved = Some(std::time::Instant::now());
+        }
         reply
     }
 
