@@ -6,33 +6,12 @@
 use crate::common;
 
 use std::path::Path;
-use std::process::{Command, Output};
 
+use common::cli::{hearth, ok};
 use common::*;
 use hearth::hap::{Identity, Pairing};
 use hearth::process::ServerProcess;
 use serde_json::{Value, json};
-
-fn hearth(dir: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_hearth"))
-        .args(args)
-        .arg("--data-dir")
-        .arg(dir)
-        .env_remove("DATA_DIR")
-        .env_remove("HOMEKIT")
-        .output()
-        .expect("the binary runs")
-}
-
-fn ok(out: &Output) -> String {
-    let text = String::from_utf8_lossy(&out.stdout).to_string();
-    assert!(
-        out.status.success(),
-        "failed: {}\n{text}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    text
-}
 
 fn controller(id: &str) -> Pairing {
     Pairing {

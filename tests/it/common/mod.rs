@@ -2,6 +2,7 @@
 //! directory, raw HTTP helpers, and simulated thermostats whose events arrive on a channel.
 #![allow(dead_code)]
 
+pub mod cli;
 pub mod docs;
 pub mod energy;
 pub mod from_address;
