@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use parking_lot::Mutex;
 
+use crate::accounts::{Sight, Viewer, Visibility};
 use crate::config::{ApiOrigin, Config};
 use crate::events::EventStreams;
 use crate::hub::Hub;
@@ -101,16 +102,14 @@ impl App {
         self.presence.availability(serial, holding)
     }
 
-    /// Whether the control port keeps `serial` out of sight: with pairing required, a
-    /// thermostat nobody owns (never claimed, or released: [`crate::accounts::pairing_applies`])
-    /// is seen by nobody, so `/status`, `/api/history`, `/api/schedule` answer as for an
-    /// unknown serial and the event stream leaves its events out. In open mode anyone on the
-    /// LAN may add it (`POST /api/adopt`), so nothing is hidden.
-    pub fn unseen(&self, serial: &str) -> bool {
-        self.config.require_device_pairing
-            && self
-                .state
-                .accounts(|a| crate::accounts::pairing_applies(a, serial, true))
+    /// Who may see a thermostat: the accounts' one rule, in this server's mode.
+    pub fn visibility(&self) -> Visibility {
+        Visibility::new(self.config.require_device_pairing)
+    }
+
+    /// What `viewer` may do with `serial` ([`crate::accounts::visibility`]).
+    pub fn sight(&self, serial: &str, viewer: Viewer<'_>) -> Sight {
+        self.visibility().sight(&self.state, serial, viewer)
     }
 
     /// True the first time a serial subscribes in this process.
@@ -150,10 +149,8 @@ impl crate::alerts::Context for App {
         self.started_ms
     }
 
-    fn out_of_sight(&self, serial: &str) -> bool {
-        let require = self.config.require_device_pairing;
-        self.state
-            .accounts(|a| crate::accounts::pairing_applies(a, serial, require))
+    fn sight(&self, serial: &str) -> Sight {
+        App::sight(self, serial, Viewer::Alerts)
     }
 }
 

@@ -64,6 +64,7 @@ use std::sync::Arc;
 use std::thread::{self, JoinHandle};
 use std::time::Duration;
 
+use crate::accounts::Viewer;
 use crate::admin::socket::{AdminReply, AdminSocket, Handler, SOCKET_FILE};
 use crate::app::{App, PublicOrigin};
 use crate::config::Config;
@@ -463,7 +464,7 @@ fn start_events(
                         .accounts(|a| a.api_keys.get(id).is_some_and(|k| !k.is_expired(now)))
                 },
                 // Nobody sees the events of a thermostat the control port keeps out of sight.
-                |serial| !app.unseen(serial),
+                |serial| app.sight(serial, Viewer::Lan).addressable(),
             )
         }
     })

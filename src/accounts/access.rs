@@ -10,7 +10,7 @@
 //! 3. a serial outside the key's list, a missing scope, or a change through a `read` share →
 //!    denied.
 
-use super::release::pairing_applies;
+use super::visibility::{Standing, standing};
 use crate::state::{Accounts, ApiKey, DEFAULT_USER, Scope, ShareAccess};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -58,23 +58,22 @@ pub enum Denied {
     NotAllowed,
 }
 
-/// The thermostat's owner: the user who claimed it, else the default user unless pairing
-/// applies to it (pairing required, or released: [`pairing_applies`]).
+/// The thermostat's owner: the user who claimed it, else the default user if it is theirs
+/// (open mode, and not released: [`standing`]).
 pub fn effective_owner<'a>(
     accounts: &'a Accounts,
     serial: &str,
     open_mode: bool,
 ) -> Option<&'a str> {
-    match accounts.owner_of(serial) {
-        Some(o) => Some(o.user.as_str()),
-        None if !pairing_applies(accounts, serial, !open_mode) => Some(DEFAULT_USER),
-        None => None,
+    match standing(accounts, serial, !open_mode) {
+        Standing::Claimed => accounts.owner_of(serial).map(|o| o.user.as_str()),
+        Standing::DefaultUser => Some(DEFAULT_USER),
+        Standing::Unclaimed | Standing::Released => None,
     }
 }
 
 /// How `user` relates to `serial`: its owner, a user it is shared with, or nothing. A
-/// thermostat nobody owns (pairing applies to it: unclaimed with pairing required, or
-/// released) relates to nobody, whatever shares are on record: shares end when it is released
+/// thermostat nobody owns (unclaimed with pairing required, or released: [`standing`]) relates to nobody, whatever shares are on record: shares end when it is released
 /// and none can be made while nobody owns it, but a share left by older data gives nothing.
 pub fn relation(
     accounts: &Accounts,

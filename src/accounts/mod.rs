@@ -11,12 +11,14 @@ pub mod links;
 pub(crate) mod pin;
 pub(crate) mod release;
 pub mod users;
+pub mod visibility;
 
 pub use access::{Need, Relation, effective_owner, relation};
 pub use error::AccountsError;
 pub use keys::{KEY_PREFIX, NewKey};
 pub use links::{Link, claim, share, unlink, unshare};
-pub use release::{adopt, needs_entry_key, pairing_applies, release};
+pub use release::{adopt, needs_entry_key, release};
+pub use visibility::{Sight, Standing, Viewer, Visibility};
 
 use crate::state::{Op, State, structure_id};
 

@@ -8,16 +8,15 @@
 //! it back at once as it is.
 //!
 //! Two rules follow:
-//! - [`pairing_applies`]: nobody owns it, and pairing is required or it was released. Then no
-//!   user sees or controls it on any surface (the hosted API shows it to no one, whatever
-//!   shares are on record, and none can be made; the control API's device list leaves it out,
-//!   commands to it are refused with 409, MQTT hides it); with pairing required the control
-//!   API's reads of it (`/status`, history, schedule, events) answer as for an unknown serial
-//!   too ([`crate::app::App::unseen`]). It waits (`GET /api/waiting`) until someone claims it
-//!   or, in open mode, adopts it.
+//! - Who sees it is [`super::visibility`]'s rule: nobody owns it, so no user sees or controls
+//!   it on any surface (the hosted API shows it to no one, whatever shares are on record, and
+//!   none can be made; the control API's device list leaves it out, commands to it are refused
+//!   with 409, MQTT and HomeKit hide it, alerts clear); with pairing required the control API's
+//!   reads of it (`/status`, history, schedule, events) answer as for an unknown serial too. It
+//!   waits (`GET /api/waiting`) until someone claims it or, in open mode, adopts it.
 //! - [`needs_entry_key`]: nobody owns it, pairing is required, and it was never released (it
-//!   was never anyone's). Only then does the device protocol refuse what it sends until it
-//!   holds an entry key (and then store nothing).
+//!   was never anyone's: [`Standing::Unclaimed`]). Only then does the device protocol refuse
+//!   what it sends until it holds an entry key (and then store nothing).
 //!
 //! A thermostat is released whoever owned it (the user who claimed it, or the default user by
 //! rule). Otherwise "unlink" would mean two things in open mode: a claimed thermostat would
@@ -25,19 +24,14 @@
 
 use super::AccountsError;
 use super::access::effective_owner;
+use super::visibility::{Standing, standing};
 use crate::state::{Accounts, AccountsTxn, Op, State};
-
-/// Whether nobody may see or control `serial` (see the module comment): it has no owner, and
-/// pairing is required or its owner released it.
-pub fn pairing_applies(accounts: &Accounts, serial: &str, require_pairing: bool) -> bool {
-    accounts.owner_of(serial).is_none() && (require_pairing || accounts.is_released(serial))
-}
 
 /// Whether the device protocol refuses what `serial` sends until it holds an entry key (see the
 /// module comment): pairing is required and it was never anyone's. A released thermostat
 /// keeps operating.
 pub fn needs_entry_key(accounts: &Accounts, serial: &str, require_pairing: bool) -> bool {
-    require_pairing && accounts.owner_of(serial).is_none() && !accounts.is_released(serial)
+    standing(accounts, serial, require_pairing) == Standing::Unclaimed
 }
 
 /// Ends every link to `serial` in `txn`: its shares and its owner, and marks it released, so
@@ -133,16 +127,21 @@ mod tests {
 
     const S: &str = "02AA01AC0000SIM1";
 
+    /// Whether nobody owns `serial`.
+    fn nobodys(a: &Accounts, require_pairing: bool) -> bool {
+        !standing(a, S, require_pairing).owned()
+    }
+
     #[test]
-    fn pairing_applies_to_the_unowned_with_pairing_and_to_the_released() {
+    fn nobody_owns_the_unowned_with_pairing_nor_the_released() {
         let mut a = Accounts::default();
-        assert!(!pairing_applies(&a, S, false));
-        assert!(pairing_applies(&a, S, true));
+        assert!(!nobodys(&a, false));
+        assert!(nobodys(&a, true));
         a.apply(&Op::SetReleased {
             serial: S.into(),
             released: true,
         });
-        assert!(pairing_applies(&a, S, false));
+        assert!(nobodys(&a, false));
         assert_eq!(effective_owner(&a, S, true), None);
         // An owner wins (a claim clears the release; this holds even if it did not).
         a.apply(&Op::SetOwner {
@@ -152,7 +151,7 @@ mod tests {
                 since_ms: 0,
             }),
         });
-        assert!(!pairing_applies(&a, S, false) && !pairing_applies(&a, S, true));
+        assert!(!nobodys(&a, false) && !nobodys(&a, true));
         a.apply(&Op::SetReleased {
             serial: S.into(),
             released: false,
@@ -171,7 +170,7 @@ mod tests {
             released: true,
         });
         assert!(!needs_entry_key(&a, S, true) && !needs_entry_key(&a, S, false));
-        assert!(pairing_applies(&a, S, true) && pairing_applies(&a, S, false));
+        assert!(nobodys(&a, true) && nobodys(&a, false));
         a.apply(&Op::SetReleased {
             serial: S.into(),
             released: false,

@@ -151,7 +151,7 @@ impl Engine {
         let active = self.record.lock().active_of(serial);
         // A thermostat out of sight (unclaimed with pairing required, or removed in either
         // mode) has no alerts: what was active clears, and nothing starts.
-        if app.out_of_sight(serial) {
+        if !app.sight(serial).listed {
             for alert in active {
                 let cleared = Alert {
                     cleared_at: Some(iso8601_ms(now_ms)),

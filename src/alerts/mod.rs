@@ -142,11 +142,10 @@ pub trait Context: Send + Sync {
     fn available(&self, serial: &str) -> bool;
     /// When this process started serving (ms).
     fn started_ms(&self) -> i64;
-    /// Whether the thermostat is out of the alerts' sight: nobody owns it and pairing is
-    /// required, or it was released (removed), in open mode too
-    /// ([`crate::accounts::pairing_applies`]). A removed thermostat keeps operating, but nobody
-    /// asked to hear of it any more.
-    fn out_of_sight(&self, serial: &str) -> bool;
+    /// What the alerts may do with the thermostat ([`crate::accounts::Viewer::Alerts`]): one
+    /// nobody owns (unclaimed with pairing required, or removed, in open mode too) is not
+    /// listed. A removed thermostat keeps operating, but nobody asked to hear of it any more.
+    fn sight(&self, serial: &str) -> crate::accounts::Sight;
 }
 
 /// The active and recent alerts, and who watches them. Fed by the rules once a notice is

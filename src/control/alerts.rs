@@ -4,6 +4,7 @@ use serde_json::{Value, json};
 
 use super::error::ControlError;
 use super::input;
+use crate::accounts::Viewer;
 use crate::alerts::Alert;
 use crate::alerts::engine::AckError;
 use crate::app::App;
@@ -11,12 +12,12 @@ use crate::http::Response;
 
 /// `GET /api/alerts`: `{"active": [...], "recent": [...]}`, each an alert as the webhook sends
 /// it (`id`, `serial`, `kind`, `started_at`, `cleared_at`, `message`); active oldest first,
-/// recent newest first. A thermostat the control port keeps out of sight ([`App::unseen`])
-/// has its alerts left out.
+/// recent newest first. A thermostat the control port may not read
+/// ([`crate::accounts::visibility`]) has its alerts left out.
 pub fn alerts(app: &App) -> Response {
     let seen = |list: Vec<Alert>| -> Vec<Alert> {
         list.into_iter()
-            .filter(|a| !app.unseen(&a.serial))
+            .filter(|a| app.sight(&a.serial, Viewer::Lan).addressable())
             .collect()
     };
     Response::json(
@@ -48,7 +49,7 @@ pub fn ack(app: &App, body: &[u8]) -> Result<Response, ControlError> {
         .alerts
         .active()
         .iter()
-        .any(|a| a.id == id && app.unseen(&a.serial))
+        .any(|a| a.id == id && !app.sight(&a.serial, Viewer::Lan).addressable())
     {
         return Err(unknown());
     }

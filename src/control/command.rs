@@ -11,6 +11,7 @@ use serde_json::Value;
 
 use super::ControlError;
 use super::input;
+use crate::accounts::Viewer;
 use crate::app::App;
 use crate::http::Response;
 use crate::thermostat::{
@@ -74,8 +75,9 @@ pub fn run(app: &App, body: &[u8]) -> Result<Response, ControlError> {
     };
     let command = Command::of(name).ok_or_else(|| ControlError::UnknownCommand(name.clone()))?;
     let value = body.get("value").unwrap_or(&Value::Null);
-    let pairing = app.config.require_device_pairing;
-    thermostat::admit(&app.state, &serial, pairing).map_err(|e| ControlError::of(e, &serial))?;
+    let visibility = app.visibility();
+    thermostat::admit(&app.state, &serial, visibility, Viewer::Lan)
+        .map_err(|e| ControlError::of(e, &serial))?;
     let mut intent = intent(command, value)?;
     if let Some(asked) = body.get("if_revision") {
         let Intent::Schedule { only_over, .. } = &mut intent else {
@@ -88,7 +90,7 @@ pub fn run(app: &App, body: &[u8]) -> Result<Response, ControlError> {
             })?),
         };
     }
-    let committed = thermostat::commit(&app.state, &serial, &intent, pairing)
+    let committed = thermostat::commit(&app.state, &serial, &intent, visibility, Viewer::Lan)
         .map_err(|e| ControlError::of(e, &serial))?;
     // The answer names the command's own bucket, as the Python server's does.
     let Some(write) = committed.writes.first() else {

@@ -3,6 +3,7 @@
 use serde_json::Value;
 
 use super::ControlError;
+use crate::accounts::Viewer;
 use crate::app::App;
 use crate::http::Request;
 use crate::util::JsonMap;
@@ -59,10 +60,10 @@ pub fn known(app: &App, serial: String) -> Result<String, ControlError> {
     }
 }
 
-/// A serial the server has seen and shows on the control port, or 404 as for an unknown one
-/// (with pairing required, one nobody owns is seen by nobody: [`App::unseen`]).
+/// A serial the server has seen and the control port may read, or 404 as for an unknown one
+/// (with pairing required, one nobody owns is seen by nobody: [`crate::accounts::visibility`]).
 pub fn shown(app: &App, serial: String) -> Result<String, ControlError> {
-    if app.state.device_exists(&serial) && !app.unseen(&serial) {
+    if app.state.device_exists(&serial) && app.sight(&serial, Viewer::Lan).addressable() {
         Ok(serial)
     } else {
         Err(ControlError::DeviceNotFound)

@@ -4,7 +4,7 @@
 //! as a label of `hearth_thermostat_info`. A reading the thermostat has not reported (null)
 //! is left out rather than written as a made-up number.
 
-use crate::accounts;
+use crate::accounts::Viewer;
 use crate::app::App;
 use crate::http::Response;
 use crate::metrics::StatusCounts;
@@ -25,11 +25,10 @@ pub fn metrics(app: &App) -> Response {
 
 /// The status records of the thermostats the control API lists, by serial.
 fn listed(app: &App) -> Vec<Status> {
-    let pairing = app.config.require_device_pairing;
     let now = app.config.clock.now_ms();
-    let mut serials = app.state.serials();
-    app.state
-        .accounts(|a| serials.retain(|s| !accounts::pairing_applies(a, s, pairing)));
+    let mut serials = app
+        .visibility()
+        .listed(&app.state, app.state.serials(), Viewer::Lan);
     serials.sort();
     serials
         .iter()
@@ -179,7 +178,7 @@ fn server(app: &App, out: &mut Exposition) {
     for kind in crate::alerts::Kind::ALL {
         let n = active
             .iter()
-            .filter(|a| a.kind == kind && !app.unseen(&a.serial))
+            .filter(|a| a.kind == kind && app.sight(&a.serial, Viewer::Lan).addressable())
             .count();
         out.sample("hearth_alerts_active", &[("kind", kind.as_str())], n as f64);
     }

@@ -8,7 +8,7 @@ use serde_json::{Value, json};
 
 use super::ControlError;
 use super::input;
-use crate::accounts;
+use crate::accounts::Viewer;
 use crate::app::App;
 use crate::http::{Request, Response};
 use crate::thermostat;
@@ -58,13 +58,14 @@ fn reported(app: &App, serial: &str) -> bool {
         .unwrap_or(false)
 }
 
-/// `{"devices":[status + subscription_count + owner + reported], "total": n}`. Thermostats pairing
-/// applies to are left out: in pairing mode only claimed ones are listed (as the Python server
-/// does), in open mode released ones are not (`/api/waiting` lists both). `/status` answers
-/// for a released one in open mode (anyone on the LAN may add it), not in pairing mode.
+/// `{"devices":[status + subscription_count + owner + reported], "total": n}`: the thermostats
+/// the control port lists ([`crate::accounts::visibility`]): in pairing mode only claimed ones
+/// (as the Python server does), in open mode not released ones (`/api/waiting` lists both).
+/// `/status` answers for a released one in open mode (anyone on the LAN may add it), not in
+/// pairing mode.
 pub fn devices(app: &App) -> Response {
     let counts = app.hub().subscription_counts();
-    let pairing = app.config.require_device_pairing;
+    let visibility = app.visibility();
     let serials = app.state.serials();
     let (owners, listed): (HashMap<String, String>, Vec<String>) = app.state.accounts(|a| {
         let owners = a
@@ -74,7 +75,7 @@ pub fn devices(app: &App) -> Response {
             .collect();
         let listed = serials
             .into_iter()
-            .filter(|s| !accounts::pairing_applies(a, s, pairing))
+            .filter(|s| visibility.of(a, s, Viewer::Lan).listed)
             .collect();
         (owners, listed)
     });

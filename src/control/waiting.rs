@@ -1,6 +1,7 @@
 //! Thermostats waiting to be added: the known thermostats nobody owns, which `/api/devices`
 //! therefore leaves out (in pairing mode the unclaimed ones, in open mode the released ones),
-//! and adopting a released one again. Who waits is [`accounts::pairing_applies`]'s rule.
+//! and adopting a released one again. Who waits is what [`accounts::visibility`] says nobody
+//! owns.
 
 use std::collections::BTreeSet;
 
@@ -8,7 +9,7 @@ use serde_json::{Value, json};
 
 use super::ControlError;
 use super::input;
-use crate::accounts;
+use crate::accounts::{self, Standing, Viewer};
 use crate::app::App;
 use crate::http::Response;
 use crate::thermostat::{self, names};
@@ -18,16 +19,15 @@ use crate::util::clock;
 /// sorted by serial. A released thermostat is listed even when it has no state (an older
 /// hearth deleted it; it is known by its release and its name is then null).
 pub fn waiting(app: &App) -> Response {
-    let pairing = app.config.require_device_pairing;
+    let visibility = app.visibility();
     let serials = app.state.serials();
     let rows: Vec<(String, bool)> = app.state.accounts(|a| {
         let known: BTreeSet<String> = serials.into_iter().chain(a.released.clone()).collect();
         known
             .into_iter()
-            .filter(|s| accounts::pairing_applies(a, s, pairing))
-            .map(|s| {
-                let released = a.is_released(&s);
-                (s, released)
+            .filter_map(|s| {
+                let standing = visibility.of(a, &s, Viewer::Lan).standing;
+                (!standing.owned()).then_some((s, standing == Standing::Released))
             })
             .collect()
     });

@@ -6,7 +6,7 @@ use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
 use super::characteristics::{Characteristic, Kind};
-use crate::accounts;
+use crate::accounts::Viewer;
 use crate::app::App;
 
 /// HAP's version this bridge speaks (HAP Protocol Information).
@@ -131,17 +131,12 @@ pub fn bridge(name: &str, device_id: &str) -> Accessory {
     }
 }
 
-/// The serials of the thermostats the page lists (`/api/devices`): known, and not ones pairing
-/// applies to (unclaimed with pairing required, or removed), which nobody may see or control.
+/// The serials of the thermostats HomeKit lists ([`crate::accounts::visibility`]: those the page
+/// lists; not unclaimed ones with pairing required, nor removed ones, which nobody may see or
+/// control).
 pub fn listed(app: &App) -> Vec<String> {
-    let pairing = app.config.require_device_pairing;
-    let serials = app.state.serials();
-    app.state.accounts(|a| {
-        serials
-            .into_iter()
-            .filter(|s| !accounts::pairing_applies(a, s, pairing))
-            .collect()
-    })
+    app.visibility()
+        .listed(&app.state, app.state.serials(), Viewer::HomeKit)
 }
 
 /// What a controller caches of the database, hashed: accessories, services, characteristics

@@ -19,6 +19,7 @@ use super::events::{self, Watchers};
 use super::requests::{ReadQuery, WriteItem};
 use super::status::{self, status_of};
 use super::{Address, Attributes, Reply, Sent, Subscriptions};
+use crate::accounts::Viewer;
 use crate::app::App;
 use crate::hap::Identity;
 use crate::thermostat::{self, Intent};
@@ -144,7 +145,8 @@ impl Bridge {
             &app.state,
             serial,
             intent,
-            app.config.require_device_pairing,
+            app.visibility(),
+            Viewer::HomeKit,
         ) {
             Ok(_) => status::OK,
             Err(e) => status_of(serial, &e),
@@ -226,12 +228,7 @@ impl Shared {
             return Some(self.bridge());
         }
         let serial = self.aids.serial(aid)?;
-        let pairing = self.app.config.require_device_pairing;
-        let hidden = self
-            .app
-            .state
-            .accounts(|a| crate::accounts::pairing_applies(a, &serial, pairing));
-        if hidden {
+        if !self.app.sight(&serial, Viewer::HomeKit).listed {
             return None;
         }
         self.thermostat(aid, &serial)

@@ -19,7 +19,8 @@ use ratelimit::RateLimiter;
 
 use std::sync::Arc;
 
-use crate::accounts::access::{self, Need};
+use crate::accounts::Viewer;
+use crate::accounts::access::Need;
 use crate::accounts::keys;
 use crate::app::App;
 use crate::http::{Method, Request, Response, percent_decode};
@@ -220,9 +221,7 @@ fn route(app: &App, req: &Request, key: &ApiKey) -> Result<Response, HostedError
         .state
         .find_device(&id)
         .ok_or(HostedError::DeviceNotFound)?;
-    let open_mode = !app.config.require_device_pairing;
-    app.state
-        .accounts(|a| access::check(a, key, &serial, action.need(), open_mode))?;
+    app.sight(&serial, Viewer::Key(key)).allows(action.need())?;
     let target = Target { serial };
     match action {
         Action::Devices => Ok(read::devices(app, key)),
@@ -232,7 +231,7 @@ fn route(app: &App, req: &Request, key: &ApiKey) -> Result<Response, HostedError
         Action::Unlink => write::unlink(app, &target, key),
         Action::Write(w) => {
             let intent = write::intent(w, &req.body, &target.serial)?;
-            write::commit(app, &target, &intent, w.reports())
+            write::commit(app, &target, key, &intent, w.reports())
         }
     }
 }

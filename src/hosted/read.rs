@@ -5,7 +5,7 @@ use serde::Serialize;
 use serde_json::{Value, json};
 
 use super::{HostedError, Target};
-use crate::accounts::access::{self, Need};
+use crate::accounts::Viewer;
 use crate::app::App;
 use crate::energy::report::{self, Period, Report};
 use crate::http::{Request, Response};
@@ -32,16 +32,14 @@ pub fn summary(view: &View) -> Summary {
 /// `GET /devices`: the thermostats the key's user owns or has been shared, within the key's
 /// serial list, sorted by serial.
 pub fn devices(app: &App, key: &ApiKey) -> Response {
-    let open_mode = !app.config.require_device_pairing;
+    let visibility = app.visibility();
     let listed: Vec<Value> = app
         .state
         .serials()
         .into_iter()
-        .filter(|s| key.covers(s))
         .filter_map(|serial| {
-            let relation = app
-                .state
-                .accounts(|a| access::relation(a, &serial, &key.user, open_mode))?;
+            let sight = visibility.sight(&app.state, &serial, Viewer::Key(key));
+            let relation = sight.relation.filter(|_| sight.listed)?;
             let summary = summary(&thermostat::view(&app.state, &serial)?);
             Some(json!({
                 "id": summary.id,
@@ -65,10 +63,7 @@ pub fn devices(app: &App, key: &ApiKey) -> Response {
 /// is disturbed, and not a field in a bucket, which holds only what the thermostat keeps.
 pub fn status(app: &App, target: &Target, key: &ApiKey) -> Result<Response, HostedError> {
     let serial = &target.serial;
-    let open_mode = !app.config.require_device_pairing;
-    let may_change = app
-        .state
-        .accounts(|a| access::check(a, key, serial, Need::Write, open_mode).is_ok());
+    let may_change = app.sight(serial, Viewer::Key(key)).commandable();
     let owner = owner_of(app, serial);
     let now = app.config.clock.now_ms();
     let body = app

@@ -13,7 +13,7 @@
 use serde_json::{Value, json};
 
 use super::{HostedError, Target, Write};
-use crate::accounts;
+use crate::accounts::{self, Viewer};
 use crate::app::App;
 use crate::http::Response;
 use crate::state::ApiKey;
@@ -27,6 +27,7 @@ use crate::util::JsonMap;
 pub fn commit(
     app: &App,
     target: &Target,
+    key: &ApiKey,
     intent: &Intent,
     reported: BucketKind,
 ) -> Result<Response, HostedError> {
@@ -35,7 +36,8 @@ pub fn commit(
         &app.state,
         serial,
         intent,
-        app.config.require_device_pairing,
+        app.visibility(),
+        Viewer::Key(key),
     )?;
     let write = committed
         .write_to(reported)

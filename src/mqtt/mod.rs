@@ -42,7 +42,7 @@ use std::time::Duration;
 
 use crossbeam_channel::{Receiver, bounded, select};
 
-use crate::accounts;
+use crate::accounts::Viewer;
 use crate::alerts::Notice;
 use crate::app::App;
 use crate::config::MqttConfig;
@@ -340,13 +340,13 @@ impl Bridge {
             .collect()
     }
 
-    /// The thermostat as MQTT shows it; `None` if it is gone or pairing applies to it
-    /// (unclaimed with pairing required, or released).
+    /// The thermostat as MQTT shows it; `None` if it is gone or MQTT may not list it
+    /// ([`crate::accounts::visibility`]: unclaimed with pairing required, or released).
     fn snapshot(&self, serial: &str, held: &HashMap<String, usize>) -> Option<Snapshot> {
-        let pairing = self.app.config.require_device_pairing;
+        let visibility = self.app.visibility();
         let (owner, hidden) = self.app.state.accounts(|a| {
             let owner = a.owner_of(serial).map(|o| o.user.clone());
-            (owner, accounts::pairing_applies(a, serial, pairing))
+            (owner, !visibility.of(a, serial, Viewer::Mqtt).listed)
         });
         if hidden {
             return None;
@@ -510,7 +510,8 @@ impl Bridge {
             &self.app.state,
             &serial,
             &intent,
-            self.app.config.require_device_pairing,
+            self.app.visibility(),
+            Viewer::Mqtt,
         );
         match result {
             Ok(_) => log::info!("MQTT: {topic} ran"),

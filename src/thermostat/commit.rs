@@ -6,7 +6,7 @@ use super::plan::{BucketKind, plan};
 use super::refusal::{Error, Refusal};
 use super::view::View;
 use super::{Intent, ScheduleRevision};
-use crate::accounts;
+use crate::accounts::{Viewer, Visibility};
 use crate::hub::Origin;
 use crate::state::{Stamp, State};
 use crate::util::JsonMap;
@@ -37,32 +37,38 @@ impl Committed {
     }
 }
 
-/// Whether `serial` takes commands now: it exists, and pairing does not apply to it (with
-/// pairing required it is claimed; in open mode it was not released). A surface checks this
-/// before it reads a command's value, so an unknown thermostat is a 404 whatever the value;
-/// [`commit`] checks it again.
-pub fn admit(state: &State, serial: &str, pairing: bool) -> Result<(), Error> {
+/// Whether `serial` takes commands from `viewer` now: it exists, and the visibility rule lets
+/// the viewer command it ([`accounts::visibility`]: nobody commands a thermostat nobody owns,
+/// unclaimed with pairing required or released). A surface checks this before it reads a
+/// command's value, so an unknown thermostat is a 404 whatever the value; [`commit`] checks it
+/// again.
+pub fn admit(
+    state: &State,
+    serial: &str,
+    visibility: Visibility,
+    viewer: Viewer<'_>,
+) -> Result<(), Error> {
     if !state.device_exists(serial) {
         return Err(Error::NotFound);
     }
-    if state.accounts(|a| accounts::pairing_applies(a, serial, pairing)) {
+    if !visibility.sight(state, serial, viewer).commandable() {
         return Err(Error::NotClaimed);
     }
     Ok(())
 }
 
-/// Carries out `intent` on the thermostat `serial` as one durable, pushed change. `pairing`:
-/// `REQUIRE_DEVICE_PAIRING`. A thermostat pairing applies to (unclaimed with pairing required,
-/// or released) is nobody's, so nobody may send it anything.
+/// Carries out `intent` on the thermostat `serial` for `viewer` as one durable, pushed change,
+/// if the visibility rule lets the viewer command it ([`admit`]).
 pub fn commit(
     state: &State,
     serial: &str,
     intent: &Intent,
-    pairing: bool,
+    visibility: Visibility,
+    viewer: Viewer<'_>,
 ) -> Result<Committed, Error> {
     let (owner, refused) = state.accounts(|a| {
         let owner = a.owner_of(serial).map(|o| o.user.clone());
-        (owner, accounts::pairing_applies(a, serial, pairing))
+        (owner, !visibility.of(a, serial, viewer).commandable())
     });
     if refused && state.device_exists(serial) {
         return Err(Error::NotClaimed);
