@@ -8,12 +8,10 @@ use serde_json::{Value, json};
 
 use super::ControlError;
 use super::input;
-use crate::accounts;
+use crate::accounts::{self, Viewer};
 use crate::app::App;
 use crate::http::{Request, Response};
-use crate::hub::Origin;
-use crate::state::Stamp;
-use crate::util::JsonMap;
+use crate::thermostat::{self, Intent};
 
 pub fn register(app: &App, body: &[u8]) -> Result<Response, ControlError> {
     let body = input::json_object(body)?;
@@ -58,17 +56,15 @@ pub fn ensure_user(app: &App, body: &[u8]) -> Result<Response, ControlError> {
     ))
 }
 
-/// `POST /api/dismiss-pairing/{serial}`: empties the `confirm-pairing` dialog, if there is one.
+/// `POST /api/dismiss-pairing/{serial}`: empties the `confirm-pairing` dialog, if there is one,
+/// through the core like every command (so a thermostat nobody owns is refused as a command
+/// to it is).
 pub fn dismiss_pairing(app: &App, serial: &str) -> Result<Response, ControlError> {
-    let serial = input::known(app, input::serial(serial)?)?;
-    let key = format!("device_alert_dialog.{serial}");
-    let dismissed = app.state.update_device(&serial, Origin::Server, |txn| {
-        if txn.bucket(&key).is_none() {
-            return Ok::<_, ControlError>(false);
-        }
-        txn.replace(&key, JsonMap::new(), Stamp::Always);
-        Ok(true)
-    })?;
+    let serial = input::serial(serial)?;
+    let intent = Intent::DismissDialog;
+    let committed = thermostat::commit(&app.state, &serial, &intent, app.visibility(), Viewer::Lan)
+        .map_err(|e| ControlError::of(e, &serial))?;
+    let dismissed = !committed.writes.is_empty();
     let message = if dismissed {
         format!("Pairing dialog dismissed for {serial}")
     } else {

@@ -54,6 +54,8 @@ pub enum Intent {
     /// The name every surface shows (see [`super::names`]), already checked by
     /// [`name`]; empty clears it.
     Name(String),
+    /// Empty the dialog its screen shows ("confirm pairing"), if it shows one.
+    DismissDialog,
 }
 
 /// Longest name, in characters: a card title and a Home Assistant entity name stay readable.

@@ -16,6 +16,8 @@ pub enum BucketKind {
     /// Its owner's structure (away).
     Structure,
     Schedule,
+    /// The dialog its screen shows (`device_alert_dialog`: "confirm pairing").
+    AlertDialog,
 }
 
 impl View {
@@ -26,6 +28,7 @@ impl View {
             BucketKind::Device => format!("device.{}", self.serial),
             BucketKind::Structure => self.structure_key.clone(),
             BucketKind::Schedule => format!("schedule.{}", self.serial),
+            BucketKind::AlertDialog => format!("device_alert_dialog.{}", self.serial),
         }
     }
 }
@@ -89,6 +92,18 @@ pub fn plan(intent: &Intent, view: &View, now_ms: i64) -> Result<Vec<Write>, Ref
                 values: schedule.clone(),
                 replace: true,
             }]);
+        }
+        // Emptied, as the Python server does; a thermostat showing no dialog is left alone.
+        Intent::DismissDialog => {
+            return Ok(view
+                .alert_dialog
+                .then(|| Write {
+                    bucket: BucketKind::AlertDialog,
+                    values: JsonMap::new(),
+                    replace: true,
+                })
+                .into_iter()
+                .collect());
         }
         Intent::ScheduleMode(mode) => (
             BucketKind::Shared,
@@ -708,6 +723,23 @@ mod tests {
         assert_eq!(v.key(BucketKind::Device), "device.S");
         assert_eq!(v.key(BucketKind::Schedule), "schedule.S");
         assert_eq!(v.key(BucketKind::Structure), "structure.alice");
+        assert_eq!(v.key(BucketKind::AlertDialog), "device_alert_dialog.S");
+    }
+
+    #[test]
+    fn a_dialog_is_dismissed_only_when_there_is_one() {
+        let mut v = view(json!({}), json!({}));
+        assert_eq!(plan(&Intent::DismissDialog, &v, NOW), Ok(vec![]));
+        v.alert_dialog = true;
+        let writes = plan(&Intent::DismissDialog, &v, NOW).unwrap();
+        assert_eq!(
+            writes,
+            vec![Write {
+                bucket: BucketKind::AlertDialog,
+                values: JsonMap::new(),
+                replace: true,
+            }]
+        );
     }
 
     #[test]

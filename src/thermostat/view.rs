@@ -41,6 +41,8 @@ pub struct View {
     pub api_key: Option<String>,
     /// The revision of its schedule bucket, if it has one.
     pub schedule_revision: Option<i64>,
+    /// Whether it has a dialog bucket (`device_alert_dialog`: "confirm pairing").
+    pub alert_dialog: bool,
 }
 
 impl View {
@@ -66,6 +68,7 @@ impl View {
             id: meta.map(|m| m.id.clone()),
             api_key: meta.and_then(|m| m.api_key.clone()),
             schedule_revision: bucket(&format!("schedule.{serial}")).map(|b| b.revision),
+            alert_dialog: bucket(&format!("device_alert_dialog.{serial}")).is_some(),
         }
     }
 
