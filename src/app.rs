@@ -13,7 +13,7 @@ use crate::hub::Hub;
 use crate::metrics::StatusCounts;
 use crate::presence::{Availability, Presence};
 use crate::state::State;
-use crate::thermostat::StatusCache;
+use crate::thermostat::{Reading, Readings};
 use crate::util::outbound::OutboundGate;
 use crate::weather::Weather;
 
@@ -28,8 +28,8 @@ pub struct App {
     /// Each thermostat's live day of energy history (kept by the history recorder).
     pub energy: crate::energy::Live,
     pub events: EventStreams,
-    /// Status records as JSON, kept between changes for `GET /status`.
-    pub status_json: StatusCache,
+    /// Each thermostat's reading, kept between changes.
+    readings: Readings,
     /// Held while `/api/scan-network` runs: one scan at a time.
     pub scanning: Mutex<()>,
     /// Requests of the device port waiting on an outbound call (weather): at most half its
@@ -81,7 +81,7 @@ impl App {
             alerts: crate::alerts::Alerts::default(),
             energy,
             events,
-            status_json: StatusCache::default(),
+            readings: Readings::default(),
             scanning: Mutex::new(()),
             outbound_device: OutboundGate::for_workers(workers),
             outbound_control: OutboundGate::for_workers(workers),
@@ -100,6 +100,20 @@ impl App {
     pub fn availability(&self, serial: &str) -> Availability {
         let holding = self.hub().subscriptions_of(serial) > 0;
         self.presence.availability(serial, holding)
+    }
+
+    /// A known thermostat's reading now ([`crate::thermostat::reading`]); `None` for a serial
+    /// never seen.
+    pub fn reading(&self, serial: &str) -> Option<Arc<Reading>> {
+        self.reading_with(serial, self.availability(serial))
+    }
+
+    /// The reading, its availability given (counted once for many thermostats: [`Self::availability`]
+    /// asks the hub each time).
+    pub fn reading_with(&self, serial: &str, availability: Availability) -> Option<Arc<Reading>> {
+        let now_ms = self.config.clock.now_ms();
+        self.readings
+            .get(&self.state, serial, availability, now_ms, &self.weather)
     }
 
     /// Who may see a thermostat: the accounts' one rule, in this server's mode.
@@ -141,8 +155,8 @@ impl crate::alerts::Context for App {
         self.presence.last_seen(serial)
     }
 
-    fn available(&self, serial: &str) -> bool {
-        self.availability(serial).available
+    fn reading(&self, serial: &str) -> Option<Arc<Reading>> {
+        App::reading(self, serial)
     }
 
     fn started_ms(&self) -> i64 {

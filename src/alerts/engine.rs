@@ -1,4 +1,4 @@
-//! The `alerts` thread: reads each thermostat as the rules see it ([`rules::Reading`]) when the
+//! The `alerts` thread: reads each thermostat as the rules see it ([`rules::Facts`]) when the
 //! hub says it changed and on a tick of the clock (offline, heating without effect and the
 //! filter are about time passing), starts and clears episodes, and acknowledges filter alerts.
 //!
@@ -16,10 +16,10 @@ use parking_lot::Mutex;
 
 use super::deliver::{self, Courier};
 use super::record::{self, Delivery, Record, Target};
-use super::rules::{self, Memory, Reading};
+use super::rules::{self, Facts, Memory};
 use super::{Alert, Context, Event, Kind, Notice};
 use crate::hub::ChangeEvent;
-use crate::thermostat::{self, COOLING_FLAGS, HEATING_FLAGS, names, status};
+use crate::thermostat::reading::{Reading, Safety};
 use crate::util::clock::iso8601_ms;
 use crate::util::shutdown::Shutdown;
 
@@ -161,7 +161,7 @@ impl Engine {
             }
             return;
         }
-        let Some(reading) = self.reading(app, serial, now_ms, timed) else {
+        let Some(facts) = self.facts(app, serial, now_ms, timed) else {
             return;
         };
         let config = &app.config().alerts;
@@ -169,7 +169,7 @@ impl Engine {
         for kind in Kind::ALL {
             let current = active.iter().find(|a| a.kind == kind);
             match (
-                rules::wanted(kind, &reading, current.is_some(), memory, config, now_ms),
+                rules::wanted(kind, &facts, current.is_some(), memory, config, now_ms),
                 current,
             ) {
                 (Some(true), None) => {
@@ -179,7 +179,7 @@ impl Engine {
                         kind,
                         started_at: iso8601_ms(now_ms),
                         cleared_at: None,
-                        message: rules::message(kind, &reading, config),
+                        message: rules::message(kind, &facts, config),
                     };
                     let _ = self.publish(app, Event::Started, alert, now_ms);
                 }
@@ -227,53 +227,63 @@ impl Engine {
         Ok(())
     }
 
-    fn reading(
-        &self,
-        app: &dyn Context,
-        serial: &str,
-        now_ms: i64,
-        timed: bool,
-    ) -> Option<Reading> {
-        let view = thermostat::view(app.state(), serial)?;
-        let record = status::derive(&view, now_ms);
-        let field = |f: &str| record.get(f).and_then(serde_json::Value::as_f64);
-        let hvac = |flags: &[&str]| {
-            flags
-                .iter()
-                .any(|f| record["hvac"].get(*f).and_then(serde_json::Value::as_bool) == Some(true))
-        };
-        let (target, low, high) = (
-            field("target_temperature"),
-            field("target_temperature_low"),
-            field("target_temperature_high"),
-        );
-        let range = record["mode"].as_str() == Some("range");
-        let number = |f: &str| view.device_field(f).and_then(serde_json::Value::as_f64);
-        let flag = |f: &str| view.device_field(f).and_then(serde_json::Value::as_bool);
-        let safety = match (
-            flag("hvac_safety_shutoff_active"),
-            flag("hvac_smoke_safety_shutoff_active"),
-        ) {
-            (None, None) => None,
-            (a, b) => Some(a == Some(true) || b == Some(true)),
-        };
+    /// The thermostat as the rules see it: its reading's mapping, every field decided (see
+    /// [`crate::thermostat::reading`]), with what the alerts know of it themselves.
+    fn facts(&self, app: &dyn Context, serial: &str, now_ms: i64, timed: bool) -> Option<Facts> {
+        let reading = app.reading(serial)?;
+        let Reading {
+            serial: _,
+            api_key: _,
+            availability,
+            name,
+            room,
+            targets: _,
+            humidity: _,
+            target_humidity: _,
+            target_humidity_enabled: _,
+            mode: _,
+            hvac,
+            fan: _,
+            eco: _,
+            is_online: _,
+            has_leaf: _,
+            scale: _,
+            capabilities: _,
+            safety:
+                Safety {
+                    state: _,
+                    temp_activating_hvac: _,
+                    shutoff,
+                },
+            diagnostics: _,
+            structure_id: _,
+            away: _,
+            sensed_away: _,
+            schedule_mode: _,
+            lock: _,
+            bounds: _,
+            outside: _,
+            time_zone: _,
+            battery_volts,
+            reported: _,
+        } = &*reading;
         let filter_s = match app.config().alerts.filter_after_s {
             Some(_) => self
                 .runtime_s(app, serial, now_ms, timed)
                 .map(|total| total - self.record.lock().filter_base(serial)),
             None => None,
         };
-        Some(Reading {
-            name: names::name(&view).unwrap_or_else(|| serial.to_string()),
-            temp: field("current_temperature"),
-            heat_target: if range { low } else { target },
-            cool_target: if range { high } else { target },
-            heating: hvac(&HEATING_FLAGS),
-            cooling: hvac(&COOLING_FLAGS),
+        Some(Facts {
+            name: name.clone(),
+            temp: room.as_f64(),
+            heat_target: reading.heat_target(),
+            cool_target: reading.cool_target(),
+            heating: hvac.heating(),
+            cooling: hvac.cooling(),
             in_touch: in_touch(app, serial, now_ms),
-            available: app.available(serial),
-            battery_v: number("battery_level"),
-            safety_shutoff: safety,
+            available: availability.available,
+            battery_v: *battery_volts,
+            safety_shutoff: *shutoff,
             filter_s,
         })
     }

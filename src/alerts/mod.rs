@@ -138,8 +138,8 @@ pub trait Context: Send + Sync {
     fn energy(&self) -> &crate::energy::Live;
     /// When the thermostat last made a request (ms), since this process started.
     fn last_seen(&self, serial: &str) -> Option<i64>;
-    /// Whether it is available, as `/status`'s `is_available` says.
-    fn available(&self, serial: &str) -> bool;
+    /// The thermostat's reading now (its availability included, as `/status` says it).
+    fn reading(&self, serial: &str) -> Option<std::sync::Arc<crate::thermostat::Reading>>;
     /// When this process started serving (ms).
     fn started_ms(&self) -> i64;
     /// What the alerts may do with the thermostat ([`crate::accounts::Viewer::Alerts`]): one

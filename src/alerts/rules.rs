@@ -1,5 +1,5 @@
 //! The rules: from what hearth knows of one thermostat now, whether each kind of alert should
-//! be active. Pure functions of a [`Reading`] and a little memory per thermostat ([`Memory`]),
+//! be active. Pure functions of a [`Facts`] and a little memory per thermostat ([`Memory`]),
 //! so each rule is tested without a server.
 //!
 //! A rule answers `Some(true)` (should be active), `Some(false)` (should be clear) or `None`
@@ -20,7 +20,7 @@ pub const BATTERY_OK_V: f64 = 3.75;
 
 /// One thermostat as the rules see it.
 #[derive(Clone, Debug, Default, PartialEq)]
-pub struct Reading {
+pub struct Facts {
     /// The thermostat's name (its serial if it has none).
     pub name: String,
     pub temp: Option<f64>,
@@ -56,7 +56,7 @@ pub struct Memory {
 /// Whether `kind` should be active for `r` at `now_ms`, given whether it is (`active`).
 pub fn wanted(
     kind: Kind,
-    r: &Reading,
+    r: &Facts,
     active: bool,
     memory: &mut Memory,
     config: &AlertConfig,
@@ -181,7 +181,7 @@ fn minutes(d: Option<std::time::Duration>) -> String {
 }
 
 /// What a person reads on a lock screen when `kind` starts for `r`.
-pub fn message(kind: Kind, r: &Reading, config: &AlertConfig) -> String {
+pub fn message(kind: Kind, r: &Facts, config: &AlertConfig) -> String {
     let name = &r.name;
     let temp = r.temp.map(degrees).unwrap_or_else(|| "?".into());
     match kind {
@@ -244,19 +244,19 @@ mod tests {
         AlertConfig::default()
     }
 
-    fn room(temp: f64) -> Reading {
-        Reading {
+    fn room(temp: f64) -> Facts {
+        Facts {
             name: "Hallway".into(),
             temp: Some(temp),
             heat_target: Some(21.0),
             cool_target: Some(21.0),
             available: true,
             in_touch: Some(true),
-            ..Reading::default()
+            ..Facts::default()
         }
     }
 
-    fn check(kind: Kind, r: &Reading, active: bool) -> Option<bool> {
+    fn check(kind: Kind, r: &Facts, active: bool) -> Option<bool> {
         wanted(kind, r, active, &mut Memory::default(), &config(), 0)
     }
 
@@ -271,7 +271,7 @@ mod tests {
         assert_eq!(check(high, &room(35.1), false), Some(true));
         assert_eq!(check(high, &room(34.6), true), Some(true));
         assert_eq!(check(high, &room(34.5), true), Some(false));
-        let unknown = Reading {
+        let unknown = Facts {
             temp: None,
             ..room(0.0)
         };
@@ -284,7 +284,7 @@ mod tests {
         let mut m = Memory::default();
         let mut r = room(18.0);
         r.heating = true;
-        let at = |m: &mut Memory, r: &Reading, min: i64, active| {
+        let at = |m: &mut Memory, r: &Facts, min: i64, active| {
             wanted(Kind::NotHeating, r, active, m, &c, min * MIN)
         };
         assert_eq!(at(&mut m, &r, 0, false), None);
@@ -320,8 +320,7 @@ mod tests {
             let mut r = room(21.0 - 0.4 * sign);
             r.heating = kind == Kind::NotHeating;
             r.cooling = kind == Kind::NotCooling;
-            let at =
-                |m: &mut Memory, r: &Reading, min: i64| wanted(kind, r, false, m, &c, min * MIN);
+            let at = |m: &mut Memory, r: &Facts, min: i64| wanted(kind, r, false, m, &c, min * MIN);
             // Held 0.4 °C short of the target for hours: the thermostat cycling, not failing.
             assert_eq!(at(&mut m, &r, 0), Some(false), "{kind:?}");
             assert_eq!(at(&mut m, &r, 300), Some(false), "{kind:?}");

@@ -16,7 +16,7 @@ pub fn energy(app: &App, req: &Request) -> Result<Response, ControlError> {
     let csv = report::wants_csv(format.as_deref(), req.header("accept"))
         .map_err(ControlError::Invalid)?;
     let serial = input::shown(app, serial)?;
-    let time_zone = crate::energy::time_zone(&app.state, &serial);
+    let time_zone = app.reading(&serial).and_then(|r| r.time_zone.clone());
     let report = Report::read(
         &app.config.data_dir,
         &app.energy,

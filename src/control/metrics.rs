@@ -4,13 +4,14 @@
 //! as a label of `hearth_thermostat_info`. A reading the thermostat has not reported (null)
 //! is left out rather than written as a made-up number.
 
+use std::sync::Arc;
+
 use crate::accounts::Viewer;
 use crate::app::App;
 use crate::http::Response;
 use crate::metrics::StatusCounts;
 use crate::metrics::text::{CONTENT_TYPE, Exposition};
-use crate::thermostat;
-use crate::thermostat::status::Status;
+use crate::thermostat::reading::{Reading, Reported, Targets};
 
 pub fn metrics(app: &App) -> Response {
     let mut out = Exposition::default();
@@ -23,59 +24,97 @@ pub fn metrics(app: &App) -> Response {
     }
 }
 
-/// The status records of the thermostats the control API lists, by serial.
-fn listed(app: &App) -> Vec<Status> {
-    let now = app.config.clock.now_ms();
+/// A thermostat as `/metrics` shows it: its reading's mapping, every field decided (see
+/// [`crate::thermostat::reading`]). A reading the thermostat has not reported is `None`.
+struct Shown<'a> {
+    serial: &'a str,
+    name: &'a str,
+    online: bool,
+    /// The value of each of [`GAUGES`], in its order.
+    gauges: [Option<f64>; 5],
+    /// Heat, cool, fan and aux.
+    running: [bool; 4],
+}
+
+impl<'a> Shown<'a> {
+    fn of(reading: &'a Reading) -> Shown<'a> {
+        let Reading {
+            serial,
+            api_key: _,
+            availability,
+            name,
+            room,
+            targets: Targets { target, high, low },
+            humidity,
+            target_humidity: _,
+            target_humidity_enabled: _,
+            mode: _,
+            hvac,
+            fan: _,
+            eco: _,
+            is_online: _,
+            has_leaf: _,
+            scale: _,
+            capabilities: _,
+            safety: _,
+            diagnostics: _,
+            structure_id: _,
+            away: _,
+            sensed_away: _,
+            schedule_mode: _,
+            lock: _,
+            bounds: _,
+            outside: _,
+            time_zone: _,
+            battery_volts: _,
+            reported: _,
+        } = reading;
+        Shown {
+            serial,
+            name,
+            online: availability.available,
+            gauges: [room, target, low, high, humidity].map(Reported::as_f64),
+            running: [hvac.heater, hvac.ac, hvac.fan, hvac.aux_heat],
+        }
+    }
+}
+
+/// The readings of the thermostats the control API lists, by serial.
+fn listed(app: &App) -> Vec<Arc<Reading>> {
     let mut serials = app
         .visibility()
         .listed(&app.state, app.state.serials(), Viewer::Lan);
     serials.sort();
-    serials
-        .iter()
-        .filter_map(|serial| {
-            let view = thermostat::view(&app.state, serial)?;
-            Some(thermostat::status::record(
-                &view,
-                app.availability(serial),
-                now,
-            ))
-        })
-        .collect()
+    serials.iter().filter_map(|s| app.reading(s)).collect()
 }
 
-/// A per-thermostat reading: its name, help, and how to read it from a status record.
-type Reading = (&'static str, &'static str, fn(&Status) -> Option<f64>);
-
-const READINGS: [Reading; 5] = [
+/// The per-thermostat gauges, in [`Shown::gauges`]' order: name and help.
+const GAUGES: [(&str, &str); 5] = [
     (
         "hearth_thermostat_temperature_celsius",
         "Room temperature the thermostat reports.",
-        |s| s.current_temperature.as_f64(),
     ),
     (
         "hearth_thermostat_target_temperature_celsius",
         "Target temperature (heat or cool mode).",
-        |s| s.target_temperature.as_f64(),
     ),
     (
         "hearth_thermostat_target_temperature_low_celsius",
         "Lower target of heat-cool (range) mode.",
-        |s| s.target_temperature_low.as_f64(),
     ),
     (
         "hearth_thermostat_target_temperature_high_celsius",
         "Upper target of heat-cool (range) mode.",
-        |s| s.target_temperature_high.as_f64(),
     ),
     (
         "hearth_thermostat_humidity_percent",
         "Relative humidity the thermostat reports.",
-        |s| s.humidity.as_f64(),
     ),
 ];
 
 fn thermostats(app: &App, out: &mut Exposition) {
-    let records = listed(app);
+    let readings = listed(app);
+    let records: Vec<Shown> = readings.iter().map(|r| Shown::of(r)).collect();
     runtimes(app, &records, out);
     out.family(
         "hearth_thermostat_info",
@@ -85,7 +124,7 @@ fn thermostats(app: &App, out: &mut Exposition) {
     for s in &records {
         out.sample(
             "hearth_thermostat_info",
-            &[("serial", &s.serial), ("name", &s.name)],
+            &[("serial", s.serial), ("name", s.name)],
             1.0,
         );
     }
@@ -95,14 +134,14 @@ fn thermostats(app: &App, out: &mut Exposition) {
         "1 if the thermostat reached hearth within AVAILABILITY_TIMEOUT_SECONDS or holds a subscribe.",
     );
     for s in &records {
-        let online = f64::from(u8::from(s.is_available));
-        out.sample("hearth_thermostat_online", &[("serial", &s.serial)], online);
+        let online = f64::from(u8::from(s.online));
+        out.sample("hearth_thermostat_online", &[("serial", s.serial)], online);
     }
-    for (name, help, read) in READINGS {
+    for (i, (name, help)) in GAUGES.iter().enumerate() {
         out.family(name, "gauge", help);
         for s in &records {
-            if let Some(v) = read(s).filter(|v| v.is_finite()) {
-                out.sample(name, &[("serial", &s.serial)], v);
+            if let Some(v) = s.gauges[i].filter(|v| v.is_finite()) {
+                out.sample(name, &[("serial", s.serial)], v);
             }
         }
     }
@@ -112,14 +151,8 @@ fn thermostats(app: &App, out: &mut Exposition) {
         "1 while the thermostat reports the stage on: heat (hvac_heater_state), cool (hvac_ac_state), fan (hvac_fan_state), aux (hvac_aux_heater_state).",
     );
     for s in &records {
-        let h = &s.hvac;
-        for (mode, on) in [
-            ("heat", h.heater),
-            ("cool", h.ac),
-            ("fan", h.fan),
-            ("aux", h.aux_heat),
-        ] {
-            let labels = [("serial", s.serial.as_str()), ("mode", mode)];
+        for (mode, on) in ["heat", "cool", "fan", "aux"].into_iter().zip(s.running) {
+            let labels = [("serial", s.serial), ("mode", mode)];
             out.sample(
                 "hearth_thermostat_hvac_running",
                 &labels,
@@ -133,14 +166,14 @@ fn thermostats(app: &App, out: &mut Exposition) {
 /// days and today's row as last written included: the running totals kept in memory, so a
 /// scrape reads no file. It never decreases, not across a restart (a kill -9 included) nor
 /// when `ENERGY_KEEP_DAYS` prunes a day.
-fn runtimes(app: &App, records: &[Status], out: &mut Exposition) {
+fn runtimes(app: &App, records: &[Shown], out: &mut Exposition) {
     out.family(
         "hearth_thermostat_runtime_seconds_total",
         "counter",
         "Seconds the heating (heat), cooling (cool), fan (fan) and auxiliary heat (aux) ran, over the whole energy history.",
     );
     for s in records {
-        let Some(t) = app.energy.totals(&s.serial) else {
+        let Some(t) = app.energy.totals(s.serial) else {
             continue;
         };
         for (mode, seconds) in [
@@ -152,7 +185,7 @@ fn runtimes(app: &App, records: &[Status], out: &mut Exposition) {
             let seconds = seconds as f64;
             out.sample(
                 "hearth_thermostat_runtime_seconds_total",
-                &[("serial", s.serial.as_str()), ("mode", mode)],
+                &[("serial", s.serial), ("mode", mode)],
                 seconds,
             );
         }

@@ -42,11 +42,16 @@ use crate::state::{DEFAULT_USER, Scope};
 
 pub struct ControlApi {
     app: Arc<App>,
+    /// `GET /status`'s answers, kept between changes.
+    status_json: status::StatusJson,
 }
 
 impl ControlApi {
     pub fn new(app: Arc<App>) -> ControlApi {
-        ControlApi { app }
+        ControlApi {
+            app,
+            status_json: status::StatusJson::default(),
+        }
     }
 
     /// Answers one control-API request. `cors`: the headers every answer carries, which a live
@@ -62,7 +67,7 @@ impl ControlApi {
             .and_then(|key| Ok((key, route?)))
         {
             Ok((key, route)) => route
-                .handle(&self.app, &request, cors, key)
+                .handle(&self.app, &self.status_json, &request, cors, key)
                 .unwrap_or_else(|e| Reply::Full(e.response(shape))),
             Err(e) => Reply::Full(e.response(shape)),
         }
@@ -262,6 +267,7 @@ impl Route {
     fn handle(
         &self,
         app: &App,
+        status_json: &status::StatusJson,
         req: &Request,
         cors: &[(String, String)],
         key_id: Option<String>,
@@ -275,7 +281,7 @@ impl Route {
             Route::Health => info::health(),
             Route::Info => info::info(app),
             Route::Command => command::run(app, &req.body)?,
-            Route::Status => status::status(app, req)?,
+            Route::Status => status::status(app, status_json, req)?,
             Route::Devices => status::devices(app),
             Route::Stats => status::stats(app),
             Route::Config => devices::config(app),

@@ -1,16 +1,13 @@
 //! One thermostat's accrual: the state last seen, counted until the next observation (for at
 //! most a horizon), split at local midnight into [`Day`]s.
 
-use serde_json::Value;
-
-use super::TARGETS;
 use super::Totals;
 use super::day::Day;
 use super::store;
 use super::zone::Zone;
-use crate::thermostat::{COOLING_FLAGS, HEATING_FLAGS};
+use crate::thermostat::reading::{Outside, Reading, Targets as Setpoints};
 
-/// What is running, as the status record says.
+/// What is running, as the thermostat's reading says.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct Flags {
     pub heat: bool,
@@ -20,16 +17,69 @@ pub struct Flags {
     pub away: bool,
 }
 
-impl Flags {
-    pub fn from_record(record: &Value) -> Flags {
-        let on = |f: &str| record["hvac"].get(f).and_then(Value::as_bool) == Some(true);
-        Flags {
-            // Auxiliary heat is counted apart from the heating.
-            heat: HEATING_FLAGS.iter().any(|f| *f != "aux_heat" && on(f)),
-            cool: COOLING_FLAGS.iter().any(|f| on(f)),
-            fan: on("fan"),
-            aux: on("aux_heat"),
-            away: record["away"].as_bool() == Some(true),
+/// What the energy history reads of a thermostat: its reading's mapping, every field decided
+/// (see [`crate::thermostat::reading`]).
+pub struct Observed<'a> {
+    pub serial: &'a str,
+    pub flags: Flags,
+    pub targets: Targets,
+    /// The room's temperature and the weather's outside it (°C), for the day's averages.
+    pub indoor: Option<f64>,
+    pub outdoor: Option<f64>,
+    /// The structure's time zone, naming its local days.
+    pub time_zone: Option<&'a str>,
+}
+
+impl<'a> Observed<'a> {
+    pub fn of(reading: &'a Reading) -> Observed<'a> {
+        let Reading {
+            serial,
+            api_key: _,
+            availability: _,
+            name: _,
+            room,
+            targets: Setpoints { target, high, low },
+            humidity: _,
+            target_humidity: _,
+            target_humidity_enabled: _,
+            mode: _,
+            hvac,
+            fan: _,
+            eco: _,
+            is_online: _,
+            has_leaf: _,
+            scale: _,
+            capabilities: _,
+            safety: _,
+            diagnostics: _,
+            structure_id: _,
+            away,
+            sensed_away: _,
+            schedule_mode: _,
+            lock: _,
+            bounds: _,
+            outside: Outside {
+                weather,
+                reported: _,
+            },
+            time_zone,
+            battery_volts: _,
+            reported: _,
+        } = reading;
+        Observed {
+            serial,
+            flags: Flags {
+                // Auxiliary heat is counted apart from the heating.
+                heat: hvac.heating_without_aux(),
+                cool: hvac.cooling(),
+                fan: hvac.fan,
+                aux: hvac.aux_heat,
+                away: *away,
+            },
+            targets: [target, low, high].map(|t| t.as_f64()),
+            indoor: room.as_f64(),
+            outdoor: *weather,
+            time_zone: time_zone.as_deref(),
         }
     }
 }
@@ -61,11 +111,8 @@ pub struct Meter {
     pub(super) targets: Targets,
 }
 
-pub(super) type Targets = [Option<f64>; 3];
-
-pub(super) fn targets(record: &Value) -> Targets {
-    TARGETS.map(|f| record[f].as_f64())
-}
+/// The target, low and high setpoints.
+pub type Targets = [Option<f64>; 3];
 
 impl Meter {
     /// A meter starting at `now` after what is `stored`: it carries on the live day's last
@@ -310,12 +357,14 @@ mod tests {
     }
 
     #[test]
-    fn flags_read_the_status_record() {
-        let record = serde_json::json!({
-            "away": true,
-            "hvac": {"heater": false, "heat_x2": true, "aux_heat": true, "ac": false, "fan": true},
-        });
-        let f = Flags::from_record(&record);
+    fn flags_read_the_reading() {
+        let mut reading = crate::thermostat::reading::tests::reading(
+            serde_json::json!({"hvac_heater_state": false, "hvac_heat_x2_state": true,
+                "hvac_aux_heater_state": true, "hvac_ac_state": false, "hvac_fan_state": true}),
+            serde_json::json!({}),
+        );
+        reading.away = true;
+        let f = Observed::of(&reading).flags;
         assert_eq!(
             f,
             Flags {

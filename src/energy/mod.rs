@@ -19,12 +19,10 @@ pub mod zone;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
-use serde_json::Value;
-
 use crate::hub::ChangeEvent;
+use crate::thermostat::Reading;
 pub use live::{Live, Totals};
-use meter::targets;
-pub use meter::{Flags, Meter};
+pub use meter::{Flags, Meter, Observed};
 use zone::Zone;
 
 /// The directory under `DATA_DIR`.
@@ -41,14 +39,6 @@ const TARGETS: [&str; 3] = [
 
 pub fn dir(data_dir: &Path) -> PathBuf {
     data_dir.join(DIR)
-}
-
-/// The structure's time zone of a thermostat (its `time_zone`), naming its local days.
-pub fn time_zone(state: &crate::state::State, serial: &str) -> Option<String> {
-    let view = crate::thermostat::view(state, serial)?;
-    view.device_field("time_zone")
-        .and_then(Value::as_str)
-        .map(str::to_string)
 }
 
 /// Whether a change may matter to the energy history (beyond what history itself wakes for):
@@ -100,24 +90,22 @@ impl Accrual {
         }
     }
 
-    /// An observation of `serial`'s status `record` at `now` (ms; `time_zone` is asked for
-    /// the structure's zone once, when the meter starts): `temp` adds its indoor
-    /// reading (periodic samples only, so the average is over time); `target_change` (the
-    /// event changed a target) counts one if the targets differ from those seen last.
-    #[allow(clippy::too_many_arguments)]
+    /// An observation of a thermostat's `reading` at `now` (ms; its time zone names the
+    /// days of a meter that starts now): `temp` adds its indoor and outdoor readings (periodic
+    /// samples only, so the averages are over time); `target_change` (the event changed a
+    /// target) counts one if the targets differ from those seen last.
     pub fn observe(
         &mut self,
         live: &Live,
-        serial: &str,
-        record: &Value,
-        time_zone: impl FnOnce() -> Option<String>,
+        reading: &Reading,
         now: i64,
         temp: bool,
         target_change: bool,
     ) {
-        let flags = Flags::from_record(record);
+        let seen = Observed::of(reading);
+        let (serial, flags) = (seen.serial, seen.flags);
         let horizon = self.horizon;
-        let seen_targets = targets(record);
+        let seen_targets = seen.targets;
         let mut runs_changed = false;
         let meter = match self.meters.get_mut(serial) {
             Some(m) => {
@@ -140,7 +128,7 @@ impl Accrual {
                         return;
                     }
                 };
-                let asked = time_zone();
+                let asked = seen.time_zone.map(str::to_string);
                 let zone = Zone::resolve(asked.as_deref(), &self.zoneinfo);
                 let mut meter = Meter::start(zone, stored, flags, now);
                 meter.asked = asked;
@@ -150,10 +138,10 @@ impl Accrual {
             }
         };
         if temp {
-            if let Some(t) = record["current_temperature"].as_f64() {
+            if let Some(t) = seen.indoor {
                 meter.day.add_indoor(t);
             }
-            if let Some(t) = record["outdoor_temperature"].as_f64() {
+            if let Some(t) = seen.outdoor {
                 meter.day.add_outdoor(t);
             }
         }
@@ -231,52 +219,27 @@ mod tests {
 
     const H: i64 = 3_600_000;
 
-    /// A periodic sample adds the indoor and the outdoor reading of the status record (the
-    /// weather hearth last had for the place); a change event adds neither.
+    /// A periodic sample adds the indoor and the outdoor reading (the weather hearth last had
+    /// for the place); a change event adds neither.
     #[test]
     fn periodic_samples_carry_the_outdoor_reading() {
         let dir =
             std::env::temp_dir().join(format!("hearth-energy-outdoor-{}", std::process::id()));
         let mut accrual = Accrual::new(dir, PathBuf::from("/nonexistent"), 2 * H, 0);
         let live = Live::new(std::env::temp_dir().join("hearth-energy-none"));
-        let record = |outdoor: Value| serde_json::json!({"current_temperature": 20.0, "outdoor_temperature": outdoor});
+        let reading = |outdoor: Option<f64>| {
+            let mut r = crate::thermostat::reading::tests::reading(
+                serde_json::json!({"current_temperature": 20.0}),
+                serde_json::json!({}),
+            );
+            r.outside.weather = outdoor;
+            r
+        };
         let t0 = 20_000 * 86_400_000 + H;
-        accrual.observe(
-            &live,
-            "S",
-            &record(serde_json::json!(4.0)),
-            || None,
-            t0,
-            true,
-            false,
-        );
-        accrual.observe(
-            &live,
-            "S",
-            &record(serde_json::json!(99.0)),
-            || None,
-            t0 + 1,
-            false,
-            false,
-        );
-        accrual.observe(
-            &live,
-            "S",
-            &record(serde_json::json!(5.0)),
-            || None,
-            t0 + 2,
-            true,
-            false,
-        );
-        accrual.observe(
-            &live,
-            "S",
-            &record(Value::Null),
-            || None,
-            t0 + 3,
-            true,
-            false,
-        );
+        accrual.observe(&live, &reading(Some(4.0)), t0, true, false);
+        accrual.observe(&live, &reading(Some(99.0)), t0 + 1, false, false);
+        accrual.observe(&live, &reading(Some(5.0)), t0 + 2, true, false);
+        accrual.observe(&live, &reading(None), t0 + 3, true, false);
         let (zone, day) = live.get("S").expect("a live day");
         assert_eq!(zone, "UTC");
         assert_eq!(day.to_json()["outdoor_avg_c"], serde_json::json!(4.5));

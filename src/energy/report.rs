@@ -79,12 +79,18 @@ impl Report {
         })
     }
 
+    /// `{"serial","time_zone","days"}`: the control port's answer.
     pub fn to_json(&self) -> Value {
         json!({
             "serial": self.serial,
             "time_zone": self.time_zone,
-            "days": self.days.iter().map(Day::to_json).collect::<Vec<_>>(),
+            "days": self.days_json(),
         })
+    }
+
+    /// The days, each as a JSON row (docs/energy.md).
+    pub fn days_json(&self) -> Vec<Value> {
+        self.days.iter().map(Day::to_json).collect()
     }
 
     /// A header row of the JSON rows' names, then one row per day (empty for null).

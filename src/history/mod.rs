@@ -24,12 +24,11 @@ use std::thread::{self, JoinHandle};
 use crossbeam_channel::{Receiver, select};
 use parking_lot::RwLock;
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
 
 use crate::app::App;
 use crate::energy;
 use crate::hub::ChangeEvent;
-use crate::thermostat::{self, COOLING_FLAGS, HEATING_FLAGS, status};
+use crate::thermostat::reading::{Reading, Targets};
 use crate::util::clock::Stopwatch;
 use crate::util::shutdown::Shutdown;
 
@@ -57,25 +56,51 @@ pub struct Sample {
 }
 
 impl Sample {
-    /// From a status record (so history reads a thermostat as every surface does).
-    pub fn from_record(record: &Value, t: i64) -> Sample {
-        let number = |f: &str| record.get(f).and_then(Value::as_f64);
-        let hvac = |flags: &[&str]| {
-            flags
-                .iter()
-                .any(|f| record["hvac"].get(*f).and_then(Value::as_bool) == Some(true))
-        };
+    /// From a thermostat's reading (so history reads a thermostat as every surface does):
+    /// every field decided (see [`crate::thermostat::reading`]).
+    pub fn of(reading: &Reading, t: i64) -> Sample {
+        let Reading {
+            serial: _,
+            api_key: _,
+            availability: _,
+            name: _,
+            room,
+            targets: Targets { target, high, low },
+            humidity,
+            target_humidity: _,
+            target_humidity_enabled: _,
+            mode,
+            hvac,
+            fan: _,
+            eco: _,
+            is_online: _,
+            has_leaf: _,
+            scale: _,
+            capabilities: _,
+            safety: _,
+            diagnostics: _,
+            structure_id: _,
+            away: _,
+            sensed_away: _,
+            schedule_mode: _,
+            lock: _,
+            bounds: _,
+            outside: _,
+            time_zone: _,
+            battery_volts: _,
+            reported: _,
+        } = reading;
         Sample {
             t,
-            temp: number("current_temperature"),
-            target: number("target_temperature"),
-            low: number("target_temperature_low"),
-            high: number("target_temperature_high"),
-            humidity: number("humidity"),
-            mode: record["mode"].as_str().map(str::to_string),
-            heating: hvac(&HEATING_FLAGS),
-            cooling: hvac(&COOLING_FLAGS),
-            fan: hvac(&["fan"]),
+            temp: room.as_f64(),
+            target: target.as_f64(),
+            low: low.as_f64(),
+            high: high.as_f64(),
+            humidity: humidity.as_f64(),
+            mode: mode.as_str().map(str::to_string),
+            heating: hvac.heating(),
+            cooling: hvac.cooling(),
+            fan: hvac.fan,
         }
     }
 
@@ -84,21 +109,15 @@ impl Sample {
     }
 }
 
-/// A known thermostat's status record now, and the time (ms).
-fn record_now(app: &App, serial: &str) -> Option<(Value, i64)> {
+/// A known thermostat's reading now, and the time (ms).
+fn reading_now(app: &App, serial: &str) -> Option<(Arc<Reading>, i64)> {
     let now_ms = app.config.clock.now_ms();
-    let view = thermostat::view(&app.state, serial)?;
-    let mut record = status::derive(&view, now_ms);
-    // The weather hearth last had for the thermostat's place: the energy history's outdoor.
-    if let Some(t) = status::outdoor_temperature(&view, &app.weather) {
-        record["outdoor_temperature"] = serde_json::json!(t);
-    }
-    Some((record, now_ms))
+    Some((app.reading(serial)?, now_ms))
 }
 
-/// The sample of a status record, if it reports a temperature.
-fn sample_of(record: &Value, now_ms: i64) -> Option<Sample> {
-    Some(Sample::from_record(record, now_ms.div_euclid(1000))).filter(|s| s.temp.is_some())
+/// The sample of a reading, if it reports a temperature.
+fn sample_of(reading: &Reading, now_ms: i64) -> Option<Sample> {
+    Some(Sample::of(reading, now_ms.div_euclid(1000))).filter(|s| s.temp.is_some())
 }
 
 /// Seconds of heating and of cooling in `samples` (oldest first): each sample's state is
@@ -115,6 +134,11 @@ pub fn run_totals(samples: &[Sample], interval_secs: i64, now: i64) -> (i64, i64
         cooling += if s.cooling { span } else { 0 };
     }
     (heating, cooling)
+}
+
+/// The structure's time zone of a thermostat, as its reading has it.
+fn time_zone(app: &App, serial: &str) -> Option<String> {
+    app.reading(serial)?.time_zone.clone()
 }
 
 pub fn dir(app: &App) -> PathBuf {
@@ -225,10 +249,9 @@ impl Run {
                 continue;
             }
             if now >= flush_due {
-                let state = &self.app.state;
-                self.energy.flush(&self.app.energy, now, |serial| {
-                    energy::time_zone(state, serial)
-                });
+                let app = &self.app;
+                self.energy
+                    .flush(&app.energy, now, |serial| time_zone(app, serial));
                 // From the time flushed for: a clock moved meanwhile is flushed for at once.
                 flush_due = next_flush(now);
                 continue;
@@ -244,11 +267,9 @@ impl Run {
             }
         }
         // A clean stop keeps the energy history to the moment.
-        let state = &self.app.state;
+        let app = &self.app;
         self.energy
-            .flush(&self.app.energy, clock.now_ms(), |serial| {
-                energy::time_zone(state, serial)
-            });
+            .flush(&app.energy, clock.now_ms(), |serial| time_zone(app, serial));
     }
 
     fn on_change(&mut self, event: &ChangeEvent) {
@@ -259,14 +280,12 @@ impl Run {
         if !for_history && !energy::may_matter(event) {
             return;
         }
-        let Some((record, now_ms)) = record_now(&self.app, serial) else {
+        let Some((reading, now_ms)) = reading_now(&self.app, serial) else {
             return;
         };
         self.energy.observe(
             &self.app.energy,
-            serial,
-            &record,
-            || energy::time_zone(&self.app.state, serial),
+            &reading,
             now_ms,
             false,
             energy::changes_target(event),
@@ -274,7 +293,7 @@ impl Run {
         if !for_history {
             return;
         }
-        if let Some(sample) = sample_of(&record, now_ms) {
+        if let Some(sample) = sample_of(&reading, now_ms) {
             if last != Some(sample.hvac()) {
                 self.record(serial, &sample);
             }
@@ -287,22 +306,17 @@ impl Run {
         let mut sampled = 0;
         for serial in self.app.state.serials() {
             let holding = counts.get(&serial).is_some_and(|n| *n > 0);
-            if !self.app.presence.availability(&serial, holding).available {
+            let availability = self.app.presence.availability(&serial, holding);
+            if !availability.available {
                 continue;
             }
-            let Some((record, now_ms)) = record_now(&self.app, &serial) else {
+            let now_ms = self.app.config.clock.now_ms();
+            let Some(reading) = self.app.reading_with(&serial, availability) else {
                 continue;
             };
-            self.energy.observe(
-                &self.app.energy,
-                &serial,
-                &record,
-                || energy::time_zone(&self.app.state, &serial),
-                now_ms,
-                true,
-                false,
-            );
-            if let Some(sample) = sample_of(&record, now_ms) {
+            self.energy
+                .observe(&self.app.energy, &reading, now_ms, true, false);
+            if let Some(sample) = sample_of(&reading, now_ms) {
                 self.record(&serial, &sample);
                 sampled += 1;
             }
@@ -398,14 +412,14 @@ mod tests {
     }
 
     #[test]
-    fn a_sample_reads_the_status_record() {
-        let record = json!({
-            "current_temperature": 19.5, "target_temperature": 21.0,
-            "target_temperature_low": null, "target_temperature_high": 24.0,
-            "humidity": 41, "mode": "heat",
-            "hvac": {"heater": false, "aux_heat": true, "ac": false, "fan": true},
-        });
-        let s = Sample::from_record(&record, 42);
+    fn a_sample_reads_the_reading() {
+        let reading = crate::thermostat::reading::tests::reading(
+            json!({"current_temperature": 19.5, "target_temperature": 21.0,
+                   "target_temperature_high": 24.0, "target_temperature_type": "heat",
+                   "hvac_heater_state": false, "hvac_aux_heater_state": true, "hvac_fan_state": true}),
+            json!({"current_humidity": 41}),
+        );
+        let s = Sample::of(&reading, 42);
         assert_eq!(
             s,
             Sample {

@@ -175,14 +175,14 @@ pub fn fingerprint(accessories: &[Accessory]) -> u64 {
 mod tests {
     use super::*;
     use crate::homekit::thermostat::thermostat;
-    use crate::thermostat::view::tests::view;
+    use crate::thermostat::reading::tests::reading;
 
     #[test]
     fn readings_do_not_move_the_fingerprint() {
-        let at = |t: f64| thermostat(2, &view(json!({"current_temperature": t}), json!({})), 0);
+        let at = |t: f64| thermostat(2, &reading(json!({"current_temperature": t}), json!({})));
         assert_eq!(fingerprint(&[at(19.0)]), fingerprint(&[at(23.0)]));
-        let dry = thermostat(2, &view(json!({}), json!({})), 0);
-        let damp = thermostat(2, &view(json!({}), json!({"current_humidity": 40})), 0);
+        let dry = thermostat(2, &reading(json!({}), json!({})));
+        let damp = thermostat(2, &reading(json!({}), json!({"current_humidity": 40})));
         assert_ne!(
             fingerprint(&[dry]),
             fingerprint(&[damp]),

@@ -188,12 +188,8 @@ impl Shared {
     }
 
     fn thermostat(&self, aid: u64, serial: &str) -> Option<Accessory> {
-        let view = thermostat::view(&self.app.state, serial)?;
-        Some(super::thermostat::thermostat(
-            aid,
-            &view,
-            self.app.config.clock.now_ms(),
-        ))
+        let reading = self.app.reading(serial)?;
+        Some(super::thermostat::thermostat(aid, &reading))
     }
 
     /// The whole database: the bridge, then the listed thermostats by accessory id (at most

@@ -8,12 +8,13 @@
 //! leaves") can set; an occupancy sensor is read-only there and means the opposite ("someone
 //! is here"). On any thermostat it sets the home's away, as every other surface does.
 
-use serde_json::{Value, json};
+use serde_json::json;
 
 use super::accessories::{Accessory, Service, info, text};
 use super::characteristics::{Bounds, Characteristic, Kind};
-use crate::thermostat::status::{self, Status};
-use crate::thermostat::{COOLING_FLAGS, HEATING_FLAGS, View};
+use crate::thermostat::Reported;
+use crate::thermostat::intent::Mode;
+use crate::thermostat::reading::{self, Capabilities, Diagnostics, Reading, Targets};
 
 /// The thermostat service and its characteristics.
 const THERMOSTAT: u64 = 8;
@@ -31,8 +32,8 @@ const AWAY: u64 = 20;
 const AWAY_ON: u64 = 21;
 const AWAY_NAME: u64 = 22;
 /// Setpoint bounds on the 0.5 °C grid, around the thermostat's safety bounds.
-fn setpoint_bounds(view: &View) -> Bounds {
-    let (lo, hi) = view.bounds();
+fn setpoint_bounds(bounds: &reading::Bounds) -> Bounds {
+    let (lo, hi) = (bounds.low, bounds.high);
     Bounds {
         // Outward to the 0.5 grid: a target the core clamped to an off-grid bound (7.222 °C,
         // 45 °F) still lies within what the Home app is told, and a write past the bound is
@@ -46,8 +47,8 @@ fn setpoint_bounds(view: &View) -> Bounds {
 
 /// HAP's FirmwareRevision is `x[.y[.z]]`: the leading numbers of the thermostat's version
 /// (`5.9.4-5` → `5.9.4`), else hearth's own.
-fn firmware(status: &Status) -> String {
-    let version = status.software_version.as_str().unwrap_or_default();
+fn firmware(software_version: &Reported) -> String {
+    let version = software_version.as_str().unwrap_or_default();
     let numbers: Vec<&str> = version
         .split(|c: char| !c.is_ascii_digit() && c != '.')
         .next()
@@ -62,35 +63,89 @@ fn firmware(status: &Status) -> String {
     }
 }
 
-/// One thermostat as an accessory, its values read now.
-pub fn thermostat(aid: u64, view: &View, now_ms: i64) -> Accessory {
-    let s = status::status(view, now_ms);
-    let setpoints = setpoint_bounds(view);
-    let within = |v: &Value, fallback: f64| {
+/// One thermostat as an accessory, from its reading: its mapping, every field decided (see
+/// [`crate::thermostat::reading`]).
+pub fn thermostat(aid: u64, reading: &Reading) -> Accessory {
+    let Reading {
+        serial,
+        api_key: _,
+        availability: _,
+        name,
+        room,
+        targets: Targets { target, high, low },
+        humidity,
+        target_humidity: _,
+        target_humidity_enabled: _,
+        mode: _,
+        hvac,
+        fan: _,
+        eco: _,
+        is_online: _,
+        has_leaf: _,
+        scale,
+        capabilities:
+            Capabilities {
+                can_heat,
+                can_cool,
+                has_fan: _,
+                has_emer_heat: _,
+                has_humidifier: _,
+                has_dehumidifier: _,
+            },
+        safety: _,
+        diagnostics:
+            Diagnostics {
+                software_version,
+                time_to_target: _,
+                time_to_target_training_status: _,
+                learning_mode: _,
+                preconditioning_enabled: _,
+                backplate_temperature: _,
+                local_ip: _,
+                mac_address: _,
+                rssi: _,
+                filter_replacement_needed: _,
+                filter_runtime_sec: _,
+                sunlight_correction_active: _,
+                heatpump_ready: _,
+                compressor_lockout_timeout: _,
+            },
+        structure_id: _,
+        away,
+        sensed_away: _,
+        schedule_mode: _,
+        lock: _,
+        bounds,
+        outside: _,
+        time_zone: _,
+        battery_volts: _,
+        reported: _,
+    } = reading;
+    let setpoints = setpoint_bounds(bounds);
+    let within = |v: &Reported, fallback: f64| {
         let (lo, hi) = (setpoints.min.unwrap_or(0.0), setpoints.max.unwrap_or(100.0));
         json!(v.as_f64().unwrap_or(fallback).clamp(lo, hi))
     };
     let (lo, hi) = (setpoints.min.unwrap_or(0.0), setpoints.max.unwrap_or(100.0));
-    let hvac = serde_json::to_value(&s.hvac).unwrap_or(Value::Null);
-    let on = |flags: &[&str]| flags.iter().any(|f| hvac[*f] == json!(true));
-    let current_state = if on(&HEATING_FLAGS) {
+    let current_state = if hvac.heating() {
         1
-    } else if on(&COOLING_FLAGS) {
+    } else if hvac.cooling() {
         2
     } else {
         0
     };
-    let target_state = match s.mode.as_str() {
-        Some("heat" | "emergency") => 1,
-        Some("cool") => 2,
-        Some("range") => 3,
-        _ => 0,
+    let target_state = match reading.mode_now() {
+        Some(Mode::Heat | Mode::Emergency) => 1,
+        Some(Mode::Cool) => 2,
+        Some(Mode::Range) => 3,
+        Some(Mode::Off) | None => 0,
     };
+    let (can_heat, can_cool) = (*can_heat, *can_cool);
     let mut modes = vec![0u8];
-    modes.extend(s.can_heat.then_some(1));
-    modes.extend(s.can_cool.then_some(2));
-    modes.extend((s.can_heat && s.can_cool).then_some(3));
-    let units = u8::from(s.temperature_scale.as_str() == Some("F"));
+    modes.extend(can_heat.then_some(1));
+    modes.extend(can_cool.then_some(2));
+    modes.extend((can_heat && can_cool).then_some(3));
+    let units = u8::from(scale.as_str() == Some("F"));
     let mut characteristics = vec![
         Characteristic::new(
             CURRENT_STATE,
@@ -118,12 +173,7 @@ pub fn thermostat(aid: u64, view: &View, now_ms: i64) -> Accessory {
         Characteristic::new(
             CURRENT_TEMPERATURE,
             Kind::CurrentTemperature,
-            json!(
-                s.current_temperature
-                    .as_f64()
-                    .unwrap_or(0.0)
-                    .clamp(-50.0, 100.0)
-            ),
+            json!(room.as_f64().unwrap_or(0.0).clamp(-50.0, 100.0)),
         )
         .with(Bounds {
             min: Some(-50.0),
@@ -134,7 +184,7 @@ pub fn thermostat(aid: u64, view: &View, now_ms: i64) -> Accessory {
         Characteristic::new(
             TARGET_TEMPERATURE,
             Kind::TargetTemperature,
-            within(&s.target_temperature, lo),
+            within(target, lo),
         )
         .with(setpoints.clone()),
         Characteristic::new(DISPLAY_UNITS, Kind::TemperatureDisplayUnits, json!(units)).with(
@@ -145,20 +195,12 @@ pub fn thermostat(aid: u64, view: &View, now_ms: i64) -> Accessory {
                 valid: Some(vec![0, 1]),
             },
         ),
-        Characteristic::new(
-            HEATING_THRESHOLD,
-            Kind::HeatingThreshold,
-            within(&s.target_temperature_low, lo),
-        )
-        .with(setpoints.clone()),
-        Characteristic::new(
-            COOLING_THRESHOLD,
-            Kind::CoolingThreshold,
-            within(&s.target_temperature_high, hi),
-        )
-        .with(setpoints),
+        Characteristic::new(HEATING_THRESHOLD, Kind::HeatingThreshold, within(low, lo))
+            .with(setpoints.clone()),
+        Characteristic::new(COOLING_THRESHOLD, Kind::CoolingThreshold, within(high, hi))
+            .with(setpoints),
     ];
-    if let Some(humidity) = s.humidity.as_f64() {
+    if let Some(humidity) = humidity.as_f64() {
         characteristics.push(
             Characteristic::new(
                 HUMIDITY,
@@ -173,11 +215,17 @@ pub fn thermostat(aid: u64, view: &View, now_ms: i64) -> Accessory {
             }),
         );
     }
-    characteristics.push(text(THERMOSTAT_NAME, Kind::Name, &s.name));
+    characteristics.push(text(THERMOSTAT_NAME, Kind::Name, name));
     Accessory {
         aid,
         services: vec![
-            info(&s.name, "Nest", "Thermostat", &s.serial, &firmware(&s)),
+            info(
+                name,
+                "Nest",
+                "Thermostat",
+                serial,
+                &firmware(software_version),
+            ),
             Service {
                 iid: THERMOSTAT,
                 hap_type: "4A",
@@ -189,7 +237,7 @@ pub fn thermostat(aid: u64, view: &View, now_ms: i64) -> Accessory {
                 hap_type: "49",
                 primary: false,
                 characteristics: vec![
-                    Characteristic::new(AWAY_ON, Kind::On, json!(s.away)),
+                    Characteristic::new(AWAY_ON, Kind::On, json!(away)),
                     text(AWAY_NAME, Kind::Name, "Away"),
                 ],
             },
@@ -201,16 +249,16 @@ pub fn thermostat(aid: u64, view: &View, now_ms: i64) -> Accessory {
 mod tests {
     use super::*;
     use crate::homekit::accessories::{FIRMWARE, MAX_LEN, NAME};
-    use crate::thermostat::view::tests::view;
+    use crate::thermostat::reading::tests::reading;
 
     #[test]
     fn a_thermostat_shows_its_modes_bounds_and_readings() {
-        let v = view(
+        let r = reading(
             json!({"current_temperature": 20.5, "target_temperature": 21.0,
                    "target_temperature_type": "heat", "can_cool": false, "hvac_heater_state": true}),
             json!({"current_humidity": 44, "temperature_scale": "F", "current_version": "5.9.4-5"}),
         );
-        let a = thermostat(2, &v, 0);
+        let a = thermostat(2, &r);
         let value = |iid| a.characteristic(iid).map(|c| c.value.clone());
         assert_eq!(value(CURRENT_TEMPERATURE), Some(json!(20.5)));
         assert_eq!(value(CURRENT_STATE), Some(json!(1)));
@@ -227,14 +275,14 @@ mod tests {
             .map(|c| c.bounds.clone());
         assert_eq!(target.and_then(|b| b.min), Some(7.0));
         // No humidity reported: no humidity characteristic.
-        let dry = thermostat(2, &view(json!({}), json!({})), 0);
+        let dry = thermostat(2, &reading(json!({}), json!({})));
         assert!(dry.characteristic(HUMIDITY).is_none());
     }
 
     #[test]
     fn names_are_cut_to_what_hap_holds() {
         let long = "x".repeat(100);
-        let a = thermostat(2, &view(json!({"label": long}), json!({})), 0);
+        let a = thermostat(2, &reading(json!({"label": long}), json!({})));
         let name = |iid| a.characteristic(iid).map(|c| c.value.clone());
         assert_eq!(name(NAME), Some(json!("x".repeat(MAX_LEN))));
         assert_eq!(name(THERMOSTAT_NAME), name(NAME));

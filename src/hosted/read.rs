@@ -10,6 +10,7 @@ use crate::app::App;
 use crate::energy::report::{self, Period, Report};
 use crate::http::{Request, Response};
 use crate::state::ApiKey;
+use crate::thermostat::reading::{Outside, Reading};
 use crate::thermostat::{self, View, document, names, pin};
 
 /// `{"id","serial","name"}`: the id is the thermostat's stable UUID (its serial if it has none
@@ -64,6 +65,8 @@ pub fn devices(app: &App, key: &ApiKey) -> Response {
 pub fn status(app: &App, target: &Target, key: &ApiKey) -> Result<Response, HostedError> {
     let serial = &target.serial;
     let may_change = app.sight(serial, Viewer::Key(key)).commandable();
+    let reading = app.reading(serial).ok_or(HostedError::DeviceNotFound)?;
+    let beside = Beside::of(&reading);
     let owner = owner_of(app, serial);
     let now = app.config.clock.now_ms();
     let body = app
@@ -85,11 +88,62 @@ pub fn status(app: &App, target: &Target, key: &ApiKey) -> Result<Response, Host
                         (e.key, entry)
                     })
                     .collect();
-            let outdoor = thermostat::status::outdoor_temperature(&view, &app.weather);
-            json!({"device": summary(&view), "state": state, "outdoor_temperature": outdoor})
+            json!({
+                "device": summary(&view),
+                "state": state,
+                "outdoor_temperature": beside.outdoor_temperature,
+            })
         })
         .ok_or(HostedError::DeviceNotFound)?;
     Ok(Response::json(200, &body))
+}
+
+/// What the hosted status carries beside the buckets: its reading's mapping, every field
+/// decided (see [`crate::thermostat::reading`]); the rest of the thermostat is in its buckets.
+struct Beside {
+    outdoor_temperature: Option<f64>,
+}
+
+impl Beside {
+    fn of(reading: &Reading) -> Beside {
+        let Reading {
+            serial: _,
+            api_key: _,
+            availability: _,
+            name: _,
+            room: _,
+            targets: _,
+            humidity: _,
+            target_humidity: _,
+            target_humidity_enabled: _,
+            mode: _,
+            hvac: _,
+            fan: _,
+            eco: _,
+            is_online: _,
+            has_leaf: _,
+            scale: _,
+            capabilities: _,
+            safety: _,
+            diagnostics: _,
+            structure_id: _,
+            away: _,
+            sensed_away: _,
+            schedule_mode: _,
+            lock: _,
+            bounds: _,
+            outside: Outside {
+                weather,
+                reported: _,
+            },
+            time_zone: _,
+            battery_volts: _,
+            reported: _,
+        } = reading;
+        Beside {
+            outdoor_temperature: *weather,
+        }
+    }
 }
 
 /// `GET /thermostat/{id}/schedule`: `device` and `schedule` (null when there is none). The
@@ -113,7 +167,8 @@ pub fn schedule(app: &App, target: &Target) -> Result<Response, HostedError> {
 }
 
 /// `GET /thermostat/{id}/energy[?from=YYYY-MM-DD][&to=YYYY-MM-DD][&format=csv]`: the rows of
-/// the control port's `GET /api/energy` (docs/energy.md), with this API's errors.
+/// the control port's `GET /api/energy` (docs/energy.md), with this API's errors, in this API's
+/// shape: `{"device":{"id","serial","name"},"time_zone","days":[...]}` (CSV as there).
 pub fn energy(app: &App, target: &Target, req: &Request) -> Result<Response, HostedError> {
     let serial = &target.serial;
     let param = |name: &str| {
@@ -124,7 +179,7 @@ pub fn energy(app: &App, target: &Target, req: &Request) -> Result<Response, Hos
     let period = Period::parse(from.as_deref(), to.as_deref()).map_err(HostedError::Invalid)?;
     let csv =
         report::wants_csv(format.as_deref(), req.header("accept")).map_err(HostedError::Invalid)?;
-    let time_zone = crate::energy::time_zone(&app.state, serial);
+    let time_zone = app.reading(serial).and_then(|r| r.time_zone.clone());
     let report = Report::read(
         &app.config.data_dir,
         &app.energy,
@@ -143,7 +198,13 @@ pub fn energy(app: &App, target: &Target, req: &Request) -> Result<Response, Hos
             body: report.to_csv().into_bytes(),
         }
     } else {
-        Response::json(200, &report.to_json())
+        let view = thermostat::view(&app.state, serial).ok_or(HostedError::DeviceNotFound)?;
+        let body = json!({
+            "device": summary(&view),
+            "time_zone": report.time_zone,
+            "days": report.days_json(),
+        });
+        Response::json(200, &body)
     })
 }
 

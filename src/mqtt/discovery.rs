@@ -26,24 +26,18 @@ pub struct Fingerprint {
 
 impl Fingerprint {
     pub fn of(s: &Snapshot) -> Fingerprint {
-        let flag =
-            |f: &str, default: bool| s.record.get(f).and_then(Value::as_bool).unwrap_or(default);
+        let r = &s.reading;
         Fingerprint {
-            name: s
-                .record
-                .get("name")
-                .and_then(Value::as_str)
-                .unwrap_or(s.serial())
-                .to_string(),
-            can_heat: flag("can_heat", true),
-            can_cool: flag("can_cool", true),
-            has_fan: flag("has_fan", false),
-            has_aux: flag("has_emer_heat", false),
+            name: r.name.clone(),
+            can_heat: r.capabilities.can_heat,
+            can_cool: r.capabilities.can_cool,
+            has_fan: r.capabilities.has_fan,
+            has_aux: r.capabilities.has_emer_heat,
             mode: s.ha_mode(),
-            version: s
-                .record
-                .get("software_version")
-                .and_then(Value::as_str)
+            version: r
+                .diagnostics
+                .software_version
+                .as_str()
                 .unwrap_or("")
                 .to_string(),
         }

@@ -47,7 +47,7 @@ use crate::alerts::Notice;
 use crate::app::App;
 use crate::config::MqttConfig;
 use crate::hub::ChangeEvent;
-use crate::thermostat::{self, View, status};
+use crate::thermostat::{self, View};
 use crate::util::shutdown::Shutdown;
 use discovery::{Fingerprint, Prefixes};
 use link::{Inbound, Link};
@@ -351,21 +351,14 @@ impl Bridge {
         if hidden {
             return None;
         }
-        let available = self.available(serial, held);
+        let held_now = held.contains_key(serial);
+        let availability = self.app.presence.availability(serial, held_now);
         let view = self
             .app
             .state
             .read_device(serial, |data| View::of(serial, data, owner.as_deref()))?;
-        let mut record = status::derive(&view, self.app.config.clock.now_ms());
-        // The weather hearth holds for the thermostat's place, as `/status` shows it.
-        if let Some(t) = status::outdoor_temperature(&view, &self.app.weather) {
-            record["outdoor_temperature"] = serde_json::json!(t);
-        }
-        Some(Snapshot {
-            record,
-            view,
-            available,
-        })
+        let reading = self.app.reading_with(serial, availability)?;
+        Some(Snapshot { view, reading })
     }
 
     /// Publishes what changed for one thermostat: discovery first (Home Assistant then
@@ -438,9 +431,9 @@ impl Bridge {
                 .map(|(suffix, payload)| (format!("ha/{suffix}"), payload)),
         );
         wanted.extend(alerts::topics(serial, &self.app.alerts.active()));
-        let online = if s.available { "online" } else { "offline" };
+        let online = if s.available() { "online" } else { "offline" };
         wanted.push(("availability".to_string(), online.to_string()));
-        published.available = Some(s.available);
+        published.available = Some(s.available());
 
         let mut renamed = false;
         let mut wanted_keys = HashSet::with_capacity(wanted.len());

@@ -5,41 +5,37 @@
 //! Payloads: strings as they are, booleans `true`/`false`, numbers as JSON numbers, objects and
 //! lists as JSON, and null as an empty payload (which also deletes a retained message).
 
+use std::sync::Arc;
+
 use serde_json::Value;
 
-use crate::thermostat::view::truthy;
-use crate::thermostat::{COOLING_FLAGS, HEATING_FLAGS, View, fan_run_seconds, json_number, pin};
+use crate::thermostat::intent::Mode;
+use crate::thermostat::reading::{
+    Capabilities, Diagnostics, Eco, Fan, Outside, Reading, Reported, Targets,
+};
+use crate::thermostat::{View, json_number, pin};
 use crate::util::number;
 
-/// A thermostat as MQTT sees it, read once per publication.
-#[derive(Clone, Debug, Default)]
+/// A thermostat as MQTT sees it, read once per publication: its buckets (the raw topics) and
+/// its reading (Home Assistant's topics and discovery).
+#[derive(Clone, Debug)]
 pub struct Snapshot {
     pub view: View,
-    /// The status record (see [`crate::thermostat::status`]): name, mode, away, hvac flags and
-    /// capabilities, derived the same way for every surface.
-    pub record: Value,
-    pub available: bool,
+    pub reading: Arc<Reading>,
 }
 
 impl Snapshot {
-    pub fn serial(&self) -> &str {
-        &self.view.serial
-    }
-
-    fn flag(&self, name: &str) -> bool {
-        self.record
-            .get(name)
-            .and_then(Value::as_bool)
-            .unwrap_or(false)
+    pub fn available(&self) -> bool {
+        self.reading.availability.available
     }
 
     /// Home Assistant's mode: `off`, `heat`, `cool` or `heat_cool`.
     pub fn ha_mode(&self) -> &'static str {
-        match self.record.get("mode").and_then(Value::as_str) {
-            Some("heat" | "emergency") => "heat",
-            Some("cool") => "cool",
-            Some("range" | "heat-cool") => "heat_cool",
-            _ => "off",
+        match self.reading.mode_now() {
+            Some(Mode::Heat | Mode::Emergency) => "heat",
+            Some(Mode::Cool) => "cool",
+            Some(Mode::Range) => "heat_cool",
+            Some(Mode::Off) | None => "off",
         }
     }
 }
@@ -81,28 +77,203 @@ fn topic_level(name: &str) -> bool {
         && !name.chars().any(char::is_control)
 }
 
+/// `(topic suffix after {P}/{S}/ha/, payload)` for Home Assistant: the reading's mapping, every
+/// field decided (see [`crate::thermostat::reading`]). Published once both the `device` and
+/// `shared` buckets exist; a topic whose source field is missing is left out.
+pub fn home_assistant(s: &Snapshot, now_s: i64) -> Vec<(&'static str, String)> {
+    if s.view.device.is_none() || s.view.shared.is_none() {
+        return Vec::new();
+    }
+    let Reading {
+        serial: _,
+        api_key: _,
+        // Availability has its own topic; the name and the firmware's version are discovery's
+        // (`discovery::Fingerprint`).
+        availability: _,
+        name: _,
+        room,
+        targets: Targets { target, high, low },
+        humidity,
+        target_humidity: _,
+        target_humidity_enabled: _,
+        mode: _,
+        hvac,
+        fan:
+            Fan {
+                timer_active,
+                timer_timeout,
+                duration_s,
+                switched_on,
+            },
+        eco:
+            Eco {
+                high: _,
+                low: _,
+                mode: eco_mode,
+                leaf,
+            },
+        is_online: _,
+        has_leaf: _,
+        scale: _,
+        capabilities:
+            Capabilities {
+                can_heat: _,
+                can_cool: _,
+                has_fan,
+                has_emer_heat: _,
+                has_humidifier: _,
+                has_dehumidifier: _,
+            },
+        safety: _,
+        diagnostics:
+            Diagnostics {
+                software_version: _,
+                time_to_target,
+                time_to_target_training_status: _,
+                learning_mode,
+                preconditioning_enabled: _,
+                backplate_temperature: _,
+                local_ip,
+                mac_address: _,
+                rssi,
+                filter_replacement_needed,
+                filter_runtime_sec,
+                sunlight_correction_active,
+                heatpump_ready,
+                compressor_lockout_timeout,
+            },
+        structure_id: _,
+        away,
+        sensed_away,
+        schedule_mode: _,
+        lock: _,
+        bounds: _,
+        outside: Outside { weather, reported },
+        time_zone: _,
+        battery_volts,
+        reported: _,
+    } = &*s.reading;
+    let mut out = Topics::default();
+
+    // The mode, the room's temperature and humidity, and the targets the mode uses.
+    let mode = s.ha_mode();
+    out.put("mode", Some(Value::from(mode)));
+    out.put("current_temperature", some(room).map(one_decimal));
+    out.put("current_humidity", some(humidity));
+    let used: [Option<&Reported>; 3] = match mode {
+        "heat" | "cool" => [Some(target), None, None],
+        "heat_cool" => [None, Some(low), Some(high)],
+        _ => [None, None, None],
+    };
+    for (suffix, v) in TARGETS.into_iter().zip(used) {
+        // Unused (or unknown) targets are published empty so a stale retained value is cleared.
+        out.put(
+            suffix,
+            Some(v.and_then(some).unwrap_or_else(|| Value::from(""))),
+        );
+    }
+
+    // What the thermostat is doing (heating, cooling, the fan, idle), its fan mode and preset.
+    let fan_on = *timer_active || *switched_on;
+    let action = if mode == "off" {
+        "off"
+    } else if hvac.heating() {
+        "heating"
+    } else if hvac.cooling() {
+        "cooling"
+    } else if fan_on || hvac.fan {
+        "fan"
+    } else {
+        "idle"
+    };
+    out.put("action", Some(Value::from(action)));
+    if *has_fan {
+        out.put(
+            "fan_mode",
+            Some(Value::from(if fan_on { "on" } else { "auto" })),
+        );
+    }
+    let preset = if *away {
+        "away"
+    } else if eco_mode.as_str() == Some("manual-eco") {
+        "eco"
+    } else {
+        "home"
+    };
+    out.put("preset", Some(Value::from(preset)));
+
+    // The sensors. Outdoors: the weather hearth holds for the thermostat's place (what
+    // `/status` shows), else what the thermostat's own buckets say.
+    out.put(
+        "outdoor_temperature",
+        weather
+            .map(json_number)
+            .or_else(|| some(reported))
+            .map(one_decimal),
+    );
+    out.put(
+        "occupancy",
+        Some(Value::from(if *sensed_away { "away" } else { "home" })),
+    );
+    out.put("fan_running", Some(Value::Bool(hvac.fan)));
+    out.put("eco", Some(Value::Bool(*leaf)));
+    out.put(
+        "battery",
+        battery_volts.map(|volts| Value::from(battery_percent(volts))),
+    );
+    out.put(
+        "rssi",
+        some(rssi)
+            .and_then(|v| number(&v))
+            .map(|x| json_number(-x.abs())),
+    );
+    out.put(
+        "filter_replacement_needed",
+        lower_text(some(filter_replacement_needed)),
+    );
+    out.put(
+        "filter_runtime_days",
+        filter_runtime_sec
+            .as_f64()
+            .map(|secs| json_number((secs / 8640.0).round() / 10.0)),
+    );
+    out.put(
+        "time_to_target",
+        time_to_target
+            .as_i64()
+            .filter(|t| *t != 0)
+            .map(|t| Value::from(minutes_until(t, now_s))),
+    );
+    out.put(
+        "sunlight_correction_active",
+        lower_text(some(sunlight_correction_active)),
+    );
+    out.put("learning_mode", lower_text(some(learning_mode)));
+    out.put("heat_pump_ready", lower_text(some(heatpump_ready)));
+    out.put(
+        "compressor_lockout_timeout",
+        some(compressor_lockout_timeout),
+    );
+    out.put("local_ip", some(local_ip));
+
+    // A thermostat with a fan: the minutes its timer has left and the length of a fan run.
+    if *has_fan {
+        let until = timer_timeout.as_i64().unwrap_or(0);
+        out.put(
+            "fan_timer_remaining",
+            Some(Value::from(minutes_until(until, now_s))),
+        );
+        out.put("fan_duration", Some(Value::from(duration_s / 60)));
+    }
+    out.0
+}
+
 /// The temperature topics one mode uses; the others are published empty (cleared).
 const TARGETS: [&str; 3] = [
     "target_temperature",
     "target_temperature_low",
     "target_temperature_high",
 ];
-
-/// `(topic suffix after {P}/{S}/ha/, payload)` for Home Assistant. Published once both the
-/// `device` and `shared` buckets exist; a topic whose source field is missing is left out.
-pub fn home_assistant(s: &Snapshot, now_s: i64) -> Vec<(&'static str, String)> {
-    if s.view.device.is_none() || s.view.shared.is_none() {
-        return Vec::new();
-    }
-    let mut out = Topics::default();
-    climate(s, &mut out);
-    activity(s, &mut out);
-    readings(s, now_s, &mut out);
-    if s.flag("has_fan") {
-        fan_timer(s, now_s, &mut out);
-    }
-    out.0
-}
 
 /// The Home Assistant topics of one publication, in the order they are published.
 #[derive(Default)]
@@ -117,176 +288,14 @@ impl Topics {
     }
 }
 
-/// A field of the status record.
-fn record(s: &Snapshot, field: &str) -> Option<Value> {
-    s.record.get(field).cloned()
-}
-
-/// A field of the `device` bucket.
-fn device(s: &Snapshot, field: &str) -> Option<Value> {
-    s.view.device_field(field).cloned()
+/// A reported value, if the thermostat reported one.
+fn some(v: &Reported) -> Option<Value> {
+    (!v.is_null()).then(|| v.to_value())
 }
 
 /// A field's text in lower case (`True` and `true` alike).
 fn lower_text(v: Option<Value>) -> Option<Value> {
     v.map(|v| Value::String(payload(&v).to_ascii_lowercase()))
-}
-
-/// One of the status record's `hvac` flags.
-fn hvac(s: &Snapshot, flag: &str) -> bool {
-    s.record
-        .get("hvac")
-        .and_then(|h| h.get(flag))
-        .and_then(Value::as_bool)
-        .unwrap_or(false)
-}
-
-/// Whether the fan runs on its own (a timer, or the fan switched on).
-fn fan_on(s: &Snapshot) -> bool {
-    s.flag("fan_timer_active") || truthy(s.view.device_field("fan_control_state"))
-}
-
-/// The mode, the room's temperature and humidity, and the targets the mode uses.
-fn climate(s: &Snapshot, out: &mut Topics) {
-    let mode = s.ha_mode();
-    out.put("mode", Some(Value::from(mode)));
-    out.put(
-        "current_temperature",
-        record(s, "current_temperature").map(one_decimal),
-    );
-    out.put("current_humidity", device(s, "current_humidity"));
-    let used: &[&str] = match mode {
-        "heat" | "cool" => &TARGETS[..1],
-        "heat_cool" => &TARGETS[1..],
-        _ => &[],
-    };
-    for field in TARGETS {
-        let v = used
-            .contains(&field)
-            .then(|| record(s, field))
-            .flatten()
-            .filter(|v| !v.is_null());
-        // Unused (or unknown) targets are published empty so a stale retained value is cleared.
-        out.put(field, Some(v.unwrap_or_else(|| Value::from(""))));
-    }
-}
-
-/// What the thermostat is doing (heating, cooling, the fan, idle), its fan mode and its preset.
-fn activity(s: &Snapshot, out: &mut Topics) {
-    let fan_on = fan_on(s);
-    let action = if s.ha_mode() == "off" {
-        "off"
-    } else if HEATING_FLAGS.iter().any(|f| hvac(s, f)) {
-        "heating"
-    } else if COOLING_FLAGS.iter().any(|f| hvac(s, f)) {
-        "cooling"
-    } else if fan_on || hvac(s, "fan") {
-        "fan"
-    } else {
-        "idle"
-    };
-    out.put("action", Some(Value::from(action)));
-    if s.flag("has_fan") {
-        out.put(
-            "fan_mode",
-            Some(Value::from(if fan_on { "on" } else { "auto" })),
-        );
-    }
-    let preset = if s.flag("away") {
-        "away"
-    } else if s.record.get("eco_mode").and_then(Value::as_str) == Some("manual-eco") {
-        "eco"
-    } else {
-        "home"
-    };
-    out.put("preset", Some(Value::from(preset)));
-}
-
-/// The sensors: outdoor temperature, occupancy, the fan, the leaf, the battery, the radio, the
-/// filter, time to target and the firmware's other readings.
-fn readings(s: &Snapshot, now_s: i64, out: &mut Topics) {
-    let view = &s.view;
-    // The weather hearth holds for the thermostat's place (what `/status` shows), else what
-    // the thermostat's own buckets say.
-    out.put(
-        "outdoor_temperature",
-        record(s, "outdoor_temperature")
-            .filter(|v| !v.is_null())
-            .or_else(|| device(s, "outdoor_temperature"))
-            .or_else(|| view.shared_field("outside_temperature").cloned())
-            .or_else(|| device(s, "outside_temperature"))
-            .map(one_decimal),
-    );
-    let away_sensed = view
-        .device_field("auto_away")
-        .and_then(Value::as_f64)
-        .is_some_and(|a| a > 0.0)
-        || truthy(view.device_field("away"));
-    out.put(
-        "occupancy",
-        Some(Value::from(if away_sensed { "away" } else { "home" })),
-    );
-    out.put("fan_running", Some(Value::Bool(hvac(s, "fan"))));
-    let leaf = view
-        .device_field("eco")
-        .and_then(|e| e.get("leaf"))
-        .or_else(|| view.device_field("leaf"));
-    out.put("eco", Some(Value::Bool(truthy(leaf))));
-    out.put(
-        "battery",
-        device(s, "battery_level")
-            .and_then(|v| v.as_f64())
-            .map(|volts| Value::from(battery_percent(volts))),
-    );
-    out.put(
-        "rssi",
-        device(s, "rssi")
-            .and_then(|v| number(&v))
-            .map(|x| json_number(-x.abs())),
-    );
-    out.put(
-        "filter_replacement_needed",
-        lower_text(device(s, "filter_replacement_needed")),
-    );
-    out.put(
-        "filter_runtime_days",
-        device(s, "filter_runtime_sec")
-            .and_then(|v| v.as_f64())
-            .map(|secs| json_number((secs / 8640.0).round() / 10.0)),
-    );
-    out.put(
-        "time_to_target",
-        device(s, "time_to_target")
-            .and_then(|v| v.as_i64())
-            .filter(|t| *t != 0)
-            .map(|t| Value::from(minutes_until(t, now_s))),
-    );
-    out.put(
-        "sunlight_correction_active",
-        lower_text(device(s, "sunlight_correction_active")),
-    );
-    out.put("learning_mode", lower_text(device(s, "learning_mode")));
-    out.put("heat_pump_ready", lower_text(device(s, "heatpump_ready")));
-    out.put(
-        "compressor_lockout_timeout",
-        device(s, "compressor_lockout_timeout"),
-    );
-    out.put("local_ip", device(s, "local_ip"));
-}
-
-/// A thermostat with a fan: the minutes its timer has left and the length of a fan run.
-fn fan_timer(s: &Snapshot, now_s: i64, out: &mut Topics) {
-    let until = device(s, "fan_timer_timeout")
-        .and_then(|v| v.as_i64())
-        .unwrap_or(0);
-    out.put(
-        "fan_timer_remaining",
-        Some(Value::from(minutes_until(until, now_s))),
-    );
-    out.put(
-        "fan_duration",
-        Some(Value::from(fan_run_seconds(&s.view) / 60)),
-    );
 }
 
 /// A sensor reading to one decimal (20.934 °C shows as 20.9), as the Python server sends it.
@@ -311,13 +320,16 @@ pub fn battery_percent(volts: f64) -> i64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::thermostat::reading::NoWeather;
     use serde_json::json;
 
-    fn snapshot(device: Value, shared: Value, record: Value) -> Snapshot {
+    fn snapshot(device: Value, shared: Value) -> Snapshot {
+        let view = crate::thermostat::view::tests::view(shared, device);
+        let available = crate::thermostat::reading::tests::available();
+        let reading = crate::thermostat::read(&view, available, &NoWeather, 0);
         Snapshot {
-            view: crate::thermostat::view::tests::view(shared, device),
-            record,
-            available: true,
+            view,
+            reading: Arc::new(reading),
         }
     }
 
@@ -343,7 +355,6 @@ mod tests {
         let s = snapshot(
             json!({"away": false, "rssi": null, "a/b": 1, "c#": 2, "d\u{1}": 3, "": 4}),
             json!({"target_temperature": 21.5}),
-            json!({}),
         );
         let out = raw(&s);
         let get = |t: &str| out.iter().find(|(k, _)| k == t).map(|(_, v)| v.as_str());
@@ -363,7 +374,6 @@ mod tests {
             json!({"temperature_lock": true, "temperature_lock_pin_hash": "kFRc/skLylZUKACup2bPzjQDUII=",
                    "temp_lock_pin_hash": "x"}),
             json!({}),
-            json!({}),
         );
         let out = raw(&s);
         assert_eq!(
@@ -381,15 +391,13 @@ mod tests {
 
     #[test]
     fn home_assistant_state_follows_the_mode() {
-        let record = json!({"mode": "range", "current_temperature": 20.55,
-            "target_temperature": 21.0, "target_temperature_low": 19.0, "target_temperature_high": 24.0,
-            "hvac": {"heater": true, "fan": true}, "has_fan": true, "fan_timer_active": false, "away": false,
-            "eco_mode": "manual-eco"});
         let s = snapshot(
             json!({"current_humidity": 41, "battery_level": 3.9, "rssi": 45, "fan_timer_duration": 900,
-                   "learning_mode": true, "filter_runtime_sec": 90000, "time_to_target": 0}),
-            json!({}),
-            record,
+                   "learning_mode": true, "filter_runtime_sec": 90000, "time_to_target": 0,
+                   "has_fan": true, "eco": {"mode": "manual-eco"}}),
+            json!({"target_temperature_type": "range", "current_temperature": 20.55,
+                   "target_temperature": 21.0, "target_temperature_low": 19.0, "target_temperature_high": 24.0,
+                   "hvac_heater_state": true, "hvac_fan_state": true}),
         );
         let out = home_assistant(&s, 1000);
         assert_eq!(find(&out, "mode"), Some("heat_cool"));
@@ -415,8 +423,8 @@ mod tests {
     fn off_clears_every_target_and_no_shared_bucket_publishes_nothing() {
         let s = snapshot(
             json!({}),
-            json!({}),
-            json!({"mode": "off", "target_temperature": 20.0, "hvac": {"heater": true}}),
+            json!({"target_temperature_type": "off", "target_temperature": 20.0,
+                   "hvac_heater_state": true}),
         );
         let out = home_assistant(&s, 0);
         assert_eq!(find(&out, "action"), Some("off"));
@@ -425,15 +433,14 @@ mod tests {
         }
         let heat = snapshot(
             json!({}),
-            json!({}),
-            json!({"mode": "heat", "target_temperature": 20.0}),
+            json!({"target_temperature_type": "heat", "target_temperature": 20.0}),
         );
         assert_eq!(
             find(&home_assistant(&heat, 0), "target_temperature"),
             Some("20.0")
         );
         assert_eq!(find(&home_assistant(&heat, 0), "action"), Some("idle"));
-        let no_shared = snapshot(json!({}), json!(null), json!({"mode": "heat"}));
+        let no_shared = snapshot(json!({}), json!(null));
         assert!(home_assistant(&no_shared, 0).is_empty());
     }
 

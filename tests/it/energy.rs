@@ -314,11 +314,28 @@ fn the_hosted_route_gives_the_same_rows_under_its_access_rules() {
     let denied = (403, json!({"error": "Access denied to this device"}));
     let error = |r: hearth::http::client::ClientResponse| (r.status, r.json());
 
-    // A read key of the owner: the control port's rows.
+    // A read key of the owner: the control port's rows and time zone, under the thermostat as
+    // every `/api/v1` read names it.
     let read = new_key(&s, "alice", "read", &[]);
     let r = api(&s, "GET", &path(SERIAL, ""), &read, Value::Null);
     assert_eq!(r.status, 200, "{}", r.text());
-    assert_eq!(r.json(), energy(&s, &format!("serial={SERIAL}")).1);
+    let control = energy(&s, &format!("serial={SERIAL}")).1;
+    let status = api(
+        &s,
+        "GET",
+        &format!("/thermostat/{SERIAL}/status"),
+        &read,
+        Value::Null,
+    );
+    let body = r.json();
+    let keys: Vec<&String> = body.as_object().unwrap().keys().collect();
+    assert_eq!(keys, ["device", "time_zone", "days"]);
+    assert_eq!(body["device"], status.json()["device"]);
+    assert_eq!(body["device"]["serial"], json!(SERIAL));
+    assert_eq!(
+        (&body["time_zone"], &body["days"]),
+        (&control["time_zone"], &control["days"])
+    );
     let r = api(&s, "GET", &path(SERIAL, "?format=csv"), &read, Value::Null);
     assert_eq!(r.header("content-type"), Some("text/csv; charset=utf-8"));
     assert!(r.text().starts_with("date,heat_s,"), "{}", r.text());

@@ -23,6 +23,8 @@ use std::time::Duration;
 
 use hearth::energy::{Accrual, Live};
 use hearth::process::ServerProcess;
+use hearth::state::Fields;
+use hearth::thermostat::{self, Availability, NoWeather, Reading, View};
 use serde_json::{Value, json};
 
 use super::TempDir;
@@ -108,21 +110,34 @@ fn serial(i: usize) -> String {
     format!("02AA01AC98{i:06}")
 }
 
-/// A status record as the recorder sees it after an upload: round `r` of thermostat `i`.
-fn record(i: usize, r: usize) -> Value {
+/// A thermostat's reading as the recorder sees it after an upload: round `r` of thermostat
+/// `i`, in Berlin, 8.5 °C outside.
+fn record(i: usize, r: usize) -> Reading {
     let heating = (r + i) % 6 < 3;
     let target = if (r / 4) % 2 == 0 { 20.5 } else { 21.0 };
-    json!({
+    let shared = json!({
         "current_temperature": 19.5 + (r % 7) as f64 * 0.25,
         "target_temperature": target,
         "target_temperature_low": 19.0,
         "target_temperature_high": 24.0,
-        "away": false,
-        "hvac": {"heater": heating, "heat_x2": false, "heat_x3": false, "ac": false,
-                 "cool_x2": false, "cool_x3": false, "fan": heating || r % 5 == 0,
-                 "aux_heat": false, "emer_heat": false, "alt_heat": false},
-        "outdoor_temperature": 8.5,
-    })
+        "hvac_heater_state": heating,
+        "hvac_fan_state": heating || r % 5 == 0,
+    });
+    let device = json!({"time_zone": "Europe/Berlin"});
+    let fields = |v: &Value| v.as_object().map(Fields::from_map);
+    let view = View {
+        serial: serial(i),
+        shared: fields(&shared),
+        device: fields(&device),
+        ..View::default()
+    };
+    let seen = Availability {
+        available: true,
+        last_seen_ms: None,
+    };
+    let mut reading = thermostat::read(&view, seen, &NoWeather, START_MS);
+    reading.outside.weather = Some(8.5);
+    reading
 }
 
 fn accrual(dir: &Path) -> Accrual {
@@ -134,6 +149,7 @@ fn accrual(dir: &Path) -> Accrual {
     )
 }
 
+/// The zone of every thermostat's structure (as their readings have it).
 fn zone(_: &str) -> Option<String> {
     Some("Europe/Berlin".into())
 }
@@ -142,21 +158,19 @@ fn zone(_: &str) -> Option<String> {
 fn per_upload(thermostats: usize, uploads: usize) -> Result<(usize, u64), String> {
     let dir = TempDir::new("energy-cpu")?;
     let (live, mut acc) = (Live::new(dir.0.clone()), accrual(&dir.0));
-    let serials: Vec<String> = (0..thermostats).map(serial).collect();
-    let records: Vec<Vec<Value>> = (0..thermostats)
+    let records: Vec<Vec<Reading>> = (0..thermostats)
         .map(|i| (0..8).map(|r| record(i, r)).collect())
         .collect();
     // The first observation of each reads its stored day: not an upload's cost.
-    for (i, s) in serials.iter().enumerate() {
-        acc.observe(&live, s, &records[i][0], || zone(s), START_MS, false, false);
+    for reading in &records {
+        acc.observe(&live, &reading[0], START_MS, false, false);
     }
     let rounds = uploads.div_ceil(thermostats).max(1);
     let before = thread_cpu_ns()?;
     for r in 1..=rounds {
         let now = START_MS + r as i64 * 30_000;
-        for (i, s) in serials.iter().enumerate() {
-            let rec = &records[i][r % 8];
-            acc.observe(&live, s, rec, || zone(s), now, false, r % 4 == 0);
+        for reading in &records {
+            acc.observe(&live, &reading[r % 8], now, false, r % 4 == 0);
         }
     }
     let spent = thread_cpu_ns()? - before;
@@ -168,13 +182,12 @@ fn per_upload(thermostats: usize, uploads: usize) -> Result<(usize, u64), String
 fn per_flush(thermostats: usize) -> Result<(usize, u64), String> {
     let dir = TempDir::new("energy-flush")?;
     let (live, mut acc) = (Live::new(dir.0.clone()), accrual(&dir.0));
-    let serials: Vec<String> = (0..thermostats).map(serial).collect();
     let flushes = 3;
     let mut spent = 0;
     for f in 0..=flushes {
         let now = START_MS + f as i64 * 60_000;
-        for (i, s) in serials.iter().enumerate() {
-            acc.observe(&live, s, &record(i, f), || zone(s), now, false, false);
+        for i in 0..thermostats {
+            acc.observe(&live, &record(i, f), now, false, false);
         }
         let before = thread_cpu_ns()?;
         acc.flush(&live, now + 30_000, zone);
@@ -193,18 +206,18 @@ fn growth(days: i64) -> Result<(f64, u64), String> {
     const N: usize = 10;
     let dir = TempDir::new("energy-growth")?;
     let (live, mut acc) = (Live::new(dir.0.clone()), accrual(&dir.0));
-    let serials: Vec<String> = (0..N).map(serial).collect();
     let step = 300_000;
     let end = START_MS + days * 86_400_000;
     let mut now = START_MS;
     let mut r = 0;
     while now < end {
-        for (i, s) in serials.iter().enumerate() {
+        for i in 0..N {
             // A sample every 5 minutes; an upload every other one.
             let upload = r % 2 == 0;
-            acc.observe(&live, s, &record(i, r / 2), || zone(s), now, true, false);
+            let reading = record(i, r / 2);
+            acc.observe(&live, &reading, now, true, false);
             if upload {
-                acc.observe(&live, s, &record(i, r / 2), || zone(s), now, false, true);
+                acc.observe(&live, &reading, now, false, true);
             }
         }
         if now % 3_600_000 == 0 {
