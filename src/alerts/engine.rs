@@ -265,6 +265,7 @@ impl Engine {
             outside: _,
             time_zone: _,
             battery_volts,
+            battery_percent: _,
             reported: _,
         } = &*reading;
         let filter_s = match app.config().alerts.filter_after_s {

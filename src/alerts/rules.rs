@@ -14,8 +14,8 @@ use super::Kind;
 /// move toward the target for heating (cooling) to count as working.
 pub const HYSTERESIS_C: f64 = 0.5;
 /// `battery_level` (volts) below which the battery is low: the firmware's own low-battery
-/// point (3.65 V); it clears at [`BATTERY_OK_V`].
-pub const BATTERY_LOW_V: f64 = 3.65;
+/// point, as every surface reads it; the alert clears at [`BATTERY_OK_V`].
+pub use crate::thermostat::reading::BATTERY_LOW_V;
 pub const BATTERY_OK_V: f64 = 3.75;
 
 /// One thermostat as the rules see it.

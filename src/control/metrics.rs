@@ -67,6 +67,7 @@ impl<'a> Shown<'a> {
             outside: _,
             time_zone: _,
             battery_volts: _,
+            battery_percent: _,
             reported: _,
         } = reading;
         Shown {

@@ -69,6 +69,8 @@ pub struct Record<'a> {
     /// °C outside the thermostat's place, from the last weather answer for it; `null` until
     /// there is one (or with `WEATHER_PROVIDER=off`).
     outdoor_temperature: Option<f64>,
+    /// The battery's charge (%), `null` until the thermostat reports its voltage.
+    battery_percent: Option<u8>,
 }
 
 #[derive(Serialize)]
@@ -153,6 +155,7 @@ impl<'a> Record<'a> {
             },
             time_zone: _,
             battery_volts: _,
+            battery_percent,
             reported: _,
         } = reading;
         let Lock {
@@ -211,6 +214,7 @@ impl<'a> Record<'a> {
             },
             temperature_bounds: bounds,
             outdoor_temperature: *weather,
+            battery_percent: *battery_percent,
         }
     }
 }
@@ -416,7 +420,8 @@ mod tests {
             time_to_target time_to_target_training_status safety_state \
             safety_temp_activating_hvac learning_mode preconditioning_enabled \
             backplate_temperature local_ip mac_address structure_id away schedule_mode \
-            fan_timer_duration temperature_lock temperature_bounds outdoor_temperature";
+            fan_timer_duration temperature_lock temperature_bounds outdoor_temperature \
+            battery_percent";
         assert_eq!(keys, before.split_whitespace().collect::<Vec<_>>());
         let bounds = &r["temperature_bounds"];
         assert_eq!(bounds, &json!({"low": 7.222, "high": 35.0}));

@@ -64,6 +64,7 @@ impl<'a> Observed<'a> {
             },
             time_zone,
             battery_volts: _,
+            battery_percent: _,
             reported: _,
         } = reading;
         Observed {

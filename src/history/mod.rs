@@ -88,6 +88,7 @@ impl Sample {
             outside: _,
             time_zone: _,
             battery_volts: _,
+            battery_percent: _,
             reported: _,
         } = reading;
         Sample {

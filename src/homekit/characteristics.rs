@@ -33,6 +33,10 @@ pub enum Kind {
     CurrentRelativeHumidity,
     /// The away switch's On.
     On,
+    /// The Battery service's charge (%), whether it charges, and whether it is low.
+    BatteryLevel,
+    ChargingState,
+    StatusLowBattery,
 }
 
 /// HAP's value formats, as its JSON names them.
@@ -75,6 +79,9 @@ impl Kind {
             Kind::CoolingThreshold => "D",
             Kind::CurrentRelativeHumidity => "10",
             Kind::On => "25",
+            Kind::BatteryLevel => "68",
+            Kind::ChargingState => "8F",
+            Kind::StatusLowBattery => "79",
         }
     }
 
@@ -89,7 +96,10 @@ impl Kind {
             | Kind::ProtocolVersion => Format::String,
             Kind::CurrentHeatingCoolingState
             | Kind::TargetHeatingCoolingState
-            | Kind::TemperatureDisplayUnits => Format::Uint8,
+            | Kind::TemperatureDisplayUnits
+            | Kind::BatteryLevel
+            | Kind::ChargingState
+            | Kind::StatusLowBattery => Format::Uint8,
             Kind::CurrentTemperature
             | Kind::TargetTemperature
             | Kind::HeatingThreshold
@@ -109,7 +119,10 @@ impl Kind {
             | Kind::ProtocolVersion => &[PR],
             Kind::CurrentHeatingCoolingState
             | Kind::CurrentTemperature
-            | Kind::CurrentRelativeHumidity => &[PR, EV],
+            | Kind::CurrentRelativeHumidity
+            | Kind::BatteryLevel
+            | Kind::ChargingState
+            | Kind::StatusLowBattery => &[PR, EV],
             Kind::TargetHeatingCoolingState
             | Kind::TargetTemperature
             | Kind::TemperatureDisplayUnits
@@ -180,7 +193,10 @@ impl Characteristic {
         {
             out.insert("unit".into(), json!("celsius"));
         }
-        if self.kind == Kind::CurrentRelativeHumidity {
+        if matches!(
+            self.kind,
+            Kind::CurrentRelativeHumidity | Kind::BatteryLevel
+        ) {
             out.insert("unit".into(), json!("percentage"));
         }
         let b = &self.bounds;

@@ -1,6 +1,7 @@
 //! One thermostat as an accessory: Accessory Information, the Thermostat service (its
 //! current and target state and temperatures, display units, heat-cool thresholds, and the
-//! room's humidity where it reports one) and an Away switch, at fixed instance ids.
+//! room's humidity where it reports one), an Away switch, and a Battery service once it
+//! reports its battery, at fixed instance ids.
 //!
 //! Away is a **Switch** named "Away" on each thermostat's accessory, not an occupancy sensor:
 //! Nest's away (manual eco on the whole home) is something a person turns on and off, and a
@@ -14,7 +15,9 @@ use super::accessories::{Accessory, Service, info, text};
 use super::characteristics::{Bounds, Characteristic, Kind};
 use crate::thermostat::Reported;
 use crate::thermostat::intent::Mode;
-use crate::thermostat::reading::{self, Capabilities, Diagnostics, Reading, Targets};
+use crate::thermostat::reading::{
+    self, BATTERY_LOW_V, Capabilities, Diagnostics, Reading, Targets,
+};
 
 /// The thermostat service and its characteristics.
 const THERMOSTAT: u64 = 8;
@@ -31,6 +34,11 @@ const THERMOSTAT_NAME: u64 = 17;
 const AWAY: u64 = 20;
 const AWAY_ON: u64 = 21;
 const AWAY_NAME: u64 = 22;
+/// The battery.
+const BATTERY: u64 = 30;
+const BATTERY_LEVEL: u64 = 31;
+const CHARGING_STATE: u64 = 32;
+const LOW_BATTERY: u64 = 33;
 /// Setpoint bounds on the 0.5 °C grid, around the thermostat's safety bounds.
 fn setpoint_bounds(bounds: &reading::Bounds) -> Bounds {
     let (lo, hi) = (bounds.low, bounds.high);
@@ -118,7 +126,8 @@ pub fn thermostat(aid: u64, reading: &Reading) -> Accessory {
         bounds,
         outside: _,
         time_zone: _,
-        battery_volts: _,
+        battery_volts,
+        battery_percent,
         reported: _,
     } = reading;
     let setpoints = setpoint_bounds(bounds);
@@ -216,9 +225,10 @@ pub fn thermostat(aid: u64, reading: &Reading) -> Accessory {
         );
     }
     characteristics.push(text(THERMOSTAT_NAME, Kind::Name, name));
+    let battery = battery_percent.map(|percent| battery(percent, *battery_volts));
     Accessory {
         aid,
-        services: vec![
+        services: [
             info(
                 name,
                 "Nest",
@@ -241,6 +251,38 @@ pub fn thermostat(aid: u64, reading: &Reading) -> Accessory {
                     text(AWAY_NAME, Kind::Name, "Away"),
                 ],
             },
+        ]
+        .into_iter()
+        .chain(battery)
+        .collect(),
+    }
+}
+
+/// The Battery service: the charge, and low below the firmware's own low point. The
+/// thermostat charges its battery from the heating's wires and does not say when, so it shows
+/// as not charging.
+fn battery(percent: u8, volts: Option<f64>) -> Service {
+    let enumerated = |max: u8| Bounds {
+        min: Some(0.0),
+        max: Some(f64::from(max)),
+        step: Some(1.0),
+        valid: Some((0..=max).collect()),
+    };
+    let low = volts.is_some_and(|v| v < BATTERY_LOW_V);
+    Service {
+        iid: BATTERY,
+        hap_type: "96",
+        primary: false,
+        characteristics: vec![
+            Characteristic::new(BATTERY_LEVEL, Kind::BatteryLevel, json!(percent)).with(Bounds {
+                min: Some(0.0),
+                max: Some(100.0),
+                step: Some(1.0),
+                valid: None,
+            }),
+            Characteristic::new(CHARGING_STATE, Kind::ChargingState, json!(0)).with(enumerated(2)),
+            Characteristic::new(LOW_BATTERY, Kind::StatusLowBattery, json!(u8::from(low)))
+                .with(enumerated(1)),
         ],
     }
 }
@@ -274,9 +316,25 @@ mod tests {
             .characteristic(TARGET_TEMPERATURE)
             .map(|c| c.bounds.clone());
         assert_eq!(target.and_then(|b| b.min), Some(7.0));
-        // No humidity reported: no humidity characteristic.
+        // No humidity reported: no humidity characteristic; no battery: no battery service.
         let dry = thermostat(2, &reading(json!({}), json!({})));
         assert!(dry.characteristic(HUMIDITY).is_none());
+        assert!(dry.services.iter().all(|s| s.iid != BATTERY));
+    }
+
+    #[test]
+    fn a_battery_shows_its_charge_and_when_it_is_low() {
+        let at = |volts: f64| thermostat(2, &reading(json!({}), json!({"battery_level": volts})));
+        let a = at(3.9);
+        let value = |a: &Accessory, iid| a.characteristic(iid).map(|c| c.value.clone());
+        assert_eq!(value(&a, BATTERY_LEVEL), Some(json!(80)));
+        assert_eq!(value(&a, CHARGING_STATE), Some(json!(0)));
+        assert_eq!(value(&a, LOW_BATTERY), Some(json!(0)));
+        let battery = a.services.iter().find(|s| s.iid == BATTERY).unwrap();
+        assert_eq!(battery.hap_type, "96");
+        let low = at(3.6);
+        assert_eq!(value(&low, BATTERY_LEVEL), Some(json!(20)));
+        assert_eq!(value(&low, LOW_BATTERY), Some(json!(1)));
     }
 
     #[test]

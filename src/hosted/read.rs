@@ -92,6 +92,7 @@ pub fn status(app: &App, target: &Target, key: &ApiKey) -> Result<Response, Host
                 "device": summary(&view),
                 "state": state,
                 "outdoor_temperature": beside.outdoor_temperature,
+                "battery_percent": beside.battery_percent,
             })
         })
         .ok_or(HostedError::DeviceNotFound)?;
@@ -102,6 +103,7 @@ pub fn status(app: &App, target: &Target, key: &ApiKey) -> Result<Response, Host
 /// decided (see [`crate::thermostat::reading`]); the rest of the thermostat is in its buckets.
 struct Beside {
     outdoor_temperature: Option<f64>,
+    battery_percent: Option<u8>,
 }
 
 impl Beside {
@@ -138,10 +140,12 @@ impl Beside {
             },
             time_zone: _,
             battery_volts: _,
+            battery_percent,
             reported: _,
         } = reading;
         Beside {
             outdoor_temperature: *weather,
+            battery_percent: *battery_percent,
         }
     }
 }

@@ -150,7 +150,8 @@ pub fn home_assistant(s: &Snapshot, now_s: i64) -> Vec<(&'static str, String)> {
         bounds: _,
         outside: Outside { weather, reported },
         time_zone: _,
-        battery_volts,
+        battery_volts: _,
+        battery_percent,
         reported: _,
     } = &*s.reading;
     let mut out = Topics::default();
@@ -217,10 +218,7 @@ pub fn home_assistant(s: &Snapshot, now_s: i64) -> Vec<(&'static str, String)> {
     );
     out.put("fan_running", Some(Value::Bool(hvac.fan)));
     out.put("eco", Some(Value::Bool(*leaf)));
-    out.put(
-        "battery",
-        battery_volts.map(|volts| Value::from(battery_percent(volts))),
-    );
+    out.put("battery", battery_percent.map(Value::from));
     out.put(
         "rssi",
         some(rssi)
@@ -310,11 +308,6 @@ fn one_decimal(v: Value) -> Value {
 /// Whole minutes from `now_s` until the Unix time `until_s`; 0 once it has passed.
 fn minutes_until(until_s: i64, now_s: i64) -> i64 {
     until_s.saturating_sub(now_s).max(0) / 60
-}
-
-/// The battery's charge from its voltage: 3.5 V and below is empty, 4.0 V and above full.
-pub fn battery_percent(volts: f64) -> i64 {
-    (((volts - 3.5) / 0.5).clamp(0.0, 1.0) * 100.0).round() as i64
 }
 
 #[cfg(test)]
@@ -445,10 +438,7 @@ mod tests {
     }
 
     #[test]
-    fn battery_and_minutes() {
-        assert_eq!(battery_percent(3.4), 0);
-        assert_eq!(battery_percent(3.75), 50);
-        assert_eq!(battery_percent(4.2), 100);
+    fn minutes() {
         assert_eq!(minutes_until(1_000 + 600, 1_000), 10);
         assert_eq!(minutes_until(10, 1_000), 0);
     }

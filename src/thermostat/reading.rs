@@ -161,6 +161,8 @@ pub struct Reading {
     pub time_zone: Option<String>,
     /// The battery's voltage (`device.battery_level`).
     pub battery_volts: Option<f64>,
+    /// The battery's charge, from its voltage ([`battery_percent`]).
+    pub battery_percent: Option<u8>,
     /// Whether it has uploaded its state at least once: its `shared` bucket holds the room
     /// temperature, which only the thermostat writes (a command before then may create the
     /// bucket with a setpoint, not with this).
@@ -465,8 +467,19 @@ pub fn read(
         },
         time_zone: d("time_zone").and_then(Value::as_str).map(str::to_string),
         battery_volts: d("battery_level").and_then(Value::as_f64),
+        battery_percent: d("battery_level")
+            .and_then(Value::as_f64)
+            .map(battery_percent),
         reported: sh("current_temperature").is_some(),
     }
+}
+
+/// `battery_level` (volts) below which the battery is low: the firmware's own low-battery point.
+pub const BATTERY_LOW_V: f64 = 3.65;
+
+/// The battery's charge from its voltage: 3.5 V and below is empty, 4.0 V and above full.
+pub fn battery_percent(volts: f64) -> u8 {
+    (((volts - 3.5) / 0.5).clamp(0.0, 1.0) * 100.0).round() as u8
 }
 
 /// No weather: a reading for code that has none to give (tests, tools).
@@ -522,6 +535,13 @@ pub mod tests {
     }
 
     #[test]
+    fn battery_percent_from_volts() {
+        assert_eq!(battery_percent(3.4), 0);
+        assert_eq!(battery_percent(3.75), 50);
+        assert_eq!(battery_percent(4.2), 100);
+    }
+
+    #[test]
     fn derived_values() {
         let r = reading(
             json!({"target_temperature_type": "range", "target_temperature_low": 19.0,
@@ -532,11 +552,12 @@ pub mod tests {
         assert_eq!(r.mode_now(), Some(Mode::Range));
         assert_eq!((r.heat_target(), r.cool_target()), (Some(19.0), Some(24.5)));
         assert!(r.hvac.heating() && !r.hvac.heating_without_aux() && !r.hvac.cooling());
-        assert_eq!(r.battery_volts, Some(3.9));
+        assert_eq!((r.battery_volts, r.battery_percent), (Some(3.9), Some(80)));
         assert_eq!(r.safety.shutoff, Some(false));
         assert_eq!(r.time_zone.as_deref(), Some("Europe/Paris"));
         assert!(r.reported);
         let quiet = reading(json!({}), json!({}));
+        assert_eq!(quiet.battery_percent, None);
         assert_eq!(quiet.safety.shutoff, None);
         assert!(!quiet.reported);
         assert_eq!(quiet.scale, Reported::Text("C".into()));

@@ -482,3 +482,35 @@ fn in_pairing_mode_a_thermostat_appears_once_it_is_claimed() {
     assert_eq!(b.aid_of(SERIAL), Some(2));
     assert_ne!(b.config_number(), unclaimed);
 }
+
+/// Battery percent, one field of the reading, reaches `/status`, the page's `/api/devices`,
+/// `/api/v1` status and HomeKit's Battery service alike; a change of the voltage moves each.
+#[test]
+fn the_battery_reaches_every_surface_from_one_reading() {
+    let s = TestServer::start();
+    let (mut sim, _events, _held) = booted_and_held(&s, SERIAL);
+    let b = bridge_of(s.server().app());
+    let key = common::hosted::new_key(&s, "owner", "read", &[]);
+    let seen = |s: &TestServer| {
+        let status = get(s.control(), &format!("/status?serial={SERIAL}")).json();
+        let page = get(s.control(), "/api/devices").json();
+        let path = format!("/thermostat/{SERIAL}/status");
+        let hosted = common::hosted::api(s, "GET", &path, &key, Value::Null).json();
+        let aid = b.aid_of(SERIAL).unwrap();
+        let homekit = characteristic(&accessory(&database(&b), aid), "96", "68")["value"].clone();
+        [
+            status["battery_percent"].clone(),
+            page["devices"][0]["battery_percent"].clone(),
+            hosted["battery_percent"].clone(),
+            homekit,
+        ]
+    };
+    // The simulated thermostat reports 3.93 V.
+    assert_eq!(seen(&s), [json!(86), json!(86), json!(86), json!(86)]);
+    sim.report("device", "battery_level", json!(3.6));
+    sim.put().unwrap();
+    assert_eq!(seen(&s), [json!(20), json!(20), json!(20), json!(20)]);
+    let aid = b.aid_of(SERIAL).unwrap();
+    let low = characteristic(&accessory(&database(&b), aid), "96", "79");
+    assert_eq!(low["value"], json!(1), "below the firmware's low point");
+}

@@ -401,7 +401,10 @@ fn the_hosted_status_carries_the_outdoor_temperature_beside_the_buckets() {
     let after = hosted(&s);
     assert_eq!(after["outdoor_temperature"], json!(10.6));
     let keys: Vec<&String> = after.as_object().unwrap().keys().collect();
-    assert_eq!(keys, ["device", "state", "outdoor_temperature"]);
+    assert_eq!(
+        keys,
+        ["device", "state", "outdoor_temperature", "battery_percent"]
+    );
     assert_eq!(after["state"], before["state"], "no bucket gained a field");
 }
 

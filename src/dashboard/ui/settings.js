@@ -139,7 +139,9 @@ function buildSettings(c) {
   const removeBlock = el("div", {}, el("h3", {}, "Remove"), el("div", { class: "controls" }, st.remove), st.confirm,
     removal.error, removal.note);
 
-  c.settings = el("div", { class: "settings" }, nameForm, ecoForm, lockForm, removeBlock);
+  // The battery's charge, as every surface shows it (null until the thermostat reports it).
+  st.battery = el("p", { class: "note", id: id("battery") });
+  c.settings = el("div", { class: "settings" }, st.battery, nameForm, ecoForm, lockForm, removeBlock);
   updateSettings(c);
   return c.settings;
 }
@@ -148,6 +150,8 @@ function buildSettings(c) {
 function updateSettings(c) {
   const st = c.st, d = c.data, name = nameOf(c);
   if (!st) return;
+  setText(st.battery, isNum(d.battery_percent) ? `Battery ${d.battery_percent}%, charged from the heating system's wires.` : "");
+  st.battery.hidden = !st.battery.textContent;
   if (document.activeElement !== st.name && !st.dirtyName) st.name.value = d.name && d.name !== d.serial ? d.name : "";
   setAttr(st.name, "aria-label", "Name of " + name);
   setAttr(st.rename, "aria-label", "Rename " + name);
