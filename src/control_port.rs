@@ -1,14 +1,17 @@
 //! Port 8082: the control API ([`crate::control`]) and, under `/api/v1`, the hosted service's
 //! REST API ([`crate::hosted`]) on one listener. Neither surface knows of the other; this is
 //! where they meet. Before either sees a request, the [browser rule](crate::browser) applies:
-//! a foreign `Host` gets 421, a foreign page 403, in the route's own error shape. CORS headers
-//! go only to the pages of `ALLOWED_ORIGINS`; `OPTIONS` (a preflight) is answered here.
+//! a foreign `Host` gets 421, a foreign page 403, in the route's own error shape. Which rule a
+//! request gets is not decided here: the control API's route table says it for each route
+//! (and for paths it does not have), and the hosted API gets the strictest; only a preflight
+//! (`OPTIONS`), which is answered here, gets the strictest on every path. CORS headers go
+//! only to the pages of `ALLOWED_ORIGINS`.
 
 use std::sync::Arc;
 
 use crate::app::App;
 use crate::browser::{Browsers, Guard, Refusal};
-use crate::control::ControlApi;
+use crate::control::{self, ControlApi};
 use crate::hosted::{self, HostedApi};
 use crate::http::{Method, Reply, Request, Response, Service};
 
@@ -28,16 +31,13 @@ impl ControlPort {
     }
 }
 
-/// What the browser rule asks of a request on this port: nothing for `/health` (probes), a
-/// name of this server for the page, its files and `/info` (nothing secret, nothing changed), everything
-/// for the rest and for every preflight.
+/// What the browser rule asks of a request on this port: what the control API's route table
+/// says, but everything for the hosted API and for every preflight.
 fn guard(method: Method, path: &str) -> Guard {
-    match (method, path) {
-        (Method::Options, _) => Guard::Full,
-        (_, "/health") => Guard::Open,
-        (_, "/" | "/info") => Guard::Host,
-        (_, p) if p.starts_with("/ui/") => Guard::Host,
-        _ => Guard::Full,
+    if method == Method::Options || hosted::owns(path) {
+        Guard::Full
+    } else {
+        control::guard(method, path)
     }
 }
 

@@ -8,10 +8,16 @@
 //! relation to it (404), the key's serials, scopes and share (403), then the body (400).
 //! Write bodies are parsed into the thermostat core's intents and committed through it, as
 //! server-side changes that reach the thermostat's held subscribe at once.
+//!
+//! Every route is one entry of one table, [`routes::ROUTES`]: its method and path, what the key
+//! must allow ([`Need`](crate::accounts::access::Need)) and its handler (a function of
+//! [`read`] or [`write`](mod@write), or for a write the body's [`Write`] and the bucket its answer
+//! reports). A new route is a new entry, and its row in docs/hosted-api.md's endpoint table.
 
 mod error;
 pub mod ratelimit;
 mod read;
+mod routes;
 mod write;
 
 pub use error::HostedError;
@@ -20,13 +26,12 @@ use ratelimit::RateLimiter;
 use std::sync::Arc;
 
 use crate::accounts::Viewer;
-use crate::accounts::access::Need;
 use crate::accounts::keys;
 use crate::app::App;
-use crate::http::{Method, Request, Response, percent_decode};
-use crate::state::{ApiKey, Scope};
-use crate::thermostat::BucketKind;
+use crate::http::{Request, Response, percent_decode};
+use crate::state::ApiKey;
 use crate::util::clock;
+use routes::Handler;
 
 pub const PREFIX: &str = "/api/v1";
 
@@ -115,17 +120,6 @@ fn with_quota(mut response: Response, quota: ratelimit::Quota) -> Response {
     response
 }
 
-/// What a request asks for, once its path and method are known.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Action {
-    Devices,
-    Status,
-    GetSchedule,
-    Energy,
-    Write(Write),
-    Unlink,
-}
-
 /// A write to a thermostat: its body becomes one of the core's intents.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Write {
@@ -141,132 +135,42 @@ enum Write {
     Fan,
 }
 
-impl Action {
-    fn need(self) -> Need {
-        match self {
-            Action::Devices | Action::Status | Action::GetSchedule | Action::Energy => Need::Read,
-            Action::Unlink => Need::Unlink,
-            Action::Write(_) => Need::Write,
-        }
-    }
-}
-
-impl Write {
-    /// The bucket the answer reports, as the hosted documentation names it.
-    fn reports(self) -> BucketKind {
-        match self {
-            Write::Fan | Write::Lock => BucketKind::Device,
-            Write::Schedule => BucketKind::Schedule,
-            _ => BucketKind::Shared,
-        }
-    }
-}
-
-/// The action and (for thermostat routes) the `{deviceId}` of a path under `/api/v1`.
-fn parse(method: Method, path: &str) -> Result<(Action, Option<String>), HostedError> {
-    let rest = path.strip_prefix(PREFIX).unwrap_or(path);
-    let rest = rest.strip_suffix('/').unwrap_or(rest);
-    let segments: Vec<&str> = rest.split('/').skip(1).collect();
-    let get = matches!(method, Method::Get | Method::Head);
-    let post = method == Method::Post;
-    let (action, allowed, id) = match segments.as_slice() {
-        ["devices"] => (Action::Devices, get, None),
-        ["thermostat", id] => (Action::Unlink, method == Method::Delete, Some(*id)),
-        ["thermostat", id, "status"] => (Action::Status, get, Some(*id)),
-        ["thermostat", id, "schedule"] if method == Method::Put => {
-            (Action::Write(Write::Schedule), true, Some(*id))
-        }
-        ["thermostat", id, "schedule"] => (Action::GetSchedule, get, Some(*id)),
-        ["thermostat", id, "energy"] => (Action::Energy, get, Some(*id)),
-        ["thermostat", id, "temperature"] => (Action::Write(Write::Temperature), post, Some(*id)),
-        ["thermostat", id, "temperature", "range"] => {
-            (Action::Write(Write::Range), post, Some(*id))
-        }
-        ["thermostat", id, command] => {
-            let write = match *command {
-                "away" => Write::Away,
-                "eco" => Write::Eco,
-                "lock" => Write::Lock,
-                "mode" => Write::Mode,
-                "fan" => Write::Fan,
-                _ => return Err(HostedError::NotFound),
-            };
-            (Action::Write(write), post, Some(*id))
-        }
-        _ => return Err(HostedError::NotFound),
-    };
-    if !allowed {
-        return Err(HostedError::MethodNotAllowed);
-    }
-    let id = id
-        .map(|raw| percent_decode(raw).map_err(|_| HostedError::DeviceNotFound))
-        .transpose()?;
-    Ok((action, id))
-}
-
 /// A thermostat a request may act on.
 pub struct Target {
     pub serial: String,
 }
 
+/// A keyed request within its rate limit, in the order of checks: its route (404, 405; the
+/// table's entry), the thermostat it names (404), the key's relation to it (404) and what the
+/// entry needs of the key (403), then the handler (which reads the body: 400).
 fn route(app: &App, req: &Request, key: &ApiKey) -> Result<Response, HostedError> {
-    let (action, id) = parse(req.method, &req.path)?;
-    let Some(id) = id else {
-        if !key.has_scope(Scope::Read) {
-            return Err(HostedError::MissingScope(Scope::Read));
+    let (route, id) = routes::find(req.method, &req.path)?;
+    let target = match id {
+        None => None,
+        Some(raw) => {
+            let id = percent_decode(raw).map_err(|_| HostedError::DeviceNotFound)?;
+            let serial = app
+                .state
+                .find_device(&id)
+                .ok_or(HostedError::DeviceNotFound)?;
+            app.sight(&serial, Viewer::Key(key)).allows(route.need)?;
+            Some(Target { serial })
         }
-        return Ok(read::devices(app, key));
     };
-    let serial = app
-        .state
-        .find_device(&id)
-        .ok_or(HostedError::DeviceNotFound)?;
-    app.sight(&serial, Viewer::Key(key)).allows(action.need())?;
-    let target = Target { serial };
-    match action {
-        Action::Devices => Ok(read::devices(app, key)),
-        Action::Status => read::status(app, &target, key),
-        Action::GetSchedule => read::schedule(app, &target),
-        Action::Energy => read::energy(app, &target, req),
-        Action::Unlink => write::unlink(app, &target, key),
-        Action::Write(w) => {
-            let intent = write::intent(w, &req.body, &target.serial)?;
-            write::commit(app, &target, key, &intent, w.reports())
+    match (route.handler, target) {
+        (Handler::Key(handler), None) => {
+            let scope = route.need.scope();
+            if !key.has_scope(scope) {
+                return Err(HostedError::MissingScope(scope));
+            }
+            Ok(handler(app, key))
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn paths_and_methods() {
-        let ok = |m, p| parse(m, p).unwrap();
-        assert_eq!(ok(Method::Get, "/api/v1/devices"), (Action::Devices, None));
-        assert_eq!(
-            ok(Method::Post, "/api/v1/thermostat/abc/temperature/range"),
-            (Action::Write(Write::Range), Some("abc".into()))
-        );
-        assert_eq!(
-            ok(Method::Put, "/api/v1/thermostat/abc/schedule/"),
-            (Action::Write(Write::Schedule), Some("abc".into()))
-        );
-        assert_eq!(
-            ok(Method::Delete, "/api/v1/thermostat/abc"),
-            (Action::Unlink, Some("abc".into()))
-        );
-        assert!(matches!(
-            parse(Method::Get, "/api/v1/thermostat/abc/away"),
-            Err(HostedError::MethodNotAllowed)
-        ));
-        assert!(matches!(
-            parse(Method::Post, "/api/v1/thermostat/abc/turbo"),
-            Err(HostedError::NotFound)
-        ));
-        assert!(matches!(
-            parse(Method::Get, "/api/v1"),
-            Err(HostedError::NotFound)
-        ));
+        (Handler::Thermostat(handler), Some(target)) => handler(app, &target, req, key),
+        (Handler::Write(w, reports), Some(target)) => {
+            let intent = write::intent(w, &req.body, &target.serial)?;
+            write::commit(app, &target, key, &intent, reports)
+        }
+        // An entry whose path and handler disagree on a thermostat (the tests rule it out).
+        _ => Err(HostedError::NotFound),
     }
 }
