@@ -1,7 +1,8 @@
 //! Who may see a thermostat: the one rule every surface asks ([`sight`]), for a thermostat and
 //! a [`Viewer`], answering whether the viewer lists it, may address it (read it by its serial or
-//! id), may command it, and why. No surface decides this for itself; docs/visibility.md has the
-//! table of the answers, and `tests/it/visibility.rs` walks every surface through it.
+//! id), may command it, and why. No surface decides this for itself; docs/hosted-api.md ("Who
+//! sees a thermostat") has the table of the answers, and `tests/it/visibility.rs` walks every
+//! surface through it.
 //!
 //! The answer follows from whose the thermostat is ([`Standing`]):
 //! - **claimed** (someone claimed it with its entry key) or, in open mode, **the default

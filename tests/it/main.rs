@@ -55,5 +55,6 @@ mod state_limits;
 mod system_service;
 mod tls;
 mod transport;
+mod visibility;
 mod weather;
 mod workflows;
