@@ -1,10 +1,8 @@
 //! What every handler shares: configuration, state (with its hub), and runtime bookkeeping.
 
-use std::collections::{HashMap, HashSet};
 use std::net::{IpAddr, ToSocketAddrs};
 use std::sync::Arc;
-
-use parking_lot::Mutex;
+use std::sync::atomic::{AtomicU16, Ordering};
 
 use crate::accounts::{Sight, Viewer, Visibility};
 use crate::config::{ApiOrigin, Config};
@@ -14,53 +12,68 @@ use crate::metrics::StatusCounts;
 use crate::presence::{Availability, Presence};
 use crate::state::State;
 use crate::thermostat::{Reading, Readings};
-use crate::util::outbound::OutboundGate;
 use crate::weather::Weather;
 
+/// The server's shared parts, one of each: what every surface and background thread is built
+/// on. Read through its methods; what is one surface's business lives in that surface (the
+/// device port's entry-key counts and outbound gate in `device::Local`, the control port's
+/// status cache, scan lock and gate in `control::Local`), and the background threads see a
+/// narrow view of it (`alerts::Context`, `history::Context`, `mqtt::Context`,
+/// `homekit::Context`).
 pub struct App {
-    pub config: Config,
-    pub state: State,
-    pub origin: PublicOrigin,
-    pub presence: Presence,
-    pub weather: Weather,
+    config: Config,
+    state: State,
+    origin: PublicOrigin,
+    /// When each thermostat was last heard from.
+    presence: Presence,
+    weather: Weather,
     /// Active and recent alerts, as the surfaces read them (fed by the alert rules).
-    pub alerts: crate::alerts::Alerts,
+    alerts: crate::alerts::Alerts,
     /// Each thermostat's live day of energy history (kept by the history recorder).
-    pub energy: crate::energy::Live,
-    pub events: EventStreams,
+    energy: crate::energy::Live,
+    events: EventStreams,
     /// Each thermostat's reading, kept between changes.
     readings: Readings,
-    /// Held while `/api/scan-network` runs: one scan at a time.
-    pub scanning: Mutex<()>,
-    /// Requests of the device port waiting on an outbound call (weather): at most half its
-    /// workers.
-    pub outbound_device: OutboundGate,
-    /// Requests of the control port waiting on an outbound call (a scan, pointing a
-    /// thermostat): at most half its workers.
-    pub outbound_control: OutboundGate,
-    /// Serials that have subscribed since this process started (the structure bucket is
-    /// re-sent once to each after a restart).
-    subscribed_since_start: Mutex<HashSet<String>>,
-    /// The entry keys (code and creation time) handed to each client address since this
-    /// process started, for the per-address cap of `GET /nest/passphrase`; in memory only.
-    pub entry_keys_by_address: Mutex<HashMap<IpAddr, Vec<(String, i64)>>>,
-    /// Statuses answered by the device and the control port (counted by their listeners).
-    pub answered_device: Arc<StatusCounts>,
-    pub answered_control: Arc<StatusCounts>,
+    /// Statuses answered by each port (counted by their listeners; `/metrics`).
+    answered: Answered,
     /// When this process started serving, by the server's clock (`/metrics`).
-    pub started_ms: i64,
-    /// The HomeKit accessory's identity (setup code, pairings), shared by the HAP listener,
-    /// its advertisement, the page and the admin socket; `None` with `HOMEKIT=false` or when
-    /// it could not be opened (logged).
-    pub homekit: Option<Arc<crate::hap::Identity>>,
-    /// The port HomeKit's listener took, once it listens (0 before, and if it could not).
-    pub homekit_port: std::sync::atomic::AtomicU16,
+    started_ms: i64,
+    homekit: HomeKit,
+}
+
+/// Statuses answered by the device and the control port, counted by their listeners.
+#[derive(Default)]
+pub struct Answered {
+    pub device: Arc<StatusCounts>,
+    pub control: Arc<StatusCounts>,
+}
+
+/// The HomeKit accessory: its identity (setup code, pairings), shared by the HAP listener, its
+/// advertisement, the page and the admin socket (`None` with `HOMEKIT=false` or when it could
+/// not be opened, logged), and the port its listener took.
+pub struct HomeKit {
+    identity: Option<Arc<crate::hap::Identity>>,
+    port: AtomicU16,
+}
+
+impl HomeKit {
+    pub fn identity(&self) -> Option<&Arc<crate::hap::Identity>> {
+        self.identity.as_ref()
+    }
+
+    /// The port HomeKit's listener took, once it listens.
+    pub fn port(&self) -> Option<u16> {
+        Some(self.port.load(Ordering::Relaxed)).filter(|p| *p != 0)
+    }
+
+    pub fn listening_on(&self, port: u16) {
+        self.port.store(port, Ordering::Relaxed);
+    }
 }
 
 impl App {
     pub fn new(config: Config, state: State, origin: PublicOrigin) -> App {
         let events = EventStreams::new(config.event_keep_alive, config.clock.clone());
-        let workers = config.http_workers;
         let started_ms = config.clock.now_ms();
         let energy = crate::energy::Live::new(crate::energy::dir(&config.data_dir));
         // Outdoor readings are kept by place in the data directory (see `crate::weather`).
@@ -69,10 +82,12 @@ impl App {
             Some(config.data_dir.join("weather")),
             std::time::Duration::from_millis(config.weather_cache_ttl_ms),
         );
-        let homekit = open_homekit(&config);
+        let homekit = HomeKit {
+            identity: open_homekit(&config),
+            port: AtomicU16::new(0),
+        };
         App {
             homekit,
-            homekit_port: std::sync::atomic::AtomicU16::new(0),
             presence: Presence::new(config.availability_timeout, config.clock.clone()),
             config,
             state,
@@ -82,15 +97,54 @@ impl App {
             energy,
             events,
             readings: Readings::default(),
-            scanning: Mutex::new(()),
-            outbound_device: OutboundGate::for_workers(workers),
-            outbound_control: OutboundGate::for_workers(workers),
-            subscribed_since_start: Mutex::new(HashSet::new()),
-            entry_keys_by_address: Mutex::new(HashMap::new()),
-            answered_device: Arc::default(),
-            answered_control: Arc::default(),
+            answered: Answered::default(),
             started_ms,
         }
+    }
+
+    pub fn config(&self) -> &Config {
+        &self.config
+    }
+
+    pub fn state(&self) -> &State {
+        &self.state
+    }
+
+    /// The origin thermostats are given.
+    pub fn origin(&self) -> &PublicOrigin {
+        &self.origin
+    }
+
+    pub fn presence(&self) -> &Presence {
+        &self.presence
+    }
+
+    pub fn weather(&self) -> &Weather {
+        &self.weather
+    }
+
+    pub fn alerts(&self) -> &crate::alerts::Alerts {
+        &self.alerts
+    }
+
+    pub fn energy(&self) -> &crate::energy::Live {
+        &self.energy
+    }
+
+    pub fn events(&self) -> &EventStreams {
+        &self.events
+    }
+
+    pub fn answered(&self) -> &Answered {
+        &self.answered
+    }
+
+    pub fn started_ms(&self) -> i64 {
+        self.started_ms
+    }
+
+    pub fn homekit(&self) -> &HomeKit {
+        &self.homekit
     }
 
     pub fn hub(&self) -> &Arc<Hub> {
@@ -124,13 +178,6 @@ impl App {
     /// What `viewer` may do with `serial` ([`crate::accounts::visibility`]).
     pub fn sight(&self, serial: &str, viewer: Viewer<'_>) -> Sight {
         self.visibility().sight(&self.state, serial, viewer)
-    }
-
-    /// True the first time a serial subscribes in this process.
-    pub fn first_subscribe_since_start(&self, serial: &str) -> bool {
-        self.subscribed_since_start
-            .lock()
-            .insert(serial.to_string())
     }
 }
 
@@ -238,6 +285,28 @@ fn lan_address() -> Option<IpAddr> {
     socket.connect("192.0.2.1:9").ok()?; // TEST-NET-1: never routed anywhere real
     let ip = socket.local_addr().ok()?.ip();
     (!ip.is_unspecified()).then_some(ip)
+}
+
+impl crate::history::Context for App {
+    fn config(&self) -> &Config {
+        &self.config
+    }
+
+    fn state(&self) -> &State {
+        &self.state
+    }
+
+    fn energy(&self) -> &crate::energy::Live {
+        &self.energy
+    }
+
+    fn availability(&self, serial: &str, holding: bool) -> Availability {
+        self.presence.availability(serial, holding)
+    }
+
+    fn reading_with(&self, serial: &str, availability: Availability) -> Option<Arc<Reading>> {
+        App::reading_with(self, serial, availability)
+    }
 }
 
 #[cfg(test)]

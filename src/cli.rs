@@ -676,7 +676,7 @@ fn serve(args: ServeArgs) -> ExitCode {
     };
     crate::service::notify(&format!(
         "READY=1\nSTATUS=thermostats register at {}",
-        server.app().origin.cloud_register_url()
+        server.app().origin().cloud_register_url()
     ));
     let signal = wait_for_signal(&mut signals);
     log::info!("signal {signal}: shutting down");

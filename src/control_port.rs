@@ -22,9 +22,14 @@ pub struct ControlPort {
 }
 
 impl ControlPort {
+    /// The control API's gate of requests waiting on an outbound call.
+    pub fn outbound(&self) -> &crate::util::outbound::OutboundGate {
+        self.control.outbound()
+    }
+
     pub fn new(app: Arc<App>) -> ControlPort {
         ControlPort {
-            browsers: Browsers::new(&app.config),
+            browsers: Browsers::new(app.config()),
             hosted: HostedApi::new(Arc::clone(&app)),
             control: ControlApi::new(app),
         }

@@ -22,7 +22,7 @@ struct Info<'a> {
 }
 
 pub fn info(app: &App) -> Response {
-    let o = &app.origin;
+    let o = &app.origin();
     Response::json(
         200,
         &Info {
@@ -34,8 +34,8 @@ pub fn info(app: &App) -> Response {
             ip: &o.ip,
             port: o.port,
             ssl: o.ssl,
-            require_device_pairing: app.config.require_device_pairing,
-            entry_key_ttl_seconds: app.config.entry_key_ttl_secs,
+            require_device_pairing: app.config().require_device_pairing,
+            entry_key_ttl_seconds: app.config().entry_key_ttl_secs,
         },
     )
 }

@@ -81,6 +81,7 @@ use crate::state::State;
 use crate::store::StoreError;
 use crate::util::clock::Stopwatch;
 use crate::util::memory;
+use crate::util::outbound::OutboundGate;
 use crate::util::shutdown::Shutdown;
 
 const SMALL_STACK: usize = 256 * 1024;
@@ -125,6 +126,9 @@ impl Drop for StopUnlessStarted {
 /// A running server: its threads, by the stage that stops them.
 pub struct Server {
     app: Arc<App>,
+    /// The two ports' services (for what each keeps for itself: [`Server::outbound`]).
+    device_api: Arc<DeviceApi>,
+    control_api: Arc<ControlPort>,
     shutdown: Shutdown,
     public: Public,
     // Stage 1.
@@ -203,25 +207,31 @@ impl Server {
         let mut ports = bind_ports(&config, tls.as_ref(), &intake)?;
         let origin = public_origin(&config, ports.public.device, tls.is_some());
         let app = Arc::new(App::new(config, state, origin));
-        ports.device.limits.answered = Arc::clone(&app.answered_device);
-        ports.control.limits.answered = Arc::clone(&app.answered_control);
+        ports.device.limits.answered = Arc::clone(&app.answered().device);
+        ports.control.limits.answered = Arc::clone(&app.answered().control);
         let notifier = start_notifier(&hub, &pushes)?;
         let events = start_events(&app, &hub, &pushes)?;
         let device_api = Arc::new(DeviceApi::new(Arc::clone(&app)));
-        let device = ports.device.serve(device_api, intake.clone())?;
+        let device = ports
+            .device
+            .serve(Arc::clone(&device_api) as _, intake.clone())?;
         let control_api = Arc::new(ControlPort::new(Arc::clone(&app)));
-        let control = ports.control.serve(control_api, intake.clone())?;
+        let control = ports
+            .control
+            .serve(Arc::clone(&control_api) as _, intake.clone())?;
         let probed = vec![device.addr(), control.addr()];
         let maintenance = start_maintenance(&app, probed, on_fatal, intake.clone())?;
         let admin = start_admin(&app, &intake);
-        let mqtt = Mqtt::start(&app, &bridges).map_err(StartError::Thread)?;
+        let mqtt = Mqtt::start(&(Arc::clone(&app) as _), &bridges).map_err(StartError::Thread)?;
         let history = start_history(&app, &bridges);
         let alerts = start_alerts(&app, &bridges);
-        let homekit = crate::homekit::run::start(&app, &intake);
+        let homekit = crate::homekit::run::start(&(Arc::clone(&app) as _), &intake);
         log_started(&app, &ports.public, !ports.fronts.is_empty());
         unfinished.disarm();
         Ok(Server {
             app,
+            device_api,
+            control_api,
             shutdown,
             public: ports.public,
             fronts: ports.fronts,
@@ -254,6 +264,13 @@ impl Server {
 
     pub fn app(&self) -> &Arc<App> {
         &self.app
+    }
+
+    /// Each port's gate of requests waiting on an outbound call (device, control), for the
+    /// tests that hold them.
+    #[doc(hidden)]
+    pub fn outbound(&self) -> [&OutboundGate; 2] {
+        [self.device_api.outbound(), self.control_api.outbound()]
     }
 
     /// Stops the server in the order written down in the module's documentation: triggers
@@ -296,7 +313,7 @@ impl Server {
             front.wait_relays();
         }
         // 4. Store.
-        if let Err(e) = self.app.state.snapshot() {
+        if let Err(e) = self.app.state().snapshot() {
             log::error!("final snapshot failed (the journal still holds every change): {e}");
         }
     }
@@ -430,7 +447,7 @@ fn log_started(app: &App, public: &Public, https: bool) {
         public.device,
         public.control,
         if https { "HTTPS on both; " } else { "" },
-        app.origin.cloud_register_url()
+        app.origin().cloud_register_url()
     );
 }
 
@@ -449,18 +466,18 @@ fn start_events(
     hub: &Hub,
     shutdown: &Shutdown,
 ) -> Result<JoinHandle<()>, StartError> {
-    app.events.stop_on(shutdown);
+    app.events().stop_on(shutdown);
     spawn("events", {
         let app = Arc::clone(app);
-        let changes = hub.watch_if(app.events.interest());
-        let alerts = app.alerts.watch();
+        let changes = hub.watch_if(app.events().interest());
+        let alerts = app.alerts().watch();
         move || {
-            app.events.run(
+            app.events().run(
                 changes,
                 alerts,
                 |id| {
-                    let now = app.config.clock.now_ms();
-                    app.state
+                    let now = app.config().clock.now_ms();
+                    app.state()
                         .accounts(|a| a.api_keys.get(id).is_some_and(|k| !k.is_expired(now)))
                 },
                 // Nobody sees the events of a thermostat the control port keeps out of sight.
@@ -473,7 +490,7 @@ fn start_events(
 /// Energy History's recorder. A convenience: a data directory it cannot write to is logged,
 /// not fatal.
 fn start_history(app: &Arc<App>, shutdown: &Shutdown) -> Option<Recorder> {
-    Recorder::start(app, shutdown)
+    Recorder::start(&(Arc::clone(app) as _), shutdown)
         .map_err(|e| log::error!("temperature history is off: {e}"))
         .ok()
 }
@@ -491,16 +508,16 @@ fn start_alerts(app: &Arc<App>, shutdown: &Shutdown) -> Option<crate::alerts::en
 /// it those commands cannot run until the server stops, so a failure is logged loudly but does
 /// not stop the server.
 fn start_admin(app: &Arc<App>, shutdown: &Shutdown) -> Option<AdminSocket> {
-    let path = app.config.data_dir.join(SOCKET_FILE);
+    let path = app.config().data_dir.join(SOCKET_FILE);
     let handler: Handler = Arc::new({
         let app = Arc::clone(app);
         move |request| {
-            let last_seen = |serial: &str| app.presence.last_seen(serial);
+            let last_seen = |serial: &str| app.presence().last_seen(serial);
             let ctx = crate::admin::Context {
-                state: &app.state,
-                open_mode: !app.config.require_device_pairing,
+                state: app.state(),
+                open_mode: !app.config().require_device_pairing,
                 last_seen: Some(&last_seen),
-                homekit: app.homekit.as_deref(),
+                homekit: app.homekit().identity().map(|i| &**i),
             };
             match crate::admin::run(&ctx, request) {
                 Ok(text) => AdminReply { ok: true, text },
@@ -575,7 +592,7 @@ fn start_maintenance(
     shutdown: Shutdown,
 ) -> Result<JoinHandle<()>, StartError> {
     let app = Arc::clone(app);
-    let interval = Duration::from_secs(app.config.watchdog_interval_secs);
+    let interval = Duration::from_secs(app.config().watchdog_interval_secs);
     // A service manager's watchdog (systemd `WatchdogSec=`) is fed from this loop while the
     // self-probes pass, so a hung process (or a dead listener) is restarted.
     let feed_every = service::watchdog_interval();
@@ -617,8 +634,8 @@ fn start_maintenance(
 }
 
 fn snapshot_if_due(app: &App) {
-    if app.state.snapshot_due() {
-        if let Err(e) = app.state.snapshot() {
+    if app.state().snapshot_due() {
+        if let Err(e) = app.state().snapshot() {
             log::error!("snapshot failed (the journal still holds every change): {e}");
         }
     }

@@ -28,9 +28,9 @@ const LABEL_MAX: usize = 64;
 
 /// `GET /api/keys`: `{"keys":[key]}`, every user's, by id; never the key itself.
 pub fn list_keys(app: &App) -> Response {
-    let now = app.config.clock.now_ms();
+    let now = app.config().clock.now_ms();
     let keys: Vec<Value> = app
-        .state
+        .state()
         .accounts(|a| a.api_keys.values().map(|k| key_json(k, now)).collect());
     Response::json(200, &json!({ "keys": keys }))
 }
@@ -77,8 +77,8 @@ pub fn create_key(app: &App, body: &[u8]) -> Result<Response, ControlError> {
         serials,
         expires_days,
     };
-    let made = keys::create(&app.state, &spec).map_err(refusal)?;
-    let mut shown = key_json(&made.record, app.config.clock.now_ms());
+    let made = keys::create(app.state(), &spec).map_err(refusal)?;
+    let mut shown = key_json(&made.record, app.config().clock.now_ms());
     shown["key"] = Value::String(made.key);
     let mut response = Response::json(201, &shown);
     response
@@ -90,7 +90,7 @@ pub fn create_key(app: &App, body: &[u8]) -> Result<Response, ControlError> {
 /// `DELETE /api/keys/{id}`: the key stops working at once.
 pub fn revoke_key(app: &App, id: &str) -> Result<Response, ControlError> {
     let id = decode(id)?;
-    let key = keys::revoke(&app.state, &id).map_err(refusal)?;
+    let key = keys::revoke(app.state(), &id).map_err(refusal)?;
     Ok(done(format!(
         "Revoked API key {} ({}) of {}",
         key.id, key.name, key.user
@@ -99,9 +99,9 @@ pub fn revoke_key(app: &App, id: &str) -> Result<Response, ControlError> {
 
 /// `GET /api/users`: `{"users":[{"name","created","default","owns","shared","keys"}]}`.
 pub fn list_users(app: &App) -> Response {
-    let open_mode = !app.config.require_device_pairing;
-    let serials = app.state.serials();
-    let users: Vec<Value> = app.state.accounts(|a| {
+    let open_mode = !app.config().require_device_pairing;
+    let serials = app.state().serials();
+    let users: Vec<Value> = app.state().accounts(|a| {
         a.users
             .iter()
             .map(|(name, user)| {
@@ -136,7 +136,7 @@ pub fn list_users(app: &App) -> Response {
 pub fn add_user(app: &App, body: &[u8]) -> Result<Response, ControlError> {
     let body = input::json_object(body)?;
     let name = user_field(&body, "name", "name required: the user's name")?;
-    if accounts::add_user(&app.state, &name).map_err(refusal)? {
+    if accounts::add_user(app.state(), &name).map_err(refusal)? {
         Ok(Response::json(
             201,
             &json!({"success": true, "name": name, "message": format!("Added user {name}")}),
@@ -151,7 +151,7 @@ pub fn add_user(app: &App, body: &[u8]) -> Result<Response, ControlError> {
 /// `DELETE /api/users/{name}`: the user, its keys and the shares made to it go.
 pub fn remove_user(app: &App, name: &str) -> Result<Response, ControlError> {
     let name = decode(name)?;
-    let removed = accounts::users::remove_user(&app.state, &name).map_err(refusal)?;
+    let removed = accounts::users::remove_user(app.state(), &name).map_err(refusal)?;
     Ok(done(format!(
         "Removed user {}, {} API key{} and {} share{}",
         removed.name,
@@ -164,7 +164,7 @@ pub fn remove_user(app: &App, name: &str) -> Result<Response, ControlError> {
 
 /// `GET /api/shares`: `{"shares":[{"serial","name","user","access","since"}]}`.
 pub fn list_shares(app: &App) -> Response {
-    let rows: Vec<(String, String, ShareAccess, i64)> = app.state.accounts(|a| {
+    let rows: Vec<(String, String, ShareAccess, i64)> = app.state().accounts(|a| {
         a.shares
             .iter()
             .flat_map(|(serial, m)| {
@@ -176,7 +176,7 @@ pub fn list_shares(app: &App) -> Response {
     let shares: Vec<Value> = rows
         .into_iter()
         .map(|(serial, user, access, since)| {
-            let name = thermostat::view(&app.state, &serial).and_then(|v| names::name(&v));
+            let name = thermostat::view(app.state(), &serial).and_then(|v| names::name(&v));
             json!({
                 "serial": serial,
                 "name": name,
@@ -202,8 +202,8 @@ pub fn share(app: &App, body: &[u8]) -> Result<Response, ControlError> {
         .ok_or_else(|| ControlError::Invalid("Invalid access: use read or control".into()))?;
     // A thermostat nobody owns is shared with nobody: checked with the share, in one
     // transaction (see [`accounts::share`]).
-    let open_mode = !app.config.require_device_pairing;
-    accounts::share(&app.state, &serial, &user, access, open_mode).map_err(refusal)?;
+    let open_mode = !app.config().require_device_pairing;
+    accounts::share(app.state(), &serial, &user, access, open_mode).map_err(refusal)?;
     Ok(done(format!(
         "Shared {serial} with {user} ({})",
         access.as_str()
@@ -214,7 +214,7 @@ pub fn share(app: &App, body: &[u8]) -> Result<Response, ControlError> {
 pub fn unshare(app: &App, serial: &str, user: &str) -> Result<Response, ControlError> {
     let serial = input::serial(&decode(serial)?)?;
     let user = accounts::user_name(&decode(user)?).map_err(|_| invalid_user())?;
-    accounts::unshare(&app.state, &serial, &user).map_err(refusal)?;
+    accounts::unshare(app.state(), &serial, &user).map_err(refusal)?;
     Ok(done(format!("{serial} is no longer shared with {user}")))
 }
 

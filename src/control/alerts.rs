@@ -23,8 +23,8 @@ pub fn alerts(app: &App) -> Response {
     Response::json(
         200,
         &json!({
-            "active": seen(app.alerts.active()),
-            "recent": seen(app.alerts.recent()),
+            "active": seen(app.alerts().active()),
+            "recent": seen(app.alerts().recent()),
         }),
     )
 }
@@ -46,7 +46,7 @@ pub fn ack(app: &App, body: &[u8]) -> Result<Response, ControlError> {
     };
     let unknown = || ControlError::Missing("No active alert has this id".into());
     if app
-        .alerts
+        .alerts()
         .active()
         .iter()
         .any(|a| a.id == id && !app.sight(&a.serial, Viewer::Lan).addressable())
@@ -54,7 +54,7 @@ pub fn ack(app: &App, body: &[u8]) -> Result<Response, ControlError> {
         return Err(unknown());
     }
     let outcome = app
-        .alerts
+        .alerts()
         .ack(app, id)
         .ok_or_else(|| ControlError::Refused {
             status: 503,

@@ -25,7 +25,7 @@ pub fn register(app: &App, body: &[u8]) -> Result<Response, ControlError> {
     // The format checks come before any lookup, so a malformed request never touches the store.
     accounts::links::entry_code(&code)?;
     let user = accounts::user_name(&user)?;
-    let serial = accounts::claim(&app.state, &code, &user)?;
+    let serial = accounts::claim(app.state(), &code, &user)?;
     Ok(Response::json(
         200,
         &json!({
@@ -49,7 +49,7 @@ pub fn ensure_user(app: &App, body: &[u8]) -> Result<Response, ControlError> {
             ));
         }
     };
-    let created = accounts::add_user(&app.state, &user)?;
+    let created = accounts::add_user(app.state(), &user)?;
     Ok(Response::json(
         200,
         &json!({"success": true, "created": created}),
@@ -62,8 +62,9 @@ pub fn ensure_user(app: &App, body: &[u8]) -> Result<Response, ControlError> {
 pub fn dismiss_pairing(app: &App, serial: &str) -> Result<Response, ControlError> {
     let serial = input::serial(serial)?;
     let intent = Intent::DismissDialog;
-    let committed = thermostat::commit(&app.state, &serial, &intent, app.visibility(), Viewer::Lan)
-        .map_err(|e| ControlError::of(e, &serial))?;
+    let committed =
+        thermostat::commit(app.state(), &serial, &intent, app.visibility(), Viewer::Lan)
+            .map_err(|e| ControlError::of(e, &serial))?;
     let dismissed = !committed.writes.is_empty();
     let message = if dismissed {
         format!("Pairing dialog dismissed for {serial}")
@@ -83,7 +84,7 @@ pub fn registered(app: &App, req: &Request) -> Result<Response, ControlError> {
         .query_param("userId")
         .map_err(|_| ControlError::BadEncoding)?
         .filter(|u| !u.is_empty());
-    let mut rows: Vec<(i64, String, String)> = app.state.accounts(|a| {
+    let mut rows: Vec<(i64, String, String)> = app.state().accounts(|a| {
         a.owners
             .iter()
             .filter(|(_, o)| user.as_ref().is_none_or(|u| *u == o.user))
@@ -110,8 +111,8 @@ pub fn unregister(app: &App, serial: &str, req: &Request) -> Result<Response, Co
         .filter(|u| !u.is_empty());
     // Only a claimed thermostat can be unlinked here (an unclaimed one is a 404).
     let link = accounts::Link::Claim(user.as_deref());
-    let open_mode = !app.config.require_device_pairing;
-    accounts::unlink(&app.state, &serial, link, open_mode)?;
+    let open_mode = !app.config().require_device_pairing;
+    accounts::unlink(app.state(), &serial, link, open_mode)?;
     Ok(Response::json(
         200,
         &json!({"success": true, "message": format!("Device {serial} deleted")}),

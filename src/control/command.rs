@@ -76,7 +76,7 @@ pub fn run(app: &App, body: &[u8]) -> Result<Response, ControlError> {
     let command = Command::of(name).ok_or_else(|| ControlError::UnknownCommand(name.clone()))?;
     let value = body.get("value").unwrap_or(&Value::Null);
     let visibility = app.visibility();
-    thermostat::admit(&app.state, &serial, visibility, Viewer::Lan)
+    thermostat::admit(app.state(), &serial, visibility, Viewer::Lan)
         .map_err(|e| ControlError::of(e, &serial))?;
     let mut intent = intent(command, value)?;
     if let Some(asked) = body.get("if_revision") {
@@ -90,7 +90,7 @@ pub fn run(app: &App, body: &[u8]) -> Result<Response, ControlError> {
             })?),
         };
     }
-    let committed = thermostat::commit(&app.state, &serial, &intent, visibility, Viewer::Lan)
+    let committed = thermostat::commit(app.state(), &serial, &intent, visibility, Viewer::Lan)
         .map_err(|e| ControlError::of(e, &serial))?;
     // The answer names the command's own bucket, as the Python server's does.
     let Some(write) = committed.writes.first() else {

@@ -15,10 +15,10 @@ pub fn schedule(app: &App, req: &Request) -> Result<Response, ControlError> {
     let serial = input::shown(app, input::query_serial(req)?)?;
     let key = format!("schedule.{serial}");
     let found = app
-        .state
+        .state()
         .read_device(&serial, |d| d.buckets.get(&key).cloned())
         .ok_or(ControlError::DeviceNotFound)?;
-    let limits = thermostat::view(&app.state, &serial)
+    let limits = thermostat::view(app.state(), &serial)
         .map(|v| schedule::limits(&v, schedule::CONTROL_LAST_TIME))
         .ok_or(ControlError::DeviceNotFound)?;
     let body = match found {
@@ -39,7 +39,7 @@ pub fn schedule(app: &App, req: &Request) -> Result<Response, ControlError> {
 pub fn notify(app: &App, body: &[u8]) -> Result<Response, ControlError> {
     let serial = input::body_serial(&input::json_object(body)?)?;
     let notified = app
-        .state
+        .state()
         .repush(&serial)
         .ok_or(ControlError::DeviceNotFound)?;
     Ok(Response::json(
@@ -58,7 +58,7 @@ pub fn notify(app: &App, body: &[u8]) -> Result<Response, ControlError> {
 pub fn delete(app: &App, body: &[u8]) -> Result<Response, ControlError> {
     let serial = input::body_serial(&input::json_object(body)?)?;
     let serial = input::known(app, serial)?;
-    accounts::release(&app.state, &serial, !app.config.require_device_pairing)?;
+    accounts::release(app.state(), &serial, !app.config().require_device_pairing)?;
     Ok(Response::json(
         200,
         &json!({"success": true, "serial": serial, "objects_deleted": 0}),
@@ -70,10 +70,10 @@ pub fn config(app: &App) -> Response {
     Response::json(
         200,
         &json!({
-            "api_origin": app.origin.raw,
-            "cloudregisterurl": app.origin.cloud_register_url(),
-            "require_device_pairing": app.config.require_device_pairing,
-            "entry_key_ttl_seconds": app.config.entry_key_ttl_secs,
+            "api_origin": app.origin().raw,
+            "cloudregisterurl": app.origin().cloud_register_url(),
+            "require_device_pairing": app.config().require_device_pairing,
+            "entry_key_ttl_seconds": app.config().entry_key_ttl_secs,
         }),
     )
 }

@@ -18,8 +18,8 @@ pub fn energy(app: &App, req: &Request) -> Result<Response, ControlError> {
     let serial = input::shown(app, serial)?;
     let time_zone = app.reading(&serial).and_then(|r| r.time_zone.clone());
     let report = Report::read(
-        &app.config.data_dir,
-        &app.energy,
+        &app.config().data_dir,
+        app.energy(),
         &serial,
         time_zone.as_deref(),
         period,

@@ -18,12 +18,16 @@ pub fn history(app: &App, req: &Request) -> Result<Response, ControlError> {
     let hours = hours(req)?;
     let serial = input::shown(app, serial)?;
     let now = clock::now_ms().div_euclid(1000);
-    let samples = history::file::read_since(&history::dir(app), &serial, now - hours * 3600)
-        .map_err(|e| {
-            log::warn!("could not read the history of {serial}: {e}");
-            ControlError::HistoryUnreadable
-        })?;
-    let interval = app.config.history_interval.as_secs() as i64;
+    let samples = history::file::read_since(
+        &history::dir(&app.config().data_dir),
+        &serial,
+        now - hours * 3600,
+    )
+    .map_err(|e| {
+        log::warn!("could not read the history of {serial}: {e}");
+        ControlError::HistoryUnreadable
+    })?;
+    let interval = app.config().history_interval.as_secs() as i64;
     let (heating, cooling) = history::run_totals(&samples, interval, now);
     Ok(Response::json(
         200,

@@ -19,7 +19,7 @@ const QUIET: usize = 4;
 /// with HomeKit off only `{"enabled": false}`. The code, the URI and the QR code (an SVG of
 /// the URI) are `null` once a controller is paired.
 pub fn homekit(app: &App) -> Response {
-    let Some(identity) = &app.homekit else {
+    let Some(identity) = app.homekit().identity() else {
         return no_store(Response::json(200, &json!({ "enabled": false })));
     };
     let pairings = identity.pairings().len();
@@ -31,9 +31,9 @@ pub fn homekit(app: &App) -> Response {
         200,
         &json!({
             "enabled": true,
-            "name": app.config.homekit.name,
+            "name": app.config().homekit.name,
             // The port it listens on (null if its listener could not start).
-            "port": Some(app.homekit_port.load(std::sync::atomic::Ordering::Relaxed)).filter(|p| *p != 0),
+            "port": app.homekit().port(),
             "paired": pairings > 0,
             "pairings": pairings,
             "setup_code": uri.as_ref().map(|_| code),

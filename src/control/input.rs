@@ -53,7 +53,7 @@ pub fn query_serial(req: &Request) -> Result<String, ControlError> {
 
 /// A serial the server has seen, or 404.
 pub fn known(app: &App, serial: String) -> Result<String, ControlError> {
-    if app.state.device_exists(&serial) {
+    if app.state().device_exists(&serial) {
         Ok(serial)
     } else {
         Err(ControlError::DeviceNotFound)
@@ -63,7 +63,7 @@ pub fn known(app: &App, serial: String) -> Result<String, ControlError> {
 /// A serial the server has seen and the control port may read, or 404 as for an unknown one
 /// (with pairing required, one nobody owns is seen by nobody: [`crate::accounts::visibility`]).
 pub fn shown(app: &App, serial: String) -> Result<String, ControlError> {
-    if app.state.device_exists(&serial) && app.sight(&serial, Viewer::Lan).addressable() {
+    if app.state().device_exists(&serial) && app.sight(&serial, Viewer::Lan).addressable() {
         Ok(serial)
     } else {
         Err(ControlError::DeviceNotFound)

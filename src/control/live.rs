@@ -58,9 +58,9 @@ pub fn events(
         }));
     }
     let client = req.remote.map(|a| crate::util::client_key(a.ip()));
-    let per_client = app.config.max_event_streams_per_client;
+    let per_client = app.config().max_event_streams_per_client;
     let admission = app
-        .events
+        .events()
         .admit(client, per_client)
         .map_err(|refused| match refused {
             Refused::Full => ControlError::TooManyStreams,

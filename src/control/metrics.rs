@@ -84,7 +84,7 @@ impl<'a> Shown<'a> {
 fn listed(app: &App) -> Vec<Arc<Reading>> {
     let mut serials = app
         .visibility()
-        .listed(&app.state, app.state.serials(), Viewer::Lan);
+        .listed(app.state(), app.state().serials(), Viewer::Lan);
     serials.sort();
     serials.iter().filter_map(|s| app.reading(s)).collect()
 }
@@ -174,7 +174,7 @@ fn runtimes(app: &App, records: &[Shown], out: &mut Exposition) {
         "Seconds the heating (heat), cooling (cool), fan (fan) and auxiliary heat (aux) ran, over the whole energy history.",
     );
     for s in records {
-        let Some(t) = app.energy.totals(s.serial) else {
+        let Some(t) = app.energy().totals(s.serial) else {
             continue;
         };
         for (mode, seconds) in [
@@ -203,7 +203,7 @@ fn server(app: &App, out: &mut Exposition) {
     out.sample("hearth_held_subscribes", &[], held as f64);
 
     // Every kind, 0 included, so an alerting rule on it has a series before the first alert.
-    let active = app.alerts.active();
+    let active = app.alerts().active();
     out.family(
         "hearth_alerts_active",
         "gauge",
@@ -223,8 +223,8 @@ fn server(app: &App, out: &mut Exposition) {
         "HTTP requests answered since start, by port and status code.",
     );
     let ports: [(&str, &StatusCounts); 2] = [
-        ("device", &app.answered_device),
-        ("control", &app.answered_control),
+        ("device", &app.answered().device),
+        ("control", &app.answered().control),
     ];
     for (port, counts) in ports {
         for (code, n) in counts.answered() {
@@ -242,7 +242,7 @@ fn server(app: &App, out: &mut Exposition) {
         "histogram",
         "Time each group commit's fsync of the journal took.",
     );
-    out.histogram("hearth_journal_fsync_seconds", &app.state.fsync_latency());
+    out.histogram("hearth_journal_fsync_seconds", &app.state().fsync_latency());
 
     out.family(
         "hearth_store_size_bytes",
@@ -252,7 +252,7 @@ fn server(app: &App, out: &mut Exposition) {
     out.sample(
         "hearth_store_size_bytes",
         &[],
-        app.state.store_bytes() as f64,
+        app.state().store_bytes() as f64,
     );
 
     out.family(
@@ -263,6 +263,6 @@ fn server(app: &App, out: &mut Exposition) {
     out.sample(
         "process_start_time_seconds",
         &[],
-        app.started_ms as f64 / 1000.0,
+        app.started_ms() as f64 / 1000.0,
     );
 }

@@ -39,6 +39,8 @@ mod waiting;
 
 use std::sync::Arc;
 
+use parking_lot::Mutex;
+
 pub use command::Command;
 pub use error::{ControlError, Shape};
 
@@ -47,19 +49,39 @@ use crate::app::App;
 use crate::browser::Guard;
 use crate::http::{Method, Reply, Request, Response};
 use crate::state::{DEFAULT_USER, Scope};
+use crate::util::outbound::OutboundGate;
 use routes::Call;
 
 pub struct ControlApi {
     app: Arc<App>,
+    local: Local,
+}
+
+/// What only the control port keeps, in memory, for this process.
+pub(crate) struct Local {
     /// `GET /status`'s answers, kept between changes.
-    status_json: status::StatusJson,
+    pub status_json: status::StatusJson,
+    /// Held while `/api/scan-network` runs: one scan at a time.
+    pub scanning: Mutex<()>,
+    /// Requests waiting on an outbound call (a scan, pointing a thermostat): at most half the
+    /// port's workers.
+    pub outbound: OutboundGate,
 }
 
 impl ControlApi {
+    /// The gate of requests waiting on an outbound call.
+    pub fn outbound(&self) -> &OutboundGate {
+        &self.local.outbound
+    }
+
     pub fn new(app: Arc<App>) -> ControlApi {
         ControlApi {
+            local: Local {
+                status_json: status::StatusJson::default(),
+                scanning: Mutex::new(()),
+                outbound: OutboundGate::for_workers(app.config().http_workers),
+            },
             app,
-            status_json: status::StatusJson::default(),
         }
     }
 
@@ -72,7 +94,7 @@ impl ControlApi {
             .and_then(|key_id| {
                 found.answer(&Call {
                     app: &self.app,
-                    status_json: &self.status_json,
+                    local: &self.local,
                     req: &request,
                     cors,
                     key_id,
@@ -107,17 +129,17 @@ impl ControlApi {
         req: &Request,
         scope: Option<Scope>,
     ) -> Result<Option<String>, ControlError> {
-        let Some(scope) = scope.filter(|_| self.app.config.control_require_key) else {
+        let Some(scope) = scope.filter(|_| self.app.config().control_require_key) else {
             return Ok(None);
         };
-        let proxy = self.app.config.ingress_proxy;
+        let proxy = self.app.config().ingress_proxy;
         if proxy.is_some() && req.remote.map(|r| r.ip().to_canonical()) == proxy {
             return Ok(None);
         }
         let key = keys::authenticate(
-            &self.app.state,
+            self.app.state(),
             req.api_key(),
-            self.app.config.clock.now_ms(),
+            self.app.config().clock.now_ms(),
         )
         .ok_or(ControlError::Unauthorized)?;
         if key.user != DEFAULT_USER || !key.serials.is_empty() {

@@ -8,15 +8,15 @@
 //!
 //! Both wait on thermostats' settings APIs (each request bounded: see
 //! [`crate::onboarding::thermostat_api`]), so they take a place of the control port's outbound
-//! gate ([`App::outbound_control`], half its workers): with every place taken they are
+//! gate ([`super::Local::outbound`], half its workers): with every place taken they are
 //! answered 503 at once, and a thermostat that never answers cannot hold the port.
 
 use std::net::Ipv4Addr;
 
 use serde_json::{Value, json};
 
-use super::ControlError;
 use super::input;
+use super::{ControlError, Local};
 use crate::app::App;
 use crate::http::Response;
 use crate::onboarding::point::{self, PointError};
@@ -24,20 +24,20 @@ use crate::onboarding::scan::{self, Subnet};
 use crate::onboarding::thermostat_api::ApiError;
 use crate::onboarding::{self as onboarding};
 
-pub fn scan_network(app: &App, body: &[u8]) -> Result<Response, ControlError> {
+pub fn scan_network(app: &App, local: &Local, body: &[u8]) -> Result<Response, ControlError> {
     let subnet = match optional_object(body)?.get("subnet") {
         None | Some(Value::Null) => default_subnet(app)?,
         Some(Value::String(s)) => Subnet::parse(s).map_err(ControlError::Invalid)?,
         Some(_) => return Err(ControlError::Invalid("subnet must be a string".into())),
     };
-    let _one_at_a_time = app.scanning.try_lock().ok_or(ControlError::ScanRunning)?;
-    let _place = app
-        .outbound_control
+    let _one_at_a_time = local.scanning.try_lock().ok_or(ControlError::ScanRunning)?;
+    let _place = local
+        .outbound
         .try_enter()
         .ok_or(ControlError::OutboundBusy)?;
-    let found = scan::scan(&subnet, app.config.thermostat_api_port);
+    let found = scan::scan(&subnet, app.config().thermostat_api_port);
     let ips: Vec<Ipv4Addr> = found.iter().map(|f| f.ip).collect();
-    let mut known_here = onboarding::known_at(&app.state, &ips);
+    let mut known_here = onboarding::known_at(app.state(), &ips);
     let devices: Vec<Value> = found
         .into_iter()
         .map(|found| {
@@ -46,7 +46,7 @@ pub fn scan_network(app: &App, body: &[u8]) -> Result<Response, ControlError> {
                 "ip": found.ip.to_string(),
                 "device_name": known.as_ref().map(|k| k.name.clone().unwrap_or_else(|| k.serial.clone())),
                 "serial": known.as_ref().map(|k| k.serial.clone()),
-                "configured": point::points_here(&found.cloudregisterurl, &app.origin),
+                "configured": point::points_here(&found.cloudregisterurl, app.origin()),
                 "cloudregisterurl": found.cloudregisterurl,
             })
         })
@@ -59,15 +59,15 @@ pub fn scan_network(app: &App, body: &[u8]) -> Result<Response, ControlError> {
 
 /// The /24 of `API_ORIGIN`'s address.
 fn default_subnet(app: &App) -> Result<Subnet, ControlError> {
-    Subnet::around(&app.origin).ok_or_else(|| {
+    Subnet::around(app.origin()).ok_or_else(|| {
         ControlError::Invalid(format!(
             "API_ORIGIN ({}) is not an IPv4 address; send {{\"subnet\": \"192.168.1.0/24\"}}",
-            app.origin.raw
+            app.origin().raw
         ))
     })
 }
 
-pub fn configure_nest(app: &App, body: &[u8]) -> Result<Response, ControlError> {
+pub fn configure_nest(app: &App, local: &Local, body: &[u8]) -> Result<Response, ControlError> {
     let body = input::json_object(body)?;
     let ip = match body.get("ip") {
         None | Some(Value::Null) => return Err(ControlError::Invalid("ip required".into())),
@@ -82,22 +82,22 @@ pub fn configure_nest(app: &App, body: &[u8]) -> Result<Response, ControlError> 
         Some(_) => return Err(ControlError::Invalid("api_key must be a string".into())),
     };
     let api_key = given.or_else(|| {
-        onboarding::known_at(&app.state, &[ip])
+        onboarding::known_at(app.state(), &[ip])
             .remove(&ip)
             .and_then(|k| k.api_key)
     });
-    let port = app.config.thermostat_api_port;
-    let _place = app
-        .outbound_control
+    let port = app.config().thermostat_api_port;
+    let _place = local
+        .outbound
         .try_enter()
         .ok_or(ControlError::OutboundBusy)?;
-    let name = point::point(ip, port, &app.origin, api_key.as_deref()).map_err(to_control)?;
+    let name = point::point(ip, port, app.origin(), api_key.as_deref()).map_err(to_control)?;
     Ok(Response::json(
         200,
         &json!({
             "success": true,
             "device_name": name,
-            "cloudregisterurl": app.origin.cloud_register_url(),
+            "cloudregisterurl": app.origin().cloud_register_url(),
         }),
     ))
 }

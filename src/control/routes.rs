@@ -42,8 +42,8 @@ pub(crate) struct Route {
 /// What a handler is given, besides the path's parameters.
 pub(crate) struct Call<'a> {
     pub app: &'a App,
-    /// `GET /status`'s answers, kept between changes.
-    pub status_json: &'a status::StatusJson,
+    /// What the control port keeps for itself.
+    pub local: &'a super::Local,
     pub req: &'a Request,
     /// The CORS headers every answer carries (a live event stream sends them in its head).
     pub cors: &'a [(String, String)],
@@ -125,7 +125,7 @@ pub(crate) static ROUTES: &[Route] = &[
         guard: Guard::Full,
         key: Some(Scope::Read),
         shape: Shape::Error,
-        handler: Handler::Plain(|c| full(status::status(c.app, c.status_json, c.req)?)),
+        handler: Handler::Plain(|c| full(status::status(c.app, &c.local.status_json, c.req)?)),
     },
     Route {
         method: Method::Get,
@@ -280,7 +280,7 @@ pub(crate) static ROUTES: &[Route] = &[
         guard: Guard::Full,
         key: Some(Scope::Write),
         shape: Shape::Error,
-        handler: Handler::Plain(|c| full(onboard::scan_network(c.app, &c.req.body)?)),
+        handler: Handler::Plain(|c| full(onboard::scan_network(c.app, c.local, &c.req.body)?)),
     },
     Route {
         method: Method::Post,
@@ -288,7 +288,7 @@ pub(crate) static ROUTES: &[Route] = &[
         guard: Guard::Full,
         key: Some(Scope::Write),
         shape: Shape::Outcome,
-        handler: Handler::Plain(|c| full(onboard::configure_nest(c.app, &c.req.body)?)),
+        handler: Handler::Plain(|c| full(onboard::configure_nest(c.app, c.local, &c.req.body)?)),
     },
     Route {
         method: Method::Get,

@@ -271,8 +271,8 @@ struct Listed<'a> {
 pub fn devices(app: &App) -> Response {
     let counts = app.hub().subscription_counts();
     let visibility = app.visibility();
-    let serials = app.state.serials();
-    let (owners, listed): (HashMap<String, String>, Vec<String>) = app.state.accounts(|a| {
+    let serials = app.state().serials();
+    let (owners, listed): (HashMap<String, String>, Vec<String>) = app.state().accounts(|a| {
         let owners = a
             .owners
             .iter()
@@ -299,7 +299,7 @@ pub fn devices(app: &App) -> Response {
 }
 
 pub fn stats(app: &App) -> Response {
-    let serials = app.state.serials();
+    let serials = app.state().serials();
     let counts = app.hub().subscription_counts();
     let mut availability = serde_json::Map::new();
     let mut available = 0;
@@ -319,7 +319,7 @@ pub fn stats(app: &App) -> Response {
                 "total_subscriptions": counts.values().sum::<usize>(),
                 "devices_with_subscriptions": counts.len(),
             },
-            "event_streams": app.events.open_count(),
+            "event_streams": app.events().open_count(),
             "availability": availability,
         }),
     )

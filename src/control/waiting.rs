@@ -20,8 +20,8 @@ use crate::util::clock;
 /// hearth deleted it; it is known by its release and its name is then null).
 pub fn waiting(app: &App) -> Response {
     let visibility = app.visibility();
-    let serials = app.state.serials();
-    let rows: Vec<(String, bool)> = app.state.accounts(|a| {
+    let serials = app.state().serials();
+    let rows: Vec<(String, bool)> = app.state().accounts(|a| {
         let known: BTreeSet<String> = serials.into_iter().chain(a.released.clone()).collect();
         known
             .into_iter()
@@ -34,7 +34,7 @@ pub fn waiting(app: &App) -> Response {
     let devices: Vec<Value> = rows
         .into_iter()
         .map(|(serial, released)| {
-            let name = thermostat::view(&app.state, &serial).and_then(|v| names::name(&v));
+            let name = thermostat::view(app.state(), &serial).and_then(|v| names::name(&v));
             let seen = app.availability(&serial);
             json!({
                 "serial": serial,
@@ -53,8 +53,8 @@ pub fn waiting(app: &App) -> Response {
 /// waited.
 pub fn adopt(app: &App, body: &[u8]) -> Result<Response, ControlError> {
     let serial = input::body_serial(&input::json_object(body)?)?;
-    let open_mode = !app.config.require_device_pairing;
-    accounts::adopt(&app.state, &serial, open_mode)?;
+    let open_mode = !app.config().require_device_pairing;
+    accounts::adopt(app.state(), &serial, open_mode)?;
     Ok(Response::json(
         200,
         &json!({"success": true, "message": format!("Device {serial} added")}),

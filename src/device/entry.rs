@@ -30,7 +30,7 @@ pub fn entry(app: &App, req: &Request) -> Response {
         // reset, mac, model, request_id, software_version...: informational only.
         log::debug!("entry form: {}", String::from_utf8_lossy(&req.body));
     }
-    let o = &app.origin.with_port;
+    let o = &app.origin().with_port;
     let transport = format!("{o}/nest/transport");
     Response::json(
         200,

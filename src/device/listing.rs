@@ -17,7 +17,7 @@ pub fn serial_in_path(path: &str) -> Option<String> {
 pub fn list(app: &App, serial: Option<String>) -> Result<Response, DeviceError> {
     let serial = serial.ok_or(DeviceError::ListingSerialRequired)?;
     let body = app
-        .state
+        .state()
         .read_device(&serial, |d| {
             WireObjects {
                 objects: d
@@ -32,7 +32,7 @@ pub fn list(app: &App, serial: Option<String>) -> Result<Response, DeviceError> 
     let mut response = Response::json_bytes(200, body);
     response
         .headers
-        .extend(wire::transport_headers(&app.config));
+        .extend(wire::transport_headers(app.config()));
     Ok(response)
 }
 

@@ -14,7 +14,11 @@ mod upload;
 pub(crate) mod weather;
 pub(crate) mod wire;
 
+use std::collections::{HashMap, HashSet};
+use std::net::IpAddr;
 use std::sync::Arc;
+
+use parking_lot::Mutex;
 
 pub use error::DeviceError;
 use identity::Identity;
@@ -25,17 +29,50 @@ use crate::browser::{Browsers, Guard};
 use crate::http::{self, Method, Reply, Request, Response, Service};
 use crate::info;
 use crate::state::DeviceTxn;
+use crate::util::outbound::OutboundGate;
 
 /// The device-port service.
 pub struct DeviceApi {
     app: Arc<App>,
+    local: Local,
     browsers: Browsers,
 }
 
+/// What only the device port keeps, in memory, for this process.
+pub(crate) struct Local {
+    /// The entry keys (code and creation time) handed to each client address, for the
+    /// per-address cap of `GET /nest/passphrase`.
+    entry_keys_by_address: Mutex<HashMap<IpAddr, Vec<(String, i64)>>>,
+    /// Serials that have subscribed since this process started (the structure bucket is
+    /// re-sent once to each after a restart).
+    subscribed_since_start: Mutex<HashSet<String>>,
+    /// Requests waiting on an outbound call (the weather): at most half the port's workers.
+    outbound: OutboundGate,
+}
+
+impl Local {
+    /// True the first time a serial subscribes in this process.
+    pub(crate) fn first_subscribe_since_start(&self, serial: &str) -> bool {
+        self.subscribed_since_start
+            .lock()
+            .insert(serial.to_string())
+    }
+}
+
 impl DeviceApi {
+    /// The gate of requests waiting on an outbound call.
+    pub fn outbound(&self) -> &OutboundGate {
+        &self.local.outbound
+    }
+
     pub fn new(app: Arc<App>) -> DeviceApi {
         DeviceApi {
-            browsers: Browsers::new(&app.config),
+            browsers: Browsers::new(app.config()),
+            local: Local {
+                entry_keys_by_address: Mutex::default(),
+                subscribed_since_start: Mutex::default(),
+                outbound: OutboundGate::for_workers(app.config().http_workers),
+            },
             app,
         }
     }
@@ -43,7 +80,7 @@ impl DeviceApi {
 
 impl Service for DeviceApi {
     fn body_limit(&self, path: &str) -> usize {
-        if self.app.config.store_device_logs && normalize::normalize(path) == "/nest/upload" {
+        if self.app.config().store_device_logs && normalize::normalize(path) == "/nest/upload" {
             upload::BODY_LIMIT
         } else {
             http::BODY_LIMIT
@@ -69,7 +106,7 @@ impl Service for DeviceApi {
             );
             return Reply::Full(DeviceError::Browser(refusal).response());
         }
-        route(&self.app, &request).unwrap_or_else(|e| Reply::Full(e.response()))
+        route(&self.app, &self.local, &request).unwrap_or_else(|e| Reply::Full(e.response()))
     }
 }
 
@@ -159,7 +196,7 @@ pub struct Caller {
     pub weave_device_id: Option<String>,
 }
 
-fn route(app: &App, req: &Request) -> Result<Reply, DeviceError> {
+fn route(app: &App, local: &Local, req: &Request) -> Result<Reply, DeviceError> {
     let path = normalize::normalize(&req.path);
     let route = Route::of(req.method, &path)?;
     let full = |r: Response| Ok(Reply::Full(r));
@@ -188,7 +225,7 @@ fn route(app: &App, req: &Request) -> Result<Reply, DeviceError> {
     // far as anyone knows: it does not make it look online.
     if let Some(serial) = id.serial.as_ref().filter(|_| !exempt) {
         if (route.is_gated() && tier.is_ok()) || known(app, serial) {
-            app.presence.seen(serial);
+            app.presence().seen(serial);
         }
     }
     let tier = tier?;
@@ -214,16 +251,17 @@ fn route(app: &App, req: &Request) -> Result<Reply, DeviceError> {
         Route::ProInfo => full(entry::pro_info(&path, req)),
         Route::Passphrase => full(passphrase::get(
             app,
+            &local.entry_keys_by_address,
             req.remote.map(|a| a.ip()),
             id.serial.as_deref(),
             &asker,
         )?),
         Route::PassphraseStatus => full(passphrase::status(app, id.serial.as_deref(), &asker)?),
         Route::Listing => full(listing::list(app, path_serial.or(id.serial))?),
-        Route::Subscribe => subscribe::subscribe(app, &caller()?, req),
+        Route::Subscribe => subscribe::subscribe(app, local, &caller()?, req),
         Route::Put => full(put::put(app, &caller()?, req)?),
         Route::Upload => full(upload::upload(app, id.serial.as_deref(), &req.body)?),
-        Route::Weather => full(weather::weather(app, &req.query)?),
+        Route::Weather => full(weather::weather(app, &local.outbound, &req.query)?),
     }
 }
 
@@ -248,10 +286,10 @@ fn check_pins(app: &App, id: &Identity, route: Route) -> Result<Pins, DeviceErro
     let mut first = None;
     let mut exempted = false;
     for serial in &id.named {
-        let pin = accounts::pin::lookup(&app.state, serial);
+        let pin = accounts::pin::lookup(app.state(), serial);
         if let Some(expected) = pin.expected() {
             if !accounts::pin::matches(expected, id.password.as_deref()) {
-                if !(entry_key && app.state.accounts(|a| a.is_released(serial))) {
+                if !(entry_key && app.state().accounts(|a| a.is_released(serial))) {
                     return Err(DeviceError::WrongPassword(serial.clone()));
                 }
                 exempted = true;
@@ -268,7 +306,7 @@ fn check_pins(app: &App, id: &Identity, route: Route) -> Result<Pins, DeviceErro
 /// A thermostat the server has state for, or one its owner released (whose state an older
 /// hearth may have deleted).
 fn known(app: &App, serial: &str) -> bool {
-    app.state.device_exists(serial) || app.state.accounts(|a| a.is_released(serial))
+    app.state().device_exists(serial) || app.state().accounts(|a| a.is_released(serial))
 }
 
 /// The pairing checks for a gated route: a thermostat counts as paired unless it needs an entry
@@ -276,9 +314,9 @@ fn known(app: &App, serial: &str) -> bool {
 /// operating); then it needs an active one (pending, and no uploads).
 fn check_pairing(app: &App, id: &Identity, route: Route) -> Result<Tier, DeviceError> {
     let serial = id.serial.as_deref();
-    let now = app.config.clock.now_ms();
-    let pairing = app.config.require_device_pairing;
-    let tier = app.state.accounts(|a| match serial {
+    let now = app.config().clock.now_ms();
+    let pairing = app.config().require_device_pairing;
+    let tier = app.state().accounts(|a| match serial {
         // Without a serial only open mode's rule can let a request through.
         None if pairing => Err(DeviceError::SerialRequired),
         None => Ok(Some(Tier::Paired)),

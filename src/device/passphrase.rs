@@ -5,6 +5,8 @@
 use std::collections::{HashMap, HashSet};
 use std::net::IpAddr;
 
+use parking_lot::Mutex;
+
 use serde_json::json;
 
 use super::DeviceError;
@@ -49,17 +51,18 @@ impl Asker<'_> {
 /// pruned to make room). An active key asked for again is returned whatever the caps.
 pub fn get(
     app: &App,
+    keys_by_address: &Mutex<HashMap<IpAddr, Vec<(String, i64)>>>,
     remote: Option<IpAddr>,
     serial: Option<&str>,
     asker: &Asker<'_>,
 ) -> Result<Response, DeviceError> {
     let serial = serial.ok_or(DeviceError::SerialRequired)?;
     let ttl_ms =
-        i64::try_from(app.config.entry_key_ttl_secs.saturating_mul(1000)).unwrap_or(i64::MAX);
+        i64::try_from(app.config().entry_key_ttl_secs.saturating_mul(1000)).unwrap_or(i64::MAX);
     let client = remote.map(crate::util::client_key);
     // Held across the accounts update, so two requests from one address cannot both pass.
-    let mut by_address = app.entry_keys_by_address.lock();
-    let key = app.state.update_accounts(|txn| {
+    let mut by_address = keys_by_address.lock();
+    let key = app.state().update_accounts(|txn| {
         let now = txn.now_ms();
         if let Some(active) = txn
             .accounts()
@@ -89,7 +92,7 @@ pub fn get(
     // A key whose update failed (nothing stored) was counted above: forget it.
     if key.is_err() {
         by_address.retain(|_, handed| {
-            handed.retain(|(code, _)| app.state.accounts(|a| a.entry_keys.contains_key(code)));
+            handed.retain(|(code, _)| app.state().accounts(|a| a.entry_keys.contains_key(code)));
             !handed.is_empty()
         });
     }
@@ -142,7 +145,7 @@ fn room_for_a_key(
     });
     if let Some(client) = client {
         let handed = by_address.get(&client).map_or(0, Vec::len);
-        if handed >= app.config.max_entry_keys_per_address {
+        if handed >= app.config().max_entry_keys_per_address {
             log::warn!(
                 "refused an entry key for {serial}: {client} has {handed} unclaimed entry \
                  keys waiting already"
@@ -166,7 +169,7 @@ fn room_for_a_key(
             .collect::<HashSet<_>>()
             .len()
     };
-    if !asker.pinned() && others() >= app.config.max_entry_keys_per_serial {
+    if !asker.pinned() && others() >= app.config().max_entry_keys_per_serial {
         let passwords = others();
         log::warn!(
             "refused an entry key for {serial}: {passwords} passwords have entry keys \
@@ -184,7 +187,7 @@ fn room_for_a_key(
             .values()
             .filter(|k| k.claimed_by.is_none())
     };
-    let cap = app.config.max_pending_entry_keys;
+    let cap = app.config().max_pending_entry_keys;
     if unclaimed().count() < cap || replaced {
         return Ok(None);
     }
@@ -227,7 +230,7 @@ fn new_key(txn: &mut AccountsTxn, wish: &Wish<'_>, ttl_ms: i64) -> Result<EntryK
 /// "confirm pairing" dialog; created once, with the first entry key.
 fn ensure_pairing_dialog(app: &App, serial: &str) -> Result<(), DeviceError> {
     let key = format!("device_alert_dialog.{serial}");
-    app.state.update_device(serial, Origin::Device, |txn| {
+    app.state().update_device(serial, Origin::Device, |txn| {
         if txn.bucket(&key).is_none() {
             let mut value = JsonMap::new();
             value.insert("dialog_data".into(), json!(""));
@@ -244,7 +247,7 @@ fn ensure_pairing_dialog(app: &App, serial: &str) -> Result<(), DeviceError> {
 /// business.
 pub fn status(app: &App, serial: Option<&str>, asker: &Asker<'_>) -> Result<Response, DeviceError> {
     let serial = serial.ok_or(DeviceError::SerialRequired)?;
-    let key = app.state.accounts(|a| {
+    let key = app.state().accounts(|a| {
         a.latest_entry_key_for(serial, asker.password)
             .or_else(|| {
                 (!asker.exempt)

@@ -26,7 +26,7 @@ pub fn put(
     let body = wire::json_object(&req.body)?;
     let objects = parse_put(&body);
     let receipts = app
-        .state
+        .state()
         .update_device(&caller.serial, Origin::Device, |txn| {
             super::ensure_meta(txn, caller)?;
             let mut receipts = Vec::with_capacity(objects.len());
@@ -65,6 +65,6 @@ pub fn put(
     let mut response = Response::json_bytes(200, body.to_bytes());
     response
         .headers
-        .extend(wire::transport_headers(&app.config));
+        .extend(wire::transport_headers(app.config()));
     Ok(response)
 }

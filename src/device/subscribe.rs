@@ -12,7 +12,7 @@ use std::sync::Arc;
 use serde_json::{Value, json};
 
 use super::wire::{self, SubscribeBody};
-use super::{Caller, DeviceError, Tier};
+use super::{Caller, DeviceError, Local, Tier};
 use crate::app::App;
 use crate::http::{ChunkedBody, ChunkedReply, ChunkedWriter, Reply, Request, Response};
 use crate::hub::{Origin, Sink};
@@ -31,7 +31,12 @@ const SETPOINT_FIELDS: [&str; 5] = [
     "hvac_mode",
 ];
 
-pub fn subscribe(app: &App, caller: &Caller, req: &Request) -> Result<Reply, DeviceError> {
+pub fn subscribe(
+    app: &App,
+    local: &Local,
+    caller: &Caller,
+    req: &Request,
+) -> Result<Reply, DeviceError> {
     let body = wire::json_object(&req.body)?;
     let sub = SubscribeBody::parse(&body);
     // HTTP/1.0 cannot carry a chunked body: answer such a client at once.
@@ -40,8 +45,8 @@ pub fn subscribe(app: &App, caller: &Caller, req: &Request) -> Result<Reply, Dev
     // Reserve before reading the state, so a push committed in between is queued for us.
     let reservation = chunked.then(|| hub.reserve_as(&caller.serial, caller.password.as_deref()));
     // On an error the reservation is dropped, which frees it.
-    let outdated = outdated_objects(app, caller, &sub)?;
-    let mut headers = wire::transport_headers(&app.config);
+    let outdated = outdated_objects(app, local, caller, &sub)?;
+    let mut headers = wire::transport_headers(app.config());
     let body = WireObjects {
         objects: outdated
             .iter()
@@ -64,11 +69,11 @@ pub fn subscribe(app: &App, caller: &Caller, req: &Request) -> Result<Reply, Dev
         }) {
             headers.push((
                 "X-nl-disable-defer-window".into(),
-                app.config.disable_defer_window_secs.to_string(),
+                app.config().disable_defer_window_secs.to_string(),
             ));
         }
         ChunkedBody::Now(body)
-    } else if hub.subscriptions_of(&caller.serial) > app.config.max_subscriptions_per_device {
+    } else if hub.subscriptions_of(&caller.serial) > app.config().max_subscriptions_per_device {
         drop(reservation);
         log::warn!(
             "{}: too many held subscribes; answering this one empty",
@@ -76,7 +81,7 @@ pub fn subscribe(app: &App, caller: &Caller, req: &Request) -> Result<Reply, Dev
         );
         ChunkedBody::Now(br#"{"objects":[]}"#.to_vec())
     } else {
-        let deadline = hub.clock().now() + app.config.hold();
+        let deadline = hub.clock().now() + app.config().hold();
         ChunkedBody::Park(Box::new(move |body| {
             let hub = Arc::clone(reservation.hub());
             if let Err(mut held) = hub.hold(reservation, Box::new(Held(body)), deadline) {
@@ -106,16 +111,17 @@ impl Sink for Held {
 /// Applies what the subscribe carries and returns the objects the thermostat is behind on.
 fn outdated_objects(
     app: &App,
+    local: &Local,
     caller: &Caller,
     sub: &SubscribeBody,
 ) -> Result<Vec<(String, Bucket)>, DeviceError> {
     // A thermostat still waiting to be claimed may listen, but nothing it sends is stored.
     let writable = caller.tier == Tier::Paired;
     let owner = app
-        .state
+        .state()
         .accounts(|a| a.owner_of(&caller.serial).map(|o| o.user.clone()));
-    let first_since_start = app.first_subscribe_since_start(&caller.serial);
-    app.state
+    let first_since_start = local.first_subscribe_since_start(&caller.serial);
+    app.state()
         .update_device(&caller.serial, Origin::Device, |txn| {
             if writable {
                 super::ensure_meta(txn, caller)?;

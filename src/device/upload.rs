@@ -39,7 +39,7 @@ fn charge(bytes: u64) -> u64 {
 static WRITING: Mutex<()> = parking_lot::const_mutex(());
 
 pub fn upload(app: &App, serial: Option<&str>, body: &[u8]) -> Result<Response, DeviceError> {
-    if app.config.store_device_logs {
+    if app.config().store_device_logs {
         if body.is_empty() {
             log::warn!(
                 "refused an empty device log from {}",
@@ -47,19 +47,19 @@ pub fn upload(app: &App, serial: Option<&str>, body: &[u8]) -> Result<Response, 
             );
             return Err(DeviceError::EmptyUpload);
         }
-        let quota = app.config.device_logs_max_mb.saturating_mul(1024 * 1024);
+        let quota = app.config().device_logs_max_mb.saturating_mul(1024 * 1024);
         let size = charge(u64::try_from(body.len()).unwrap_or(u64::MAX));
         if size > quota {
             log::warn!(
                 "refused a {size}-byte device log from {}: larger than DEVICE_LOGS_MAX_MB ({} MiB)",
                 serial.unwrap_or("unknown"),
-                app.config.device_logs_max_mb
+                app.config().device_logs_max_mb
             );
             return Err(DeviceError::UploadOverQuota {
-                quota_mb: app.config.device_logs_max_mb,
+                quota_mb: app.config().device_logs_max_mb,
             });
         }
-        let root = app.config.device_logs_dir();
+        let root = app.config().device_logs_dir();
         let dir = root.join(serial.unwrap_or("unknown"));
         let _writing = WRITING.lock();
         make_room(&root, quota - size).map_err(|e| {

@@ -12,11 +12,13 @@ use super::DeviceError;
 use crate::app::App;
 use crate::config::WeatherProvider;
 use crate::http::{Response, percent_decode};
+use crate::util::outbound::OutboundGate;
 use crate::weather::open_meteo::Place;
 use crate::weather::{Source, Upstream};
 
-pub fn weather(app: &App, query: &str) -> Result<Response, DeviceError> {
-    let config = &app.config;
+/// `outbound`: the device port's gate for requests waiting on an outbound call.
+pub fn weather(app: &App, outbound: &OutboundGate, query: &str) -> Result<Response, DeviceError> {
+    let config = &app.config();
     let source = match config.weather_provider() {
         WeatherProvider::Off => return Err(DeviceError::WeatherUnavailable),
         WeatherProvider::Upstream => Source::Upstream(
@@ -38,8 +40,8 @@ pub fn weather(app: &App, query: &str) -> Result<Response, DeviceError> {
         wait: config.weather_timeout.min(config.weather_wait),
     };
     let body = app
-        .weather
-        .answer(&upstream, query, &config.clock, &app.outbound_device)
+        .weather()
+        .answer(&upstream, query, &config.clock, outbound)
         .ok_or(DeviceError::WeatherUnavailable)?;
     Ok(Response::json_bytes(200, body.to_vec()))
 }

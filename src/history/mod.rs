@@ -25,9 +25,11 @@ use crossbeam_channel::{Receiver, select};
 use parking_lot::RwLock;
 use serde::{Deserialize, Serialize};
 
-use crate::app::App;
+use crate::config::Config;
 use crate::energy;
 use crate::hub::ChangeEvent;
+use crate::presence::Availability;
+use crate::state::State;
 use crate::thermostat::reading::{Reading, Targets};
 use crate::util::clock::Stopwatch;
 use crate::util::shutdown::Shutdown;
@@ -36,6 +38,18 @@ use file::Segment;
 
 /// The directory under `DATA_DIR`.
 pub const DIR: &str = "history";
+
+/// What the recorder reads of the running server (the server's `App`): its narrow view.
+pub trait Context: Send + Sync {
+    fn config(&self) -> &Config;
+    fn state(&self) -> &State;
+    /// Each thermostat's live day of energy history, which the recorder keeps.
+    fn energy(&self) -> &energy::Live;
+    /// Whether a thermostat is available (`holding`: it holds a subscribe now).
+    fn availability(&self, serial: &str, holding: bool) -> Availability;
+    /// A thermostat's reading now, its availability given.
+    fn reading_with(&self, serial: &str, availability: Availability) -> Option<Arc<Reading>>;
+}
 /// `GET /api/history`'s longest period, in hours.
 pub const MAX_HOURS: i64 = 168;
 
@@ -110,10 +124,16 @@ impl Sample {
     }
 }
 
+/// A known thermostat's reading now.
+fn reading(app: &dyn Context, serial: &str) -> Option<Arc<Reading>> {
+    let holding = app.state().hub().subscriptions_of(serial) > 0;
+    app.reading_with(serial, app.availability(serial, holding))
+}
+
 /// A known thermostat's reading now, and the time (ms).
-fn reading_now(app: &App, serial: &str) -> Option<(Arc<Reading>, i64)> {
-    let now_ms = app.config.clock.now_ms();
-    Some((app.reading(serial)?, now_ms))
+fn reading_now(app: &dyn Context, serial: &str) -> Option<(Arc<Reading>, i64)> {
+    let now_ms = app.config().clock.now_ms();
+    Some((reading(app, serial)?, now_ms))
 }
 
 /// The sample of a reading, if it reports a temperature.
@@ -138,12 +158,13 @@ pub fn run_totals(samples: &[Sample], interval_secs: i64, now: i64) -> (i64, i64
 }
 
 /// The structure's time zone of a thermostat, as its reading has it.
-fn time_zone(app: &App, serial: &str) -> Option<String> {
-    app.reading(serial)?.time_zone.clone()
+fn time_zone(app: &dyn Context, serial: &str) -> Option<String> {
+    reading(app, serial)?.time_zone.clone()
 }
 
-pub fn dir(app: &App) -> PathBuf {
-    app.config.data_dir.join(DIR)
+/// The history's directory in a data directory.
+pub fn dir(data_dir: &std::path::Path) -> PathBuf {
+    data_dir.join(DIR)
 }
 
 /// The recorder's thread, which runs until the shutdown signal it was started with.
@@ -152,17 +173,17 @@ pub struct Recorder {
 }
 
 impl Recorder {
-    pub fn start(app: &Arc<App>, shutdown: &Shutdown) -> std::io::Result<Recorder> {
-        let dir = dir(app);
+    pub fn start(app: &Arc<dyn Context>, shutdown: &Shutdown) -> std::io::Result<Recorder> {
+        let dir = dir(&app.config().data_dir);
         crate::store::files::create_private_dir(&dir)?;
         let stopped = shutdown.receiver();
         let settled = Arc::new(RwLock::new(HashSet::new()));
-        let energy_dir = energy::dir(&app.config.data_dir);
+        let energy_dir = energy::dir(&app.config().data_dir);
         // Not fatal to the history: each write of the energy history tries again.
         if let Err(e) = crate::store::files::create_private_dir(&energy_dir) {
             log::warn!("energy history: {}: {e}", energy_dir.display());
         }
-        let interval_ms = app.config.history_interval.as_millis().max(1000) as i64;
+        let interval_ms = app.config().history_interval.as_millis().max(1000) as i64;
         let run = Run {
             app: Arc::clone(app),
             dir,
@@ -172,10 +193,10 @@ impl Recorder {
                 energy_dir,
                 energy::zone::ZONEINFO.into(),
                 energy::horizon_ms(interval_ms),
-                app.config.energy_keep_days,
+                app.config().energy_keep_days,
             ),
         };
-        let changes = app.hub().watch_if(Box::new(move |e: &ChangeEvent| {
+        let changes = app.state().hub().watch_if(Box::new(move |e: &ChangeEvent| {
             may_matter(e, |serial| settled.read().contains(serial)) || energy::may_matter(e)
         }));
         let handle = thread::Builder::new()
@@ -200,7 +221,7 @@ struct Known {
 }
 
 struct Run {
-    app: Arc<App>,
+    app: Arc<dyn Context>,
     dir: PathBuf,
     known: HashMap<String, Known>,
     /// The serials whose HVAC state is known (recorded since start), shared with the filter
@@ -222,12 +243,12 @@ fn may_matter(event: &ChangeEvent, settled: impl Fn(&str) -> bool) -> bool {
 
 impl Run {
     fn run(mut self, changes: Receiver<Arc<ChangeEvent>>, stopped: Receiver<()>) {
-        let interval_ms = self.app.config.history_interval.as_millis().max(1000) as i64;
+        let interval_ms = self.app.config().history_interval.as_millis().max(1000) as i64;
         // The next multiple of the interval on the clock. Kept, not recomputed on each event,
         // so a steady stream of changes can never push the periodic sample past its time.
         let next_due = |now: i64| (now.div_euclid(interval_ms) + 1) * interval_ms;
         // The server's clock; a manual clock's moves wake this loop to look again.
-        let clock = self.app.config.clock.clone();
+        let clock = self.app.config().clock.clone();
         let moved = clock.moves();
         let mut due = next_due(clock.now_ms());
         // The energy history's live days are written on the minute.
@@ -252,7 +273,7 @@ impl Run {
             if now >= flush_due {
                 let app = &self.app;
                 self.energy
-                    .flush(&app.energy, now, |serial| time_zone(app, serial));
+                    .flush(app.energy(), now, |serial| time_zone(app.as_ref(), serial));
                 // From the time flushed for: a clock moved meanwhile is flushed for at once.
                 flush_due = next_flush(now);
                 continue;
@@ -269,8 +290,9 @@ impl Run {
         }
         // A clean stop keeps the energy history to the moment.
         let app = &self.app;
-        self.energy
-            .flush(&app.energy, clock.now_ms(), |serial| time_zone(app, serial));
+        self.energy.flush(app.energy(), clock.now_ms(), |serial| {
+            time_zone(app.as_ref(), serial)
+        });
     }
 
     fn on_change(&mut self, event: &ChangeEvent) {
@@ -281,11 +303,11 @@ impl Run {
         if !for_history && !energy::may_matter(event) {
             return;
         }
-        let Some((reading, now_ms)) = reading_now(&self.app, serial) else {
+        let Some((reading, now_ms)) = reading_now(self.app.as_ref(), serial) else {
             return;
         };
         self.energy.observe(
-            &self.app.energy,
+            self.app.energy(),
             &reading,
             now_ms,
             false,
@@ -303,20 +325,20 @@ impl Run {
 
     fn sample_all(&mut self) {
         let started = Stopwatch::start();
-        let counts = self.app.hub().subscription_counts();
+        let counts = self.app.state().hub().subscription_counts();
         let mut sampled = 0;
-        for serial in self.app.state.serials() {
+        for serial in self.app.state().serials() {
             let holding = counts.get(&serial).is_some_and(|n| *n > 0);
-            let availability = self.app.presence.availability(&serial, holding);
+            let availability = self.app.availability(&serial, holding);
             if !availability.available {
                 continue;
             }
-            let now_ms = self.app.config.clock.now_ms();
+            let now_ms = self.app.config().clock.now_ms();
             let Some(reading) = self.app.reading_with(&serial, availability) else {
                 continue;
             };
             self.energy
-                .observe(&self.app.energy, &reading, now_ms, true, false);
+                .observe(self.app.energy(), &reading, now_ms, true, false);
             if let Some(sample) = sample_of(&reading, now_ms) {
                 self.record(&serial, &sample);
                 sampled += 1;

@@ -5,9 +5,9 @@
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
+use super::Context;
 use super::characteristics::{Characteristic, Kind};
 use crate::accounts::Viewer;
-use crate::app::App;
 
 /// HAP's version this bridge speaks (HAP Protocol Information).
 pub const PROTOCOL_VERSION: &str = "1.1.0";
@@ -134,9 +134,9 @@ pub fn bridge(name: &str, device_id: &str) -> Accessory {
 /// The serials of the thermostats HomeKit lists ([`crate::accounts::visibility`]: those the page
 /// lists; not unclaimed ones with pairing required, nor removed ones, which nobody may see or
 /// control).
-pub fn listed(app: &App) -> Vec<String> {
+pub fn listed(app: &dyn Context) -> Vec<String> {
     app.visibility()
-        .listed(&app.state, app.state.serials(), Viewer::HomeKit)
+        .listed(app.state(), app.state().serials(), Viewer::HomeKit)
 }
 
 /// What a controller caches of the database, hashed: accessories, services, characteristics

@@ -12,6 +12,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use crossbeam_channel::Receiver;
 use serde_json::{Value, json};
 
+use super::Context;
 use super::accessories::{self, Accessory, MAX_ACCESSORIES};
 use super::aids::{Aids, BRIDGE_AID};
 use super::characteristics::{self, Refused};
@@ -20,7 +21,6 @@ use super::requests::{ReadQuery, WriteItem};
 use super::status::{self, status_of};
 use super::{Address, Attributes, Reply, Sent, Subscriptions};
 use crate::accounts::Viewer;
-use crate::app::App;
 use crate::hap::Identity;
 use crate::thermostat::{self, Intent};
 use crate::util::JsonMap;
@@ -48,7 +48,7 @@ impl Drop for Bridge {
 }
 
 pub(super) struct Shared {
-    pub(super) app: Arc<App>,
+    pub(super) app: Arc<dyn Context>,
     identity: Arc<Identity>,
     name: String,
     aids: Aids,
@@ -62,9 +62,9 @@ impl Bridge {
     /// `DATA_DIR/homekit/` (an unreadable file is an error naming it) and starts the thread
     /// that turns the hub's changes into [`Attributes::watch`] signals (the bridge's drop
     /// stops it and waits for it).
-    pub fn new(app: Arc<App>, identity: Arc<Identity>, name: String) -> io::Result<Bridge> {
-        let aids = Aids::open(&app.config.homekit_dir())?;
-        let changes = events::interesting_changes(app.hub(), Arc::clone(&identity));
+    pub fn new(app: Arc<dyn Context>, identity: Arc<Identity>, name: String) -> io::Result<Bridge> {
+        let aids = Aids::open(&app.config().homekit_dir())?;
+        let changes = events::interesting_changes(app.state().hub(), Arc::clone(&identity));
         let shared = Arc::new(Shared {
             app,
             identity,
@@ -85,7 +85,7 @@ impl Bridge {
     pub fn aid_of(&self, serial: &str) -> Option<u64> {
         self.shared
             .aids
-            .of(&accessories::listed(&self.shared.app))
+            .of(&accessories::listed(self.shared.app.as_ref()))
             .get(serial)
             .copied()
     }
@@ -142,7 +142,7 @@ impl Bridge {
     fn commit(&self, serial: &str, intent: &Intent) -> i64 {
         let app = &self.shared.app;
         match thermostat::commit(
-            &app.state,
+            app.state(),
             serial,
             intent,
             app.visibility(),
@@ -197,7 +197,7 @@ impl Shared {
     fn database(&self) -> Vec<Accessory> {
         let mut ids: Vec<(u64, String)> = self
             .aids
-            .of(&accessories::listed(&self.app))
+            .of(&accessories::listed(self.app.as_ref()))
             .into_iter()
             .map(|(serial, aid)| (aid, serial))
             .collect();
@@ -224,7 +224,8 @@ impl Shared {
             return Some(self.bridge());
         }
         let serial = self.aids.serial(aid)?;
-        if !self.app.sight(&serial, Viewer::HomeKit).listed {
+        let sight = (self.app.visibility()).sight(self.app.state(), &serial, Viewer::HomeKit);
+        if !sight.listed {
             return None;
         }
         self.thermostat(aid, &serial)

@@ -96,8 +96,9 @@ pub(super) fn forward(
                 let mut signal = event.is_some();
                 if newcomer || listed.is_none() || looked.elapsed() >= LOOK_EVERY {
                     looked = Stopwatch::start();
-                    let now: BTreeSet<String> =
-                        accessories::listed(&shared.app).into_iter().collect();
+                    let now: BTreeSet<String> = accessories::listed(shared.app.as_ref())
+                        .into_iter()
+                        .collect();
                     signal |= listed.as_ref().is_some_and(|l| *l != now);
                     listed = Some(now);
                 }

@@ -23,8 +23,51 @@ pub mod run;
 pub mod server;
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
 
 use crossbeam_channel::Receiver;
+
+use crate::accounts::Visibility;
+use crate::config::Config;
+use crate::state::State;
+use crate::thermostat::Reading;
+
+/// What the bridge reads of the running server (the server's `App`): its narrow view.
+pub trait Context: Send + Sync {
+    fn config(&self) -> &Config;
+    fn state(&self) -> &State;
+    /// Who sees a thermostat ([`crate::accounts::visibility`]): HomeKit lists and commands
+    /// what [`crate::accounts::Viewer::HomeKit`] may.
+    fn visibility(&self) -> Visibility;
+    /// A thermostat's reading now.
+    fn reading(&self, serial: &str) -> Option<Arc<Reading>>;
+    /// The accessory's identity, and where its listener listens.
+    fn homekit(&self) -> &crate::app::HomeKit;
+}
+
+/// The server's view for the bridge (here, since the server's shared parts sit below the
+/// surfaces and know none of them).
+impl Context for crate::app::App {
+    fn config(&self) -> &Config {
+        crate::app::App::config(self)
+    }
+
+    fn state(&self) -> &State {
+        crate::app::App::state(self)
+    }
+
+    fn visibility(&self) -> Visibility {
+        crate::app::App::visibility(self)
+    }
+
+    fn reading(&self, serial: &str) -> Option<Arc<Reading>> {
+        crate::app::App::reading(self, serial)
+    }
+
+    fn homekit(&self) -> &crate::app::HomeKit {
+        crate::app::App::homekit(self)
+    }
+}
 
 /// A characteristic's address: (accessory id, instance id).
 pub type Address = (u64, u64);

@@ -6,10 +6,10 @@ use std::io;
 use std::net::SocketAddr;
 use std::sync::Arc;
 
+use super::Context;
 use super::mdns::{self, Advertisement};
 use super::server::{self, Handle};
 use super::{Attributes, Bridge};
-use crate::app::App;
 use crate::util::shutdown::Shutdown;
 
 /// HomeKit, running.
@@ -44,9 +44,9 @@ impl Running {
 /// A `HOMEKIT_PORT` already in use (Homebridge's default is the same 51826) is not fatal
 /// either: the listener takes a free port instead and says so, since controllers find the
 /// accessory by its advertisement, which carries the port it has.
-pub fn start(app: &Arc<App>, shutdown: &Shutdown) -> Option<Running> {
-    let identity = Arc::clone(app.homekit.as_ref()?);
-    let config = &app.config.homekit;
+pub fn start(app: &Arc<dyn Context>, shutdown: &Shutdown) -> Option<Running> {
+    let identity = Arc::clone(app.homekit().identity()?);
+    let config = &app.config().homekit;
     let bridge = match Bridge::new(Arc::clone(app), Arc::clone(&identity), config.name.clone()) {
         Ok(bridge) => Arc::new(bridge),
         Err(e) => {
@@ -54,7 +54,7 @@ pub fn start(app: &Arc<App>, shutdown: &Shutdown) -> Option<Running> {
             return None;
         }
     };
-    let wanted = SocketAddr::new(app.config.control_bind, config.port);
+    let wanted = SocketAddr::new(app.config().control_bind, config.port);
     let attributes: Arc<dyn Attributes> = bridge.clone();
     let started = match server::start(
         Arc::clone(&attributes),
@@ -81,8 +81,7 @@ pub fn start(app: &Arc<App>, shutdown: &Shutdown) -> Option<Running> {
         }
     };
     let port = listener.addr().port();
-    app.homekit_port
-        .store(port, std::sync::atomic::Ordering::Relaxed);
+    app.homekit().listening_on(port);
     // Bound to loopback (as the tests' servers are), nobody else could connect: nothing is
     // announced to the network.
     let advertisement = if wanted.ip().is_loopback() {

@@ -49,7 +49,7 @@ pub struct HostedApi {
 impl HostedApi {
     pub fn new(app: Arc<App>) -> HostedApi {
         HostedApi {
-            rate_limits: RateLimiter::new(app.config.api_rate_limit_per_minute),
+            rate_limits: RateLimiter::new(app.config().api_rate_limit_per_minute),
             app,
         }
     }
@@ -57,7 +57,7 @@ impl HostedApi {
     /// Answers one `/api/v1` request (the port adds the CORS headers).
     pub fn handle(&self, req: &Request) -> Response {
         let app = &self.app;
-        let now = app.config.clock.now_ms();
+        let now = app.config().clock.now_ms();
         let address = format!(
             "ip:{}",
             req.remote
@@ -74,7 +74,7 @@ impl HostedApi {
             };
             return with_quota(refused.response(), quota);
         }
-        let key = keys::authenticate(&app.state, req.api_key(), now);
+        let key = keys::authenticate(app.state(), req.api_key(), now);
         // Callers without a valid key get 401 (the seed's order: key, then rate limit) and are
         // counted by address, which limits guessing keys.
         let caller = match &key {
@@ -150,7 +150,7 @@ fn route(app: &App, req: &Request, key: &ApiKey) -> Result<Response, HostedError
         Some(raw) => {
             let id = percent_decode(raw).map_err(|_| HostedError::DeviceNotFound)?;
             let serial = app
-                .state
+                .state()
                 .find_device(&id)
                 .ok_or(HostedError::DeviceNotFound)?;
             app.sight(&serial, Viewer::Key(key)).allows(route.need)?;

@@ -35,13 +35,13 @@ pub fn summary(view: &View) -> Summary {
 pub fn devices(app: &App, key: &ApiKey) -> Response {
     let visibility = app.visibility();
     let listed: Vec<Value> = app
-        .state
+        .state()
         .serials()
         .into_iter()
         .filter_map(|serial| {
-            let sight = visibility.sight(&app.state, &serial, Viewer::Key(key));
+            let sight = visibility.sight(app.state(), &serial, Viewer::Key(key));
             let relation = sight.relation.filter(|_| sight.listed)?;
-            let summary = summary(&thermostat::view(&app.state, &serial)?);
+            let summary = summary(&thermostat::view(app.state(), &serial)?);
             Some(json!({
                 "id": summary.id,
                 "serial": summary.serial,
@@ -68,9 +68,9 @@ pub fn status(app: &App, target: &Target, key: &ApiKey) -> Result<Response, Host
     let reading = app.reading(serial).ok_or(HostedError::DeviceNotFound)?;
     let beside = Beside::of(&reading);
     let owner = owner_of(app, serial);
-    let now = app.config.clock.now_ms();
+    let now = app.config().clock.now_ms();
     let body = app
-        .state
+        .state()
         .read_device(serial, |d| {
             let view = View::of(serial, d, owner.as_deref());
             let state: serde_json::Map<String, Value> =
@@ -157,7 +157,7 @@ pub fn schedule(app: &App, target: &Target) -> Result<Response, HostedError> {
     let serial = &target.serial;
     let owner = owner_of(app, serial);
     let body = app
-        .state
+        .state()
         .read_device(serial, |d| {
             let schedule = d
                 .buckets
@@ -185,8 +185,8 @@ pub fn energy(app: &App, target: &Target, req: &Request) -> Result<Response, Hos
         report::wants_csv(format.as_deref(), req.header("accept")).map_err(HostedError::Invalid)?;
     let time_zone = app.reading(serial).and_then(|r| r.time_zone.clone());
     let report = Report::read(
-        &app.config.data_dir,
-        &app.energy,
+        &app.config().data_dir,
+        app.energy(),
         serial,
         time_zone.as_deref(),
         period,
@@ -202,7 +202,7 @@ pub fn energy(app: &App, target: &Target, req: &Request) -> Result<Response, Hos
             body: report.to_csv().into_bytes(),
         }
     } else {
-        let view = thermostat::view(&app.state, serial).ok_or(HostedError::DeviceNotFound)?;
+        let view = thermostat::view(app.state(), serial).ok_or(HostedError::DeviceNotFound)?;
         let body = json!({
             "device": summary(&view),
             "time_zone": report.time_zone,
@@ -213,6 +213,6 @@ pub fn energy(app: &App, target: &Target, req: &Request) -> Result<Response, Hos
 }
 
 fn owner_of(app: &App, serial: &str) -> Option<String> {
-    app.state
+    app.state()
         .accounts(|a| a.owner_of(serial).map(|o| o.user.clone()))
 }

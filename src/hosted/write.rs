@@ -33,7 +33,7 @@ pub fn commit(
 ) -> Result<Response, HostedError> {
     let serial = target.serial.as_str();
     let committed = thermostat::commit(
-        &app.state,
+        app.state(),
         serial,
         intent,
         app.visibility(),
@@ -275,9 +275,9 @@ fn schedule(body: &JsonMap) -> Result<Intent, HostedError> {
 /// 401), and can be claimed again with a new entry key (or adopted, in open mode), coming back
 /// as it is; in open mode the default user does not take it back.
 pub fn unlink(app: &App, target: &Target, key: &ApiKey) -> Result<Response, HostedError> {
-    let open_mode = !app.config.require_device_pairing;
+    let open_mode = !app.config().require_device_pairing;
     let link = accounts::Link::User(&key.user);
-    accounts::unlink(&app.state, &target.serial, link, open_mode)?;
+    accounts::unlink(app.state(), &target.serial, link, open_mode)?;
     Ok(Response::json(
         200,
         &json!({"success": true, "message": "Device deleted successfully"}),

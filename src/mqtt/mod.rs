@@ -42,16 +42,68 @@ use std::time::Duration;
 
 use crossbeam_channel::{Receiver, bounded, select};
 
-use crate::accounts::Viewer;
-use crate::alerts::Notice;
+use crate::accounts::{Viewer, Visibility};
+use crate::alerts::{Alerts, Notice};
 use crate::app::App;
-use crate::config::MqttConfig;
+use crate::config::{Config, MqttConfig};
 use crate::hub::ChangeEvent;
+use crate::presence::Availability;
+use crate::state::State;
+use crate::thermostat::Reading;
 use crate::thermostat::{self, View};
 use crate::util::shutdown::Shutdown;
 use discovery::{Fingerprint, Prefixes};
 use link::{Inbound, Link};
 use state_topics::Snapshot;
+
+/// What the bridge reads of the running server (the server's `App`): its narrow view.
+pub trait Context: Send + Sync {
+    fn config(&self) -> &Config;
+    fn state(&self) -> &State;
+    /// The alert board (published as each thermostat's alert topics).
+    fn alerts(&self) -> &Alerts;
+    /// Each thermostat's energy history as stored (its runtime sensors).
+    fn energy(&self) -> &crate::energy::Live;
+    /// Who sees a thermostat ([`crate::accounts::visibility`]): MQTT publishes and takes
+    /// commands for what [`Viewer::Mqtt`] may.
+    fn visibility(&self) -> Visibility;
+    /// Whether a thermostat is available (`holding`: it holds a subscribe now).
+    fn availability(&self, serial: &str, holding: bool) -> Availability;
+    /// A thermostat's reading now, its availability given.
+    fn reading_with(&self, serial: &str, availability: Availability) -> Option<Arc<Reading>>;
+}
+
+/// The server's view for the bridge (here, since the server's shared parts sit below the
+/// surfaces and know none of them).
+impl Context for App {
+    fn config(&self) -> &Config {
+        App::config(self)
+    }
+
+    fn state(&self) -> &State {
+        App::state(self)
+    }
+
+    fn alerts(&self) -> &Alerts {
+        App::alerts(self)
+    }
+
+    fn energy(&self) -> &crate::energy::Live {
+        App::energy(self)
+    }
+
+    fn visibility(&self) -> Visibility {
+        App::visibility(self)
+    }
+
+    fn availability(&self, serial: &str, holding: bool) -> Availability {
+        self.presence().availability(serial, holding)
+    }
+
+    fn reading_with(&self, serial: &str, availability: Availability) -> Option<Arc<Reading>> {
+        App::reading_with(self, serial, availability)
+    }
+}
 
 const MIN_BACKOFF: Duration = Duration::from_secs(1);
 const MAX_BACKOFF: Duration = Duration::from_secs(60);
@@ -77,11 +129,11 @@ const STOP_WAIT: Duration = Duration::from_secs(8);
 
 impl Mqtt {
     /// Starts the bridge if MQTT is configured; it runs until `shutdown` is triggered.
-    pub fn start(app: &Arc<App>, shutdown: &Shutdown) -> io::Result<Option<Mqtt>> {
-        let Some(config) = app.config.mqtt.clone() else {
+    pub fn start(app: &Arc<dyn Context>, shutdown: &Shutdown) -> io::Result<Option<Mqtt>> {
+        let Some(config) = app.config().mqtt.clone() else {
             return Ok(None);
         };
-        let changes = app.hub().watch();
+        let changes = app.state().hub().watch();
         let stopped = shutdown.receiver();
         let (finished, done) = bounded::<()>(0);
         let bridge = Bridge::new(Arc::clone(app), config);
@@ -142,7 +194,7 @@ enum Ended {
 }
 
 struct Bridge {
-    app: Arc<App>,
+    app: Arc<dyn Context>,
     config: MqttConfig,
     published: HashMap<String, Published>,
     /// Counts connections, so a report from an old one is ignored.
@@ -154,10 +206,10 @@ struct Bridge {
 }
 
 impl Bridge {
-    fn new(app: Arc<App>, config: MqttConfig) -> Bridge {
+    fn new(app: Arc<dyn Context>, config: MqttConfig) -> Bridge {
         Bridge {
-            notices: app.alerts.watch(),
-            stored: app.energy.watch(),
+            notices: app.alerts().watch(),
+            stored: app.energy().watch(),
             app,
             config,
             published: HashMap::new(),
@@ -241,10 +293,10 @@ impl Bridge {
             return Ended::Lost(why);
         }
         let mut dirty: HashSet<String> = self.known_serials();
-        let tick = (self.app.config.availability_timeout / 2)
+        let tick = (self.app.config().availability_timeout / 2)
             .clamp(Duration::from_millis(250), Duration::from_secs(5));
         // Ticks are on the server's clock; a manual clock's moves wake the loop to look again.
-        let clock = self.app.config.clock.clone();
+        let clock = self.app.config().clock.clone();
         let moved = clock.moves();
         let mut next_tick = clock.now() + tick;
         let mut next_resync = clock.now() + RESYNC;
@@ -252,7 +304,7 @@ impl Bridge {
         let stored = self.stored.clone();
         loop {
             if !dirty.is_empty() {
-                let held = self.app.hub().subscription_counts();
+                let held = self.app.state().hub().subscription_counts();
                 for serial in std::mem::take(&mut dirty) {
                     if let Err(why) = self.publish_thermostat(link, &serial, &held) {
                         return Ended::Lost(why);
@@ -306,7 +358,7 @@ impl Bridge {
 
     /// Every thermostat in the store, and every one published before (which may be gone).
     fn known_serials(&self) -> HashSet<String> {
-        let mut serials: HashSet<String> = self.app.state.serials().into_iter().collect();
+        let mut serials: HashSet<String> = self.app.state().serials().into_iter().collect();
         serials.extend(self.published.keys().cloned());
         serials
     }
@@ -315,14 +367,13 @@ impl Bridge {
     /// for many thermostats: [`App::availability`] counts them, under the hub's lock, each time).
     fn available(&self, serial: &str, held: &HashMap<String, usize>) -> bool {
         self.app
-            .presence
             .availability(serial, held.contains_key(serial))
             .available
     }
 
     /// Thermostats whose availability differs from what was last published.
     fn availability_changes(&self) -> Vec<String> {
-        let held = self.app.hub().subscription_counts();
+        let held = self.app.state().hub().subscription_counts();
         self.published
             .iter()
             .filter(|(serial, p)| {
@@ -332,7 +383,7 @@ impl Bridge {
             .map(|(serial, _)| serial.clone())
             .chain(
                 self.app
-                    .state
+                    .state()
                     .serials()
                     .into_iter()
                     .filter(|s| !self.published.contains_key(s)),
@@ -344,7 +395,7 @@ impl Bridge {
     /// ([`crate::accounts::visibility`]: unclaimed with pairing required, or released).
     fn snapshot(&self, serial: &str, held: &HashMap<String, usize>) -> Option<Snapshot> {
         let visibility = self.app.visibility();
-        let (owner, hidden) = self.app.state.accounts(|a| {
+        let (owner, hidden) = self.app.state().accounts(|a| {
             let owner = a.owner_of(serial).map(|o| o.user.clone());
             (owner, !visibility.of(a, serial, Viewer::Mqtt).listed)
         });
@@ -352,10 +403,10 @@ impl Bridge {
             return None;
         }
         let held_now = held.contains_key(serial);
-        let availability = self.app.presence.availability(serial, held_now);
+        let availability = self.app.availability(serial, held_now);
         let view = self
             .app
-            .state
+            .state()
             .read_device(serial, |data| View::of(serial, data, owner.as_deref()))?;
         let reading = self.app.reading_with(serial, availability)?;
         Some(Snapshot { view, reading })
@@ -396,10 +447,10 @@ impl Bridge {
             return Ok(());
         };
 
-        let now_ms = self.app.config.clock.now_ms();
+        let now_ms = self.app.config().clock.now_ms();
         let mut ha = state_topics::home_assistant(&s, now_ms / 1000);
         if !ha.is_empty() {
-            let live = &self.app.energy;
+            let live = &self.app.energy();
             ha.extend(energy::topics(
                 live.written_today(serial).as_ref(),
                 live.totals(serial),
@@ -430,7 +481,7 @@ impl Bridge {
             ha.into_iter()
                 .map(|(suffix, payload)| (format!("ha/{suffix}"), payload)),
         );
-        wanted.extend(alerts::topics(serial, &self.app.alerts.active()));
+        wanted.extend(alerts::topics(serial, &self.app.alerts().active()));
         let online = if s.available() { "online" } else { "offline" };
         wanted.push(("availability".to_string(), online.to_string()));
         published.available = Some(s.available());
@@ -500,7 +551,7 @@ impl Bridge {
             }
         };
         let result = thermostat::commit(
-            &self.app.state,
+            self.app.state(),
             &serial,
             &intent,
             self.app.visibility(),

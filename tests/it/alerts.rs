@@ -671,7 +671,7 @@ fn a_thermostat_nobody_may_see_has_no_alerts() {
         })
     });
     assert!(
-        s.app().alerts.active().is_empty(),
+        s.app().alerts().active().is_empty(),
         "no alert while released"
     );
     // Claimed again: the cold room is an alert again, a new episode.
@@ -714,7 +714,7 @@ fn in_open_mode_a_removed_thermostat_has_no_alerts() {
     wait_kind(&s, "low_battery", true);
     let serials: Vec<Value> = s
         .app()
-        .alerts
+        .alerts()
         .active()
         .iter()
         .map(|a| json!(a.serial))

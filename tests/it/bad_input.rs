@@ -29,7 +29,7 @@ fn refused(s: &TestServer, body: &[u8], status: u16, expected: &str) {
         );
     }
     assert_eq!(store_bytes(s.dir.path()), before);
-    assert!(!s.app().state.device_exists(SERIAL));
+    assert!(!s.app().state().device_exists(SERIAL));
 }
 
 #[test]
@@ -260,7 +260,7 @@ fn a_body_that_stops_arriving_is_abandoned_and_the_worker_freed() {
         "{rest}"
     );
     assert!(
-        !s.app().state.device_exists(SERIAL),
+        !s.app().state().device_exists(SERIAL),
         "nothing from the partial body was stored"
     );
 }
@@ -363,7 +363,7 @@ fn a_chunk_size_that_is_not_hex_digits_gets_400_and_changes_nothing() {
         );
     }
     assert_eq!(store_bytes(s.dir.path()), before);
-    assert!(!s.app().state.device_exists(SERIAL));
+    assert!(!s.app().state().device_exists(SERIAL));
     assert_eq!(get(s.device(), "/nest/ping").status, 200);
 }
 
@@ -391,7 +391,7 @@ fn a_request_with_two_host_headers_gets_400_and_changes_nothing() {
     assert!(text.starts_with("HTTP/1.1 400 Bad Request\r\n"), "{text}");
     assert!(text.ends_with(r#"{"error":"Malformed request"}"#), "{text}");
     assert_eq!(store_bytes(s.dir.path()), before);
-    assert!(!s.app().state.device_exists(SERIAL));
+    assert!(!s.app().state().device_exists(SERIAL));
     assert_eq!(get(s.device(), "/nest/ping").status, 200);
     assert_eq!(get(s.control(), "/health").status, 200);
 }

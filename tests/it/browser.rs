@@ -623,7 +623,7 @@ fn the_device_port_refuses_cross_site_posts() {
     assert_eq!(snapshot(&s), before);
     assert!(
         s.app()
-            .state
+            .state()
             .accounts(|a| a.active_entry_key(SERIAL, 0).is_none())
     );
     // The same PUT as a thermostat sends it (no Origin, its form content type) is stored.

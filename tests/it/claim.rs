@@ -79,7 +79,7 @@ fn a_claim_completes_the_thermostats_pairing() {
     );
     assert_eq!(sim.paired_with(), Some("homeassistant"));
 
-    let accounts = s.app().state.accounts(|a| a.clone());
+    let accounts = s.app().state().accounts(|a| a.clone());
     assert_eq!(accounts.owner_of(SERIAL).unwrap().user, "homeassistant");
     assert!(accounts.users.contains_key("homeassistant"));
     assert_eq!(
@@ -119,7 +119,7 @@ fn a_thermostat_of_another_user_must_be_unlinked_first() {
         json!({"success": false, "message": format!("Device {SERIAL} is linked to user alice; that user must unlink it before it can be claimed")})
     );
     assert_eq!(store_bytes(s.dir.path()), before, "nothing changed");
-    assert!(!s.app().state.accounts(|a| a.users.contains_key("bob")));
+    assert!(!s.app().state().accounts(|a| a.users.contains_key("bob")));
 
     // Alice unlinks it; now Bob's claim goes through.
     let r = call(
@@ -136,7 +136,7 @@ fn a_thermostat_of_another_user_must_be_unlinked_first() {
     assert_eq!(r.status, 200, "{}", r.text());
     assert_eq!(
         s.app()
-            .state
+            .state()
             .accounts(|a| a.owner_of(SERIAL).unwrap().user.clone()),
         "bob"
     );
@@ -152,7 +152,7 @@ fn a_claim_moves_a_thermostat_away_from_the_default_owner() {
     assert_eq!(r.status, 200, "{}", r.text());
     assert_eq!(
         s.app()
-            .state
+            .state()
             .accounts(|a| a.owner_of(SERIAL).unwrap().user.clone()),
         "carol"
     );
@@ -189,7 +189,7 @@ fn an_expired_code_is_refused() {
             json!({"success": false, "message": "Invalid, expired, or already claimed entry key"})
         )
     );
-    assert!(s.app().state.accounts(|a| a.owner_of(SERIAL).is_none()));
+    assert!(s.app().state().accounts(|a| a.owner_of(SERIAL).is_none()));
     assert!(
         store_bytes(s.dir.path()) == before,
         "a refused claim changed the store"

@@ -212,7 +212,7 @@ fn keys_users_and_shares_are_managed_from_the_control_port() {
     // Every answer came after the change was durable: a restart finds exactly this.
     let dir = s.stop();
     let server = restart(&dir);
-    let state = &server.app().state;
+    let state = &server.app().state();
     state.accounts(|a| {
         assert!(!a.users.contains_key("bob@home"));
         assert!(a.api_keys.is_empty());
@@ -233,7 +233,7 @@ fn bad_account_inputs_get_exact_errors_and_change_nothing() {
         json!({"serial": SERIAL, "user": "bob", "access": "read"}),
     );
     // A user who owns a thermostat, which pairing's claim would give.
-    hearth::accounts::add_user(&s.app().state, "carol").unwrap();
+    hearth::accounts::add_user(s.app().state(), "carol").unwrap();
     s.set_owner("02AA01AC0000SIM2", "carol");
     let before = store_bytes(s.dir.path());
     let error = |m: &str| json!({"error": m});
@@ -600,7 +600,7 @@ fn bad_account_inputs_get_exact_errors_and_change_nothing() {
 
 /// Users and key ids, to show a refused request added or removed none.
 fn accounts_of(s: &TestServer) -> (Vec<String>, Vec<String>) {
-    s.app().state.accounts(|a| {
+    s.app().state().accounts(|a| {
         (
             a.users.keys().cloned().collect(),
             a.api_keys.keys().cloned().collect(),
@@ -783,7 +783,7 @@ fn users_and_keys_are_bounded() {
     let s = TestServer::start();
     // Filled to the limits in one write (through the API it would take 2,000 fsyncs).
     s.app()
-        .state
+        .state()
         .update_accounts(|txn| {
             for i in 1..hearth::accounts::MAX_USERS {
                 txn.push(Op::AddUser {

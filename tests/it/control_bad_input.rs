@@ -39,7 +39,7 @@ fn bad_inputs_get_exact_errors_and_change_nothing() {
     let s = TestServer::start();
     let (_sim, _events, mut held) = booted_and_held(&s, SERIAL);
     let before = store_bytes(s.dir.path());
-    let buckets_before = s.app().state.read_device(SERIAL, |d| d.clone()).unwrap();
+    let buckets_before = s.app().state().read_device(SERIAL, |d| d.clone()).unwrap();
     let long = "A".repeat(200);
     let invalid_serial = "Invalid serial: expected 10 to 64 letters and digits";
     let cases: Vec<(&str, &str, String, u16, Value)> = vec![
@@ -545,11 +545,11 @@ fn bad_inputs_get_exact_errors_and_change_nothing() {
     }
     assert_eq!(store_bytes(s.dir.path()), before, "the store changed");
     assert_eq!(
-        s.app().state.read_device(SERIAL, |d| d.clone()).unwrap(),
+        s.app().state().read_device(SERIAL, |d| d.clone()).unwrap(),
         buckets_before
     );
-    assert!(!s.app().state.device_exists("NOPE000000000000"));
-    assert!(s.app().state.accounts(|a| a.owners.is_empty()));
+    assert!(!s.app().state().device_exists("NOPE000000000000"));
+    assert!(s.app().state().accounts(|a| a.owners.is_empty()));
     // Nothing was pushed: the first chunk the held subscribe gets is that of a change made
     // now (pushes leave in commit order, so one a bad input caused would have come first).
     s.server_change(

@@ -65,7 +65,7 @@ fn status_is_never_stale_between_changes() {
     // Claimed by a user, whose structure the record then reads, and unlinked again.
     let owner = || {
         s.app()
-            .state
+            .state()
             .accounts(|a| a.owner_of(SERIAL).map(|o| o.user.clone()))
     };
     assert_eq!(owner(), None);
@@ -250,8 +250,8 @@ fn notify_repushes_every_bucket_and_delete_unlists_the_thermostat() {
     let mut config = hearth::Config::local(dir.path());
     config.api_origin = hearth::config::ApiOrigin::parse("http://127.0.0.1").ok();
     let again = common::start_server(config);
-    assert!(again.app().state.device_exists(SERIAL));
-    assert!(again.app().state.accounts(|a| a.is_released(SERIAL)));
+    assert!(again.app().state().device_exists(SERIAL));
+    assert!(again.app().state().accounts(|a| a.is_released(SERIAL)));
     again.shutdown();
 }
 

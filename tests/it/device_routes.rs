@@ -232,7 +232,7 @@ fn an_expired_entry_key_is_replaced() {
     assert_eq!(second.status, 200);
     assert_ne!(second.json()["value"], first["value"]);
     assert_eq!(second.json()["expires"], json!(time.now_ms() + 60_000));
-    let keys = s.app().state.accounts(|a| a.entry_keys.len());
+    let keys = s.app().state().accounts(|a| a.entry_keys.len());
     assert_eq!(keys, 1, "older keys of the serial are dropped");
 }
 
@@ -550,7 +550,7 @@ fn a_fresh_weather_answer_is_served_from_the_cache() {
         hits.load(Ordering::SeqCst) == 2
     });
     wait_until("the refresh ends", || {
-        s.app().weather.fetches_running() == 0
+        s.app().weather().fetches_running() == 0
     });
     assert_eq!(weather(), 200);
     assert_eq!(hits.load(Ordering::SeqCst), 2, "the new answer is fresh");

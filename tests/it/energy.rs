@@ -180,7 +180,7 @@ fn a_clock_stepped_back_drops_no_stored_later_day() {
     wait_until("both days on disk", || {
         read(&format!("{SERIAL}.today")).starts_with("[20523,1800,")
     });
-    let heat_total = |s: &TestServer| s.app().energy.totals(SERIAL).map(|t| t.heat_s);
+    let heat_total = |s: &TestServer| s.app().energy().totals(SERIAL).map(|t| t.heat_s);
     // The totals are what is stored: they follow the write just seen.
     wait_until("the totals of both days", || heat_total(&s) == Some(3600));
 
@@ -452,6 +452,6 @@ fn energy_keep_days_prunes_older_days_when_a_day_ends() {
     // The running totals still hold the pruned day (they follow the write just seen).
     let all_heat: i64 = first_heat + heat_days(&s).iter().map(|d| d.1).sum::<i64>();
     wait_until("the totals with the pruned day", || {
-        s.app().energy.totals(SERIAL).map(|t| t.heat_s) == Some(all_heat)
+        s.app().energy().totals(SERIAL).map(|t| t.heat_s) == Some(all_heat)
     });
 }

@@ -20,7 +20,7 @@ const INVALID: i64 = -70410;
 /// The bridge over `app`'s thermostats, with a controller paired (a bridge nobody paired is
 /// not told of changes: nobody could be listening).
 fn bridge_of(app: &Arc<hearth::app::App>) -> Bridge {
-    let identity = Identity::open(&app.config.homekit_dir()).unwrap();
+    let identity = Identity::open(&app.config().homekit_dir()).unwrap();
     identity
         .add_pairing(hearth::hap::Pairing {
             id: "phone".into(),
@@ -28,7 +28,7 @@ fn bridge_of(app: &Arc<hearth::app::App>) -> Bridge {
             admin: true,
         })
         .unwrap();
-    Bridge::new(Arc::clone(app), Arc::new(identity), "hearth".into()).unwrap()
+    Bridge::new(Arc::clone(app) as _, Arc::new(identity), "hearth".into()).unwrap()
 }
 
 fn body(r: &Reply) -> Value {
@@ -467,7 +467,7 @@ fn in_pairing_mode_a_thermostat_appears_once_it_is_claimed() {
     let (mut sim, _events) = thermostat(&s.origin(), SERIAL);
     sim.register().unwrap();
     let (code, _) = sim.passphrase().unwrap();
-    assert!(s.app().state.device_exists(SERIAL));
+    assert!(s.app().state().device_exists(SERIAL));
     let b = bridge_of(s.server().app());
     let watch = b.watch();
     // Unclaimed: nobody's, so not in the database.

@@ -83,7 +83,12 @@ fn aiohomekit_pairs_with_the_server_and_drives_a_thermostat_across_a_restart() {
     sim.report("shared", "name", json!("Hallway"));
     sim.report("shared", "current_temperature", json!(19.5));
     sim.put().unwrap();
-    let identity = Arc::clone(s.app().homekit.as_ref().expect("HomeKit is on by default"));
+    let identity = Arc::clone(
+        s.app()
+            .homekit()
+            .identity()
+            .expect("HomeKit is on by default"),
+    );
     let addr = s.server().homekit_addr().expect("the HAP listener");
     let controller_dir = TempDir::new("hap-controller");
     let file = controller_dir.path().join("pairing.json");
@@ -154,7 +159,7 @@ fn aiohomekit_pairs_with_the_server_and_drives_a_thermostat_across_a_restart() {
     drop((sim, held));
     let dir = s.stop();
     let server = restart(&dir);
-    let identity = Arc::clone(server.app().homekit.as_ref().expect("HomeKit is on"));
+    let identity = Arc::clone(server.app().homekit().identity().expect("HomeKit is on"));
     assert_eq!(identity.pairings().len(), 1);
     let addr = server.homekit_addr().expect("the HAP listener");
     let mut c = Controller::start(&python, &file, addr.port());

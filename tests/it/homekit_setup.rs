@@ -179,7 +179,12 @@ fn homekit_api(s: &TestServer, headers: &[(&str, &str)]) -> hearth::http::client
 #[test]
 fn the_page_reads_the_code_until_someone_pairs() {
     let s = TestServer::start();
-    let identity = s.app().homekit.clone().expect("HomeKit is on by default");
+    let identity = s
+        .app()
+        .homekit()
+        .identity()
+        .cloned()
+        .expect("HomeKit is on by default");
     let r = homekit_api(&s, &[]);
     assert_eq!(r.status, 200, "{}", r.text());
     assert_eq!(r.header("Cache-Control"), Some("no-store"), "a secret");
@@ -210,7 +215,7 @@ fn the_page_reads_the_code_until_someone_pairs() {
 #[test]
 fn with_homekit_off_the_page_is_told_so() {
     let s = TestServer::start_with(|c| c.homekit.enabled = false);
-    assert!(s.app().homekit.is_none());
+    assert!(s.app().homekit().identity().is_none());
     let r = homekit_api(&s, &[]);
     assert_eq!((r.status, r.json()), (200, json!({"enabled": false})));
     assert!(!s.dir.path().join("homekit").exists(), "nothing made");
@@ -228,7 +233,7 @@ fn a_foreign_page_cannot_read_the_code() {
         assert_eq!(r.status, 403, "{headers:?}");
         assert!(
             !r.text()
-                .contains(&s.app().homekit.as_ref().unwrap().setup_code())
+                .contains(&s.app().homekit().identity().unwrap().setup_code())
         );
     }
 }
@@ -246,7 +251,7 @@ fn with_a_key_required_only_a_write_key_reads_the_code() {
         };
         format!(
             "Bearer {}",
-            hearth::accounts::keys::create(&s.app().state, &spec)
+            hearth::accounts::keys::create(s.app().state(), &spec)
                 .unwrap()
                 .key
         )

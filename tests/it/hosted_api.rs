@@ -255,7 +255,7 @@ fn every_endpoint_works_and_every_write_reaches_the_thermostat() {
         api(&s, "GET", "/devices", &key, Value::Null).json(),
         json!({"devices": []})
     );
-    assert!(s.app().state.accounts(|a| a.is_released(SERIAL)));
+    assert!(s.app().state().accounts(|a| a.is_released(SERIAL)));
     assert!(s.bucket(SERIAL, &format!("shared.{SERIAL}")).is_some());
 }
 
@@ -712,7 +712,7 @@ fn keys_scopes_serials_and_shares_decide_access() {
         Value::Null,
     );
     assert_eq!(r.status, 200, "{}", r.text());
-    let accounts = s.app().state.accounts(|a| a.clone());
+    let accounts = s.app().state().accounts(|a| a.clone());
     assert!(accounts.owner_of(SERIAL).is_none());
     assert!(accounts.shares_of(SERIAL).is_none());
     assert_eq!(
@@ -735,20 +735,20 @@ fn expired_and_revoked_keys_are_refused_and_use_is_recorded() {
     let key = new_key(&s, "owner", "read", &[]);
     let id = s
         .app()
-        .state
+        .state()
         .accounts(|a| a.api_keys.keys().next().cloned().unwrap());
     assert!(
         s.app()
-            .state
+            .state()
             .accounts(|a| a.api_keys[&id].last_used_ms.is_none())
     );
     assert_eq!(api(&s, "GET", "/devices", &key, Value::Null).status, 200);
-    let used = s.app().state.accounts(|a| a.api_keys[&id].last_used_ms);
+    let used = s.app().state().accounts(|a| a.api_keys[&id].last_used_ms);
     assert!(used.is_some_and(|t| hearth::util::clock::now_ms() - t < 10_000));
 
     // Expired: the same key with an expiry in the past.
     s.app()
-        .state
+        .state()
         .update_accounts(|txn| {
             let mut k = txn.accounts().api_keys[&id].clone();
             k.expires_ms = Some(hearth::util::clock::now_ms() - 1);
@@ -766,9 +766,9 @@ fn expired_and_revoked_keys_are_refused_and_use_is_recorded() {
     assert_eq!(api(&s, "GET", "/devices", &other, Value::Null).status, 200);
     let other_id = s
         .app()
-        .state
+        .state()
         .accounts(|a| a.api_keys.keys().find(|k| **k != id).cloned().unwrap());
-    keys::revoke(&s.app().state, &other_id).unwrap();
+    keys::revoke(s.app().state(), &other_id).unwrap();
     assert_eq!(
         error(&api(&s, "GET", "/devices", &other, Value::Null)),
         unauthorized
@@ -787,7 +787,7 @@ fn a_key_stops_working_the_moment_it_expires() {
         serials: Vec::new(),
         expires_days: Some(1),
     };
-    let new = keys::create(&s.app().state, &spec).unwrap();
+    let new = keys::create(s.app().state(), &spec).unwrap();
     assert_eq!(new.record.expires_ms, Some(time.now_ms() + 86_400_000));
     time.advance(std::time::Duration::from_millis(86_399_999));
     assert_eq!(
@@ -971,7 +971,7 @@ fn an_unlinked_thermostat_can_be_claimed_again() {
     let (mut sim, events) = thermostat(&s.origin(), SERIAL);
     sim.register().unwrap();
     let (code, _) = sim.passphrase().unwrap();
-    hearth::accounts::claim(&s.app().state, &code, "alice").unwrap();
+    hearth::accounts::claim(s.app().state(), &code, "alice").unwrap();
     sim.boot().unwrap();
     let alice = new_key(&s, "alice", "read,write", &[]);
     let bob = new_key(&s, "bob", "read,write", &[]);
@@ -1016,12 +1016,12 @@ fn an_unlinked_thermostat_can_be_claimed_again() {
         (404, json!({"error": "Device not found"}))
     );
     // The old code is used up; the thermostat shows a new one, and bob claims it.
-    assert!(hearth::accounts::claim(&s.app().state, &code, "bob").is_err());
+    assert!(hearth::accounts::claim(s.app().state(), &code, "bob").is_err());
     let (fresh, _) = sim.passphrase().unwrap();
     assert_ne!(fresh, code);
     let held = sim.open_subscribe();
     s.wait_held(SERIAL, 1);
-    hearth::accounts::claim(&s.app().state, &fresh, "bob").unwrap();
+    hearth::accounts::claim(s.app().state(), &fresh, "bob").unwrap();
     let mut held = held.unwrap();
     let (chunk, doc) = next_push(&mut held);
     assert_eq!(object(&doc, "user.bob")["value"], json!({"name": "bob"}));
@@ -1129,10 +1129,10 @@ fn the_control_api_can_require_a_key_of_the_household() {
     assert!(event.starts_with("data: "), "{event:?}");
     let id = s
         .app()
-        .state
+        .state()
         .accounts(|a| keys::find(a, &read).map(|k| k.id.clone()))
         .unwrap();
-    keys::revoke(&s.app().state, &id).unwrap();
+    keys::revoke(s.app().state(), &id).unwrap();
     assert_eq!(control("POST", "/command", Some(&write), &cmd).status, 200);
     assert_eq!(stream.next_chunk().unwrap(), None, "the stream must end");
 }
@@ -1144,7 +1144,7 @@ fn in_open_mode_an_unlinked_thermostat_is_released_not_given_to_the_default_user
     sim.register().unwrap();
     sim.boot().unwrap();
     let (code, _) = sim.passphrase().unwrap();
-    hearth::accounts::claim(&s.app().state, &code, "alice").unwrap();
+    hearth::accounts::claim(s.app().state(), &code, "alice").unwrap();
     let alice = new_key(&s, "alice", "read,write", &[]);
     let owner = new_key(&s, "owner", "read,write", &[]);
     let status = format!("/thermostat/{SERIAL}/status");
@@ -1171,7 +1171,7 @@ fn in_open_mode_an_unlinked_thermostat_is_released_not_given_to_the_default_user
     assert_eq!(api(&s, "GET", &status, &alice, Value::Null).status, 404);
     // Nobody's: the default user does not take it back, so it cannot unlink it either.
     assert_eq!(api(&s, "GET", &status, &owner, Value::Null).status, 404);
-    assert!(s.app().state.accounts(|a| a.is_released(SERIAL)));
+    assert!(s.app().state().accounts(|a| a.is_released(SERIAL)));
     let before = store_bytes(s.dir.path());
     assert_eq!(unlink(&owner).status, 404);
     assert_eq!(unlink(&alice).status, 404);

@@ -186,7 +186,7 @@ fn a_thermostat_claimed_before_it_uploads_has_every_field_too() {
     let r = call(s.control(), "POST", "/api/register", &body);
     assert_eq!(r.json()["success"], json!(true), "{}", r.text());
     let bob = new_key(&s, "bob", "read", &[]);
-    hearth::accounts::share(&s.app().state, SERIAL, "bob", ShareAccess::Read, false).unwrap();
+    hearth::accounts::share(s.app().state(), SERIAL, "bob", ShareAccess::Read, false).unwrap();
 
     let before = store_bytes(s.dir.path());
     let body = status(&s, &bob, SERIAL, "alice", "alice");

@@ -341,7 +341,7 @@ fn a_thermostat_that_stops_reading_does_not_hold_up_pushes_to_others_and_is_drop
     // A push to the other thermostat (its buckets again: no disk write on the way) goes
     // through while that writer is still stuck. Queued behind the stalled socket, it would
     // wait until the write gave up and the stalled subscribe was dropped.
-    assert_eq!(s.app().state.repush(SERIAL), Some(1));
+    assert_eq!(s.app().state().repush(SERIAL), Some(1));
     let (_, push) = next_push(&mut other_held);
     assert!(
         blocked_writing_on(s.device()),
@@ -422,7 +422,7 @@ fn an_event_stream_that_stops_reading_does_not_hold_up_others_and_is_dropped() {
 
     // The stalled stream is given up, and its place is freed.
     wait_until("the stalled stream's end", || {
-        s.app().events.open_count() <= 1
+        s.app().events().open_count() <= 1
     });
     stalled.set_read_timeout(Some(TIMEOUT)).unwrap();
     assert_cut_off(|| stalled.next_chunk(), "stream");

@@ -140,7 +140,7 @@ fn status(s: &TestServer) -> Value {
 fn api_key(s: &TestServer) -> Value {
     let stored = s
         .app()
-        .state
+        .state()
         .read_device(SERIAL, |d| d.meta.as_ref().and_then(|m| m.api_key.clone()))
         .flatten()
         .map_or(Value::Null, Value::from);
@@ -165,7 +165,7 @@ fn a_pinned_thermostat_is_refused_on_every_device_path_without_its_password() {
     register(&s, "pw");
     assert_eq!(api_key(&s), json!("pw"));
     let before = (store_bytes(s.dir.path()), status(&s));
-    let logs = s.app().config.device_logs_dir();
+    let logs = s.app().config().device_logs_dir();
     let wrong = [
         Credentials::Basic("mallory"),
         Credentials::Basic(""),
@@ -238,7 +238,7 @@ fn the_pin_is_never_replaced_and_survives_a_restart_and_a_snapshot() {
         (401, WRONG),
         "replayed from the journal"
     );
-    again.app().state.snapshot().unwrap();
+    again.app().state().snapshot().unwrap();
     again.shutdown();
 
     let third = restart(&dir);
@@ -258,7 +258,7 @@ fn data_from_before_pins_is_pinned_to_the_key_it_holds() {
     // What an older hearth stored: metadata with the key it last saw, no pin of any other kind.
     let s = TestServer::start();
     s.app()
-        .state
+        .state()
         .update_device(SERIAL, hearth::hub::Origin::Device, |txn| {
             txn.set_meta(DeviceMeta {
                 id: "6f1c2d4e-0000-4000-8000-000000000001".into(),
@@ -488,7 +488,7 @@ fn a_claims_password_holds_before_the_thermostat_registers() {
     // claimed key's password stands in for it.
     let s = TestServer::start_with(|c| c.require_device_pairing = true);
     s.app()
-        .state
+        .state()
         .update_accounts(|txn| {
             let now = txn.now_ms();
             txn.push(Op::PutEntryKey {
@@ -519,7 +519,7 @@ fn a_claims_password_holds_before_the_thermostat_registers() {
         .unwrap();
     let r = put(s.device(), 32.0, "mallory");
     assert_eq!((r.status, r.text().as_str()), (401, WRONG));
-    assert!(!s.app().state.device_exists(SERIAL), "nothing stored");
+    assert!(!s.app().state().device_exists(SERIAL), "nothing stored");
     register(&s, "pw");
     assert_eq!(api_key(&s), json!("pw"));
 }
@@ -564,7 +564,7 @@ fn unclaimed_entry_keys_are_capped_and_expired_ones_make_room() {
     time.advance(Duration::from_millis(1));
     let r = ask("02AA01AC00000004");
     assert_eq!(r.status, 200, "{}", r.text());
-    let left = s.app().state.accounts(|a| a.entry_keys.len());
+    let left = s.app().state().accounts(|a| a.entry_keys.len());
     assert_eq!(left, 1, "the expired keys were pruned");
 }
 
@@ -618,7 +618,7 @@ fn one_client_address_gets_at_most_eight_waiting_entry_keys_and_expiry_frees_its
     let r = ask_from(&s, other, &serial(8), "random");
     assert_eq!((r.status, r.text().as_str()), (429, TOO_MANY_FROM_ADDRESS));
     assert_eq!(store_bytes(s.dir.path()), before, "nothing stored");
-    assert_eq!(s.app().state.accounts(|a| a.entry_keys.len()), 8);
+    assert_eq!(s.app().state().accounts(|a| a.entry_keys.len()), 8);
     // A key it holds is still returned; a thermostat at another address still gets its key.
     assert_eq!(
         ask_from(&s, other, &serial(0), "random").json()["value"],

@@ -50,7 +50,7 @@ fn import_nle_brings_thermostats_owners_and_keys_across() {
     assert_eq!(status["current_temperature"], json!(20.5));
     assert_eq!(status["name"], json!("Hallway"));
     // The owner, and the old nlapi_ key, which works on the hosted API as it is.
-    let owners = s.app().state.accounts(|a| a.owners.clone());
+    let owners = s.app().state().accounts(|a| a.owners.clone());
     assert_eq!(owners["02AA01AC0000NLE2"].user, "homeassistant");
     let r = hearth::http::client::request(
         &url(s.control(), "/api/v1/devices"),

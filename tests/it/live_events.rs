@@ -109,7 +109,7 @@ fn at_most_64_streams_and_they_hold_no_worker() {
     wait_until("the closed streams are dropped", || {
         n += 1;
         s.server_change(SERIAL, &format!("shared.{SERIAL}"), json!({"x": n}));
-        s.app().events.open_count() == 0
+        s.app().events().open_count() == 0
     });
     assert_eq!(open(&s, "/api/events").status, 200);
 }
@@ -144,7 +144,7 @@ fn one_client_address_holds_at_most_8_streams_and_another_still_gets_one() {
         )
     );
     assert_eq!(
-        s.app().events.open_count(),
+        s.app().events().open_count(),
         8,
         "the refused one took no place"
     );
@@ -157,7 +157,7 @@ fn one_client_address_holds_at_most_8_streams_and_another_still_gets_one() {
         .unwrap();
     let head = read_until(&mut theirs, ": connected");
     assert!(head.starts_with("HTTP/1.1 200"), "{head}");
-    assert_eq!(s.app().events.open_count(), 9);
+    assert_eq!(s.app().events().open_count(), 9);
     s.server_change(SERIAL, &format!("shared.{SERIAL}"), json!({"x": 1}));
     read_until(&mut theirs, "\"changed\":[\"x\"]");
     // ... and its ordinary requests are answered.
@@ -169,7 +169,7 @@ fn one_client_address_holds_at_most_8_streams_and_another_still_gets_one() {
     wait_until("the closed streams are dropped", || {
         n += 1;
         s.server_change(SERIAL, &format!("shared.{SERIAL}"), json!({"x": n}));
-        s.app().events.open_count() == 1
+        s.app().events().open_count() == 1
     });
     assert_eq!(open(&s, "/api/events").status, 200);
 }
@@ -191,7 +191,7 @@ fn an_idle_stream_gets_keep_alive_comments_and_head_opens_none() {
     let settled = || {
         let now = time.clock().now();
         wait_until("the event streams settle", || {
-            s.app().events.settled_at(now)
+            s.app().events().settled_at(now)
         });
     };
     for _ in 0..2 {
@@ -208,7 +208,7 @@ fn an_idle_stream_gets_keep_alive_comments_and_head_opens_none() {
             .unwrap();
     assert_eq!(r.status, 200);
     assert_eq!(r.header("Content-Type"), Some("text/event-stream"));
-    assert_eq!(s.app().events.open_count(), 1);
+    assert_eq!(s.app().events().open_count(), 1);
 }
 
 /// The next chunk that is not a comment, as text.
@@ -250,8 +250,8 @@ fn alert_events_go_only_to_streams_that_ask_for_them() {
 
     // Another thermostat's alert, then this one's: named `alert`, the notice as the webhook's.
     let other = "02AA01AC0000SIM2";
-    s.app().alerts.note(notice(other, Event::Started));
-    s.app().alerts.note(notice(SERIAL, Event::Started));
+    s.app().alerts().note(notice(other, Event::Started));
+    s.app().alerts().note(notice(SERIAL, Event::Started));
     let text = next_text(&mut asked);
     assert!(text.starts_with("event: alert\ndata: "), "{text:?}");
     let first = next_event_of(&text);
@@ -297,7 +297,7 @@ fn a_bad_alerts_parameter_is_refused_and_opens_no_stream() {
         r.json(),
         json!({"error": "alerts must be 1 (alert events too) or 0"})
     );
-    assert_eq!(s.app().events.open_count(), 0);
+    assert_eq!(s.app().events().open_count(), 0);
 }
 
 /// With pairing required, the alerts of a thermostat nobody owns stay out of every stream, as
@@ -310,9 +310,9 @@ fn in_pairing_mode_an_unowned_thermostats_alerts_stay_out() {
     let mut stream = open(&s, "/api/events?alerts=1");
     assert_eq!(stream.next_chunk().unwrap().unwrap(), b": connected\n\n");
     s.app()
-        .alerts
+        .alerts()
         .note(notice("02AA01AC0000SIM2", Event::Started));
-    s.app().alerts.note(notice(SERIAL, Event::Started));
+    s.app().alerts().note(notice(SERIAL, Event::Started));
     let first = next_event_of(&next_text(&mut stream));
     assert_eq!(first["alert"]["serial"], SERIAL);
 }

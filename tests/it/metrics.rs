@@ -222,7 +222,7 @@ fn thermostats_and_the_server_are_described() {
     assert!(m.value("hearth_journal_fsync_seconds_sum", &[]).unwrap() >= 0.0);
     assert!(m.value("hearth_store_size_bytes", &[]).unwrap() > 0.0);
     let started = m.value("process_start_time_seconds", &[]).unwrap();
-    let now = s.app().config.clock.now_ms() as f64 / 1000.0;
+    let now = s.app().config().clock.now_ms() as f64 / 1000.0;
     assert!(started > 1.6e9 && started <= now, "{started} {now}");
 
     for (family, kind) in [

@@ -171,7 +171,7 @@ fn discovery_state_topics_and_commands() {
     assert_eq!(added, 1);
     assert!(
         s.app()
-            .state
+            .state()
             .read_device("0000NOSUCHSERIAL", |_| ())
             .is_none()
     );
@@ -429,7 +429,9 @@ fn runtime_and_outdoor_sensors_are_published_bounded() {
     let config = |id: &str| format!("homeassistant/sensor/nest_{SERIAL}/{id}/config");
     // Today's runtime once the accrual has seen the thermostat (the bridge may have published
     // before that: its next publication, here for a new reading, adds them).
-    wait_until("the accrual's day", || s.app().energy.get(SERIAL).is_some());
+    wait_until("the accrual's day", || {
+        s.app().energy().get(SERIAL).is_some()
+    });
     sim.drift();
     sim.put().unwrap();
     let seen = watch.wait("the runtime sensors", |m| {
@@ -470,7 +472,7 @@ fn runtime_and_outdoor_sensors_are_published_bounded() {
     watch.wait_for(&topic("ha/outdoor_temperature"), "10.6");
 
     // Half an hour of heating, published at the latest when the heater stops.
-    let heat_total = |s: &TestServer| s.app().energy.totals(SERIAL).map(|t| t.heat_s);
+    let heat_total = |s: &TestServer| s.app().energy().totals(SERIAL).map(|t| t.heat_s);
     let history = s.dir.path().join("history").join(format!("{SERIAL}.jsonl"));
     // The heater on or off, seen by the bridge (its action) and the accrual (the history's
     // sample, which it takes after counting), before the clock moves on.
@@ -501,7 +503,7 @@ fn runtime_and_outdoor_sensors_are_published_bounded() {
     sim.report("shared", "target_temperature", serde_json::json!(22.5));
     sim.put().unwrap();
     // Counted in the live day; the totals show what is stored, written once a minute.
-    let live_heat = |s: &TestServer| s.app().energy.get(SERIAL).map(|(_, d)| d.heat_ms);
+    let live_heat = |s: &TestServer| s.app().energy().get(SERIAL).map(|(_, d)| d.heat_ms);
     wait_until("twenty more seconds counted", || {
         live_heat(&s) == Some(1_820_000)
     });

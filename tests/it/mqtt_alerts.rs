@@ -82,7 +82,7 @@ fn alerts_are_published_per_thermostat_with_one_binary_sensor_per_kind() {
     assert_eq!(offline["availability"][0]["topic"], "nle/availability");
 
     // An alert starts with no change from the thermostat: the board's notice is enough.
-    s.app().alerts.note(Notice {
+    s.app().alerts().note(Notice {
         event: Event::Started,
         alert: alert(Kind::LowTemperature, false),
     });
@@ -95,12 +95,12 @@ fn alerts_are_published_per_thermostat_with_one_binary_sensor_per_kind() {
     assert_eq!(now[&topic("alerts/offline")], "false");
 
     // A second one, then the first clears: the list follows, each kind on its own.
-    s.app().alerts.note(Notice {
+    s.app().alerts().note(Notice {
         event: Event::Started,
         alert: alert(Kind::Offline, false),
     });
     watch.wait_for(&topic("alerts/offline"), "true");
-    s.app().alerts.note(Notice {
+    s.app().alerts().note(Notice {
         event: Event::Cleared,
         alert: alert(Kind::LowTemperature, true),
     });

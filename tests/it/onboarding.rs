@@ -62,7 +62,7 @@ fn scan_network_lists_thermostats_with_what_the_server_knows() {
     let b = fake(ip(1, 9), port, "02AA01AC0000SCN2");
     let s = TestServer::start_with(|c| c.thermostat_api_port = port);
     // b already points here, and the server knows it.
-    let here = s.app().origin.cloud_register_url();
+    let here = s.app().origin().cloud_register_url();
     let r = post_control(
         &s,
         "/api/configure-nest",
@@ -139,7 +139,7 @@ fn configure_nest_points_a_thermostat_and_reads_it_back() {
     // The key, typed in lower case with spaces, is sent as the Python server sends it.
     let r = configure(json!({"ip": " 127.77.2.7 ", "api_key": " secretkey123 "}));
     assert_eq!(r.status, 200, "{}", r.text());
-    let here = s.app().origin.cloud_register_url();
+    let here = s.app().origin().cloud_register_url();
     assert_eq!(
         r.json(),
         json!({"success": true, "device_name": "02AA01AC0000CFG1", "cloudregisterurl": here})
@@ -159,7 +159,7 @@ fn configure_nest_uses_the_key_the_thermostat_sent() {
     assert_eq!(r.status, 200, "{}", r.text());
     assert_eq!(
         t.settings().cloudregisterurl,
-        Some(s.app().origin.cloud_register_url())
+        Some(s.app().origin().cloud_register_url())
     );
 }
 

@@ -132,8 +132,8 @@ fn hung_upstreams_hold_at_most_half_of_each_ports_workers() {
         c.weather_wait = Duration::from_secs(60);
         c.thermostat_api_port = thermostat_api.addr.port();
     });
-    assert_eq!(s.app().config.http_workers, 4);
-    let (device_gate, control_gate) = (&s.app().outbound_device, &s.app().outbound_control);
+    assert_eq!(s.app().config().http_workers, 4);
+    let [device_gate, control_gate] = s.server().outbound();
     assert_eq!((device_gate.limit(), control_gate.limit()), (2, 2));
 
     // Eight hung weather requests (each for another place) and eight hung configure-nest.
@@ -225,7 +225,7 @@ fn hung_upstreams_hold_at_most_half_of_each_ports_workers() {
         device_gate.in_use() == 0 && control_gate.in_use() == 0
     });
     wait_until("every weather fetch ended", || {
-        s.app().weather.fetches_running() == 0
+        s.app().weather().fetches_running() == 0
     });
     others_are_served(&s);
 }
@@ -254,12 +254,12 @@ fn a_cached_weather_answer_is_served_at_once_while_upstream_hangs() {
     }
     wait_until("the refresh reached upstream", || weather.accepted() == 2);
     assert_eq!(
-        s.app().weather.fetches_running(),
+        s.app().weather().fetches_running(),
         1,
         "one refresh at a time"
     );
     assert_eq!(
-        s.app().outbound_device.in_use(),
+        s.server().outbound()[0].in_use(),
         0,
         "a cached answer waits on nothing"
     );
@@ -284,7 +284,7 @@ fn with_nothing_cached_a_slow_upstream_is_a_502_after_the_wait() {
                 .unwrap()
         });
         wait_until("the request waits for upstream", || {
-            s.app().outbound_device.in_use() == 1
+            s.server().outbound()[0].in_use() == 1
         });
         time.advance(Duration::from_millis(299));
         assert!(rx.try_recv().is_err(), "gave up before the wait was over");
@@ -297,7 +297,7 @@ fn with_nothing_cached_a_slow_upstream_is_a_502_after_the_wait() {
     // (on a busy machine the answer can come first).
     wait_until("upstream is asked", || weather.accepted() == 1);
     // The fetch goes on in the background; a second request joins it rather than asking again.
-    assert_eq!(s.app().weather.fetches_running(), 1);
+    assert_eq!(s.app().weather().fetches_running(), 1);
     let r = ask();
     assert_eq!(r.status, 502);
     assert_eq!(

@@ -63,7 +63,7 @@ fn unknown_thermostats_are_refused_on_every_write_path() {
         (anonymous.status, anonymous.json()),
         (400, json!({"error": "Device serial required"}))
     );
-    assert!(!s.app().state.device_exists(SERIAL));
+    assert!(!s.app().state().device_exists(SERIAL));
     assert_eq!(
         store_bytes(s.dir.path()),
         before,
@@ -87,7 +87,7 @@ fn a_thermostat_with_an_entry_key_may_subscribe_but_stores_nothing() {
     let s = pairing();
     assert_eq!(get_as(s.device(), "/passphrase", SERIAL).status, 200);
     let dialog = format!("device_alert_dialog.{SERIAL}");
-    let before = s.app().state.read_device(SERIAL, |d| d.clone()).unwrap();
+    let before = s.app().state().read_device(SERIAL, |d| d.clone()).unwrap();
 
     for path in ["/nest/transport/v7/put", "/transport/v7/put"] {
         let r = post_as(s.device(), path, SERIAL, &put_body());
@@ -120,7 +120,7 @@ fn a_thermostat_with_an_entry_key_may_subscribe_but_stores_nothing() {
         (401, json!({"error": "Not authorized"}))
     );
     assert_eq!(
-        s.app().state.read_device(SERIAL, |d| d.clone()).unwrap(),
+        s.app().state().read_device(SERIAL, |d| d.clone()).unwrap(),
         before,
         "nothing changed"
     );

@@ -338,7 +338,7 @@ fn hosted_api_bodies() {
         serials: Vec::new(),
         expires_days: None,
     };
-    let key = keys::create(&s.app().state, &spec).unwrap().key;
+    let key = keys::create(s.app().state(), &spec).unwrap().key;
     let auth = format!("Bearer {key}");
     let api = ControlPort::new(Arc::clone(s.server().app()));
     // The thermostat's id on /api/v1 is its serial.

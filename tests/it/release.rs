@@ -19,8 +19,8 @@ use serde_json::{Value, json};
 const OTHER: &str = "02AA01AC0000SIM2";
 
 fn share_with(s: &TestServer, user: &str) {
-    hearth::accounts::add_user(&s.app().state, user).unwrap();
-    hearth::accounts::share(&s.app().state, SERIAL, user, ShareAccess::Control, true).unwrap();
+    hearth::accounts::add_user(s.app().state(), user).unwrap();
+    hearth::accounts::share(s.app().state(), SERIAL, user, ShareAccess::Control, true).unwrap();
 }
 
 /// The serials control `/api/devices` lists.
@@ -68,7 +68,7 @@ fn current_temperature(s: &TestServer) -> Value {
 }
 
 fn released(s: &TestServer) -> bool {
-    s.app().state.accounts(|a| a.is_released(SERIAL))
+    s.app().state().accounts(|a| a.is_released(SERIAL))
 }
 
 fn not_claimed() -> Value {
@@ -103,7 +103,7 @@ fn the_owners_delete_in_open_mode_releases_the_thermostat_until_it_is_claimed() 
     );
     assert!(hosted_serials(&s, &owner).is_empty());
     assert!(hosted_serials(&s, &bob).is_empty(), "its shares ended");
-    assert!(s.app().state.accounts(|a| a.shares_of(SERIAL).is_none()));
+    assert!(s.app().state().accounts(|a| a.shares_of(SERIAL).is_none()));
     assert!(released(&s));
     assert!(s.bucket(SERIAL, &format!("shared.{SERIAL}")).is_some());
 
@@ -268,8 +268,8 @@ fn deleting_a_thermostat_in_open_mode_releases_it_and_it_waits_while_it_keeps_op
             json!({"success": true, "serial": SERIAL, "objects_deleted": 0})
         )
     );
-    assert!(s.app().state.device_exists(SERIAL));
-    let accounts = s.app().state.accounts(|a| a.clone());
+    assert!(s.app().state().device_exists(SERIAL));
+    let accounts = s.app().state().accounts(|a| a.clone());
     assert!(accounts.is_released(SERIAL));
     assert!(accounts.shares_of(SERIAL).is_none());
     assert!(accounts.owner_of(SERIAL).is_none());
@@ -307,12 +307,12 @@ fn deleting_a_thermostat_in_pairing_mode_drops_its_owner_and_shares_and_it_keeps
     let (code, _) = sim.passphrase().unwrap();
     assert_eq!(register(&s, &code, "alice").status, 200);
     sim.boot().unwrap();
-    hearth::accounts::add_user(&s.app().state, "bob").unwrap();
-    hearth::accounts::share(&s.app().state, SERIAL, "bob", ShareAccess::Read, false).unwrap();
+    hearth::accounts::add_user(s.app().state(), "bob").unwrap();
+    hearth::accounts::share(s.app().state(), SERIAL, "bob", ShareAccess::Read, false).unwrap();
 
     let r = remove_device(s.control(), SERIAL);
     assert_eq!(r.status, 200, "{}", r.text());
-    let accounts = s.app().state.accounts(|a| a.clone());
+    let accounts = s.app().state().accounts(|a| a.clone());
     assert!(accounts.owner_of(SERIAL).is_none());
     assert!(accounts.shares_of(SERIAL).is_none());
     // Recorded as released: it was someone's, so it keeps operating though it is unclaimed.
@@ -372,7 +372,7 @@ fn a_release_survives_restarts_and_snapshots() {
 
     // Replayed from the journal.
     let again = restart(&dir);
-    assert!(again.app().state.accounts(|a| a.is_released(SERIAL)));
+    assert!(again.app().state().accounts(|a| a.is_released(SERIAL)));
     let listed = get(again.control_addr(), "/api/waiting").json();
     assert_eq!(listed["devices"][0]["serial"], json!(SERIAL));
     assert_eq!(listed["devices"][0]["released"], json!(true));
@@ -381,12 +381,12 @@ fn a_release_survives_restarts_and_snapshots() {
         json!(0)
     );
     // Read from the snapshot, the journal it covers dropped.
-    again.app().state.snapshot().unwrap();
+    again.app().state().snapshot().unwrap();
     again.shutdown();
     let snapshot = std::fs::read_to_string(dir.path().join("state.json")).unwrap();
     assert!(snapshot.contains("\"released\""), "{snapshot}");
     let again = restart(&dir);
-    assert!(again.app().state.accounts(|a| a.is_released(SERIAL)));
+    assert!(again.app().state().accounts(|a| a.is_released(SERIAL)));
 
     // And an adoption is as durable.
     let r = call(
@@ -398,7 +398,7 @@ fn a_release_survives_restarts_and_snapshots() {
     assert_eq!(r.status, 200, "{}", r.text());
     again.shutdown();
     let again = restart(&dir);
-    assert!(!again.app().state.accounts(|a| a.is_released(SERIAL)));
+    assert!(!again.app().state().accounts(|a| a.is_released(SERIAL)));
     assert_eq!(
         get(again.control_addr(), "/api/devices").json()["total"],
         json!(1)

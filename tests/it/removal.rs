@@ -89,7 +89,7 @@ const SEEN_PATHS: [&str; 4] = [
 /// Each of [`SEEN_PATHS`] answers for `serial` exactly as for a serial never seen.
 fn assert_unseen(s: &TestServer, serial: &str) {
     let unknown = "02AA01AC0000NONE";
-    assert!(!s.app().state.device_exists(unknown));
+    assert!(!s.app().state().device_exists(unknown));
     for path in SEEN_PATHS {
         let r = get(s.control(), &format!("{path}{serial}"));
         let none = get(s.control(), &format!("{path}{unknown}"));
@@ -111,8 +111,8 @@ fn removed_by_its_owner_it_keeps_operating_and_add_brings_it_back_as_it_is() {
     let s = TestServer::start();
     let (mut sim, _events, held) = booted_and_held(&s, SERIAL);
     let owner = new_key(&s, "owner", "read,write", &[]);
-    hearth::accounts::add_user(&s.app().state, "bob").unwrap();
-    hearth::accounts::share(&s.app().state, SERIAL, "bob", ShareAccess::Control, true).unwrap();
+    hearth::accounts::add_user(s.app().state(), "bob").unwrap();
+    hearth::accounts::share(s.app().state(), SERIAL, "bob", ShareAccess::Control, true).unwrap();
     let bob = new_key(&s, "bob", "read,write", &[]);
     report(&mut sim, 19.5, 21.5);
     assert_eq!(hosted_serials(&s, &bob), [json!(SERIAL)]);
@@ -227,11 +227,11 @@ fn in_pairing_mode_a_removed_thermostat_keeps_operating_unseen_until_claimed_aga
     stranger.register().unwrap();
     let refused = stranger.put().unwrap_err().to_string();
     assert!(refused.contains("401"), "{refused}");
-    assert!(!s.app().state.device_exists(NEVER_CLAIMED));
+    assert!(!s.app().state().device_exists(NEVER_CLAIMED));
     // Once it asks for an entry key the server knows it (its pairing dialog), and still
     // shows it to nobody.
     stranger.passphrase().unwrap();
-    assert!(s.app().state.device_exists(NEVER_CLAIMED));
+    assert!(s.app().state().device_exists(NEVER_CLAIMED));
     assert_unseen(&s, NEVER_CLAIMED);
 
     // Claimed again with a new entry key: back at once, as it is, and its held subscribe
@@ -319,8 +319,8 @@ fn a_share_made_before_the_removal_gives_the_shared_user_nothing_after_it() {
     let s = TestServer::start();
     let (mut sim, _events) = thermostat(&s.origin(), SERIAL);
     sim.boot().unwrap();
-    hearth::accounts::add_user(&s.app().state, "bob").unwrap();
-    hearth::accounts::share(&s.app().state, SERIAL, "bob", ShareAccess::Control, true).unwrap();
+    hearth::accounts::add_user(s.app().state(), "bob").unwrap();
+    hearth::accounts::share(s.app().state(), SERIAL, "bob", ShareAccess::Control, true).unwrap();
     let bob = new_key(&s, "bob", "read,write", &[]);
     let status = format!("/thermostat/{SERIAL}/status");
     let r = api(&s, "GET", &status, &bob, Value::Null);
@@ -365,7 +365,7 @@ fn in_pairing_mode_removing_a_thermostat_never_claimed_changes_nothing() {
     let (mut stranger, _events) = thermostat(&s.origin(), NEVER_CLAIMED);
     stranger.register().unwrap();
     stranger.passphrase().unwrap();
-    assert!(s.app().state.device_exists(NEVER_CLAIMED));
+    assert!(s.app().state().device_exists(NEVER_CLAIMED));
     let before = store_bytes(s.dir.path());
     let r = remove_device(s.control(), NEVER_CLAIMED);
     assert_eq!(
@@ -379,7 +379,7 @@ fn in_pairing_mode_removing_a_thermostat_never_claimed_changes_nothing() {
         store_bytes(s.dir.path()) == before,
         "the removal changed something"
     );
-    assert!(!s.app().state.accounts(|a| a.is_released(NEVER_CLAIMED)));
+    assert!(!s.app().state().accounts(|a| a.is_released(NEVER_CLAIMED)));
     // What it sends is still not stored.
     stranger.report("shared", "current_temperature", json!(19.0));
     stranger.put().unwrap();

@@ -53,7 +53,7 @@ fn boot_subscribe_push_acknowledge_cycle() {
     );
     let meta = s
         .app()
-        .state
+        .state()
         .read_device(SERIAL, |d| d.meta.clone())
         .flatten()
         .unwrap();
@@ -288,9 +288,9 @@ fn hearth_simulate_runs_a_fleet() {
             text.contains(&format!("{serial} uploaded full state")),
             "{text}"
         );
-        assert!(s.app().state.device_exists(&serial));
+        assert!(s.app().state().device_exists(&serial));
     }
     assert!(text.lines().all(|l| l.split(' ').count() > 1));
-    let serials = s.app().state.serials();
+    let serials = s.app().state().serials();
     assert_eq!(serials.len(), 3, "{serials:?}");
 }

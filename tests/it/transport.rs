@@ -620,7 +620,7 @@ fn the_basic_auth_password_is_kept_as_the_api_key_and_availability_follows_reque
     .unwrap();
     let meta = s
         .app()
-        .state
+        .state()
         .read_device(SERIAL, |d| d.meta.clone())
         .flatten()
         .unwrap();

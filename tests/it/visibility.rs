@@ -304,7 +304,7 @@ impl Home {
             .into_iter()
             .map(|user| (user, new_key(&s, user, "read,write", &[])))
             .collect();
-        hearth::accounts::add_user(&s.app().state, "carol").unwrap();
+        hearth::accounts::add_user(s.app().state(), "carol").unwrap();
         s.set_owner(WITNESS, "carol");
         let (mut witness, _) = thermostat(&s.origin(), WITNESS);
         witness.boot().unwrap();
@@ -371,11 +371,11 @@ impl Home {
             assert!(self.removed_aid.is_some(), "HomeKit listed {serial} before");
             let r = remove_device(self.s.control(), serial);
             assert_eq!(r.status, 200, "{}", r.text());
-            assert!(self.s.app().state.accounts(|a| a.is_released(serial)));
+            assert!(self.s.app().state().accounts(|a| a.is_released(serial)));
         }
         // The server knows each of them but the one it refused.
         let known = !(row == Row::NeverClaimed && self.pairing);
-        assert_eq!(self.s.app().state.device_exists(serial), known, "{row:?}");
+        assert_eq!(self.s.app().state().device_exists(serial), known, "{row:?}");
         self.sims.insert(row, sim);
     }
 
@@ -384,7 +384,7 @@ impl Home {
     }
 
     fn known(&self, serial: &str) -> bool {
-        self.s.app().state.device_exists(serial)
+        self.s.app().state().device_exists(serial)
     }
 
     /// The thermostat's shared bucket: its revision and value.
@@ -500,7 +500,7 @@ impl Home {
     fn witness_alert(&self) -> bool {
         self.s
             .app()
-            .alerts
+            .alerts()
             .active()
             .iter()
             .any(|a| a.serial == WITNESS && a.kind == Kind::LowTemperature)
@@ -510,7 +510,7 @@ impl Home {
 /// The bridge over `app`'s thermostats, as the HAP transport calls it, with a controller
 /// paired (as tests/it/homekit_bridge.rs makes it).
 fn bridge_of(app: &std::sync::Arc<hearth::app::App>) -> Bridge {
-    let identity = Identity::open(&app.config.homekit_dir()).unwrap();
+    let identity = Identity::open(&app.config().homekit_dir()).unwrap();
     identity
         .add_pairing(hearth::hap::Pairing {
             id: "phone".into(),
@@ -519,7 +519,7 @@ fn bridge_of(app: &std::sync::Arc<hearth::app::App>) -> Bridge {
         })
         .unwrap();
     Bridge::new(
-        std::sync::Arc::clone(app),
+        std::sync::Arc::clone(app) as _,
         std::sync::Arc::new(identity),
         "hearth".into(),
     )
@@ -788,7 +788,7 @@ fn alerts(h: &mut Home, row: Row) -> Seen {
     wait_until("the witness's alert clears", || !h.witness_alert());
     let board: Vec<Kind> =
         h.s.app()
-            .alerts
+            .alerts()
             .active()
             .iter()
             .filter(|a| a.serial == serial)

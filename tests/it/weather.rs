@@ -241,7 +241,7 @@ fn offline_the_last_answer_is_served_else_a_clear_502() {
     assert_eq!((stale.status, stale.json()), (200, first.json()));
     wait_until("the refresh was tried", || fake.seen().len() > asked);
     wait_until("the refresh ended", || {
-        s.app().weather.fetches_running() == 0
+        s.app().weather().fetches_running() == 0
     });
     let never = get(s.device(), "/nest/weather/v1?query=10001,US");
     assert_eq!(
@@ -428,7 +428,7 @@ fn the_energy_history_is_fed_only_fresh_outdoor_readings() {
     // (indoor readings, outdoor readings) of today's row.
     let counts = || {
         s.app()
-            .energy
+            .energy()
             .get(SERIAL)
             .map(|(_, day)| (day.indoor_n, day.outdoor_n))
     };
@@ -466,9 +466,9 @@ fn thermostats_asking_for_one_place_at_once_wait_on_one_fetch() {
         .map(|q| thread::spawn(move || get(device, &format!("/nest/weather/v1?query={q}"))))
         .collect();
     wait_until("both requests waiting", || {
-        s.app().outbound_device.in_use() == 2
+        s.server().outbound()[0].in_use() == 2
     });
-    assert_eq!(s.app().weather.fetches_running(), 1, "one fetch for both");
+    assert_eq!(s.app().weather().fetches_running(), 1, "one fetch for both");
     fake.hold(false);
     for asker in askers {
         assert_eq!(asker.join().unwrap().status, 200);

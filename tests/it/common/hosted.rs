@@ -41,7 +41,7 @@ pub fn hosted_serials(s: &TestServer, key: &str) -> Vec<Value> {
 
 /// A key for `user` (created if new) with `scopes`, limited to `serials` if any.
 pub fn new_key(s: &TestServer, user: &str, scopes: &str, serials: &[&str]) -> String {
-    hearth::accounts::add_user(&s.app().state, user).unwrap();
+    hearth::accounts::add_user(s.app().state(), user).unwrap();
     let spec = KeySpec {
         user: user.into(),
         name: "test".into(),
@@ -49,14 +49,14 @@ pub fn new_key(s: &TestServer, user: &str, scopes: &str, serials: &[&str]) -> St
         serials: serials.iter().map(|s| s.to_string()).collect(),
         expires_days: None,
     };
-    keys::create(&s.app().state, &spec).unwrap().key
+    keys::create(s.app().state(), &spec).unwrap().key
 }
 
 /// Shares `serial` with `user` (created here) with `access`, as the owner's page would.
 pub fn share(s: &TestServer, serial: &str, user: &str, access: hearth::state::ShareAccess) {
-    hearth::accounts::add_user(&s.app().state, user).unwrap();
+    hearth::accounts::add_user(s.app().state(), user).unwrap();
     s.app()
-        .state
+        .state()
         .update_accounts(|txn| {
             txn.push(hearth::state::Op::SetShare {
                 serial: serial.into(),

@@ -215,7 +215,7 @@ impl TestServer {
     pub fn server_change(&self, serial: &str, key: &str, fields: Value) {
         let fields = fields.as_object().cloned().unwrap();
         self.app()
-            .state
+            .state()
             .update_device(serial, Origin::Server, |txn| {
                 txn.merge(key, &fields, Stamp::Always);
                 Ok::<_, hearth::store::StoreError>(())
@@ -226,7 +226,7 @@ impl TestServer {
     /// Makes `user` the owner of `serial` (what a claim will do in the control-API issue).
     pub fn set_owner(&self, serial: &str, user: &str) {
         self.app()
-            .state
+            .state()
             .update_accounts(|txn| {
                 let now = txn.now_ms();
                 txn.push(hearth::state::Op::SetOwner {
@@ -258,7 +258,7 @@ impl TestServer {
 
     pub fn bucket(&self, serial: &str, key: &str) -> Option<hearth::state::Bucket> {
         self.app()
-            .state
+            .state()
             .read_device(serial, |d| d.buckets.get(key).cloned())
             .flatten()
     }

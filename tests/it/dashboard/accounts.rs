@@ -133,7 +133,7 @@ fn keys_users_and_sharing_on_the_page() {
         "the share in the list",
         "return document.querySelectorAll('#shares-list li').length === 1",
     );
-    let shared = s.app().state.accounts(|a| {
+    let shared = s.app().state().accounts(|a| {
         a.shares_of(TEST_SERIAL)
             .and_then(|m| m.get("bob"))
             .map(|s| s.access.as_str())

@@ -57,7 +57,7 @@ fn filter() -> Alert {
 }
 
 fn start(server: &Server, a: Alert) {
-    server.app().alerts.note(Notice {
+    server.app().alerts().note(Notice {
         event: Event::Started,
         alert: a,
     });
@@ -65,7 +65,7 @@ fn start(server: &Server, a: Alert) {
 
 fn clear(server: &Server, mut a: Alert) {
     a.cleared_at = Some(iso8601_ms(now_ms() - 5 * 60_000));
-    server.app().alerts.note(Notice {
+    server.app().alerts().note(Notice {
         event: Event::Cleared,
         alert: a,
     });
@@ -251,7 +251,7 @@ fn filter_changed_acknowledges_the_filter_alert() {
         "the filter banner",
         "return !!document.querySelector('#alerts .alert[data-kind=filter] button')",
     );
-    let filter = server.app().alerts.active().remove(0);
+    let filter = server.app().alerts().active().remove(0);
     assert_eq!(filter.kind, Kind::Filter);
     b.js("window.__acks = [];
           const realFetch = window.fetch;
@@ -274,7 +274,7 @@ fn filter_changed_acknowledges_the_filter_alert() {
         "the filter banner gone",
         "return !document.querySelector('#alerts .alert[data-kind=filter]')",
     );
-    assert!(server.app().alerts.active().is_empty());
+    assert!(server.app().alerts().active().is_empty());
     drop(sim);
     drop(b);
     server.shutdown();

@@ -52,7 +52,7 @@ fn the_panel_shows_the_code_until_a_controller_pairs() {
         return;
     };
     let (_dir, server, sim) = page(&b, |_| {});
-    let identity = server.app().homekit.clone().unwrap();
+    let identity = server.app().homekit().identity().cloned().unwrap();
     let code = identity.setup_code();
     b.wait_for(
         "the Apple Home panel",

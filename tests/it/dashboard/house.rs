@@ -82,7 +82,7 @@ fn screenshots(b: &Browser, css: &str, name: &str) {
 
 fn stored(app: &App, serial: &str, bucket: &str) -> (i64, Value) {
     let key = format!("{bucket}.{serial}");
-    app.state
+    app.state()
         .read_device(serial, |d| {
             d.buckets
                 .get(&key)
@@ -126,7 +126,7 @@ pub fn setup_panel(b: &Browser, app: &App, fake: &SettingsApi, shots: bool) {
         "the address thermostats use",
         "return document.getElementById('register-url').value",
     );
-    assert_eq!(url, json!(app.origin.cloud_register_url()));
+    assert_eq!(url, json!(app.origin().cloud_register_url()));
     b.type_into("#scan-subnet", "127.77.90.0/24");
     b.click("#scan-button");
     b.wait_for(
@@ -161,7 +161,7 @@ pub fn setup_panel(b: &Browser, app: &App, fake: &SettingsApi, shots: bool) {
     );
     assert_eq!(
         fake.settings().cloudregisterurl,
-        Some(app.origin.cloud_register_url())
+        Some(app.origin().cloud_register_url())
     );
     assert_eq!(text_of(b, &format!("{row} .ok-text")), "Points here");
     b.click("#setup > summary");
@@ -545,7 +545,7 @@ pub fn remove_and_add_back(b: &Browser, app: &App, sim: TestThermostat, device_o
         "{warning}"
     );
     assert!(
-        app.state.device_exists(s),
+        app.state().device_exists(s),
         "nothing happens before the confirmation"
     );
     b.click("button[aria-label='Yes, remove Den']");
@@ -554,9 +554,9 @@ pub fn remove_and_add_back(b: &Browser, app: &App, sim: TestThermostat, device_o
         &format!("return !document.getElementById('card-{s}')"),
     );
     assert!(text_of(b, "#notice").contains("Den was removed"));
-    assert!(app.state.device_exists(s), "its state is kept");
+    assert!(app.state().device_exists(s), "its state is kept");
     assert!(
-        app.state
+        app.state()
             .accounts(|a| a.is_released(s) && a.owner_of(s).is_none())
     );
     drop(sim);
@@ -572,7 +572,7 @@ pub fn remove_and_add_back(b: &Browser, app: &App, sim: TestThermostat, device_o
         "the thermostat added, by the name it kept",
         "return document.getElementById('notice').textContent === 'Den was added.'",
     );
-    assert!(app.state.accounts(|a| !a.is_released(s)));
+    assert!(app.state().accounts(|a| !a.is_released(s)));
     b.wait_for(
         "an empty waiting list",
         "return document.getElementById('waiting-section').hidden",

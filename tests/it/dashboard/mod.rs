@@ -373,7 +373,7 @@ fn pairing_form_claims_a_thermostat(b: &Browser) {
     assert!(
         server
             .app()
-            .state
+            .state()
             .accounts(|a| a.owner_of(SERIAL).is_none())
     );
 
@@ -392,7 +392,7 @@ fn pairing_form_claims_a_thermostat(b: &Browser) {
     );
     let owner = server
         .app()
-        .state
+        .state()
         .accounts(|a| a.owner_of(SERIAL).map(|o| o.user.clone()));
     assert_eq!(owner.as_deref(), Some("owner"));
     server.shutdown();

@@ -61,7 +61,7 @@ fn remove_then_add_brings_the_card_back_live_within_five_seconds() {
         "the card gone",
         &format!("return !document.getElementById('card-{s}')"),
     );
-    assert!(app.state.accounts(|a| a.is_released(s)));
+    assert!(app.state().accounts(|a| a.is_released(s)));
 
     // Removed, it keeps operating: the room cools and the reading is stored.
     sim.readings

@@ -32,7 +32,7 @@ fn record(app: &App, serial: &str) -> Value {
 fn stored_day(app: &App, serial: &str, day: &str) -> (i64, Vec<(i64, f64)>) {
     let key = format!("schedule.{serial}");
     let (revision, value) = app
-        .state
+        .state()
         .read_device(serial, |d| {
             d.buckets
                 .get(&key)

@@ -244,7 +244,7 @@ impl PageRun {
             let code = hearth::accounts::links::entry_code(code).unwrap();
             self.server()
                 .app()
-                .state
+                .state()
                 .update_accounts(|txn| {
                     let now = txn.now_ms();
                     txn.push(Op::PutEntryKey {
