@@ -27,8 +27,8 @@ const CONTENT_SECURITY_POLICY: &str = "default-src 'none'; script-src 'self'; st
      form-action 'none'; frame-ancestors 'self'";
 
 /// The shell: its gzip member as stored to a client that accepts gzip, else inflated; with an
-/// ingress prefix, inflated and rewritten, and sent plain (11 KB, to the ingress proxy on the
-/// same host), which spares the binary a compressor.
+/// ingress prefix, inflated, rewritten and sent plain (11 KB, to Home Assistant's ingress
+/// proxy), which spares the binary a compressor.
 pub fn page(req: &Request) -> Response {
     let ingress = req
         .header("X-Ingress-Path")
@@ -37,9 +37,9 @@ pub fn page(req: &Request) -> Response {
     let member = PAGE
         .gzip()
         .filter(|_| ingress.is_none() && req.accepts_gzip());
-    let body = match (member, ingress) {
-        (Some(member), _) => member.to_vec(),
-        (None, ingress) => match (PAGE.plain(), ingress) {
+    let body = match member {
+        Some(member) => member.to_vec(),
+        None => match (PAGE.plain(), ingress) {
             (Some(plain), Some(path)) => {
                 rewrite(&String::from_utf8_lossy(&plain), path).into_bytes()
             }
