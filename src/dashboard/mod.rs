@@ -10,10 +10,13 @@
 //! browser shows.
 
 pub(crate) mod assets;
+mod stored;
 
 use crate::http::{Request, Response};
+use stored::{Stored, gzipped};
 
-const PAGE: &str = include_str!("page.html");
+/// `page.html`, gzipped by `build.rs`.
+const PAGE: Stored = gzipped!("page.html");
 /// Longest `X-Ingress-Path` honoured; anything longer (or not a plain path) is ignored.
 const MAX_INGRESS_PATH: usize = 512;
 
@@ -23,43 +26,65 @@ const CONTENT_SECURITY_POLICY: &str = "default-src 'none'; script-src 'self'; st
      connect-src 'self'; img-src 'self' data:; manifest-src 'self'; base-uri 'self'; \
      form-action 'none'; frame-ancestors 'self'";
 
+/// The shell: its gzip member as stored to a client that accepts gzip, else inflated; with an
+/// ingress prefix, inflated, rewritten and sent plain (11 KB, to Home Assistant's ingress
+/// proxy), which spares the binary a compressor.
 pub fn page(req: &Request) -> Response {
     let ingress = req
         .header("X-Ingress-Path")
         .map(str::trim)
         .filter(|p| is_plain_path(p));
-    let body = match ingress {
-        Some(path) => PAGE
-            .replacen(
-                "<body>",
-                &format!("<body data-ingress-path=\"{}\">", escape_attribute(path)),
-                1,
-            )
-            .replacen(
-                "<head>",
-                &format!(
-                    "<head>\n<base href=\"{}/\">",
-                    escape_attribute(path.trim_end_matches('/'))
-                ),
-                1,
-            ),
-        None => PAGE.to_string(),
+    let member = PAGE
+        .gzip()
+        .filter(|_| ingress.is_none() && req.accepts_gzip());
+    let body = match member {
+        Some(member) => member.to_vec(),
+        None => match (PAGE.plain(), ingress) {
+            (Some(plain), Some(path)) => {
+                rewrite(&String::from_utf8_lossy(&plain), path).into_bytes()
+            }
+            (Some(plain), None) => plain.into_owned(),
+            (None, _) => return assets::unreadable("page.html"),
+        },
     };
+    let mut headers = vec![
+        ("Content-Type".into(), "text/html; charset=utf-8".into()),
+        ("Cache-Control".into(), "no-cache".into()),
+        // The page differs with the prefix and comes gzipped or not: a shared cache must not
+        // mix them up.
+        ("Vary".into(), "X-Ingress-Path, Accept-Encoding".into()),
+        (
+            "Content-Security-Policy".into(),
+            CONTENT_SECURITY_POLICY.into(),
+        ),
+        ("X-Content-Type-Options".into(), "nosniff".into()),
+    ];
+    if member.is_some() {
+        headers.push(("Content-Encoding".into(), "gzip".into()));
+    }
     Response {
         status: 200,
-        headers: vec![
-            ("Content-Type".into(), "text/html; charset=utf-8".into()),
-            ("Cache-Control".into(), "no-cache".into()),
-            // The page differs with the prefix: a shared cache must not mix them up.
-            ("Vary".into(), "X-Ingress-Path".into()),
-            (
-                "Content-Security-Policy".into(),
-                CONTENT_SECURITY_POLICY.into(),
-            ),
-            ("X-Content-Type-Options".into(), "nosniff".into()),
-        ],
-        body: body.into_bytes(),
+        headers,
+        body,
     }
+}
+
+/// The shell under an ingress prefix: the prefix in `<body data-ingress-path="...">` and in a
+/// `<base>`.
+fn rewrite(page: &str, path: &str) -> String {
+    page.replacen(
+        "<body>",
+        &format!("<body data-ingress-path=\"{}\">", escape_attribute(path)),
+        1,
+    )
+    .replacen(
+        "<head>",
+        &format!(
+            "<head>\n<base href=\"{}/\">",
+            escape_attribute(path.trim_end_matches('/'))
+        ),
+        1,
+    )
 }
 
 /// An absolute path of printable ASCII on this host: what an ingress prefix looks like. Not
@@ -91,17 +116,20 @@ fn escape_attribute(s: &str) -> String {
 mod tests {
     use super::*;
 
+    /// The shell as written (what is served is checked against it in `stored`).
+    const PAGE: &str = include_str!("page.html");
+
     #[test]
     fn the_page_is_self_contained() {
         assert_eq!(PAGE.matches("<body>").count(), 1);
         assert_eq!(PAGE.matches("<head>").count(), 1);
         let parts = assets::ASSETS
             .iter()
-            .map(|a| String::from_utf8_lossy(a.body));
+            .map(|a| String::from_utf8_lossy(&a.body()).into_owned());
         for (name, text) in std::iter::once(("page.html".into(), PAGE.into()))
             .chain(assets::ASSETS.iter().map(|a| a.name.to_string()).zip(parts))
         {
-            let text: std::borrow::Cow<str> = text;
+            let text: String = text;
             for outside in ["https://", "@import", "url(", "//cdn", "fonts."] {
                 assert!(
                     !text.contains(outside),
@@ -170,6 +198,63 @@ mod tests {
         let plain = String::from_utf8(page(&Request::new(crate::http::Method::Get, "/")).body)
             .expect("utf-8");
         assert!(!plain.contains("<base"));
+    }
+
+    #[test]
+    fn the_shell_goes_gzipped_to_whoever_accepts_it_and_plain_to_the_rest() {
+        let get = |headers: &[(&str, &str)]| {
+            let req = headers
+                .iter()
+                .fold(Request::new(crate::http::Method::Get, "/"), |r, (n, v)| {
+                    r.with_header(n, v)
+                });
+            page(&req)
+        };
+        let gzip = get(&[("Accept-Encoding", "gzip, deflate")]);
+        assert_eq!(gzip.header("Content-Encoding"), Some("gzip"));
+        let inflated = miniz_oxide::inflate::decompress_to_vec(&gzip.body[10..gzip.body.len() - 8])
+            .expect("inflates");
+        assert_eq!(inflated, PAGE.as_bytes());
+        for refusing in [&[][..], &[("Accept-Encoding", "gzip;q=0")]] {
+            let plain = get(refusing);
+            assert_eq!(plain.header("Content-Encoding"), None);
+            assert_eq!(plain.body, PAGE.as_bytes());
+            assert_eq!(
+                plain
+                    .headers
+                    .iter()
+                    .filter(|(n, _)| n != "Content-Encoding")
+                    .count(),
+                gzip.headers.len() - 1
+            );
+        }
+        // Under a prefix the page is rewritten, and sent plain whatever the client accepts.
+        let ingress = ("X-Ingress-Path", "/api/hassio_ingress/abc");
+        for headers in [&[ingress][..], &[ingress, ("Accept-Encoding", "gzip")]] {
+            let under = get(headers);
+            assert_eq!(under.header("Content-Encoding"), None);
+            let text = String::from_utf8(under.body.clone()).expect("utf-8");
+            assert!(text.contains("<base href=\"/api/hassio_ingress/abc/\">"));
+            assert_eq!(under.headers, get(&[]).headers);
+        }
+        // Not a path: ignored, so the stored page as it is.
+        let ignored = get(&[("X-Ingress-Path", "x"), ("Accept-Encoding", "gzip")]);
+        assert_eq!(ignored, gzip);
+        for r in [&gzip, &get(&[]), &get(&[ingress])] {
+            assert_eq!(r.status, 200);
+            assert_eq!(r.header("Vary"), Some("X-Ingress-Path, Accept-Encoding"));
+            assert_eq!(r.header("Content-Type"), Some("text/html; charset=utf-8"));
+            assert_eq!(r.header("Cache-Control"), Some("no-cache"));
+            assert_eq!(r.header("X-Content-Type-Options"), Some("nosniff"));
+            assert_eq!(
+                r.header("Content-Security-Policy"),
+                Some(CONTENT_SECURITY_POLICY)
+            );
+        }
+        // HEAD is answered as GET (the edge leaves the body out).
+        let head =
+            Request::new(crate::http::Method::Head, "/").with_header("Accept-Encoding", "gzip");
+        assert_eq!(page(&head), gzip);
     }
 
     #[test]

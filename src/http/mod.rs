@@ -92,6 +92,34 @@ impl Request {
             .filter(|k| !k.is_empty())
     }
 
+    /// Whether `Accept-Encoding` accepts gzip (RFC 9110, section 12.5.3): `gzip` (or its old
+    /// name `x-gzip`), else `*`, with a weight above 0; every `Accept-Encoding` line counts,
+    /// names are case-insensitive. No header, or one that names neither, accepts only the
+    /// file as it is (what hearth sends then), as does a weight that is not a qvalue.
+    pub fn accepts_gzip(&self) -> bool {
+        let (mut gzip, mut any) = (None, None);
+        let items = self
+            .headers
+            .iter()
+            .filter(|(n, _)| n.eq_ignore_ascii_case("Accept-Encoding"))
+            .flat_map(|(_, v)| v.split(','));
+        for item in items {
+            let mut parts = item.split(';');
+            let coding = parts.next().unwrap_or_default().trim();
+            let weight = parts.find_map(|p| {
+                let (name, value) = p.split_once('=')?;
+                name.trim().eq_ignore_ascii_case("q").then(|| value.trim())
+            });
+            let accepted = weight.is_none_or(positive_qvalue);
+            if coding.eq_ignore_ascii_case("gzip") || coding.eq_ignore_ascii_case("x-gzip") {
+                gzip = gzip.or(Some(accepted));
+            } else if coding == "*" {
+                any = any.or(Some(accepted));
+            }
+        }
+        gzip.or(any).unwrap_or(false)
+    }
+
     /// A query parameter, percent-decoded (`+` is a space). `Err` if it decodes to invalid UTF-8.
     pub fn query_param(&self, name: &str) -> Result<Option<String>, InvalidEncoding> {
         for pair in self.query.split('&') {
@@ -101,6 +129,18 @@ impl Request {
             }
         }
         Ok(None)
+    }
+}
+
+/// A qvalue (`0`, `0.5`, `1.000`; RFC 9110, section 12.4.2) above 0. Anything else is not one,
+/// and counts as 0.
+fn positive_qvalue(q: &str) -> bool {
+    let (whole, fraction) = q.split_once('.').unwrap_or((q, ""));
+    let digits = fraction.len() <= 3 && fraction.bytes().all(|b| b.is_ascii_digit());
+    match whole {
+        "0" => digits && fraction.bytes().any(|b| b != b'0'),
+        "1" => digits && fraction.bytes().all(|b| b == b'0'),
+        _ => false,
     }
 }
 
@@ -287,6 +327,53 @@ impl<F: Fn(Request) -> Reply + Send + Sync + 'static> Service for HandlerFn<F> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn accept_encoding_is_read_as_rfc_9110_says() {
+        let accepts = |values: &[&str]| {
+            values
+                .iter()
+                .fold(Request::new(Method::Get, "/"), |r, v| {
+                    r.with_header("Accept-Encoding", v)
+                })
+                .accepts_gzip()
+        };
+        for yes in [
+            &["gzip"][..],
+            &["gzip, deflate, br, zstd"],
+            &["br;q=1.0, gzip;q=0.8, *;q=0.1"],
+            &["GZip"],
+            &[" deflate ,\tgzip ; q = 0.5 "],
+            &["x-gzip"],
+            &["*"],
+            &["br", "gzip"],
+            &["gzip;q=0.001"],
+            &["gzip;q=1", "*;q=0"],
+            &["deflate;q=0, *"],
+        ] {
+            assert!(accepts(yes), "{yes:?}");
+        }
+        for no in [
+            &[][..],
+            &[""],
+            &["identity"],
+            &["deflate, br"],
+            &["gzip;q=0"],
+            &["gzip;Q=0.000"],
+            &["gzip;q=0, *"],
+            &["*;q=0"],
+            &["gzipped"],
+            &["gzip;q=2"],
+            &["gzip;q=0.0001"],
+            &["gzip;q=abc"],
+            &["gzip;q=-1"],
+        ] {
+            assert!(!accepts(no), "{no:?}");
+        }
+        // Another header that only looks like it.
+        let other = Request::new(Method::Get, "/").with_header("Accept", "gzip");
+        assert!(!other.accepts_gzip());
+    }
 
     #[test]
     fn query_decoding() {
