@@ -11,6 +11,7 @@ use crate::hub::Hub;
 use crate::metrics::StatusCounts;
 use crate::presence::{Availability, Presence};
 use crate::state::State;
+use crate::thermostat::readings::{Sources, Stamp};
 use crate::thermostat::{Reading, Readings};
 use crate::weather::Weather;
 
@@ -165,9 +166,24 @@ impl App {
     /// The reading, its availability given (counted once for many thermostats: [`Self::availability`]
     /// asks the hub each time).
     pub fn reading_with(&self, serial: &str, availability: Availability) -> Option<Arc<Reading>> {
+        self.reading_stamped(serial, availability).map(|(r, _)| r)
+    }
+
+    /// The reading and what it was made from, for what a surface keeps made of it.
+    pub fn reading_stamped(
+        &self,
+        serial: &str,
+        availability: Availability,
+    ) -> Option<(Arc<Reading>, Stamp)> {
         let now_ms = self.config.clock.now_ms();
         self.readings
             .get(&self.state, serial, availability, now_ms, &self.weather)
+    }
+
+    /// What `serial`'s reading would be made from now (to tell whether something made from an
+    /// earlier reading is still current: [`Stamp::still`]).
+    pub fn sources(&self, serial: &str, availability: Availability) -> Option<Sources> {
+        Sources::now(&self.state, serial, availability, &self.weather)
     }
 
     /// Who may see a thermostat: the accounts' one rule, in this server's mode.

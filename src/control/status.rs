@@ -18,6 +18,7 @@ use crate::thermostat::Reported;
 use crate::thermostat::reading::{
     Bounds, Capabilities, Diagnostics, Eco, Fan, Hvac, Lock, Outside, Reading, Safety, Targets,
 };
+use crate::thermostat::readings::Stamp;
 use crate::util::clock;
 
 /// A thermostat's status record: the fields of the record, in the documented order (which
@@ -220,33 +221,42 @@ impl<'a> Record<'a> {
 }
 
 /// Status records as JSON, kept for `GET /status` (which dashboards and integrations poll every
-/// few seconds) while the reading they were written from is the current one.
+/// few seconds) while the reading they were written from would be the same
+/// ([`crate::thermostat::readings::Stamp`]): a poll between changes costs a few comparisons and
+/// a copy.
 #[derive(Default)]
 pub struct StatusJson {
     kept: Mutex<HashMap<String, Written>>,
 }
 
-/// A reading, and its record as JSON.
-type Written = (Arc<Reading>, Arc<[u8]>);
+/// A record as JSON, and what its reading was made from.
+type Written = (Stamp, Arc<[u8]>);
 
 impl StatusJson {
-    fn of(&self, reading: Arc<Reading>) -> Option<Arc<[u8]>> {
-        let mut kept = self.kept.lock();
-        if let Some((was, json)) = kept.get(&reading.serial) {
-            if Arc::ptr_eq(was, &reading) {
+    fn of(&self, app: &App, serial: &str) -> Option<Arc<[u8]>> {
+        let availability = app.availability(serial);
+        let Some(now) = app.sources(serial, availability) else {
+            self.kept.lock().remove(serial);
+            return None;
+        };
+        let now_ms = app.config().clock.now_ms();
+        if let Some((stamp, json)) = self.kept.lock().get(serial) {
+            if stamp.still(&now, now_ms) {
                 return Some(Arc::clone(json));
             }
         }
+        let (reading, stamp) = app.reading_stamped(serial, availability)?;
         let json: Arc<[u8]> = serde_json::to_vec(&Record::of(&reading)).ok()?.into();
-        kept.insert(reading.serial.clone(), (reading, Arc::clone(&json)));
+        self.kept
+            .lock()
+            .insert(serial.to_string(), (stamp, Arc::clone(&json)));
         Some(json)
     }
 }
 
 pub fn status(app: &App, kept: &StatusJson, req: &Request) -> Result<Response, ControlError> {
     let serial = input::shown(app, input::query_serial(req)?)?;
-    let reading = app.reading(&serial).ok_or(ControlError::DeviceNotFound)?;
-    let json = kept.of(reading).ok_or(ControlError::DeviceNotFound)?;
+    let json = kept.of(app, &serial).ok_or(ControlError::DeviceNotFound)?;
     Ok(Response::json_bytes(200, json.to_vec()))
 }
 

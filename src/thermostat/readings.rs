@@ -2,12 +2,18 @@
 //! read once whoever asks (the page's polls, MQTT, HomeKit, history, the energy history and the
 //! alerts all read the same one), and a poll between changes costs a few comparisons.
 //!
-//! A reading depends on exactly these, and a kept one is used only while all of them still
-//! match: the thermostat's data (by its [`State::device_version`], which changes with every
-//! change and is never reused), its owner (whose structure and user buckets the view reads),
-//! its availability (which moves with time and with held subscribes), whether its fan timer is
-//! running (the one field that depends on the clock), and the outdoor temperatures the weather
-//! service last heard (by their generation).
+//! A reading depends on exactly these ([`Stamp`]), and a kept one is used only while all of
+//! them still match: the thermostat's data (by its [`State::device_version`], which changes with
+//! every change and is never reused), its owner (whose structure and user buckets the view
+//! reads), its availability (which moves with time and with held subscribes), whether its fan
+//! timer is running (the one field that depends on the clock), and the outdoor temperatures the
+//! weather service last heard (by their generation). What a surface makes of a reading (the
+//! control port's `/status` JSON) is kept by the same stamp.
+//!
+//! Readings are kept for at most [`KEPT`] thermostats, the ones read last: a home has a few,
+//! all kept; a fleet of a thousand (the benchmark's) is read afresh when it is looked at again,
+//! as each surface did before there was one reading, and its readings cost no memory (one is
+//! about 1.5 KB).
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -20,39 +26,108 @@ use super::view::View;
 use crate::presence::Availability;
 use crate::state::State;
 
+/// Thermostats whose readings are kept.
+pub const KEPT: usize = 64;
+
+/// What a thermostat's reading is made from, as it is now, the clock aside.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Sources {
+    version: u64,
+    owner: Option<String>,
+    availability: Availability,
+    /// [`Outdoor::generation`].
+    outdoor: u64,
+}
+
+impl Sources {
+    /// What `serial`'s reading would be made from now; `None` for a serial never seen.
+    pub fn now(
+        state: &State,
+        serial: &str,
+        availability: Availability,
+        outdoor: &dyn Outdoor,
+    ) -> Option<Sources> {
+        // Read first: a change after this makes the reading again next time.
+        let outdoor = outdoor.generation();
+        let owner = state.accounts(|a| a.owner_of(serial).map(|o| o.user.clone()));
+        let version = state.device_version(serial)?;
+        Some(Sources {
+            version,
+            owner,
+            availability,
+            outdoor,
+        })
+    }
+}
+
+/// What a reading was made from, clock included: whatever was made from that reading is
+/// current while [`Stamp::still`] holds.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Stamp {
+    sources: Sources,
+    fan_timeout: Option<f64>,
+    fan_running: bool,
+}
+
+impl Stamp {
+    /// Whether a reading made then would be the same now.
+    pub fn still(&self, now: &Sources, now_ms: i64) -> bool {
+        self.sources == *now && self.fan_running == fan_running_until(self.fan_timeout, now_ms)
+    }
+}
+
 #[derive(Default)]
 pub struct Readings {
-    kept: Mutex<HashMap<String, Kept>>,
+    kept: Mutex<Kept>,
+}
+
+/// The readings kept, and a count of the reads (which of them was read last).
+#[derive(Default)]
+struct Kept {
+    by_serial: HashMap<String, Made>,
+    reads: u64,
 }
 
 /// One thermostat's reading and what it was made from.
-struct Kept {
-    version: u64,
-    owner: Option<String>,
-    /// [`Outdoor::generation`] when it was made.
-    outdoor: u64,
+#[derive(Clone)]
+struct Made {
+    /// When it was last read (in [`Kept::reads`]).
+    read: u64,
+    stamp: Stamp,
     reading: Arc<Reading>,
 }
 
 impl Kept {
-    fn still(
-        &self,
-        (version, outdoor_generation): (u64, u64),
-        owner: &Option<String>,
-        a: Availability,
-        now_ms: i64,
-    ) -> bool {
-        let fan = &self.reading.fan;
-        self.version == version
-            && self.outdoor == outdoor_generation
-            && self.owner == *owner
-            && self.reading.availability == a
-            && fan.timer_active == fan_running_until(fan.timer_timeout.as_f64(), now_ms)
+    /// A kept reading, marked as read now.
+    fn read(&mut self, serial: &str) -> Option<&Made> {
+        self.reads += 1;
+        let reads = self.reads;
+        let made = self.by_serial.get_mut(serial)?;
+        made.read = reads;
+        Some(made)
+    }
+
+    /// Keeps `made`, letting the reading read longest ago go if that makes more than [`KEPT`].
+    fn keep(&mut self, serial: &str, mut made: Made) {
+        self.reads += 1;
+        made.read = self.reads;
+        self.by_serial.insert(serial.to_string(), made);
+        if self.by_serial.len() > KEPT {
+            let oldest = self
+                .by_serial
+                .iter()
+                .min_by_key(|(_, m)| m.read)
+                .map(|(s, _)| s.clone());
+            if let Some(oldest) = oldest {
+                self.by_serial.remove(&oldest);
+            }
+        }
     }
 }
 
 impl Readings {
-    /// A known thermostat's reading now (see [`read`]); `None` for a serial never seen.
+    /// A known thermostat's reading now (see [`read`]) and its stamp; `None` for a serial never
+    /// seen.
     pub fn get(
         &self,
         state: &State,
@@ -60,32 +135,110 @@ impl Readings {
         availability: Availability,
         now_ms: i64,
         outdoor: &dyn Outdoor,
-    ) -> Option<Arc<Reading>> {
-        // Read first: a change after this makes the reading again next time.
-        let outdoor_generation = outdoor.generation();
-        let owner = state.accounts(|a| a.owner_of(serial).map(|o| o.user.clone()));
-        let Some(version) = state.device_version(serial) else {
-            self.kept.lock().remove(serial);
+    ) -> Option<(Arc<Reading>, Stamp)> {
+        let Some(sources) = Sources::now(state, serial, availability, outdoor) else {
+            self.kept.lock().by_serial.remove(serial);
             return None;
         };
-        if let Some(kept) = self.kept.lock().get(serial) {
-            if kept.still((version, outdoor_generation), &owner, availability, now_ms) {
-                return Some(Arc::clone(&kept.reading));
+        if let Some(made) = self.kept.lock().read(serial) {
+            if made.stamp.still(&sources, now_ms) {
+                return Some((Arc::clone(&made.reading), made.stamp.clone()));
             }
         }
         // Made from the data as it is now: its version may be newer than the one just read,
         // never older, so what is kept below is never taken for older data.
+        let owner = sources.owner.as_deref();
         let (version, view) = state.read_device_versioned(serial, |data, version| {
-            (version, View::of(serial, data, owner.as_deref()))
+            (version, View::of(serial, data, owner))
         })?;
         let reading = Arc::new(read(&view, availability, outdoor, now_ms));
-        let kept = Kept {
-            version,
-            owner,
-            outdoor: outdoor_generation,
+        let fan = &reading.fan;
+        let stamp = Stamp {
+            sources: Sources { version, ..sources },
+            fan_timeout: fan.timer_timeout.as_f64(),
+            fan_running: fan.timer_active,
+        };
+        let made = Made {
+            read: 0,
+            stamp: stamp.clone(),
             reading: Arc::clone(&reading),
         };
-        self.kept.lock().insert(serial.to_string(), kept);
-        Some(reading)
+        self.kept.lock().keep(serial, made);
+        Some((reading, stamp))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::thermostat::reading::tests::{available, reading};
+    use serde_json::json;
+
+    fn made(serial: &str) -> Made {
+        let mut r = reading(json!({}), json!({}));
+        r.serial = serial.to_string();
+        Made {
+            read: 0,
+            stamp: Stamp {
+                sources: Sources {
+                    version: 1,
+                    owner: None,
+                    availability: available(),
+                    outdoor: 0,
+                },
+                fan_timeout: None,
+                fan_running: false,
+            },
+            reading: Arc::new(r),
+        }
+    }
+
+    #[test]
+    fn the_readings_read_longest_ago_go_first() {
+        let mut kept = Kept::default();
+        for i in 0..KEPT {
+            kept.keep(&format!("S{i}"), made(&format!("S{i}")));
+        }
+        // S0 is read again: S1 is now the one read longest ago.
+        assert!(kept.read("S0").is_some());
+        kept.keep("NEW", made("NEW"));
+        assert_eq!(kept.by_serial.len(), KEPT);
+        assert!(kept.by_serial.contains_key("S0") && kept.by_serial.contains_key("NEW"));
+        assert!(!kept.by_serial.contains_key("S1"));
+    }
+
+    #[test]
+    fn a_stamp_holds_until_a_source_or_the_fan_timer_moves() {
+        let stamp = Stamp {
+            fan_timeout: Some(100.0),
+            fan_running: true,
+            ..made("S").stamp
+        };
+        let now = stamp.sources.clone();
+        assert!(stamp.still(&now, 99_000));
+        assert!(!stamp.still(&now, 100_000), "the fan timer ended");
+        for moved in [
+            Sources {
+                version: 2,
+                ..now.clone()
+            },
+            Sources {
+                owner: Some("alice".into()),
+                ..now.clone()
+            },
+            Sources {
+                availability: Availability {
+                    available: false,
+                    ..now.availability
+                },
+                ..now.clone()
+            },
+            Sources {
+                outdoor: 1,
+                ..now.clone()
+            },
+        ] {
+            assert!(!stamp.still(&moved, 99_000), "{moved:?}");
+        }
     }
 }
