@@ -104,17 +104,6 @@ fn page_with_thermostat_and(
     (dir, server, sim)
 }
 
-fn dark(b: &Browser, on: bool) {
-    let value = if on { "dark" } else { "light" };
-    b.call(
-        "POST",
-        "/goog/cdp/execute",
-        json!({"cmd": "Emulation.setEmulatedMedia", "params": {
-            "features": [{"name": "prefers-color-scheme", "value": value}]}}),
-    );
-    b.painted();
-}
-
 #[test]
 fn alerts_show_as_banners_at_once_and_the_cleared_ones_as_a_list() {
     let Some(b) = Browser::launch() else {
@@ -203,7 +192,7 @@ fn alerts_show_as_banners_at_once_and_the_cleared_ones_as_a_list() {
     assert_eq!(unreachable_by_tab(&b), Vec::<String>::new());
     b.viewport(1280, 860, false);
     for (theme, is_dark) in [("", false), ("-dark", true)] {
-        dark(&b, is_dark);
+        b.dark(is_dark);
         let contrast = b.js(LOW_CONTRAST);
         assert_eq!(contrast["bad"], json!([]), "{theme} {contrast}");
         b.viewport(1280, 860, false);

@@ -218,6 +218,18 @@ impl Browser {
         );
     }
 
+    /// The system's colour scheme as the page sees it (`prefers-color-scheme`).
+    pub fn dark(&self, on: bool) {
+        let value = if on { "dark" } else { "light" };
+        self.call(
+            "POST",
+            "/goog/cdp/execute",
+            serde_json::json!({"cmd": "Emulation.setEmulatedMedia", "params": {
+                "features": [{"name": "prefers-color-scheme", "value": value}]}}),
+        );
+        self.painted();
+    }
+
     pub fn screenshot(&self, name: &str) {
         let png = self.call("GET", "/screenshot", Value::Null);
         let bytes = base64::engine::general_purpose::STANDARD

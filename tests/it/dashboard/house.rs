@@ -511,8 +511,18 @@ pub fn lock_and_rename(b: &Browser, app: &App, shots: bool) {
         "the unlock button",
         "return !document.querySelector(\"button[aria-label='Unlock the temperature of Test Room']\").hidden",
     );
+    // The battery, as every surface shows it (the simulated thermostat reports 3.93 V).
+    b.wait_for(
+        "the battery",
+        &format!(
+            "return document.getElementById('battery-{s}').textContent.startsWith('Battery 86%')"
+        ),
+    );
     if shots {
         screenshots(b, &format!("{card} details.more"), "settings");
+        b.dark(true);
+        screenshots(b, &format!("{card} details.more"), "settings-dark");
+        b.dark(false);
     }
     b.click("button[aria-label='Unlock the temperature of Test Room']");
     b.wait_for(
