@@ -95,22 +95,10 @@ impl ControlPort {
         let message = refusal.message();
         log::warn!(
             "control port: {} {} refused ({}): {message}",
-            method_name(request.method),
+            request.method.as_str(),
             request.path,
             refusal.status()
         );
         self.refusal(request.method, &request.path, refusal.status(), &message)
-    }
-}
-
-fn method_name(method: Method) -> &'static str {
-    match method {
-        Method::Get => "GET",
-        Method::Head => "HEAD",
-        Method::Post => "POST",
-        Method::Put => "PUT",
-        Method::Delete => "DELETE",
-        Method::Options => "OPTIONS",
-        Method::Other => "request",
     }
 }

@@ -114,13 +114,14 @@ pub fn check(
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
     use crate::state::{Op, Owner, Share};
 
     const S: &str = "02AA01AC0000SIM1";
 
-    fn key(user: &str, scopes: &[Scope], serials: &[&str]) -> ApiKey {
+    /// A key of `user` with these scopes and serials.
+    pub(in crate::accounts) fn key(user: &str, scopes: &[Scope], serials: &[&str]) -> ApiKey {
         ApiKey {
             id: "k".into(),
             hash: String::new(),

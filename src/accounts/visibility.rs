@@ -228,18 +228,7 @@ mod tests {
     const S: &str = "02AA01AC0000SIM1";
 
     fn key(user: &str) -> ApiKey {
-        ApiKey {
-            id: "k".into(),
-            hash: String::new(),
-            preview: String::new(),
-            user: user.into(),
-            name: String::new(),
-            scopes: vec![Scope::Read, Scope::Write],
-            serials: Vec::new(),
-            created_ms: 0,
-            expires_ms: None,
-            last_used_ms: None,
-        }
+        super::super::access::tests::key(user, &[Scope::Read, Scope::Write], &[])
     }
 
     /// The thermostat as each row of the table has it.

@@ -541,18 +541,6 @@ mod tests {
         false
     }
 
-    fn method_name(method: Method) -> &'static str {
-        match method {
-            Method::Get => "GET",
-            Method::Head => "HEAD",
-            Method::Post => "POST",
-            Method::Put => "PUT",
-            Method::Delete => "DELETE",
-            Method::Options => "OPTIONS",
-            Method::Other => "other",
-        }
-    }
-
     #[test]
     fn no_two_entries_claim_one_method_and_path() {
         for (i, a) in ROUTES.iter().enumerate() {
@@ -560,7 +548,7 @@ mod tests {
                 assert!(
                     a.method != b.method || !overlap(a.path, b.path),
                     "{} {} and {}",
-                    method_name(a.method),
+                    a.method.as_str(),
                     a.path,
                     b.path
                 );
@@ -637,27 +625,16 @@ mod tests {
     /// `{name}`).
     #[test]
     fn every_route_is_in_the_docs_with_its_key() {
-        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/control-api.md");
-        let page = std::fs::read_to_string(&path).unwrap();
-        let (_, list) = page
-            .split_once("<!-- routes")
-            .expect("the route list's marker");
-        let mut documented: Vec<String> = list
-            .lines()
-            .skip_while(|l| !l.starts_with('|'))
-            .take_while(|l| l.starts_with('|'))
-            .skip(2)
-            .map(|row| {
-                let cells: Vec<&str> = row.split('|').map(str::trim).collect();
-                format!("{} {}", cells[1].trim_matches('`'), cells[2])
-            })
+        let mut documented: Vec<String> = crate::util::doc_table("control-api.md", "<!-- routes")
+            .iter()
+            .map(|cells| format!("{} {}", cells[0].trim_matches('`'), cells[1]))
             .collect();
         let mut table: Vec<String> = ROUTES
             .iter()
             .map(|r| {
                 let key = r.key.map_or("none", Scope::as_str);
                 let path = r.path.replace("..}", "}");
-                format!("{} {path} {key}", method_name(r.method))
+                format!("{} {path} {key}", r.method.as_str())
             })
             .collect();
         documented.sort();

@@ -173,18 +173,6 @@ fn device_id<'p>(pattern: &str, segments: &[&'p str]) -> Option<Option<&'p str>>
 mod tests {
     use super::*;
 
-    fn method_name(method: Method) -> &'static str {
-        match method {
-            Method::Get => "GET",
-            Method::Head => "HEAD",
-            Method::Post => "POST",
-            Method::Put => "PUT",
-            Method::Delete => "DELETE",
-            Method::Options => "OPTIONS",
-            Method::Other => "other",
-        }
-    }
-
     /// Whether some path matches both patterns.
     fn overlap(a: &str, b: &str) -> bool {
         let (a, b): (Vec<&str>, Vec<&str>) = (a.split('/').collect(), b.split('/').collect());
@@ -201,7 +189,7 @@ mod tests {
                 assert!(
                     a.method != b.method || !overlap(a.path, b.path),
                     "{} {} and {}",
-                    method_name(a.method),
+                    a.method.as_str(),
                     a.path,
                     b.path
                 );
@@ -244,28 +232,13 @@ mod tests {
     /// `` | `METHOD /path` | ... ``.
     #[test]
     fn every_route_is_in_the_docs() {
-        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/hosted-api.md");
-        let page = std::fs::read_to_string(&path).unwrap();
-        let (_, list) = page
-            .split_once("<!-- routes")
-            .expect("the endpoint table's marker");
-        let mut documented: Vec<String> = list
-            .lines()
-            .skip_while(|l| !l.starts_with('|'))
-            .take_while(|l| l.starts_with('|'))
-            .skip(2)
-            .map(|row| {
-                row.split('|')
-                    .nth(1)
-                    .unwrap_or("")
-                    .trim()
-                    .trim_matches('`')
-                    .to_string()
-            })
+        let mut documented: Vec<String> = crate::util::doc_table("hosted-api.md", "<!-- routes")
+            .iter()
+            .map(|cells| cells[0].trim_matches('`').to_string())
             .collect();
         let mut table: Vec<String> = ROUTES
             .iter()
-            .map(|r| format!("{} {}", method_name(r.method), r.path))
+            .map(|r| format!("{} {}", r.method.as_str(), r.path))
             .collect();
         documented.sort();
         table.sort();

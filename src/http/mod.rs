@@ -38,6 +38,21 @@ pub enum Method {
     Other,
 }
 
+impl Method {
+    /// Its name on the wire; `request` for a method hearth answers none of (in a log line).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Method::Get => "GET",
+            Method::Head => "HEAD",
+            Method::Post => "POST",
+            Method::Put => "PUT",
+            Method::Delete => "DELETE",
+            Method::Options => "OPTIONS",
+            Method::Other => "request",
+        }
+    }
+}
+
 /// A request as handlers see it.
 #[derive(Clone, Debug)]
 pub struct Request {

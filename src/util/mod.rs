@@ -46,6 +46,29 @@ pub(crate) fn number(v: &serde_json::Value) -> Option<f64> {
     n.is_finite().then_some(n)
 }
 
+/// The cells of the first Markdown table after `marker` in `docs/<page>`, header and rule left
+/// out, each cell trimmed: for the tests that hold a table of the code to its page.
+#[cfg(test)]
+pub(crate) fn doc_table(page: &str, marker: &str) -> Vec<Vec<String>> {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("docs")
+        .join(page);
+    let text = std::fs::read_to_string(&path).unwrap_or_default();
+    let Some((_, after)) = text.split_once(marker) else {
+        panic!("docs/{page} has no {marker}");
+    };
+    after
+        .lines()
+        .skip_while(|l| !l.starts_with('|'))
+        .take_while(|l| l.starts_with('|'))
+        .skip(2)
+        .map(|row| {
+            let row = row.trim().trim_start_matches('|').trim_end_matches('|');
+            row.split('|').map(|c| c.trim().to_string()).collect()
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use std::net::IpAddr;

@@ -5,11 +5,9 @@
 
 use crate::common;
 
-use std::sync::Arc;
-
+use common::homekit::{bridge_of, characteristic, database};
 use common::*;
 use crossbeam_channel::Receiver;
-use hearth::hap::Identity;
 use hearth::homekit::{Attributes, Bridge, Reply, Sent, Subscriptions};
 use serde_json::{Value, json};
 
@@ -17,28 +15,8 @@ const OTHER: &str = "02AA01AC0000SIM2";
 const NOT_FOUND: i64 = -70409;
 const INVALID: i64 = -70410;
 
-/// The bridge over `app`'s thermostats, with a controller paired (a bridge nobody paired is
-/// not told of changes: nobody could be listening).
-fn bridge_of(app: &Arc<hearth::app::App>) -> Bridge {
-    let identity = Identity::open(&app.config().homekit_dir()).unwrap();
-    identity
-        .add_pairing(hearth::hap::Pairing {
-            id: "phone".into(),
-            public_key: [1; 32],
-            admin: true,
-        })
-        .unwrap();
-    Bridge::new(Arc::clone(app) as _, Arc::new(identity), "hearth".into()).unwrap()
-}
-
 fn body(r: &Reply) -> Value {
     serde_json::from_slice(&r.body).unwrap_or_else(|e| panic!("{e}: {r:?}"))
-}
-
-fn database(b: &Bridge) -> Value {
-    let r = b.accessories();
-    assert_eq!(r.status, 200);
-    body(&r)
 }
 
 /// The accessory `aid` in the database.
@@ -50,18 +28,6 @@ fn accessory(db: &Value, aid: u64) -> Value {
         .find(|a| a["aid"] == json!(aid))
         .cloned()
         .unwrap_or_else(|| panic!("no accessory {aid} in {db}"))
-}
-
-/// The characteristic of HAP type `char_type` in the service of type `service_type`.
-fn characteristic(accessory: &Value, service_type: &str, char_type: &str) -> Value {
-    accessory["services"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|s| s["type"] == json!(service_type))
-        .flat_map(|s| s["characteristics"].as_array().unwrap().clone())
-        .find(|c| c["type"] == json!(char_type))
-        .unwrap_or_else(|| panic!("no {char_type} in {service_type} of {accessory}"))
 }
 
 /// The iid of a Thermostat service characteristic of thermostat `aid`.

@@ -21,12 +21,12 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
 use std::path::Path;
 
+use common::homekit::{bridge_of, characteristic, database};
 use common::hosted::{api, hosted_serials, new_key, share};
 use common::mqtt::{Broker, Watcher};
 use common::*;
 use hearth::alerts::Kind;
 use hearth::config::MqttConfig;
-use hearth::hap::Identity;
 use hearth::homekit::{Attributes, Bridge, Sent, Subscriptions};
 use hearth::http::client::{ChunkStream, ClientResponse};
 use hearth::simulator::Thermostat;
@@ -505,43 +505,6 @@ impl Home {
             .iter()
             .any(|a| a.serial == WITNESS && a.kind == Kind::LowTemperature)
     }
-}
-
-/// The bridge over `app`'s thermostats, as the HAP transport calls it, with a controller
-/// paired (as tests/it/homekit_bridge.rs makes it).
-fn bridge_of(app: &std::sync::Arc<hearth::app::App>) -> Bridge {
-    let identity = Identity::open(&app.config().homekit_dir()).unwrap();
-    identity
-        .add_pairing(hearth::hap::Pairing {
-            id: "phone".into(),
-            public_key: [1; 32],
-            admin: true,
-        })
-        .unwrap();
-    Bridge::new(
-        std::sync::Arc::clone(app) as _,
-        std::sync::Arc::new(identity),
-        "hearth".into(),
-    )
-    .unwrap()
-}
-
-fn database(b: &Bridge) -> Value {
-    let r = b.accessories();
-    assert_eq!(r.status, 200);
-    serde_json::from_slice(&r.body).unwrap()
-}
-
-/// The characteristic of HAP type `char_type` in the service of type `service_type`.
-fn characteristic(accessory: &Value, service_type: &str, char_type: &str) -> Value {
-    accessory["services"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|s| s["type"] == json!(service_type))
-        .flat_map(|s| s["characteristics"].as_array().unwrap().clone())
-        .find(|c| c["type"] == json!(char_type))
-        .unwrap_or_else(|| panic!("no {char_type} in {service_type} of {accessory}"))
 }
 
 /// The accessory whose serial number (Accessory Information's `30`) is `serial`.

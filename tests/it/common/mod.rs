@@ -6,6 +6,7 @@ pub mod cli;
 pub mod docs;
 pub mod energy;
 pub mod from_address;
+pub mod homekit;
 pub mod hosted;
 pub mod mqtt;
 pub mod nle;
