@@ -55,7 +55,7 @@ pub enum Outcome {
     Dropped,
 }
 
-/// One line of the record, as it is written (read back through [`Wire`]).
+/// One line of the record, as it is written (read back by [`line_of`]).
 #[derive(Debug, Serialize)]
 #[serde(tag = "op", rename_all = "snake_case")]
 enum Line {

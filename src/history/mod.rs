@@ -8,7 +8,7 @@
 //! Periodic samples are taken only of thermostats that are available (seen within
 //! `AVAILABILITY_TIMEOUT_SECONDS`): a silent thermostat's last reading is not news, and the
 //! chart shows the gap. A removed thermostat keeps operating and keeps its history (nothing
-//! deletes a thermostat any more: see [`crate::accounts::release`]); an older hearth deleted
+//! deletes a thermostat any more: see [`mod@crate::accounts::release`]); an older hearth deleted
 //! a thermostat's history with it.
 //!
 //! The same thread accrues the [energy history](crate::energy) from the same change events

@@ -1,6 +1,6 @@
 //! [`Bridge`]: the accessory side of the HomeKit surface, what the HAP transport asks through
 //! [`Attributes`]. Reads come from the thermostat core's view of each thermostat, writes are
-//! the core's intents committed as every surface commits them ([`crate::thermostat::commit`]),
+//! the core's intents committed as every surface commits them ([`fn@crate::thermostat::commit`]),
 //! so clamping and refusals are the same as on `/command`; a refusal is answered with HAP's
 //! status for that characteristic ([`super::status`]).
 

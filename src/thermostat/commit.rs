@@ -38,7 +38,7 @@ impl Committed {
 }
 
 /// Whether `serial` takes commands from `viewer` now: it exists, and the visibility rule lets
-/// the viewer command it ([`accounts::visibility`]: nobody commands a thermostat nobody owns,
+/// the viewer command it ([`crate::accounts::visibility`]: nobody commands a thermostat nobody owns,
 /// unclaimed with pairing required or released). A surface checks this before it reads a
 /// command's value, so an unknown thermostat is a 404 whatever the value; [`commit`] checks it
 /// again.

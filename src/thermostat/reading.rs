@@ -3,7 +3,7 @@
 //! alerts). It carries what the thermostat reported, its availability, the outdoor temperature
 //! hearth holds for its place, and what is derived from them (heating, cooling, the mode),
 //! built by one function ([`read`]) from the thermostat's [`View`], so every surface shows a
-//! thermostat the same way; [`Readings`] keeps one per thermostat until something it was made
+//! thermostat the same way; [`super::Readings`] keeps one per thermostat until something it was made
 //! from changes, so a change is read once, whoever asks.
 //!
 //! Each surface's mapping destructures a [`Reading`] without `..`: a new field fails to compile

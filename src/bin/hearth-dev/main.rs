@@ -1,6 +1,6 @@
 //! `hearth-dev`: the tools only developers run, kept out of the `hearth` binary that routers
 //! and Raspberry Pis carry (as Redis ships `redis-benchmark` beside `redis-server`):
-//! - `hearth-dev bench`: the performance figures and their budgets ([`bench`]);
+//! - `hearth-dev bench`: the performance figures and their budgets ([`mod@bench`]);
 //! - `hearth-dev bench-energy`: what the energy history costs: CPU per upload and per flush,
 //!   store growth per thermostat per day, and idle RSS ([`bench::energy`]);
 //! - `hearth-dev crash-test`: SIGKILL during mixed writes, and no acknowledged write lost
