@@ -1,21 +1,18 @@
 //! Starting and stopping the whole server.
 //!
-//! [`Server::start`] loads the store, loads `CERT_DIR`'s certificate, binds both ports (behind
-//! the TLS fronts with `CERT_DIR`), and starts the threads below. Every one of them watches
+//! [`Server::start`] loads the store, loads `CERT_DIR`'s certificate, sizes the listeners to
+//! the box ([`Budget`]: the soft descriptor limit raised to the hard one, the tasks the process
+//! may start), binds both ports, and starts the threads below. Every one of them watches
 //! one [`Shutdown`] signal; [`Server::shutdown`] triggers it stage by stage, waiting for each
 //! stage's threads to end before the next stage begins.
 //!
 //! The threads, by name, and how the signal reaches each:
 //!
 //! - Stage 1, intake:
-//!   - `device-tls`, `control-tls` (with `CERT_DIR`) accept TLS and relay each connection on a
-//!     `tls-relay` thread (and its `tls-relay-out`). The signal shuts the listening socket
-//!     down, which wakes the accept, and the sockets of handshakes under way. Other relays end
-//!     with their connections; the stop waits for them after stage 3.
-//!   - `device-accept`, `control-accept` accept connections, each served by a `<port>-conn`
-//!     thread, with handlers on the `<port>-N` workers. The signal shuts the listening socket
-//!     down; then idle connections are closed, requests in hand answered, and the workers told
-//!     to end once no connection thread is left. Parked connections are the hub's.
+//!   - `device-conn`, `control-conn` take turns accepting connections, and each serves what it
+//!     accepted (with `CERT_DIR`, over TLS). The signal shuts the listening socket down, which
+//!     wakes the threads accepting; then connections waiting for a request (or in their TLS
+//!     handshake) are closed and requests in hand answered. Parked connections are the hub's.
 //!   - `admin`, the CLI's admin socket (`admin.sock`): the signal shuts its socket down (its
 //!     file may be gone); the file is removed.
 //!   - `maintenance` (snapshots, heap trimming, the service manager's watchdog, the
@@ -42,8 +39,7 @@
 //! own timeouts. A start that fails half-way triggers every stage at once, without waiting.
 //! [`Server::shutdown`] does exactly this, in this order:
 //!
-//! 1. **Intake**: the TLS fronts, both listeners, the admin socket, the maintenance thread
-//!    and HomeKit stop. First, so that once anything else begins to stop no new request can change the
+//! 1. **Intake**: both listeners, the admin socket, the maintenance thread and HomeKit stop. First, so that once anything else begins to stop no new request can change the
 //!    state or park a subscribe; a request already being handled is answered, and what it
 //!    commits still reaches everything below, which is still running. The maintenance thread
 //!    stops here because its self-probe would find the listeners closing.
@@ -52,8 +48,7 @@
 //!    before the hub, so a command MQTT ran in the meantime still reaches the thermostat
 //!    through its held subscribe.
 //! 3. **Pushes**: the hub's notifier and the event streams. After everything that can commit
-//!    a change, so every push is written before held subscribes and streams are ended. Then
-//!    the TLS relays are waited for: the connections they carried are all closed now.
+//!    a change, so every push is written before held subscribes and streams are ended.
 //! 4. **Store**: a final snapshot, once no thread that can commit is left, so the next start
 //!    replays no journal.
 
@@ -61,6 +56,7 @@ use std::fmt;
 use std::io;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, TcpListener};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::thread::{self, JoinHandle};
 use std::time::Duration;
 
@@ -71,9 +67,10 @@ use crate::config::Config;
 use crate::control_port::ControlPort;
 use crate::device::DeviceApi;
 use crate::history::Recorder;
+use crate::http::admission::{Admission, Bounds, Budget};
 use crate::http::client::{self, Url};
-use crate::http::listener::{Limits, Listener};
-use crate::http::tls::{self, FrontLimits, Peers, TlsError, TlsFront};
+use crate::http::listener::{BODY_BUDGET_PER_CLIENT, CONNECTION_STACK, Limits, Listener};
+use crate::http::tls::{self, TlsError};
 use crate::hub::Hub;
 use crate::mqtt::Mqtt;
 use crate::service;
@@ -85,7 +82,8 @@ use crate::util::outbound::OutboundGate;
 use crate::util::shutdown::Shutdown;
 
 const SMALL_STACK: usize = 256 * 1024;
-/// Consecutive failed self-probes before the watchdog gives up on a listener.
+/// Consecutive self-probes of a listener that answered nobody before the watchdog gives up on
+/// it.
 const WATCHDOG_FAILURES: u32 = 3;
 
 /// Called if a listener stops answering the watchdog's self-probe; the command line exits so
@@ -132,8 +130,6 @@ pub struct Server {
     shutdown: Shutdown,
     public: Public,
     // Stage 1.
-    /// With `CERT_DIR`: the TLS fronts owning the public ports (device, control).
-    fronts: Vec<TlsFront>,
     device: Listener,
     control: Listener,
     admin: Option<AdminSocket>,
@@ -202,9 +198,7 @@ impl Server {
         let unfinished = StopUnlessStarted(pushes.clone());
         let (state, hub) = load_store(&config)?;
         let tls = load_tls(&config)?;
-        // With `CERT_DIR` the TLS fronts start accepting here (connections wait for the
-        // listeners behind them).
-        let mut ports = bind_ports(&config, tls.as_ref(), &intake)?;
+        let mut ports = bind_ports(&config, tls.as_ref())?;
         let origin = public_origin(&config, ports.public.device, tls.is_some());
         let app = Arc::new(App::new(config, state, origin));
         ports.device.limits.answered = Arc::clone(&app.answered().device);
@@ -219,14 +213,17 @@ impl Server {
         let control = ports
             .control
             .serve(Arc::clone(&control_api) as _, intake.clone())?;
-        let probed = vec![device.addr(), control.addr()];
+        let probed = vec![
+            (device.addr(), device.answers()),
+            (control.addr(), control.answers()),
+        ];
         let maintenance = start_maintenance(&app, probed, on_fatal, intake.clone())?;
         let admin = start_admin(&app, &intake);
         let mqtt = Mqtt::start(&(Arc::clone(&app) as _), &bridges).map_err(StartError::Thread)?;
         let history = start_history(&app, &bridges);
         let alerts = start_alerts(&app, &bridges);
         let homekit = crate::homekit::run::start(&(Arc::clone(&app) as _), &intake);
-        log_started(&app, &ports.public, !ports.fronts.is_empty());
+        log_started(&app, &ports.public, tls.is_some());
         unfinished.disarm();
         Ok(Server {
             app,
@@ -234,7 +231,6 @@ impl Server {
             control_api,
             shutdown,
             public: ports.public,
-            fronts: ports.fronts,
             device,
             control,
             admin,
@@ -279,10 +275,6 @@ impl Server {
     pub fn shutdown(self) {
         // 1. Intake.
         Stage::Intake.of(&self.shutdown).trigger();
-        let mut fronts = self.fronts;
-        for front in &mut fronts {
-            front.join_accept();
-        }
         self.device.join();
         self.control.join();
         if let Some(admin) = self.admin {
@@ -307,11 +299,6 @@ impl Server {
         Stage::Pushes.of(&self.shutdown).trigger();
         let _ = self.notifier.join();
         let _ = self.events.join();
-        // The TLS relays end with their connections: idle ones closed in stage 1, held ones
-        // ended just now.
-        for front in fronts {
-            front.wait_relays();
-        }
         // 4. Store.
         if let Err(e) = self.app.state().snapshot() {
             log::error!("final snapshot failed (the journal still holds every change): {e}");
@@ -348,27 +335,26 @@ fn load_tls(config: &Config) -> Result<Option<Arc<rustls::ServerConfig>>, StartE
         .map_err(StartError::Tls)
 }
 
-/// Both ports bound: the public addresses, the sockets the HTTP listeners will serve (behind
-/// the TLS fronts, already accepting, with `CERT_DIR`).
+/// Both ports bound: their addresses and the sockets the HTTP listeners will serve.
 struct Ports {
     public: Public,
     device: Bound,
     control: Bound,
-    fronts: Vec<TlsFront>,
 }
 
-/// The ports' public addresses (the TLS fronts', with `CERT_DIR`).
+/// The ports' addresses.
 #[derive(Clone, Copy)]
 struct Public {
     device: SocketAddr,
     control: SocketAddr,
 }
 
-/// A socket for an HTTP listener, with its limits.
+/// A socket for an HTTP listener, with its limits and its admission.
 struct Bound {
     name: &'static str,
     socket: TcpListener,
     limits: Limits,
+    admission: Arc<Admission>,
 }
 
 impl Bound {
@@ -377,15 +363,56 @@ impl Bound {
         service: Arc<dyn crate::http::Service>,
         shutdown: Shutdown,
     ) -> Result<Listener, StartError> {
-        Listener::start(self.name, self.socket, self.limits, service, shutdown)
-            .map_err(StartError::Thread)
+        Listener::start_admitted(
+            self.name,
+            self.socket,
+            self.limits,
+            self.admission,
+            service,
+            shutdown,
+        )
+        .map_err(StartError::Thread)
     }
+}
+
+/// How many connections each port may hold: sized from what the process may open and start
+/// (its soft descriptor limit raised to the hard one first), said in the log.
+fn size_to_the_box(config: &Config) -> (Bounds, Bounds) {
+    let budget = Budget::measure();
+    let homekit = if config.homekit.enabled {
+        crate::homekit::server::Limits::default().total
+    } else {
+        0
+    };
+    let sizing = budget.size(
+        config.max_connections_per_client,
+        config.max_connections,
+        homekit,
+        CONNECTION_STACK,
+    );
+    if let Some(asked) = config.max_connections {
+        let got = sizing.device.total.min(sizing.control.total);
+        if asked > got {
+            log::warn!(
+                "MAX_CONNECTIONS={asked} is more than this process can hold; {got} per port at most"
+            );
+        }
+    }
+    log::info!(
+        "connections sized to {budget}: device {} ({} served at once), control {} ({}), \
+         {} from one address; HomeKit {homekit}",
+        sizing.device.total,
+        sizing.device.threaded,
+        sizing.control.total,
+        sizing.control.threaded,
+        config.max_connections_per_client,
+    );
+    (sizing.device, sizing.control)
 }
 
 fn bind_ports(
     config: &Config,
     tls: Option<&Arc<rustls::ServerConfig>>,
-    shutdown: &Shutdown,
 ) -> Result<Ports, StartError> {
     let bind = |what, ip, port| {
         let addr = SocketAddr::new(ip, port);
@@ -395,37 +422,44 @@ fn bind_ports(
     let control_socket = bind("control port", config.control_bind, config.control_port)?;
     let device_public = device_socket.local_addr().map_err(StartError::Thread)?;
     let control_public = control_socket.local_addr().map_err(StartError::Thread)?;
-    let mut fronts = Vec::new();
-    let mut behind = |name, public| -> Result<Bound, StartError> {
-        let (socket, front) = behind_tls(name, public, tls, config, shutdown)?;
+    let (device_bounds, control_bounds) = size_to_the_box(config);
+    let bound = |name, socket, bounds: Bounds| {
         let limits = Limits {
             workers: config.http_workers,
             body_timeout: config.body_read_timeout,
             head_timeout: config.head_timeout,
             idle_timeout: config.idle_timeout,
             per_client: config.max_connections_per_client,
-            peers: front.as_ref().map(|(_, peers)| Arc::clone(peers)),
+            max_connections: bounds.total,
+            max_threads: bounds.threaded,
+            tls: tls.cloned(),
             clock: config.clock.clone(),
             // The App's counters, once it exists (see `start_with`).
             answered: Arc::default(),
         };
-        fronts.extend(front.map(|(front, _)| front));
-        Ok(Bound {
+        let admission = Arc::new(Admission::new(
+            match name {
+                "device" => "device port",
+                _ => "control port",
+            },
+            bounds,
+            BODY_BUDGET_PER_CLIENT,
+            config.clock.clone(),
+        ));
+        Bound {
             name,
             socket,
             limits,
-        })
+            admission,
+        }
     };
-    let device = behind("device", device_socket)?;
-    let control = behind("control", control_socket)?;
     Ok(Ports {
         public: Public {
             device: device_public,
             control: control_public,
         },
-        device,
-        control,
-        fronts,
+        device: bound("device", device_socket, device_bounds),
+        control: bound("control", control_socket, control_bounds),
     })
 }
 
@@ -538,42 +572,6 @@ fn start_admin(app: &Arc<App>, shutdown: &Shutdown) -> Option<AdminSocket> {
     }
 }
 
-/// A TLS front and the map of its relayed clients.
-type Front = (TlsFront, Arc<Peers>);
-
-/// Without TLS, `public` itself. With it, a private loopback listener for the HTTP edge, and the
-/// front that owns `public` and relays to it, with the map of its clients.
-fn behind_tls(
-    name: &'static str,
-    public: TcpListener,
-    tls: Option<&Arc<rustls::ServerConfig>>,
-    settings: &Config,
-    shutdown: &Shutdown,
-) -> Result<(TcpListener, Option<Front>), StartError> {
-    let Some(config) = tls else {
-        return Ok((public, None));
-    };
-    let inner = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).map_err(StartError::Thread)?;
-    let inner_addr = inner.local_addr().map_err(StartError::Thread)?;
-    let peers = Arc::new(Peers::default());
-    let front = TlsFront::start(
-        name,
-        public,
-        inner_addr,
-        Arc::clone(config),
-        Arc::clone(&peers),
-        FrontLimits {
-            // A handshake is a request head's worth of bytes: it gets the head's deadline.
-            handshake_timeout: settings.head_timeout,
-            per_client: settings.max_connections_per_client,
-            clock: settings.clock.clone(),
-        },
-        shutdown.clone(),
-    )
-    .map_err(StartError::Thread)?;
-    Ok((inner, Some((front, peers))))
-}
-
 fn spawn(name: &str, f: impl FnOnce() + Send + 'static) -> Result<JoinHandle<()>, StartError> {
     thread::Builder::new()
         .name(name.to_string())
@@ -584,23 +582,45 @@ fn spawn(name: &str, f: impl FnOnce() + Send + 'static) -> Result<JoinHandle<()>
 
 /// Every few seconds: write a snapshot if the journal has grown enough, give freed heap back
 /// after a burst of requests ([`memory::Trimmer`]); and every `watchdog_interval_secs` probe
-/// both listeners, calling `on_fatal` after repeated failures. Runs until `shutdown`.
+/// both listeners ([`Watchdog`]), calling `on_fatal` once one is hung. Runs until `shutdown`.
 fn start_maintenance(
     app: &Arc<App>,
-    addrs: Vec<SocketAddr>,
+    listeners: Vec<(SocketAddr, Arc<AtomicU64>)>,
     on_fatal: FatalHook,
     shutdown: Shutdown,
 ) -> Result<JoinHandle<()>, StartError> {
     let app = Arc::clone(app);
     let interval = Duration::from_secs(app.config().watchdog_interval_secs);
-    // A service manager's watchdog (systemd `WatchdogSec=`) is fed from this loop while the
-    // self-probes pass, so a hung process (or a dead listener) is restarted.
+    // A service manager's watchdog (systemd `WatchdogSec=`) is fed from this loop while no
+    // listener is found hung, so a hung process (or a dead listener) is restarted.
     let feed_every = service::watchdog_interval();
     let tick = feed_every
         .map_or(Duration::from_secs(5), |f| f.min(Duration::from_secs(5)))
         .max(Duration::from_millis(100));
+    // With `CERT_DIR` the ports speak TLS: the probe does too, trusting our own certificate.
+    let probe_tls = match app.config().cert_dir.as_deref().map(tls::self_probe) {
+        Some(Err(e)) => {
+            log::error!("the watchdog cannot probe the TLS ports ({e}); it is off");
+            return spawn("maintenance", move || {
+                let mut trimmer = memory::Trimmer::default();
+                while !shutdown.wait_timeout(tick) {
+                    trimmer.tick();
+                    snapshot_if_due(&app);
+                }
+            });
+        }
+        Some(Ok(config)) => Some(config),
+        None => None,
+    };
+    let probe = move |addr: SocketAddr| {
+        let timeout = Duration::from_secs(5);
+        match &probe_tls {
+            Some(config) => tls::health(loopback(addr), config, timeout),
+            None => health(addr, timeout),
+        }
+    };
     spawn("maintenance", move || {
-        let mut failures = vec![0u32; addrs.len()];
+        let mut watchdog = Watchdog::new(listeners);
         // The watchdog's probes are about the machine, so real time paces them.
         let mut since_probe = Stopwatch::start();
         let mut trimmer = memory::Trimmer::default();
@@ -611,26 +631,131 @@ fn start_maintenance(
         while !shutdown.wait_timeout(tick) {
             trimmer.tick();
             snapshot_if_due(&app);
-            if feed_every.is_some() && failures.iter().all(|f| *f == 0) {
+            if feed_every.is_some() && !watchdog.failing() {
                 service::notify("WATCHDOG=1");
             }
             if interval.is_zero() || since_probe.elapsed() < interval {
                 continue;
             }
             since_probe = Stopwatch::start();
-            for (addr, failed) in addrs.iter().zip(failures.iter_mut()) {
-                if probe(*addr) {
-                    *failed = 0;
-                    continue;
-                }
-                *failed += 1;
-                log::warn!("self-probe of {addr} failed ({failed} in a row)");
-                if *failed >= WATCHDOG_FAILURES {
-                    on_fatal(format!("listener {addr} stopped answering"));
-                }
+            if let Some(hung) = watchdog.round(&probe) {
+                on_fatal(format!("listener {hung} is hung: it answered nobody"));
             }
         }
     })
+}
+
+/// What one self-probe of a listener found.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Verdict {
+    /// `/health` answered 200.
+    Answering,
+    /// It answered, but not 200: it is refusing connections under load, and alive.
+    Refusing,
+    /// The probe got no answer, but the listener answered others meanwhile: busy, not hung.
+    Busy,
+    /// No answer to anyone since the last probe: hung, if it lasts.
+    Silent,
+}
+
+impl Verdict {
+    /// The probe's outcome, and whether the listener answered anyone (the probe's answer
+    /// aside) since the probe before.
+    pub fn of(probe: &Result<u16, String>, answered_others: bool) -> Verdict {
+        match probe {
+            Ok(200) => Verdict::Answering,
+            Ok(_) => Verdict::Refusing,
+            Err(_) if answered_others => Verdict::Busy,
+            Err(_) => Verdict::Silent,
+        }
+    }
+}
+
+/// The listeners' self-probes. A listener is hung after [`WATCHDOG_FAILURES`] probes in a row
+/// that nobody was answered by it (not the probe, nor anyone else): one that refuses
+/// connections, or answers others while the probe waits, is under load, and alive.
+pub struct Watchdog {
+    listeners: Vec<Watched>,
+}
+
+struct Watched {
+    addr: SocketAddr,
+    /// The listener's count of answers written, and its value at the last probe.
+    answers: Arc<AtomicU64>,
+    seen: u64,
+    failures: u32,
+    last: Verdict,
+}
+
+impl Watchdog {
+    /// Watches listeners by address and count of answers ([`Listener::answers`]).
+    pub fn new(listeners: Vec<(SocketAddr, Arc<AtomicU64>)>) -> Watchdog {
+        let listeners = listeners
+            .into_iter()
+            .map(|(addr, answers)| Watched {
+                seen: answers.load(Ordering::Relaxed),
+                addr,
+                answers,
+                failures: 0,
+                last: Verdict::Answering,
+            })
+            .collect();
+        Watchdog { listeners }
+    }
+
+    /// Whether a listener has gone silent at its last probe.
+    pub fn failing(&self) -> bool {
+        self.listeners.iter().any(|l| l.failures > 0)
+    }
+
+    /// Probes each listener with `probe`; the address of one found hung, if any.
+    pub fn round(
+        &mut self,
+        mut probe: impl FnMut(SocketAddr) -> Result<u16, String>,
+    ) -> Option<SocketAddr> {
+        let mut hung = None;
+        for l in &mut self.listeners {
+            let outcome = probe(l.addr);
+            let now = l.answers.load(Ordering::Relaxed);
+            // The probe's own answer, if it had one, is one of them.
+            let others = now.saturating_sub(l.seen) > u64::from(outcome.is_ok());
+            l.seen = now;
+            let verdict = Verdict::of(&outcome, others);
+            if verdict != l.last {
+                match (verdict, &outcome) {
+                    (Verdict::Answering, _) => log::info!("self-probe of {}: answering", l.addr),
+                    (Verdict::Refusing, Ok(status)) => log::warn!(
+                        "self-probe of {} answered {status}: refusing connections under load, \
+                         not hung",
+                        l.addr
+                    ),
+                    (Verdict::Busy, Err(e)) => log::warn!(
+                        "self-probe of {} got no answer ({e}), but others are answered: under \
+                         load, not hung",
+                        l.addr
+                    ),
+                    _ => {}
+                }
+            }
+            l.last = verdict;
+            if verdict != Verdict::Silent {
+                l.failures = 0;
+                continue;
+            }
+            l.failures += 1;
+            if let Err(e) = &outcome {
+                log::warn!(
+                    "self-probe of {} failed ({e}) and it answered nobody else ({} in a row)",
+                    l.addr,
+                    l.failures
+                );
+            }
+            if l.failures >= WATCHDOG_FAILURES {
+                hung = Some(l.addr);
+            }
+        }
+        hung
+    }
 }
 
 fn snapshot_if_due(app: &App) {
@@ -641,21 +766,11 @@ fn snapshot_if_due(app: &App) {
     }
 }
 
-/// `GET /health` on our own listener: whether it answers.
-fn probe(addr: SocketAddr) -> bool {
-    // A 503 is the listener refusing a connection over its caps: its accept loop is alive.
-    matches!(health(addr, Duration::from_secs(5)), Ok(200 | 503))
-}
-
 /// `GET /health` on a listener of ours bound to `addr` (an unspecified address is asked on
 /// loopback): the status it answered, or why there was none within `timeout` per step. The
 /// watchdog's self-probe and `hearth healthcheck` (the image's `HEALTHCHECK`).
 pub fn health(addr: SocketAddr, timeout: Duration) -> Result<u16, String> {
-    let ip = match addr.ip() {
-        IpAddr::V4(ip) if ip.is_unspecified() => IpAddr::V4(Ipv4Addr::LOCALHOST),
-        IpAddr::V6(ip) if ip.is_unspecified() => IpAddr::V6(Ipv6Addr::LOCALHOST),
-        ip => ip,
-    };
+    let ip = loopback(addr).ip();
     let host = match ip {
         IpAddr::V4(v4) => v4.to_string(),
         IpAddr::V6(v6) => format!("[{v6}]"),
@@ -668,4 +783,15 @@ pub fn health(addr: SocketAddr, timeout: Duration) -> Result<u16, String> {
     client::request(&url, "GET", &[], &[], timeout)
         .map(|r| r.status)
         .map_err(|e| e.to_string())
+}
+
+/// Where to reach a listener bound to `addr` from this machine: an unspecified address is
+/// asked on loopback.
+fn loopback(addr: SocketAddr) -> SocketAddr {
+    let ip = match addr.ip() {
+        IpAddr::V4(ip) if ip.is_unspecified() => IpAddr::V4(Ipv4Addr::LOCALHOST),
+        IpAddr::V6(ip) if ip.is_unspecified() => IpAddr::V6(Ipv6Addr::LOCALHOST),
+        ip => ip,
+    };
+    SocketAddr::new(ip, addr.port())
 }

@@ -99,6 +99,9 @@ pub struct Config {
     pub head_timeout: Duration,
     /// Open connections per client address on each port.
     pub max_connections_per_client: usize,
+    /// Open connections per port, all clients (`MAX_CONNECTIONS`); `None`: sized from the
+    /// process's limits (`http::admission::Budget`).
+    pub max_connections: Option<usize>,
     /// HTTPS on both ports with `fullchain.pem` and `privkey.pem` from this directory.
     pub cert_dir: Option<PathBuf>,
     /// Seconds between self-probes of both listeners; 0 turns the watchdog off.
@@ -259,6 +262,7 @@ impl Default for Config {
             max_connections_per_client: to_usize(
                 const { number("MAX_CONNECTIONS_PER_CLIENT").default },
             ),
+            max_connections: None,
             thermostat_api_port: to_u16(const { number("THERMOSTAT_API_PORT").default }),
             cert_dir: None,
             watchdog_interval_secs: const { number("WATCHDOG_INTERVAL_SECONDS").default },
@@ -412,6 +416,10 @@ impl Config {
             max_connections_per_client: to_usize(
                 sources.number(const { number("MAX_CONNECTIONS_PER_CLIENT") })?,
             ),
+            max_connections: Some(to_usize(
+                sources.number(const { number("MAX_CONNECTIONS") })?,
+            ))
+            .filter(|n| *n > 0),
             cert_dir: sources
                 .text(const { text("CERT_DIR") }, any_text)?
                 .map(PathBuf::from),

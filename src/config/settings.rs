@@ -341,6 +341,20 @@ pub const SETTINGS: &[Setting] = &[
                streams included; one more is answered 503",
     },
     Setting {
+        name: "max_connections",
+        variable: "MAX_CONNECTIONS",
+        option: "--max-connections",
+        kind: Kind::Number {
+            min: 0,
+            max: 10_000_000,
+            default: 0,
+        },
+        help: "open connections per port from all clients together, held subscribes and event \
+               streams included; 0 sizes each port from the descriptors and tasks the process \
+               may use (logged at start), and a larger number is lowered to that. When a port \
+               is full, the address holding the most connections gives way to another",
+    },
+    Setting {
         name: "watchdog_interval_seconds",
         variable: "WATCHDOG_INTERVAL_SECONDS",
         option: "--watchdog-interval-seconds",

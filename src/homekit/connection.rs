@@ -8,20 +8,22 @@
 //! request a web page sent (`Origin`, `Sec-Fetch-Site`) gets 403 and the connection closes.
 
 use std::io::{self, Read, Write};
-use std::net::{IpAddr, Shutdown as Direction, TcpStream};
+use std::net::{Shutdown as Direction, SocketAddr, TcpStream};
 use std::panic::{self, AssertUnwindSafe};
+use std::sync::Arc;
 use std::time::Instant;
 
 use parking_lot::Mutex;
 
 use super::http::{self, HAP_JSON, Incomplete, Request, TLV8};
-use super::server::Shared;
+use super::server::{self, Shared};
 use super::{Reply, Sent, Subscriptions};
 use crate::hap::crypto::TAG_LEN;
 use crate::hap::pair_verify::{PairVerify, Verified};
 use crate::hap::pairings;
 use crate::hap::session::Session;
 use crate::hap::tlv::{Tlv, TlvError, error, kind};
+use crate::http::admission::Ticket;
 
 /// HAP's status bodies for the transport's own refusals.
 const NOT_AUTHORIZED: &[u8] = br#"{"status":-70401}"#;
@@ -31,8 +33,9 @@ const FAILED: &[u8] = br#"{"status":-70402}"#;
 /// A connection as the listener and the event thread see it.
 pub(super) struct Conn {
     pub id: u64,
-    /// For closing it from outside (shutdown, a removed pairing).
-    pub stream: TcpStream,
+    /// Its socket: read by the connection's thread, written by [`Writer`], shut down from
+    /// outside (shutdown, a removed pairing).
+    pub stream: Arc<TcpStream>,
     out: Mutex<Writer>,
     controller: Mutex<Option<String>>,
     subscriptions: Mutex<(Subscriptions, Sent)>,
@@ -41,7 +44,7 @@ pub(super) struct Conn {
 /// The one writer: the socket and, once verified, the session (whose receive side the reader
 /// uses under the same lock).
 struct Writer {
-    stream: TcpStream,
+    stream: Arc<TcpStream>,
     session: Option<Session>,
 }
 
@@ -69,17 +72,17 @@ fn reply(r: Reply) -> Answer {
 }
 
 impl Conn {
-    pub fn new(id: u64, stream: TcpStream) -> io::Result<Conn> {
-        Ok(Conn {
+    pub fn new(id: u64, stream: Arc<TcpStream>) -> Conn {
+        Conn {
             id,
             out: Mutex::new(Writer {
-                stream: stream.try_clone()?,
+                stream: Arc::clone(&stream),
                 session: None,
             }),
             stream,
             controller: Mutex::new(None),
             subscriptions: Mutex::new(Default::default()),
-        })
+        }
     }
 
     /// The verified controller's pairing id.
@@ -91,14 +94,15 @@ impl Conn {
         let mut out = self.out.lock();
         let Writer { stream, session } = &mut *out;
         match session {
-            Some(session) => stream.write_all(&session.seal(bytes)),
-            None => stream.write_all(bytes),
+            Some(session) => (&**stream).write_all(&session.seal(bytes)),
+            None => (&**stream).write_all(bytes),
         }
     }
 }
 
 /// Serves the connection until it closes, errs, passes a deadline or the listener stops.
-pub(super) fn serve(shared: &Shared, conn: &Conn, mut stream: TcpStream, client: IpAddr) {
+pub(super) fn serve(shared: &Shared, conn: &Conn, client: SocketAddr, ticket: &Ticket) {
+    let mut stream: &TcpStream = &conn.stream;
     let deadline = Instant::now() + shared.limits.unverified;
     let mut buf = Vec::new();
     let mut verify = PairVerify::Idle;
@@ -127,7 +131,7 @@ pub(super) fn serve(shared: &Shared, conn: &Conn, mut stream: TcpStream, client:
             }
         };
         let answer = panic::catch_unwind(AssertUnwindSafe(|| {
-            route(shared, conn, &mut verify, &request)
+            route(shared, conn, client, &mut verify, &request)
         }))
         .unwrap_or_else(|_| {
             log::error!(
@@ -144,7 +148,11 @@ pub(super) fn serve(shared: &Shared, conn: &Conn, mut stream: TcpStream, client:
         // follow: served, they would pass as the verified controller's (someone on the path
         // appending a request to a real controller's pair-verify). The exchange is dropped.
         if answer.verified.is_some() && !buf.is_empty() {
-            log::warn!("HomeKit: plain bytes after pair-verify's M3; connection closed");
+            server::note(
+                shared,
+                client,
+                &format_args!("plain bytes after pair-verify's M3 from {client}; closed"),
+            );
             return;
         }
         if conn.write(&answer.bytes).is_err() || answer.close {
@@ -154,7 +162,7 @@ pub(super) fn serve(shared: &Shared, conn: &Conn, mut stream: TcpStream, client:
             // The answer to M3 went out in plain; all after it is encrypted.
             conn.out.lock().session = Some(Session::new(&verified));
             *conn.controller.lock() = Some(verified.controller);
-            super::server::verified(shared, client);
+            server::verified(ticket);
         }
     }
 }
@@ -163,7 +171,7 @@ pub(super) fn serve(shared: &Shared, conn: &Conn, mut stream: TcpStream, client:
 fn fill(
     shared: &Shared,
     conn: &Conn,
-    stream: &mut TcpStream,
+    stream: &mut &TcpStream,
     buf: &mut Vec<u8>,
     deadline: Instant,
 ) -> io::Result<()> {
@@ -200,11 +208,21 @@ fn fill(
     Ok(())
 }
 
-fn route(shared: &Shared, conn: &Conn, verify: &mut PairVerify, req: &Request) -> Answer {
+fn route(
+    shared: &Shared,
+    conn: &Conn,
+    client: SocketAddr,
+    verify: &mut PairVerify,
+    req: &Request,
+) -> Answer {
     if req.from_browser {
         // A web page on the LAN (or one rebinding a name to it) must not spend the accessory's
         // pair-setup tries nor reach anything else: refused, and the connection closed.
-        log::warn!("HomeKit: a request from a web page refused");
+        server::note(
+            shared,
+            client,
+            &format_args!("a request from a web page refused ({client})"),
+        );
         return Answer {
             close: true,
             ..answer(403, HAP_JSON, NOT_AUTHORIZED)

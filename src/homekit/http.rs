@@ -1,10 +1,10 @@
 //! The HTTP/1.1 of HAP's transport, over bytes already decrypted: a request is a head parsed by
-//! `httparse` and a body of `Content-Length` bytes (HAP controllers send no chunked bodies);
-//! an answer and an `EVENT/1.0` message are a status line, `Content-Type`, `Content-Length`
-//! and the body.
+//! the edge's one head parser ([`crate::http::head::parse`]) and a body of `Content-Length`
+//! bytes framed as the edge frames bodies (HAP controllers send no chunked bodies); an answer
+//! and an `EVENT/1.0` message are a status line, `Content-Type`, `Content-Length` and the body.
 
-/// Header lines a request may have.
-const MAX_HEADERS: usize = 32;
+use crate::http::body::{self, Framing, FramingError};
+use crate::http::head::{self, HeadError};
 
 /// `application/hap+json`: the attribute database, characteristics.
 pub const HAP_JSON: &str = "application/hap+json";
@@ -40,48 +40,46 @@ pub fn parse(
     head_limit: usize,
     body_limit: usize,
 ) -> Result<Request, Incomplete> {
-    let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
-    let mut req = httparse::Request::new(&mut headers);
-    let head_len = match req.parse(buf) {
-        Ok(httparse::Status::Complete(n)) if n <= head_limit => n,
-        Ok(httparse::Status::Complete(_)) => {
-            return Err(Incomplete::Refused(431, "head too large"));
-        }
-        Ok(httparse::Status::Partial) if buf.len() > head_limit => {
-            return Err(Incomplete::Refused(431, "head too large"));
-        }
-        Ok(httparse::Status::Partial) => return Err(Incomplete::More),
-        Err(httparse::Error::TooManyHeaders) => {
+    let (head, head_len) = match head::parse(buf, head_limit) {
+        Ok(Some(parsed)) => parsed,
+        Ok(None) => return Err(Incomplete::More),
+        Err(HeadError::TooLarge) => return Err(Incomplete::Refused(431, "head too large")),
+        Err(HeadError::TooManyHeaders) => {
             return Err(Incomplete::Refused(431, "too many headers"));
         }
         Err(_) => return Err(Incomplete::Refused(400, "malformed request")),
     };
-    let mut body_len = 0usize;
-    let mut from_browser = false;
-    for h in req.headers.iter() {
-        if h.name.eq_ignore_ascii_case("origin") || h.name.eq_ignore_ascii_case("sec-fetch-site") {
-            from_browser = true;
-        } else if h.name.eq_ignore_ascii_case("content-length") {
-            body_len = std::str::from_utf8(h.value)
-                .ok()
-                .and_then(|v| v.trim().parse().ok())
-                .ok_or(Incomplete::Refused(400, "bad Content-Length"))?;
-        } else if h.name.eq_ignore_ascii_case("transfer-encoding") {
+    let has = |name: &str| {
+        head.headers
+            .iter()
+            .any(|(n, _)| n.eq_ignore_ascii_case(name))
+    };
+    let from_browser = has("origin") || has("sec-fetch-site");
+    let body_len = match body::framing(&head.headers, head.http10) {
+        _ if has("transfer-encoding") => {
             return Err(Incomplete::Refused(411, "Content-Length required"));
         }
-    }
+        Ok(Framing::None) => 0,
+        Ok(Framing::Length(n)) => usize::try_from(n).unwrap_or(usize::MAX),
+        Ok(Framing::Chunked) | Err(FramingError::Unsupported) => {
+            return Err(Incomplete::Refused(411, "Content-Length required"));
+        }
+        Err(FramingError::Huge) => usize::MAX,
+        Err(FramingError::Ambiguous) => {
+            return Err(Incomplete::Refused(400, "bad Content-Length"));
+        }
+    };
     if body_len > body_limit {
         return Err(Incomplete::Refused(413, "body too large"));
     }
     if buf.len() < head_len + body_len {
         return Err(Incomplete::More);
     }
-    let target = req.path.unwrap_or("/");
-    let (path, query) = target.split_once('?').unwrap_or((target, ""));
+    let (path, query) = head.target.split_once('?').unwrap_or((&head.target, ""));
     let request = Request {
-        method: req.method.unwrap_or("").to_string(),
-        path: path.to_string(),
+        path: if path.is_empty() { "/" } else { path }.to_string(),
         query: query.to_string(),
+        method: head.method,
         body: buf[head_len..head_len + body_len].to_vec(),
         from_browser,
     };

@@ -3,18 +3,21 @@
 //! ([`super::connection`]), and one thread that sends EVENT messages when the accessory side
 //! says something changed.
 //!
-//! Bounded like the other ports: [`Limits`] caps connections per client address and in all
-//! (a home has a handful of controllers: phones, tablets, a home hub), a request's head and
-//! body, the time a connection may take to complete pair-verify, and the time a verified one
-//! may stay silent; writes give up after [`Limits::send_timeout`]. One over a connection count
-//! is closed at once, unread.
+//! Admitted like every other port's connections, by [`crate::http::admission`], with HomeKit's
+//! own [`Limits`]: a home has a handful of controllers (phones, tablets, a home hub), so few
+//! connections per client address and in all, and fewer still not yet verified. One over a
+//! per-address count is closed at once, unread; when the unverified ones fill their share, the
+//! address holding the most of them gives up its oldest, so a neighbour that never verifies
+//! cannot keep a paired controller out. Its heads are parsed by the edge's one parser
+//! ([`super::http`]). The time a connection may take to complete pair-verify, and the time a
+//! verified one may stay silent, are bounded; writes give up after [`Limits::send_timeout`].
 //!
 //! The identity is watched: when a controller's pairing goes (removed through `/pairings`,
 //! or `hearth homekit reset`), its open sessions are closed.
 
 use std::collections::HashMap;
 use std::io;
-use std::net::{IpAddr, Shutdown as Direction, SocketAddr, TcpListener, TcpStream};
+use std::net::{Shutdown as Direction, SocketAddr, TcpListener, TcpStream};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::thread::{self, JoinHandle};
@@ -27,6 +30,8 @@ use super::Attributes;
 use super::connection::{self, Conn};
 use crate::hap::Identity;
 use crate::hap::pair_setup::PairSetup;
+use crate::http::admission::{Admission, Bounds, Phase, Ticket};
+use crate::util::clock::Clock;
 use crate::util::shutdown::Shutdown;
 
 /// Stack of a connection's thread: it runs pair-setup's 3072-bit arithmetic and the accessory
@@ -34,7 +39,7 @@ use crate::util::shutdown::Shutdown;
 const CONNECTION_STACK: usize = 512 * 1024;
 const SMALL_STACK: usize = 128 * 1024;
 
-/// The listener's bounds.
+/// The listener's bounds (its admission's, and its own deadlines and sizes).
 #[derive(Debug, Clone)]
 pub struct Limits {
     /// Open connections from one client address (IPv6: its /64).
@@ -50,9 +55,11 @@ pub struct Limits {
     pub unverified: Duration,
     /// Connections not (yet) verified, from one address and in all: a neighbour that never
     /// verifies holds at most these, and the other slots stay for paired controllers'
-    /// sessions, which such a neighbour cannot crowd out. (Per address it is as many as any
-    /// connections: a controller that finds the accessory's id changed, after a reset, leaves
-    /// its failed attempts open until their deadline; aiohomekit leaves four.)
+    /// sessions, which such a neighbour cannot crowd out. When they are all taken, the address
+    /// holding the most gives up its oldest for a new one, so neither can it keep a controller
+    /// from verifying. (Per address it is as many as any connections: a controller that finds
+    /// the accessory's id changed, after a reset, leaves its failed attempts open until their
+    /// deadline; aiohomekit leaves four.)
     pub unverified_per_address: usize,
     pub unverified_total: usize,
     /// How long a verified connection may send nothing. Controllers keep their connection open
@@ -60,6 +67,20 @@ pub struct Limits {
     pub idle: Duration,
     /// A write to a controller that stopped reading gives up after this.
     pub send_timeout: Duration,
+}
+
+impl Limits {
+    /// The admission's bounds: every connection holds a thread; unverified ones are the idle
+    /// ones.
+    fn bounds(&self) -> Bounds {
+        Bounds {
+            per_address: self.per_address,
+            total: self.total,
+            threaded: self.total,
+            idle: self.unverified_total,
+            idle_per_address: self.unverified_per_address,
+        }
+    }
 }
 
 impl Default for Limits {
@@ -86,7 +107,7 @@ pub(super) struct Shared {
     pub limits: Limits,
     pub shutdown: Shutdown,
     pub conns: Mutex<HashMap<u64, Arc<Conn>>>,
-    counts: Mutex<Counts>,
+    admission: Arc<Admission>,
     threads: Mutex<Vec<JoinHandle<()>>>,
     next_id: AtomicU64,
 }
@@ -109,6 +130,7 @@ impl Handle {
     /// for their threads and the event thread.
     pub fn join(self) {
         let _ = self.accept.join();
+        self.shared.admission.close_all();
         for conn in self.shared.conns.lock().values() {
             let _ = conn.stream.shutdown(Direction::Both);
         }
@@ -140,6 +162,12 @@ pub fn start_with(
 ) -> io::Result<Handle> {
     let listener = TcpListener::bind(bind)?;
     let addr = listener.local_addr()?;
+    let admission = Arc::new(Admission::new(
+        "HomeKit",
+        limits.bounds(),
+        limits.body,
+        Clock::system(),
+    ));
     let shared = Arc::new(Shared {
         attributes,
         identity,
@@ -147,7 +175,7 @@ pub fn start_with(
         limits,
         shutdown: shutdown.clone(),
         conns: Mutex::new(HashMap::new()),
-        counts: Mutex::new(Counts::default()),
+        admission,
         threads: Mutex::new(Vec::new()),
         next_id: AtomicU64::new(1),
     });
@@ -192,7 +220,9 @@ fn accept_loop(listener: &TcpListener, shared: &Arc<Shared>) {
             }
             Err(e) => {
                 // Out of descriptors or memory: the connection waits in the backlog.
-                log::warn!("HomeKit: accept failed: {e}");
+                if backoff.is_zero() {
+                    log::warn!("HomeKit: accept failed ({e}); retrying");
+                }
                 backoff = (backoff * 2).clamp(Duration::from_millis(100), Duration::from_secs(1));
                 if shared.shutdown.wait_timeout(backoff) {
                     return;
@@ -200,25 +230,32 @@ fn accept_loop(listener: &TcpListener, shared: &Arc<Shared>) {
                 continue;
             }
         };
-        let client = crate::util::client_key(peer.ip());
-        if !take_slot(shared, client) {
-            log::warn!("HomeKit: a connection from {client} refused: too many open");
-            let _ = stream.shutdown(Direction::Both);
+        let socket = Arc::new(stream);
+        // Over a count it is closed unread (the admission logs it).
+        let Ok(ticket) = shared.admission.admit(peer, &socket) else {
+            let _ = socket.shutdown(Direction::Both);
             continue;
-        }
+        };
         shared.threads.lock().retain(|t| !t.is_finished());
-        if let Err(e) = start_connection(shared, stream, client) {
-            log::warn!("HomeKit: no thread for a connection: {e}");
-            release_slot(shared, client, false);
+        if let Err(e) = start_connection(shared, socket, peer, ticket) {
+            shared.admission.note(
+                peer.ip(),
+                &format_args!("no thread for a connection from {peer}: {e}"),
+            );
         }
     }
 }
 
-fn start_connection(shared: &Arc<Shared>, stream: TcpStream, client: IpAddr) -> io::Result<()> {
-    stream.set_nodelay(true)?;
-    stream.set_write_timeout(Some(shared.limits.send_timeout))?;
+fn start_connection(
+    shared: &Arc<Shared>,
+    socket: Arc<TcpStream>,
+    peer: SocketAddr,
+    ticket: Ticket,
+) -> io::Result<()> {
+    socket.set_nodelay(true)?;
+    socket.set_write_timeout(Some(shared.limits.send_timeout))?;
     let id = shared.next_id.fetch_add(1, Ordering::Relaxed);
-    let conn = Arc::new(Conn::new(id, stream.try_clone()?)?);
+    let conn = Arc::new(Conn::new(id, socket));
     shared.conns.lock().insert(id, Arc::clone(&conn));
     let thread = thread::Builder::new()
         .name("homekit-conn".into())
@@ -226,10 +263,10 @@ fn start_connection(shared: &Arc<Shared>, stream: TcpStream, client: IpAddr) -> 
         .spawn({
             let shared = Arc::clone(shared);
             move || {
-                connection::serve(&shared, &conn, stream, client);
+                connection::serve(&shared, &conn, peer, &ticket);
                 shared.setup.abandon(id);
                 shared.conns.lock().remove(&id);
-                release_slot(&shared, client, conn.controller().is_some());
+                drop(ticket);
             }
         });
     match thread {
@@ -244,52 +281,14 @@ fn start_connection(shared: &Arc<Shared>, stream: TcpStream, client: IpAddr) -> 
     }
 }
 
-/// Open connections by client address: all of them, and those not verified.
-#[derive(Default)]
-pub(super) struct Counts {
-    open: HashMap<IpAddr, usize>,
-    unverified: HashMap<IpAddr, usize>,
+/// A connection completed pair-verify: it is no longer one that may give way to another.
+pub(super) fn verified(ticket: &Ticket) {
+    ticket.set(Phase::Busy);
 }
 
-fn take_slot(shared: &Shared, client: IpAddr) -> bool {
-    let limits = &shared.limits;
-    let mut counts = shared.counts.lock();
-    let total: usize = counts.open.values().sum();
-    let unverified: usize = counts.unverified.values().sum();
-    let mine = counts.open.get(&client).copied().unwrap_or(0);
-    let mine_unverified = counts.unverified.get(&client).copied().unwrap_or(0);
-    if mine >= limits.per_address
-        || total >= limits.total
-        || mine_unverified >= limits.unverified_per_address
-        || unverified >= limits.unverified_total
-    {
-        return false;
-    }
-    *counts.open.entry(client).or_default() += 1;
-    *counts.unverified.entry(client).or_default() += 1;
-    true
-}
-
-fn decrement(map: &mut HashMap<IpAddr, usize>, client: IpAddr) {
-    if let Some(n) = map.get_mut(&client) {
-        *n = n.saturating_sub(1);
-        if *n == 0 {
-            map.remove(&client);
-        }
-    }
-}
-
-/// A connection of `client` completed pair-verify: it no longer counts as unverified.
-pub(super) fn verified(shared: &Shared, client: IpAddr) {
-    decrement(&mut shared.counts.lock().unverified, client);
-}
-
-fn release_slot(shared: &Shared, client: IpAddr, verified: bool) {
-    let mut counts = shared.counts.lock();
-    decrement(&mut counts.open, client);
-    if !verified {
-        decrement(&mut counts.unverified, client);
-    }
+/// Logs what a client did, at most once per address per minute.
+pub(super) fn note(shared: &Shared, peer: SocketAddr, what: &dyn std::fmt::Display) {
+    shared.admission.note(peer.ip(), what);
 }
 
 /// The event thread: on each change the accessory side reports, an EVENT to each verified

@@ -13,6 +13,31 @@ pub fn chunk_size(line: &[u8]) -> Option<u64> {
     hex.then(|| u64::from_str_radix(size, 16).ok()).flatten()
 }
 
+/// The head of a chunked 200 response ([`ChunkedWriter::head`]).
+fn head(headers: &[(String, String)]) -> Vec<u8> {
+    let mut head = String::from("HTTP/1.1 200 OK\r\n");
+    for (name, value) in headers {
+        head.push_str(name);
+        head.push_str(": ");
+        head.push_str(value);
+        head.push_str("\r\n");
+    }
+    head.push_str("Transfer-Encoding: chunked\r\nConnection: close\r\n\r\n");
+    head.into_bytes()
+}
+
+/// A whole chunked 200 response of one chunk (none if `data` is empty), in bytes.
+pub fn whole(headers: &[(String, String)], data: &[u8]) -> Vec<u8> {
+    let mut out = head(headers);
+    if !data.is_empty() {
+        out.extend_from_slice(format!("{:x}\r\n", data.len()).as_bytes());
+        out.extend_from_slice(data);
+        out.extend_from_slice(b"\r\n");
+    }
+    out.extend_from_slice(b"0\r\n\r\n");
+    out
+}
+
 /// A chunked response body on a connection taken over from the listener.
 pub struct ChunkedWriter(Box<dyn Write + Send>);
 
@@ -25,15 +50,7 @@ impl ChunkedWriter {
     /// close` keeps a parked response from being followed by pipelined requests on the same
     /// connection.
     pub fn head(&mut self, headers: &[(String, String)]) -> io::Result<()> {
-        let mut head = String::from("HTTP/1.1 200 OK\r\n");
-        for (name, value) in headers {
-            head.push_str(name);
-            head.push_str(": ");
-            head.push_str(value);
-            head.push_str("\r\n");
-        }
-        head.push_str("Transfer-Encoding: chunked\r\nConnection: close\r\n\r\n");
-        self.0.write_all(head.as_bytes())?;
+        self.0.write_all(&head(headers))?;
         self.0.flush()
     }
 

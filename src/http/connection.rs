@@ -1,17 +1,21 @@
-//! One connection's requests, in order: read a head, read the body under its limit and
-//! deadline, have a worker run the handler (inside `catch_unwind`), write the answer; until
-//! the client or the answer closes the connection, or a parked reply takes it over.
+//! One connection's requests, in order: the TLS handshake (with `CERT_DIR`), then for each
+//! request: read its head, read its body under its limit and deadline, run its handler (one of
+//! the port's permits held, inside `catch_unwind`), write the answer; until the client or the
+//! answer closes the connection, or a parked reply takes it over. All on the thread that
+//! accepted it.
 
 use std::io::{self, Write};
 use std::net::{Shutdown, SocketAddr, TcpStream};
 use std::sync::Arc;
 use std::time::Instant;
 
+use super::admission::{BodyReservation, Phase, Ticket};
 use super::body::{self, BodyError, Framing, FramingError};
 use super::head::{self, Head, HeadError, Input, Timing};
-use super::listener::{self, Accepted, BodyReservation, PARKED_SEND_TIMEOUT, Shared, Slot};
+use super::listener::{self, PARKED_SEND_TIMEOUT, SEND_TIMEOUT, Shared};
 use super::respond::{self, Answer, Persist};
-use super::{ChunkedBody, ChunkedWriter, Method, Reply, Request, find_header};
+use super::tls::Stream;
+use super::{ChunkedBody, ChunkedReply, ChunkedWriter, Method, Reply, Request, find_header};
 use crate::util::clock::Stopwatch;
 
 /// What became of the connection after a request.
@@ -22,24 +26,36 @@ enum After {
     Close,
     /// Close it after a lingering close (a refusal; the client may still be sending).
     Linger,
-    /// A parked reply owns it now.
-    Parked,
+    /// A chunked reply to park: the connection is its from now on.
+    Park(ChunkedReply),
 }
 
-/// Serves `conn` until it closes or is parked.
-pub(super) fn serve(shared: &Arc<Shared>, conn: Accepted) {
-    let Accepted {
-        stream,
-        client,
-        at,
-        slot,
-    } = conn;
-    let stream = Arc::new(stream);
-    let Some(_entry) = shared.enter(&stream) else {
+/// Serves a connection admitted with `ticket` until it closes or is parked.
+pub(super) fn serve(
+    shared: &Arc<Shared>,
+    socket: Arc<TcpStream>,
+    client: SocketAddr,
+    ticket: Ticket,
+    at: Instant,
+) {
+    if shared.stopping() {
         return;
+    }
+    let stream = match &shared.limits.tls {
+        None => Stream::plain(socket),
+        Some(config) => match Stream::tls(socket, Arc::clone(config)) {
+            Ok(stream) => stream,
+            Err(e) => return log::debug!("{client}: no TLS connection: {e}"),
+        },
     };
-    let mut slot = Some(slot);
-    let mut input = Input::new(Arc::clone(&stream));
+    let mut input = Input::new(stream);
+    // A handshake is a request head's worth of bytes: it gets the head's deadline.
+    let handshake = input
+        .stream()
+        .handshake(at + shared.limits.head_timeout, SEND_TIMEOUT);
+    if let Err(e) = handshake {
+        return log::debug!("{client}: TLS handshake: {e}");
+    }
     let mut timing = Timing {
         since: at,
         first: true,
@@ -48,30 +64,41 @@ pub(super) fn serve(shared: &Arc<Shared>, conn: Accepted) {
     };
     loop {
         let after = match head::read(&mut input, timing) {
-            Ok(head) => request(shared, &stream, &mut input, head, client, &mut slot),
+            Ok(head) => request(shared, &mut input, head, client, &ticket),
             Err(HeadError::Quiet | HeadError::Incomplete) => After::Close,
             Err(e) => {
                 let (status, message) = match e {
-                    HeadError::TooLarge => (431, "Request header fields too large"),
+                    HeadError::TooLarge | HeadError::TooManyHeaders => {
+                        (431, "Request header fields too large")
+                    }
                     HeadError::Version => (505, "HTTP version not supported"),
                     _ => (400, "Malformed request"),
                 };
-                log::info!("{client}: refused a request head ({status} {message})");
-                shared.limits.answered.count(status);
+                shared.admission.note(
+                    client.ip(),
+                    &format_args!("refused a request head from {client} ({status} {message})"),
+                );
+                shared.answered(status);
                 let refusal = shared.service.refusal(Method::Other, "", status, message);
-                let _ = respond::send(&*stream, &refusal, Answer::REFUSAL);
+                let _ = respond::send(input.stream(), &refusal, Answer::REFUSAL);
                 After::Linger
             }
         };
         match after {
-            After::Next if !shared.stopping() => {}
+            After::Next if !shared.stopping() => ticket.set(Phase::Idle),
             After::Next | After::Close => return,
-            After::Linger => return listener::linger(&stream),
-            After::Parked => return,
+            After::Linger => return linger(input.into_stream()),
+            After::Park(reply) => return park(input.into_stream(), reply, ticket),
         }
         timing.since = Instant::now();
         timing.first = false;
     }
+}
+
+/// A refused request's connection: TLS's close_notify, then the lingering close.
+fn linger(mut stream: Stream) {
+    stream.close_notify();
+    listener::linger(stream.socket());
 }
 
 /// A request refused before its handler runs: the status and message the client gets, and
@@ -96,12 +123,11 @@ const TOO_LARGE: &str = "Request body too large";
 
 /// Reads one request's body, runs its handler and answers it.
 fn request(
-    shared: &Shared,
-    stream: &Arc<TcpStream>,
+    shared: &Arc<Shared>,
     input: &mut Input,
     head: Head,
     client: SocketAddr,
-    slot: &mut Option<Slot>,
+    ticket: &Ticket,
 ) -> After {
     let started = Stopwatch::start();
     let service = &*shared.service;
@@ -122,22 +148,25 @@ fn request(
     // Held until the handler has answered: the body is in memory until then.
     let body = framing(&head, limit).and_then(|framing| {
         let reserved = reserve(shared, client, framing, limit)?;
-        let body = read_body(shared, stream, input, &head, framing, limit)?;
+        let body = read_body(shared, input, &head, framing, limit)?;
         Ok((body, reserved))
     });
     let (body, _reserved) = match body {
         Ok(read) => read,
         Err(refused) => {
-            log::info!(
-                "{} {} -> {} ({})",
-                head.method,
-                redact(&head.target),
-                refused.status,
-                refused.why
+            shared.admission.note(
+                client.ip(),
+                &format_args!(
+                    "{} {} from {client} -> {} ({})",
+                    head.method,
+                    redact(&head.target),
+                    refused.status,
+                    refused.why
+                ),
             );
-            shared.limits.answered.count(refused.status);
+            shared.answered(refused.status);
             let refusal = service.refusal(method, path, refused.status, refused.message);
-            let _ = respond::send(&**stream, &refusal, answer(Persist::Close));
+            let _ = respond::send(input.stream(), &refusal, answer(Persist::Close));
             return After::Linger;
         }
     };
@@ -151,11 +180,12 @@ fn request(
         http10: head.http10,
         remote: Some(client),
     };
+    ticket.set(Phase::Busy);
     let (after, status) = match shared.handle(request) {
         Ok(Reply::Full(response)) => {
             // Counted before it is sent: a client that has its answer finds it counted.
-            shared.limits.answered.count(response.status);
-            let sent = respond::send(&**stream, &response, answer(persist));
+            shared.answered(response.status);
+            let sent = respond::send(input.stream(), &response, answer(persist));
             let after = match (sent, persist) {
                 (Ok(()), Persist::KeepAlive | Persist::KeepAlive10) => After::Next,
                 _ => After::Close,
@@ -163,16 +193,27 @@ fn request(
             (after, response.status)
         }
         Ok(Reply::Chunked(reply)) => {
-            shared.limits.answered.count(200);
-            (chunked(stream, reply, slot), 200)
+            shared.answered(200);
+            let after = match reply.body {
+                ChunkedBody::Now(chunk) => {
+                    let whole = super::chunked::whole(&reply.headers, &chunk);
+                    let _ = input.stream().write_all(&whole);
+                    After::Close
+                }
+                body @ ChunkedBody::Park(_) => After::Park(ChunkedReply {
+                    headers: reply.headers,
+                    body,
+                }),
+            };
+            (after, 200)
         }
         Err(_) => {
             log::error!(
                 "a request handler panicked; the client got a 500 and the server keeps serving"
             );
             let response = service.refusal(method, path, 500, "Internal server error");
-            shared.limits.answered.count(500);
-            let _ = respond::send(&**stream, &response, answer(Persist::Close));
+            shared.answered(500);
+            let _ = respond::send(input.stream(), &response, answer(Persist::Close));
             (After::Close, 500)
         }
     };
@@ -227,14 +268,15 @@ fn reserve(
     client: SocketAddr,
     framing: Framing,
     limit: usize,
-) -> Result<BodyReservation<'_>, Refused> {
+) -> Result<BodyReservation, Refused> {
     let bytes = match framing {
         Framing::None | Framing::Length(0) => 0,
         Framing::Length(n) => n as usize,
         Framing::Chunked => limit,
     };
     shared
-        .reserve_body(crate::util::client_key(client.ip()), bytes)
+        .admission
+        .reserve_body(client.ip(), bytes)
         .ok_or_else(|| {
             Refused::new(
                 503,
@@ -247,7 +289,6 @@ fn reserve(
 /// Answers `Expect: 100-continue`, then reads the body within the body deadline.
 fn read_body(
     shared: &Shared,
-    stream: &Arc<TcpStream>,
     input: &mut Input,
     head: &Head,
     framing: Framing,
@@ -258,7 +299,7 @@ fn read_body(
             return Err(Refused::new(417, "Expectation failed", "an Expect header"));
         }
         if !head.http10 && framing != Framing::None && input.pending().is_empty() {
-            let _ = (&**stream).write_all(b"HTTP/1.1 100 Continue\r\n\r\n");
+            let _ = input.stream().write_all(b"HTTP/1.1 100 Continue\r\n\r\n");
         }
     }
     let deadline = Instant::now() + shared.limits.body_timeout;
@@ -279,56 +320,41 @@ fn read_body(
     })
 }
 
-/// Sends a chunked reply; a parked one takes the socket and the connection's slot with it.
-fn chunked(stream: &Arc<TcpStream>, reply: super::ChunkedReply, slot: &mut Option<Slot>) -> After {
-    match reply.body {
-        ChunkedBody::Now(chunk) => {
-            let mut w = ChunkedWriter::new(Box::new(Parked {
-                stream: Arc::clone(stream),
-                _slot: None,
-            }));
-            let _ = w
-                .head(&reply.headers)
-                .and_then(|()| w.chunk(&chunk))
-                .and_then(|()| w.end());
-            After::Close
-        }
-        ChunkedBody::Park(park) => {
-            // The reply says `Connection: close`: nothing more is read from this client, and a
-            // client that stops reading is given up after a short blocked write.
-            if let Err(e) = stream.shutdown(Shutdown::Read) {
-                log::debug!("could not stop reading a parked connection: {e}");
-            }
-            if let Err(e) = stream.set_write_timeout(Some(PARKED_SEND_TIMEOUT)) {
-                log::debug!("could not shorten a parked connection's send timeout: {e}");
-            }
-            let mut w = ChunkedWriter::new(Box::new(Parked {
-                stream: Arc::clone(stream),
-                _slot: slot.take(),
-            }));
-            // If the head could not be written, dropping `park` frees what it holds.
-            if w.head(&reply.headers).is_ok() {
-                park(w);
-            }
-            After::Parked
-        }
+/// Parks a chunked reply: its head is written and its body handed the connection, which holds
+/// its place in the counts (and no thread) until the body is dropped.
+fn park(stream: Stream, reply: ChunkedReply, ticket: Ticket) {
+    let ChunkedBody::Park(park) = reply.body else {
+        return;
+    };
+    // The reply says `Connection: close`: nothing more is read from this client, and a client
+    // that stops reading is given up after a short blocked write.
+    if let Err(e) = stream.socket().shutdown(Shutdown::Read) {
+        log::debug!("could not stop reading a parked connection: {e}");
+    }
+    if let Err(e) = stream.socket().set_write_timeout(Some(PARKED_SEND_TIMEOUT)) {
+        log::debug!("could not shorten a parked connection's send timeout: {e}");
+    }
+    ticket.set(Phase::Parked);
+    let mut w = ChunkedWriter::new(Box::new(Parked {
+        stream,
+        _ticket: ticket,
+    }));
+    // If the head could not be written, dropping `park` frees what it holds.
+    if w.head(&reply.headers).is_ok() {
+        park(w);
     }
 }
 
-/// A connection's socket as a chunked reply's writer, holding the connection's slot in the
+/// A connection's stream as a parked reply's writer, holding the connection's place in the
 /// counts until it is dropped.
 struct Parked {
-    stream: Arc<TcpStream>,
-    _slot: Option<Slot>,
+    stream: Stream,
+    _ticket: Ticket,
 }
 
 impl Write for Parked {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        (&*self.stream).write(buf)
-    }
-
-    fn write_all(&mut self, buf: &[u8]) -> io::Result<()> {
-        (&*self.stream).write_all(buf)
+        self.stream.write(buf)
     }
 
     fn flush(&mut self) -> io::Result<()> {

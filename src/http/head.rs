@@ -1,34 +1,47 @@
-//! A connection's input (a small buffer over its socket, every read under a deadline) and
+//! A connection's input (a small buffer over its stream, every read under a deadline) and
 //! reading a request head from it: at most [`HEAD_LIMIT`] bytes are ever buffered, and the
-//! head is parsed by `httparse` (the parser hyper uses, fuzzed upstream).
+//! head is parsed by `httparse` (the parser hyper uses, fuzzed upstream). [`parse`] is the one
+//! head parser of the crate: HomeKit's requests, which arrive in encrypted frames, are parsed
+//! by it too.
 
 use std::io::{self, ErrorKind, Read};
 use std::net::TcpStream;
-use std::sync::Arc;
 use std::time::{Duration, Instant};
+
+use super::tls::Stream;
 
 /// Request heads (request line and headers) over this size get 431.
 pub const HEAD_LIMIT: usize = 16 * 1024;
 /// Headers in one request; more get 431 too.
-const MAX_HEADERS: usize = 128;
+pub const MAX_HEADERS: usize = 128;
 /// Bytes asked of the socket at a time while reading a head or a chunked body's framing.
 const READ_SIZE: usize = 4096;
 
-/// A connection's socket and the bytes read from it that are not used yet (the rest of a read
+/// A connection's stream and the bytes read from it that are not used yet (the rest of a read
 /// that ended a head: a body's start, or a pipelined request).
 pub struct Input {
-    stream: Arc<TcpStream>,
+    stream: Stream,
     buf: Vec<u8>,
     pos: usize,
 }
 
 impl Input {
-    pub fn new(stream: Arc<TcpStream>) -> Input {
+    pub fn new(stream: Stream) -> Input {
         Input {
             stream,
             buf: Vec::new(),
             pos: 0,
         }
+    }
+
+    /// The stream, to write answers to.
+    pub fn stream(&mut self) -> &mut Stream {
+        &mut self.stream
+    }
+
+    /// The stream, once no more is read from it (a parked reply takes it).
+    pub fn into_stream(self) -> Stream {
+        self.stream
     }
 
     /// Bytes read and not used yet.
@@ -57,7 +70,7 @@ impl Input {
         }
         let start = self.buf.len();
         self.buf.resize(start + max, 0);
-        let read = read_by(&self.stream, &mut self.buf[start..], deadline);
+        let read = self.stream.read_by(&mut self.buf[start..], deadline);
         self.buf.truncate(start + *read.as_ref().unwrap_or(&0));
         read
     }
@@ -71,7 +84,7 @@ impl Input {
             self.consume(n);
             return Ok(n);
         }
-        read_by(&self.stream, out, deadline)
+        self.stream.read_by(out, deadline)
     }
 
     /// One line (up to `\n`, without its line break), at most `max` bytes long.
@@ -144,8 +157,10 @@ pub enum HeadError {
     Quiet,
     /// A request began but its head did not arrive (within the deadline, or at all).
     Incomplete,
-    /// Over [`HEAD_LIMIT`] bytes or [`MAX_HEADERS`] headers: 431.
+    /// Over [`HEAD_LIMIT`] bytes: 431.
     TooLarge,
+    /// Over [`MAX_HEADERS`] headers: 431 too.
+    TooManyHeaders,
     /// Not an HTTP/1.x request head: 400.
     Malformed,
     /// An HTTP version other than 1.0 or 1.1: 505.
@@ -181,7 +196,7 @@ pub fn read(input: &mut Input, timing: Timing) -> Result<Head, HeadError> {
             if pending[from..].windows(2).any(|w| w == b"\n\n")
                 || pending[from..].windows(3).any(|w| w == b"\n\r\n")
             {
-                if let Some(head) = parse(input)? {
+                if let Some(head) = parse_pending(input)? {
                     return Ok(head);
                 }
             }
@@ -203,17 +218,29 @@ pub fn read(input: &mut Input, timing: Timing) -> Result<Head, HeadError> {
 }
 
 /// The head at the start of `input`'s pending bytes, if they hold a whole one.
-fn parse(input: &mut Input) -> Result<Option<Head>, HeadError> {
+fn parse_pending(input: &mut Input) -> Result<Option<Head>, HeadError> {
+    let parsed = parse(input.pending(), HEAD_LIMIT)?;
+    Ok(parsed.map(|(head, length)| {
+        input.consume(length);
+        head
+    }))
+}
+
+/// The request head at the start of `bytes` and its length, if they hold a whole one:
+/// `Ok(None)` while more may complete it, [`HeadError::TooLarge`] once it cannot be complete
+/// within `limit` bytes (or has more than [`MAX_HEADERS`] headers).
+pub fn parse(bytes: &[u8], limit: usize) -> Result<Option<(Head, usize)>, HeadError> {
     let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
     let mut request = httparse::Request::new(&mut headers);
-    let length = match request.parse(input.pending()) {
+    let length = match request.parse(bytes) {
         Ok(httparse::Status::Complete(n)) => n,
+        Ok(httparse::Status::Partial) if bytes.len() >= limit => return Err(HeadError::TooLarge),
         Ok(httparse::Status::Partial) => return Ok(None),
-        Err(httparse::Error::TooManyHeaders) => return Err(HeadError::TooLarge),
+        Err(httparse::Error::TooManyHeaders) => return Err(HeadError::TooManyHeaders),
         Err(httparse::Error::Version) => return Err(HeadError::Version),
         Err(_) => return Err(HeadError::Malformed),
     };
-    if length > HEAD_LIMIT {
+    if length > limit {
         return Err(HeadError::TooLarge);
     }
     let text = |bytes: &[u8]| String::from_utf8(bytes.to_vec()).map_err(|_| HeadError::Malformed);
@@ -227,8 +254,7 @@ fn parse(input: &mut Input) -> Result<Option<Head>, HeadError> {
             .map(|h| Ok((h.name.to_string(), text(h.value)?)))
             .collect::<Result<_, HeadError>>()?,
     };
-    input.consume(length);
-    Ok(Some(head))
+    Ok(Some((head, length)))
 }
 
 #[cfg(test)]
@@ -246,7 +272,10 @@ mod tests {
         if close {
             client.shutdown(std::net::Shutdown::Write).unwrap();
         }
-        (Input::new(Arc::new(server)), client)
+        (
+            Input::new(Stream::plain(std::sync::Arc::new(server))),
+            client,
+        )
     }
 
     fn timing() -> Timing {

@@ -1,13 +1,15 @@
 //! The HTTP edge. Handlers see a parsed [`Request`] (body already read, within a limit) and
 //! return a [`Reply`]; hearth's own HTTP/1.1 server ([`listener`], [`connection`], [`head`],
-//! [`body`], [`respond`]) does all socket work, so handlers are plain functions testable
-//! without sockets.
+//! [`body`], [`respond`], [`tls`]) does all socket work, so handlers are plain functions
+//! testable without sockets. Every connection to every listener, HomeKit's too, is admitted by
+//! [`admission`].
 
-mod body;
+pub mod admission;
+pub(crate) mod body;
 pub(crate) mod chunked;
 pub mod client;
 mod connection;
-mod head;
+pub(crate) mod head;
 pub mod listener;
 mod respond;
 pub(crate) mod tls;

@@ -277,20 +277,21 @@ fn threads_named(name: &str) -> usize {
         .count()
 }
 
-/// Idle TCP connections (no ClientHello) from one address are counted by the TLS front before
-/// a relay thread is started: 400 from 127.0.0.2 cost at most `MAX_CONNECTIONS_PER_CLIENT`
-/// (64) relays, the rest are closed at once, and 127.0.0.1 is served over HTTPS meanwhile.
+/// Idle TCP connections (no ClientHello) from one address are counted by the listener's
+/// admission before their handshake: 400 from 127.0.0.2 cost at most
+/// `MAX_CONNECTIONS_PER_CLIENT` (64) connection threads, the rest are closed at once, and
+/// 127.0.0.1 is served over HTTPS meanwhile.
 #[test]
 fn idle_connections_from_one_address_are_capped_before_the_tls_handshake() {
-    // It counts the process's relay threads.
+    // It counts the process's connection threads.
     let _alone = alone();
     let second: std::net::IpAddr = "127.0.0.2".parse().unwrap();
     let (_certs, s, ca) = ec_server(|_| {});
     let idle: Vec<TcpStream> = (0..400)
         .map(|_| common::from_address::connect_from(second, s.device()))
         .collect();
-    // The front accepts in the order of connecting: the first 64 are counted, each later one
-    // is closed as soon as it is accepted (long before the 10 s handshake deadline).
+    // The listener accepts in the order of connecting: the first 64 are counted, each later
+    // one is closed as soon as it is accepted (long before the 10 s handshake deadline).
     for (i, sock) in idle.iter().enumerate().skip(64) {
         sock.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
         let closed = match (&*sock).read(&mut [0u8; 16]) {
@@ -300,8 +301,8 @@ fn idle_connections_from_one_address_are_capped_before_the_tls_handshake() {
         };
         assert!(closed, "connection {i} over the cap is still open");
     }
-    let relays = threads_named("tls-relay");
-    assert!(relays <= 64 + 16, "{relays} relay threads");
+    let threads = threads_named("device-conn");
+    assert!(threads <= 64 + 16, "{threads} connection threads");
     // Served while the 64 counted connections still sit in their handshake: they are open
     // after the answer (the order of events, not a timed bound, shows it was not held up).
     assert_eq!(https(s.device(), &ca, "GET", "/health", "").0, 200);
@@ -410,8 +411,8 @@ fn tasks() -> std::collections::HashMap<String, String> {
 }
 
 /// Once `Server::shutdown` returns, every thread the server started has ended, with every
-/// optional one running: the TLS fronts and their relays (one for an event stream held open,
-/// one for an idle keep-alive connection, one for a handshake never finished), MQTT connected
+/// optional one running: TLS connections' threads (one for an idle keep-alive connection, one
+/// for a handshake never finished; an event stream held open has none), MQTT connected
 /// to a broker (when mosquitto is installed), the admin socket and history. Run in a process of
 /// its own (the test binary again, with only this test), where every thread that is not the
 /// harness's is the server's.
@@ -471,14 +472,8 @@ fn stopping_a_server_ends_every_thread_it_started() {
     let mut stalled = TcpStream::connect(s.control()).unwrap();
     stalled.write_all(&[0x16, 0x03, 0x01]).unwrap(); // the start of a ClientHello
     let mut expected = vec![
-        "device-tls",
-        "control-tls",
-        "device-accept",
-        "control-accept",
-        "device-0",
+        "device-conn",
         "control-conn",
-        "tls-relay",
-        "tls-relay-out",
         "notifier",
         "push-writer-0",
         "events",
@@ -490,15 +485,18 @@ fn stopping_a_server_ends_every_thread_it_started() {
     if broker.is_some() {
         expected.push("mqtt");
     }
-    // Three relays: the stalled handshake's thread is started once its connection is accepted.
+    // The idle connection's and the stalled handshake's threads, each with another left
+    // accepting on its port.
     wait_until("every thread started", || {
         let started: Vec<String> = tasks()
             .into_iter()
             .filter(|(id, _)| !before.contains_key(id))
             .map(|(_, name)| name)
             .collect();
-        let relays = started.iter().filter(|n| *n == "tls-relay").count();
-        relays == 3 && expected.iter().all(|e| started.iter().any(|n| n == e))
+        let on = |port: &str| started.iter().filter(|n| *n == port).count();
+        on("device-conn") >= 2
+            && on("control-conn") >= 2
+            && expected.iter().all(|e| started.iter().any(|n| n == e))
     });
 
     s.stop();
