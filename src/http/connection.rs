@@ -1,39 +1,88 @@
-//! One connection's requests, in order: the TLS handshake (with `CERT_DIR`), then for each
-//! request: read its head, read its body under its limit and deadline, run its handler (one of
-//! the port's permits held, inside `catch_unwind`), write the answer; until the client or the
-//! answer closes the connection, or a parked reply takes it over. All on the thread that
-//! accepted it.
+//! One connection's requests, in order. The thread that accepted it reads them: with
+//! `CERT_DIR` the TLS handshake first, then for each request its head and its body under their
+//! limits and deadlines; it hands the request to one of the port's workers, which runs the
+//! handler (inside `catch_unwind`) and writes the answer itself, then goes on to the next
+//! request. So a request crosses one thread, once. The reader and the worker take turns
+//! ([`Turn`]): the reader hands the next request over (or writes a refusal of its own) only
+//! once the answer before it is written, so answers keep the requests' order; the worker hands
+//! the connection back, ends it (a closing answer), or parks it (a held subscribe, an event
+//! stream), and then the reader stops.
 
-use std::io::{self, Write};
-use std::net::{Shutdown, SocketAddr, TcpStream};
+use std::net::{Shutdown, SocketAddr};
 use std::sync::Arc;
 use std::time::Instant;
+
+use parking_lot::{Condvar, Mutex};
 
 use super::admission::{BodyReservation, Phase, Ticket};
 use super::body::{self, BodyError, Framing, FramingError};
 use super::head::{self, Head, HeadError, Input, Timing};
-use super::listener::{self, PARKED_SEND_TIMEOUT, SEND_TIMEOUT, Shared};
+use super::listener::{self, PARKED_SEND_TIMEOUT, Shared};
 use super::respond::{self, Answer, Persist};
 use super::tls::Stream;
-use super::{ChunkedBody, ChunkedReply, ChunkedWriter, Method, Reply, Request, find_header};
+use super::{ChunkedBody, ChunkedWriter, Method, Reply, Request, find_header};
 use crate::util::clock::Stopwatch;
 
-/// What became of the connection after a request.
-enum After {
-    /// Ready for the next request.
-    Next,
-    /// Close it (the client asked, or the answer could not be written).
-    Close,
-    /// Close it after a lingering close (a refusal; the client may still be sending).
-    Linger,
-    /// A chunked reply to park: the connection is its from now on.
-    Park(ChunkedReply),
+/// A connection, as its reader and the worker answering its request share it. Dropped (its
+/// socket closed) when both are done with it, or when a parked reply's writer is.
+pub(super) struct Conn {
+    pub stream: Stream,
+    pub client: SocketAddr,
+    /// Its place in the port's counts.
+    pub ticket: Ticket,
+    turn: Mutex<Turn>,
+    turned: Condvar,
 }
 
-/// Serves a connection admitted with `ticket` until it closes or is parked.
+/// Whose turn it is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Turn {
+    /// The reader's: no request is being answered. `Instant`: when the last answer was
+    /// written (or the connection accepted), from which the connection counts as quiet.
+    Reader(Instant),
+    /// A worker's: a request is being handled and answered.
+    Worker,
+    /// The answer ended the connection or parked it: nothing more is read.
+    Ended,
+}
+
+impl Conn {
+    /// The reader waits for its turn: `Some(when the last answer was written)`, or `None` once
+    /// the connection is ended.
+    fn wait_turn(&self) -> Option<Instant> {
+        let mut turn = self.turn.lock();
+        loop {
+            match *turn {
+                Turn::Reader(at) => return Some(at),
+                Turn::Ended => return None,
+                Turn::Worker => self.turned.wait(&mut turn),
+            }
+        }
+    }
+
+    fn set_turn(&self, to: Turn) {
+        *self.turn.lock() = to;
+        self.turned.notify_one();
+    }
+}
+
+/// A request for a worker: what it needs to run the handler and answer.
+pub(super) struct Job {
+    conn: Arc<Conn>,
+    request: Request,
+    answer: Answer,
+    /// The request's target, for the debug log.
+    target: String,
+    started: Stopwatch,
+    /// Held until the handler has answered: the body is in memory until then.
+    _reserved: Option<BodyReservation>,
+}
+
+/// Serves a connection admitted with `ticket`: reads its requests until it closes, is ended by
+/// an answer or parked.
 pub(super) fn serve(
     shared: &Arc<Shared>,
-    socket: Arc<TcpStream>,
+    stream: Stream,
     client: SocketAddr,
     ticket: Ticket,
     at: Instant,
@@ -41,21 +90,19 @@ pub(super) fn serve(
     if shared.stopping() {
         return;
     }
-    let stream = match &shared.limits.tls {
-        None => Stream::plain(socket),
-        Some(config) => match Stream::tls(socket, Arc::clone(config)) {
-            Ok(stream) => stream,
-            Err(e) => return log::debug!("{client}: no TLS connection: {e}"),
-        },
-    };
-    let mut input = Input::new(stream);
     // A handshake is a request head's worth of bytes: it gets the head's deadline.
-    let handshake = input
-        .stream()
-        .handshake(at + shared.limits.head_timeout, SEND_TIMEOUT);
+    let handshake = stream.handshake(at + shared.limits.head_timeout, listener::SEND_TIMEOUT);
     if let Err(e) = handshake {
         return log::debug!("{client}: TLS handshake: {e}");
     }
+    let conn = Arc::new(Conn {
+        stream: stream.clone(),
+        client,
+        ticket,
+        turn: Mutex::new(Turn::Reader(at)),
+        turned: Condvar::new(),
+    });
+    let mut input = Input::new(stream);
     let mut timing = Timing {
         since: at,
         first: true,
@@ -63,42 +110,67 @@ pub(super) fn serve(
         idle_timeout: shared.limits.idle_timeout,
     };
     loop {
-        let after = match head::read(&mut input, timing) {
-            Ok(head) => request(shared, &mut input, head, client, &ticket),
-            Err(HeadError::Quiet | HeadError::Incomplete) => After::Close,
-            Err(e) => {
-                let (status, message) = match e {
-                    HeadError::TooLarge | HeadError::TooManyHeaders => {
-                        (431, "Request header fields too large")
-                    }
-                    HeadError::Version => (505, "HTTP version not supported"),
-                    _ => (400, "Malformed request"),
-                };
-                shared.admission.note(
-                    client.ip(),
-                    &format_args!("refused a request head from {client} ({status} {message})"),
-                );
-                shared.answered(status);
-                let refusal = shared.service.refusal(Method::Other, "", status, message);
-                let _ = respond::send(input.stream(), &refusal, Answer::REFUSAL);
-                After::Linger
-            }
+        let read = head::read(&mut input, timing);
+        // Answers go in order: whatever comes next waits for the one in hand.
+        let Some(answered) = conn.wait_turn() else {
+            return;
         };
-        match after {
-            After::Next if !shared.stopping() => ticket.set(Phase::Idle),
-            After::Next | After::Close => return,
-            After::Linger => return linger(input.into_stream()),
-            After::Park(reply) => return park(input.into_stream(), reply, ticket),
+        let head = match read {
+            Ok(head) => head,
+            Err(HeadError::Quiet)
+                if !timing.first && answered.elapsed() < shared.limits.idle_timeout =>
+            {
+                // Quiet since the request, but a worker was answering it: the connection has
+                // been quiet only since the answer, and may be for the rest of the wait.
+                timing.idle_timeout = shared.limits.idle_timeout - answered.elapsed();
+                continue;
+            }
+            Err(HeadError::Quiet | HeadError::Closed | HeadError::Incomplete) => return,
+            Err(e) => return refuse_head(shared, &conn, e),
+        };
+        match request(shared, &conn, &mut input, head) {
+            Some(job) => {
+                let close = job.answer.persist == Persist::Close;
+                conn.set_turn(Turn::Worker);
+                conn.ticket.set(Phase::Busy);
+                shared.submit(job);
+                if close || shared.stopping() {
+                    // Nothing more is read: the worker closes it once answered.
+                    return;
+                }
+            }
+            None => return linger(&input),
         }
         timing.since = Instant::now();
         timing.first = false;
+        timing.idle_timeout = shared.limits.idle_timeout;
     }
 }
 
-/// A refused request's connection: TLS's close_notify, then the lingering close.
-fn linger(mut stream: Stream) {
-    stream.close_notify();
-    listener::linger(stream.socket());
+/// Answers a head the edge refuses, then closes with a lingering close.
+fn refuse_head(shared: &Shared, conn: &Conn, e: HeadError) {
+    let (status, message) = match e {
+        HeadError::TooLarge | HeadError::TooManyHeaders => (431, "Request header fields too large"),
+        HeadError::Version => (505, "HTTP version not supported"),
+        _ => (400, "Malformed request"),
+    };
+    let client = conn.client;
+    shared.admission.note(
+        client.ip(),
+        &format_args!("refused a request head from {client} ({status} {message})"),
+    );
+    shared.answered(status);
+    let refusal = shared.service.refusal(Method::Other, "", status, message);
+    let _ = conn
+        .stream
+        .write_all(&respond::encode(&refusal, Answer::REFUSAL));
+    listener::linger(conn.stream.socket());
+}
+
+/// A refused request's connection: the lingering close (TLS's close_notify goes out when the
+/// last handle of the stream does).
+fn linger(input: &Input) {
+    listener::linger(input.stream().socket());
 }
 
 /// A request refused before its handler runs: the status and message the client gets, and
@@ -121,16 +193,12 @@ impl Refused {
 
 const TOO_LARGE: &str = "Request body too large";
 
-/// Reads one request's body, runs its handler and answers it.
-fn request(
-    shared: &Arc<Shared>,
-    input: &mut Input,
-    head: Head,
-    client: SocketAddr,
-    ticket: &Ticket,
-) -> After {
+/// Reads one request's body: the job for a worker, or `None` when it was refused (and
+/// answered) here.
+fn request(shared: &Arc<Shared>, conn: &Arc<Conn>, input: &mut Input, head: Head) -> Option<Job> {
     let started = Stopwatch::start();
     let service = &*shared.service;
+    let client = conn.client;
     let method = method_of(&head.method);
     let (path, query) = head
         .target
@@ -145,13 +213,12 @@ fn request(
         persist,
     };
     let limit = service.body_limit(path);
-    // Held until the handler has answered: the body is in memory until then.
     let body = framing(&head, limit).and_then(|framing| {
         let reserved = reserve(shared, client, framing, limit)?;
-        let body = read_body(shared, input, &head, framing, limit)?;
+        let body = read_body(shared, conn, input, &head, framing, limit)?;
         Ok((body, reserved))
     });
-    let (body, _reserved) = match body {
+    let (body, reserved) = match body {
         Ok(read) => read,
         Err(refused) => {
             shared.admission.note(
@@ -166,8 +233,10 @@ fn request(
             );
             shared.answered(refused.status);
             let refusal = service.refusal(method, path, refused.status, refused.message);
-            let _ = respond::send(input.stream(), &refusal, answer(Persist::Close));
-            return After::Linger;
+            let _ = conn
+                .stream
+                .write_all(&respond::encode(&refusal, answer(Persist::Close)));
+            return None;
         }
     };
     let persist = persistence(&head);
@@ -180,50 +249,137 @@ fn request(
         http10: head.http10,
         remote: Some(client),
     };
-    ticket.set(Phase::Busy);
+    Some(Job {
+        conn: Arc::clone(conn),
+        request,
+        answer: answer(persist),
+        target: redact(&head.target),
+        started,
+        _reserved: Some(reserved),
+    })
+}
+
+/// A worker's part: runs the job's handler and writes its answer, then hands the connection
+/// back to its reader, or ends it, or parks it.
+pub(super) fn answer(shared: &Shared, job: Job) {
+    let Job {
+        conn,
+        request,
+        answer,
+        target,
+        started,
+        _reserved,
+    } = job;
+    let (method, path) = (request.method, request.path.clone());
+    let method_name = method.as_str();
     let (after, status) = match shared.handle(request) {
         Ok(Reply::Full(response)) => {
             // Counted before it is sent: a client that has its answer finds it counted.
             shared.answered(response.status);
-            let sent = respond::send(input.stream(), &response, answer(persist));
-            let after = match (sent, persist) {
-                (Ok(()), Persist::KeepAlive | Persist::KeepAlive10) => After::Next,
-                _ => After::Close,
-            };
-            (after, response.status)
+            let sent = conn.stream.write_all(&respond::encode(&response, answer));
+            let next = sent.is_ok() && answer.persist != Persist::Close;
+            (if next { After::Next } else { After::End }, response.status)
         }
         Ok(Reply::Chunked(reply)) => {
             shared.answered(200);
-            let after = match reply.body {
+            match reply.body {
                 ChunkedBody::Now(chunk) => {
                     let whole = super::chunked::whole(&reply.headers, &chunk);
-                    let _ = input.stream().write_all(&whole);
-                    After::Close
+                    let _ = conn.stream.write_all(&whole);
+                    (After::End, 200)
                 }
-                body @ ChunkedBody::Park(_) => After::Park(ChunkedReply {
-                    headers: reply.headers,
-                    body,
-                }),
-            };
-            (after, 200)
+                ChunkedBody::Park(park) => {
+                    park_reply(&conn, &reply.headers, park);
+                    (After::Parked, 200)
+                }
+            }
         }
         Err(_) => {
             log::error!(
                 "a request handler panicked; the client got a 500 and the server keeps serving"
             );
-            let response = service.refusal(method, path, 500, "Internal server error");
+            let response = shared
+                .service
+                .refusal(method, &path, 500, "Internal server error");
             shared.answered(500);
-            let _ = respond::send(input.stream(), &response, answer(Persist::Close));
-            (After::Close, 500)
+            let refusal = Answer {
+                persist: Persist::Close,
+                ..answer
+            };
+            let _ = conn.stream.write_all(&respond::encode(&response, refusal));
+            (After::End, 500)
         }
     };
+    match after {
+        After::Next => {
+            conn.ticket.set(Phase::Idle);
+            conn.set_turn(Turn::Reader(Instant::now()));
+        }
+        After::End => {
+            conn.set_turn(Turn::Ended);
+            // Wakes a reader waiting for the next request; the connection closes when it and
+            // this are done with it.
+            let _ = conn.stream.socket().shutdown(Shutdown::Read);
+        }
+        After::Parked => conn.set_turn(Turn::Ended),
+    }
     log::debug!(
-        "{} {} -> {status} ({} ms)",
-        head.method,
-        redact(&head.target),
+        "{method_name} {target} -> {status} ({} ms)",
         started.elapsed().as_millis()
     );
-    after
+}
+
+/// What became of the connection after an answer.
+enum After {
+    /// Its reader reads the next request.
+    Next,
+    /// It closes.
+    End,
+    /// A parked reply holds it.
+    Parked,
+}
+
+/// Parks a chunked reply: its head is written and its body handed the connection, which holds
+/// its place in the counts (and no thread) until the body is dropped.
+fn park_reply(
+    conn: &Arc<Conn>,
+    headers: &[(String, String)],
+    park: Box<dyn FnOnce(ChunkedWriter) + Send>,
+) {
+    // The reply says `Connection: close`: nothing more is read from this client (its reader
+    // sees the end), and a client that stops reading is given up after a short blocked write.
+    let socket = conn.stream.socket();
+    if let Err(e) = socket.shutdown(Shutdown::Read) {
+        log::debug!("could not stop reading a parked connection: {e}");
+    }
+    if let Err(e) = socket.set_write_timeout(Some(PARKED_SEND_TIMEOUT)) {
+        log::debug!("could not shorten a parked connection's send timeout: {e}");
+    }
+    conn.ticket.set(Phase::Parked);
+    let mut w = ChunkedWriter::new(Box::new(Parked {
+        writer: conn.stream.writer(),
+        _conn: Arc::clone(conn),
+    }));
+    // If the head could not be written, dropping `park` frees what it holds.
+    if w.head(headers).is_ok() {
+        park(w);
+    }
+}
+
+/// A connection as a parked reply's writer, holding its place in the counts until dropped.
+struct Parked {
+    writer: super::tls::Writer,
+    _conn: Arc<Conn>,
+}
+
+impl std::io::Write for Parked {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.writer.write(buf)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
 }
 
 /// How the request's body is framed, refused when the head is ambiguous (RFC 9112: two `Host`
@@ -289,6 +445,7 @@ fn reserve(
 /// Answers `Expect: 100-continue`, then reads the body within the body deadline.
 fn read_body(
     shared: &Shared,
+    conn: &Conn,
     input: &mut Input,
     head: &Head,
     framing: Framing,
@@ -299,7 +456,7 @@ fn read_body(
             return Err(Refused::new(417, "Expectation failed", "an Expect header"));
         }
         if !head.http10 && framing != Framing::None && input.pending().is_empty() {
-            let _ = input.stream().write_all(b"HTTP/1.1 100 Continue\r\n\r\n");
+            let _ = conn.stream.write_all(b"HTTP/1.1 100 Continue\r\n\r\n");
         }
     }
     let deadline = Instant::now() + shared.limits.body_timeout;
@@ -318,48 +475,6 @@ fn read_body(
             format!("body {e:?}"),
         ),
     })
-}
-
-/// Parks a chunked reply: its head is written and its body handed the connection, which holds
-/// its place in the counts (and no thread) until the body is dropped.
-fn park(stream: Stream, reply: ChunkedReply, ticket: Ticket) {
-    let ChunkedBody::Park(park) = reply.body else {
-        return;
-    };
-    // The reply says `Connection: close`: nothing more is read from this client, and a client
-    // that stops reading is given up after a short blocked write.
-    if let Err(e) = stream.socket().shutdown(Shutdown::Read) {
-        log::debug!("could not stop reading a parked connection: {e}");
-    }
-    if let Err(e) = stream.socket().set_write_timeout(Some(PARKED_SEND_TIMEOUT)) {
-        log::debug!("could not shorten a parked connection's send timeout: {e}");
-    }
-    ticket.set(Phase::Parked);
-    let mut w = ChunkedWriter::new(Box::new(Parked {
-        stream,
-        _ticket: ticket,
-    }));
-    // If the head could not be written, dropping `park` frees what it holds.
-    if w.head(&reply.headers).is_ok() {
-        park(w);
-    }
-}
-
-/// A connection's stream as a parked reply's writer, holding the connection's place in the
-/// counts until it is dropped.
-struct Parked {
-    stream: Stream,
-    _ticket: Ticket,
-}
-
-impl Write for Parked {
-    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        self.stream.write(buf)
-    }
-
-    fn flush(&mut self) -> io::Result<()> {
-        Ok(())
-    }
 }
 
 /// Whether the connection stays open after this request's answer (RFC 9112 §9.3).

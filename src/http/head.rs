@@ -35,13 +35,8 @@ impl Input {
     }
 
     /// The stream, to write answers to.
-    pub fn stream(&mut self) -> &mut Stream {
-        &mut self.stream
-    }
-
-    /// The stream, once no more is read from it (a parked reply takes it).
-    pub fn into_stream(self) -> Stream {
-        self.stream
+    pub fn stream(&self) -> &Stream {
+        &self.stream
     }
 
     /// Bytes read and not used yet.
@@ -153,8 +148,11 @@ pub struct Head {
 /// Why no head was read.
 #[derive(Debug, PartialEq, Eq)]
 pub enum HeadError {
-    /// No request began before the connection ended or went quiet: nothing to answer.
+    /// No request began before the connection went quiet (no byte within the wait): nothing
+    /// to answer.
     Quiet,
+    /// No request began before the client closed (or the connection was shut down).
+    Closed,
     /// A request began but its head did not arrive (within the deadline, or at all).
     Incomplete,
     /// Over [`HEAD_LIMIT`] bytes: 431.
@@ -211,7 +209,8 @@ pub fn read(input: &mut Input, timing: Timing) -> Result<Head, HeadError> {
         let room = HEAD_LIMIT - input.pending().len();
         match input.fill(room.min(READ_SIZE), deadline) {
             Ok(0) | Err(_) if began => return Err(HeadError::Incomplete),
-            Ok(0) | Err(_) => return Err(HeadError::Quiet),
+            Err(e) if e.kind() == ErrorKind::TimedOut => return Err(HeadError::Quiet),
+            Ok(0) | Err(_) => return Err(HeadError::Closed),
             Ok(_) => {}
         }
     }
@@ -304,7 +303,7 @@ mod tests {
         i.consume(4);
         let head = read(&mut i, timing()).unwrap();
         assert!(head.http10);
-        assert_eq!(read(&mut i, timing()).unwrap_err(), HeadError::Quiet);
+        assert_eq!(read(&mut i, timing()).unwrap_err(), HeadError::Closed);
     }
 
     #[test]

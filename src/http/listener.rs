@@ -9,23 +9,27 @@
 //!   body's whole declared length when a request is dropped; working around that took a scan
 //!   of `/proc/self/fd` and `unsafe`. The edge here owns its sockets, so every bound is a
 //!   plain read with a timeout. Heads are parsed by `httparse` (hyper's parser, fuzzed).
-//! - **No hand-off on a request's way.** The listener's threads (`<port>-conn`) take turns at
-//!   `accept`: the one the kernel wakes admits the connection, makes sure another is left
-//!   accepting (starting one if none is), and serves the connection itself: reads each request,
-//!   runs its handler and writes the answer, then goes back to accepting. A request crosses no
-//!   thread, where it used to cross three (the accept loop, a connection thread, a worker),
-//!   each crossing a wake-up of another thread (about 0.1 ms of CPU on a VM whose vCPUs are
-//!   scheduled apart). A thread left accepting for [`SPARE_WAIT`] ends, if another is
-//!   accepting. A parked reply (a held subscribe, an event stream) takes the socket and the
-//!   thread moves on: held connections cost no thread.
-//! - **Handlers run `HTTP_WORKERS` at a time per port**, each inside `catch_unwind`: a
-//!   connection's thread takes one of the port's permits around its handler, so a flood on one
-//!   port cannot starve the other. They used to run on a fixed pool of workers, because with
-//!   handlers on the connections' own threads 1,000 held thermostats took 36 MB against 23 MB
-//!   (issue 34, with 128 KiB stacks, of which glibc's cache of ended threads' stacks kept
-//!   310). Stacks are now 1 MiB on 64-bit targets (the cache keeps 40 of them, and glibc gives
-//!   back an ending thread's stack pages below where it is); the figures before and after are
-//!   in docs/performance.md.
+//! - **One hand-off on a request's way.** The listener's connection threads (`<port>-conn`)
+//!   take turns at `accept`: the one the kernel wakes admits the connection and reads its
+//!   requests itself, if another thread is left accepting; if none is, it hands the connection
+//!   to a thread started for it and goes on accepting, so a burst of connections (1,000
+//!   thermostats booting) is accepted as fast as it comes. A thread whose connection ends goes
+//!   back to accepting; one left accepting for [`SPARE_WAIT`] ends, if another accepts. A
+//!   request read is handed to one of the port's workers, which runs its handler and writes
+//!   the answer itself: one wake-up of another thread per request, where there were three for
+//!   a new connection (the accept loop, a connection thread, a worker, and back) and two on a
+//!   kept-alive one (each such wake-up costs about 0.1 ms of CPU on a VM whose vCPUs are
+//!   scheduled apart). A parked reply (a held subscribe, an event stream) takes the socket and
+//!   the thread moves on: held connections cost no thread.
+//! - **Handlers run on a fixed pool** of `HTTP_WORKERS` named threads per listener (`<port>-N`,
+//!   256 KiB of stack), fed by a channel, each handler inside `catch_unwind`; each port has
+//!   its own pool, so a flood on one cannot starve the other. Measured against the other
+//!   choice, the connection's own thread running the handler under a permit: that saved the
+//!   last hand-off (server CPU per `GET /status` 0.022 against 0.035 ms at the base of this
+//!   change), but 1,000 held thermostats then took 33–40 MB against 21 MB, as in issue 34
+//!   (36 against 23 MB): their long-lived state was allocated by a thousand threads, across
+//!   every one of glibc's arenas and among their transient buffers, and stayed scattered
+//!   after the boot (docs/performance.md).
 //! - **Admission, bounds and refusals are [`super::admission`]'s**: connections per client
 //!   address and in all (sized at start from the process's limits), the threads serving them
 //!   (at most `threaded + 1`: one more to accept), the per-address body budget and the log of
@@ -49,14 +53,17 @@ use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::panic::{self, AssertUnwindSafe};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::thread;
+use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
 
+use crossbeam_channel::{Receiver, Sender};
 use parking_lot::{Condvar, Mutex};
 use rustix::net::sockopt;
 
-use super::admission::{Admission, Bounds, Refusal};
+use super::admission::{Admission, Bounds, Refusal, Ticket};
+use super::connection::Job;
 use super::respond::{self, Answer};
+use super::tls::Stream;
 use super::{Method, Reply, Request, Response, Service};
 use crate::metrics::StatusCounts;
 use crate::util::clock::Clock;
@@ -79,17 +86,20 @@ pub const BODY_BUDGET_PER_CLIENT: usize = 16 * 1024 * 1024;
 pub const DEFAULT_CONNECTIONS: usize = 1024;
 /// A thread left accepting this long ends, if another is accepting.
 const SPARE_WAIT: Duration = Duration::from_secs(5);
-/// A connection thread's stack: it reads requests, runs handlers and writes answers. Its size
-/// is address space, not memory: a thread touches what it uses, and gives back what is below
-/// it when it ends. glibc keeps the stacks of ended threads for reuse, up to 40 MB of address
-/// space: with 1 MiB stacks, 40 of them. A 32-bit target has 256 KiB (what handlers had on
-/// the worker pool); there the connections' stacks must fit in the address space, which the
-/// sizing bounds ([`super::admission::Budget::size`]).
+/// A connection thread's stack. Its size is address space, not memory: a thread touches some
+/// 16 KB of it. But glibc keeps the stacks of ended threads for reuse, up to 40 MB of address
+/// space, each with its touched pages (its TLS and thread descriptor) still resident: with
+/// 128 KB stacks that is some 310 stacks, 5 MB, after a burst of connections (1,000
+/// thermostats arriving); with 1 MB stacks, 40 of them, 0.6 MB (docs/performance.md: 1,000
+/// held subscribes about 4.5 MB lower). A 32-bit target keeps 128 KB: there the connections'
+/// stacks must fit in the address space, which the sizing bounds
+/// ([`super::admission::Budget::size`]).
 pub(crate) const CONNECTION_STACK: usize = if cfg!(target_pointer_width = "64") {
     1024 * 1024
 } else {
-    256 * 1024
+    128 * 1024
 };
+const WORKER_STACK: usize = 256 * 1024;
 /// A refused client's bytes discarded after the answer, at most.
 pub const LINGER_BYTES: usize = 1024 * 1024;
 /// ... for at most this long.
@@ -151,6 +161,7 @@ impl Limits {
 pub struct Listener {
     addr: SocketAddr,
     shared: Arc<Shared>,
+    workers: Vec<JoinHandle<()>>,
 }
 
 /// What a listener's threads share.
@@ -160,7 +171,7 @@ pub(super) struct Shared {
     pub limits: Limits,
     pub admission: Arc<Admission>,
     socket: TcpListener,
-    permits: Permits,
+    jobs: Sender<Work>,
     threads: Mutex<Threads>,
     threads_changed: Condvar,
     /// The server's signal: once triggered, accepting ends and connections end after the
@@ -185,12 +196,21 @@ impl Shared {
         self.shutdown.is_triggered()
     }
 
-    /// Runs the service's handler for `request`, once one of the port's permits is free,
-    /// inside `catch_unwind` (`Err`: it panicked).
+    /// Runs the service's handler for `request` inside `catch_unwind` (`Err`: it panicked). The
+    /// request is moved into it, so whatever it holds is dropped inside it too.
     pub fn handle(&self, request: Request) -> thread::Result<Reply> {
-        let _permit = self.permits.take();
         let service = &*self.service;
         panic::catch_unwind(AssertUnwindSafe(move || service.handle(request)))
+    }
+
+    /// Hands a request to the port's workers, who handle and answer it.
+    pub fn submit(&self, job: Job) {
+        if let Err(crossbeam_channel::SendError(Work::Handle(job))) =
+            self.jobs.send(Work::Handle(job))
+        {
+            // No worker left (the listener is stopping): the connection closes unanswered.
+            drop(job);
+        }
     }
 
     /// Counts an answer written (for the watchdog).
@@ -200,29 +220,18 @@ impl Shared {
     }
 }
 
-/// The port's handler permits (`HTTP_WORKERS`).
-struct Permits {
-    free: Mutex<usize>,
-    freed: Condvar,
+/// What a worker is given. A job is moved through the channel as it is (a few hundred
+/// bytes, in the channel's own blocks) rather than boxed: no allocation per request.
+#[allow(clippy::large_enum_variant)]
+enum Work {
+    Handle(Job),
+    Stop,
 }
 
-struct Permit<'a>(&'a Permits);
-
-impl Permits {
-    fn take(&self) -> Permit<'_> {
-        let mut free = self.free.lock();
-        while *free == 0 {
-            self.freed.wait(&mut free);
-        }
-        *free -= 1;
-        Permit(self)
-    }
-}
-
-impl Drop for Permit<'_> {
-    fn drop(&mut self) {
-        *self.0.free.lock() += 1;
-        self.0.freed.notify_one();
+/// A worker: handles and answers requests until told to stop.
+fn work(jobs: &Receiver<Work>, shared: &Shared) {
+    while let Ok(Work::Handle(job)) = jobs.recv() {
+        super::connection::answer(shared, job);
     }
 }
 
@@ -265,13 +274,12 @@ impl Listener {
         shutdown.on_trigger(move || {
             let _ = rustix::net::shutdown(&socket, rustix::net::Shutdown::Both);
         });
+        let (jobs, queue) = crossbeam_channel::unbounded::<Work>();
+        let workers_wanted = limits.workers.max(1);
         let shared = Arc::new(Shared {
             name,
             service,
-            permits: Permits {
-                free: Mutex::new(limits.workers.max(1)),
-                freed: Condvar::new(),
-            },
+            jobs,
             limits,
             admission,
             socket: listener,
@@ -281,11 +289,24 @@ impl Listener {
             answers: Arc::default(),
             scarce: AtomicBool::new(false),
         });
+        let mut workers = Vec::new();
+        for i in 0..workers_wanted {
+            let (queue, shared) = (queue.clone(), Arc::clone(&shared));
+            let worker = thread::Builder::new()
+                .name(format!("{name}-{i}"))
+                .stack_size(WORKER_STACK)
+                .spawn(move || work(&queue, &shared))?;
+            workers.push(worker);
+        }
         {
             let mut threads = shared.threads.lock();
-            start_thread(&shared, &mut threads)?;
+            start_thread(&shared, &mut threads, None).map_err(|(e, _)| e)?;
         }
-        Ok(Listener { addr, shared })
+        Ok(Listener {
+            addr,
+            shared,
+            workers,
+        })
     }
 
     pub fn addr(&self) -> SocketAddr {
@@ -302,13 +323,22 @@ impl Listener {
     }
 
     /// After the shutdown signal: closes the connections waiting for a request (requests being
-    /// handled finish and are answered) and waits for every thread to end. Parked connections
-    /// are the hub's to end.
+    /// handled finish and are answered), waits for every connection thread to end, then for
+    /// the workers, once they have answered what was handed to them. Parked connections are the
+    /// hub's to end.
     pub fn join(self) {
         self.shared.admission.stop_reading();
-        let mut threads = self.shared.threads.lock();
-        while threads.live > 0 {
-            self.shared.threads_changed.wait(&mut threads);
+        {
+            let mut threads = self.shared.threads.lock();
+            while threads.live > 0 {
+                self.shared.threads_changed.wait(&mut threads);
+            }
+        }
+        for _ in &self.workers {
+            let _ = self.shared.jobs.send(Work::Stop);
+        }
+        for worker in self.workers {
+            let _ = worker.join();
         }
     }
 }
@@ -337,21 +367,51 @@ fn set_send_timeout(listener: &TcpListener, timeout: Duration) -> io::Result<()>
     )?)
 }
 
-/// Starts a thread that accepts (counted as alive and accepting from now).
-fn start_thread(shared: &Arc<Shared>, threads: &mut Threads) -> io::Result<()> {
-    let alive = Alive(Arc::clone(shared));
+/// A connection accepted and admitted, on its way to the thread that serves it.
+struct Accepted {
+    socket: Arc<TcpStream>,
+    peer: SocketAddr,
+    ticket: Ticket,
+    at: Instant,
+}
+
+/// Starts a connection thread (counted as alive from now): one that serves `first`, or else
+/// one that accepts (counted as accepting from now); then either accepts in turn. `first` is
+/// given back if no thread could start.
+fn start_thread(
+    shared: &Arc<Shared>,
+    threads: &mut Threads,
+    first: Option<Accepted>,
+) -> Result<(), (io::Error, Option<Accepted>)> {
+    let accepting = first.is_none();
     threads.live += 1;
-    threads.accepting += 1;
+    if accepting {
+        threads.accepting += 1;
+    }
+    let handoff = Arc::new(Mutex::new(first));
     let spawned = thread::Builder::new()
         .name(format!("{}-conn", shared.name))
         .stack_size(CONNECTION_STACK)
-        .spawn(move || run(alive));
-    if let Err(e) = spawned {
-        // `alive` was dropped with the closure: it must not count (the lock is ours).
-        threads.accepting -= 1;
-        return Err(e);
+        .spawn({
+            let (shared, handoff) = (Arc::clone(shared), Arc::clone(&handoff));
+            move || {
+                // Counted (by the thread that started this one) until this is dropped.
+                let alive = Alive(shared);
+                let first = handoff.lock().take();
+                drop(handoff);
+                run(alive, first)
+            }
+        });
+    match spawned {
+        Ok(_) => Ok(()),
+        Err(e) => {
+            threads.live -= 1;
+            if accepting {
+                threads.accepting -= 1;
+            }
+            Err((e, handoff.lock().take()))
+        }
     }
-    Ok(())
 }
 
 /// One live thread, counted until dropped (also on unwinding, so that [`Listener::join`]
@@ -366,10 +426,15 @@ impl Drop for Alive {
     }
 }
 
-/// A listener thread: accepts, serves what it accepted, accepts again; ends when the listener
-/// stops, or when it has waited [`SPARE_WAIT`] for a connection while another accepts.
-fn run(alive: Alive) {
+/// A connection thread: serves `first` if it was started for one, then accepts, serves what it
+/// accepted, accepts again; ends when the listener stops, or when it has waited [`SPARE_WAIT`]
+/// for a connection while another accepts.
+fn run(alive: Alive, first: Option<Accepted>) {
     let shared = &alive.0;
+    if let Some(conn) = first {
+        serve(shared, conn);
+        shared.threads.lock().accepting += 1;
+    }
     let mut backoff = Duration::ZERO;
     loop {
         let accepted = shared.socket.accept();
@@ -382,15 +447,7 @@ fn run(alive: Alive) {
                 backoff = Duration::ZERO;
                 shared.scarce.store(false, Ordering::Relaxed);
                 shared.threads.lock().accepting -= 1;
-                // A panic here (outside the handler's own catch_unwind) ends only this
-                // connection: its socket and place are dropped, the thread keeps serving.
-                let served = panic::catch_unwind(AssertUnwindSafe(|| take(shared, stream, peer)));
-                if served.is_err() {
-                    log::error!(
-                        "{} port: serving a connection panicked; it was closed",
-                        shared.name
-                    );
-                }
+                take(shared, stream, peer);
                 shared.threads.lock().accepting += 1;
             }
             Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {
@@ -405,7 +462,8 @@ fn run(alive: Alive) {
     }
 }
 
-/// A connection just accepted: admitted and served here, or refused.
+/// A connection just accepted: admitted and served here (or by a thread started for it, when
+/// no other thread is left accepting), or refused.
 fn take(shared: &Arc<Shared>, stream: TcpStream, peer: SocketAddr) {
     let at = Instant::now();
     let socket = Arc::new(stream);
@@ -413,21 +471,59 @@ fn take(shared: &Arc<Shared>, stream: TcpStream, peer: SocketAddr) {
         Ok(ticket) => ticket,
         Err(why) => return refuse(shared, &socket, why),
     };
-    // Someone must go on accepting while this thread serves.
+    let conn = Accepted {
+        socket,
+        peer,
+        ticket,
+        at,
+    };
     let mut threads = shared.threads.lock();
-    if threads.accepting == 0 && threads.live < shared.limits.max_threads.saturating_add(1) {
-        if let Err(e) = start_thread(shared, &mut threads) {
-            drop(threads);
+    if threads.accepting > 0 || threads.live > shared.limits.max_threads {
+        // Another thread accepts meanwhile (or will, once one is free: the admission keeps
+        // connections being served within the bound).
+        drop(threads);
+        return serve(shared, conn);
+    }
+    // This thread goes on accepting; a thread started for the connection serves it.
+    if let Err((e, conn)) = start_thread(shared, &mut threads, Some(conn)) {
+        drop(threads);
+        if let Some(conn) = conn {
             shared.admission.note(
                 peer.ip(),
-                &format_args!("refused a connection from {peer}: no thread to accept ({e})"),
+                &format_args!("refused a connection from {peer}: no thread for it ({e})"),
             );
-            drop(ticket);
-            return refuse(shared, &socket, Refusal::Full);
+            let socket = Arc::clone(&conn.socket);
+            drop(conn);
+            refuse(shared, &socket, Refusal::Full);
         }
     }
-    drop(threads);
-    super::connection::serve(shared, socket, peer, ticket, at);
+}
+
+/// Serves an admitted connection; a panic here (outside the handler's own catch_unwind) ends
+/// only this connection: its socket and place are dropped, the thread keeps serving.
+fn serve(shared: &Arc<Shared>, conn: Accepted) {
+    let Accepted {
+        socket,
+        peer,
+        ticket,
+        at,
+    } = conn;
+    let served = panic::catch_unwind(AssertUnwindSafe(|| {
+        let stream = match &shared.limits.tls {
+            None => Stream::plain(socket),
+            Some(config) => match Stream::tls(socket, Arc::clone(config)) {
+                Ok(stream) => stream,
+                Err(e) => return log::debug!("{peer}: no TLS connection: {e}"),
+            },
+        };
+        super::connection::serve(shared, stream, peer, ticket, at);
+    }));
+    if served.is_err() {
+        log::error!(
+            "{} port: serving a connection panicked; it was closed",
+            shared.name
+        );
+    }
 }
 
 /// Refuses a connection: a 503 in plain text, a close with TLS (an answer without TLS would

@@ -2,7 +2,7 @@
 //! headers, `Content-Length` and `Connection` where needed, and the body, in one write.
 
 use std::cell::RefCell;
-use std::io::{self, Write};
+use std::io::Write;
 
 use super::Response;
 
@@ -89,12 +89,6 @@ pub fn encode(response: &Response, how: Answer) -> Vec<u8> {
         out.extend_from_slice(&response.body);
     }
     out
-}
-
-/// Writes `response` and flushes it.
-pub fn send(mut to: impl Write, response: &Response, how: Answer) -> io::Result<()> {
-    to.write_all(&encode(response, how))?;
-    to.flush()
 }
 
 /// The IMF-fixdate of now (`Sun, 06 Nov 1994 08:49:37 GMT`), formatted once a second per

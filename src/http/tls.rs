@@ -12,6 +12,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use parking_lot::Mutex;
 use rustls::ServerConnection;
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer};
@@ -70,49 +71,61 @@ fn pem_problem(e: rustls::pki_types::pem::Error) -> String {
     }
 }
 
-/// A connection's bytes: its socket, or TLS over it. Reads wait until a deadline at most;
-/// writes wait as the socket's send timeout says.
-pub struct Stream {
+/// A connection's bytes: its socket, or TLS over it. A handle: the thread that reads the
+/// connection and the worker that writes its answer (or a parked reply's writer) each hold
+/// one; TLS's state is shared under a lock, never held while waiting for the client. Reads
+/// wait until a deadline at most; writes wait as the socket's send timeout says. When the last
+/// handle goes, a TLS client is told the connection ends (close_notify), so it can tell an
+/// answer's end from a cut.
+#[derive(Clone)]
+pub struct Stream(Arc<Shared>);
+
+struct Shared {
     socket: Arc<TcpStream>,
-    tls: Option<Box<ServerConnection>>,
+    tls: Option<Mutex<ServerConnection>>,
 }
+
+/// Bytes asked of the socket at a time when TLS needs more.
+const TLS_READ: usize = 4096;
 
 impl Stream {
     /// The socket's own bytes.
     pub fn plain(socket: Arc<TcpStream>) -> Stream {
-        Stream { socket, tls: None }
+        Stream(Arc::new(Shared { socket, tls: None }))
     }
 
     /// TLS over `socket`, as `config` says; the handshake is [`Stream::handshake`]'s.
     pub fn tls(socket: Arc<TcpStream>, config: Arc<rustls::ServerConfig>) -> io::Result<Stream> {
         let conn = ServerConnection::new(config).map_err(io::Error::other)?;
-        Ok(Stream {
+        Ok(Stream(Arc::new(Shared {
             socket,
-            tls: Some(Box::new(conn)),
-        })
+            tls: Some(Mutex::new(conn)),
+        })))
     }
 
     pub fn socket(&self) -> &Arc<TcpStream> {
-        &self.socket
+        &self.0.socket
     }
 
     /// Completes a TLS handshake by `deadline` (in all, not per read); then writes wait
     /// `send_timeout` at most. Nothing to do in plain text.
-    pub fn handshake(&mut self, deadline: Instant, send_timeout: Duration) -> io::Result<()> {
-        let Some(conn) = self.tls.as_deref_mut() else {
+    pub fn handshake(&self, deadline: Instant, send_timeout: Duration) -> io::Result<()> {
+        let Some(tls) = &self.0.tls else {
             return Ok(());
         };
-        let mut io: &TcpStream = &self.socket;
+        let socket = &self.0.socket;
+        let mut conn = tls.lock();
+        let mut io: &TcpStream = socket;
         while conn.is_handshaking() {
             let left = deadline
                 .checked_duration_since(Instant::now())
                 .filter(|d| !d.is_zero())
                 .ok_or_else(|| io::Error::new(ErrorKind::TimedOut, "TLS handshake too slow"))?;
-            self.socket.set_read_timeout(Some(left))?;
-            self.socket.set_write_timeout(Some(left))?;
+            socket.set_read_timeout(Some(left))?;
+            socket.set_write_timeout(Some(left))?;
             conn.complete_io(&mut io)?;
         }
-        self.socket.set_write_timeout(Some(send_timeout))?;
+        socket.set_write_timeout(Some(send_timeout))?;
         // Session tickets, if any, go out now.
         while conn.wants_write() {
             conn.write_tls(&mut io)?;
@@ -121,72 +134,79 @@ impl Stream {
     }
 
     /// One read, waiting until `deadline` at most: `Ok(0)` when the client closed (with or
-    /// without TLS's close_notify); a missed deadline is `ErrorKind::TimedOut`.
-    pub fn read_by(&mut self, out: &mut [u8], deadline: Instant) -> io::Result<usize> {
-        let Some(conn) = self.tls.as_deref_mut() else {
-            return super::head::read_by(&self.socket, out, deadline);
+    /// without TLS's close_notify); a missed deadline is `ErrorKind::TimedOut`. One thread
+    /// reads a connection.
+    pub fn read_by(&self, out: &mut [u8], deadline: Instant) -> io::Result<usize> {
+        let Some(tls) = &self.0.tls else {
+            return super::head::read_by(&self.0.socket, out, deadline);
         };
+        let mut raw = [0u8; TLS_READ];
         loop {
-            match conn.reader().read(out) {
+            match tls.lock().reader().read(out) {
                 Ok(n) => return Ok(n),
                 Err(e) if e.kind() == ErrorKind::WouldBlock => {}
                 Err(e) if e.kind() == ErrorKind::UnexpectedEof => return Ok(0),
                 Err(e) => return Err(e),
             }
-            let left = deadline.saturating_duration_since(Instant::now());
-            if left.is_zero() {
-                return Err(ErrorKind::TimedOut.into());
-            }
-            self.socket
-                .set_read_timeout(Some(left.max(Duration::from_millis(1))))?;
-            let mut io: &TcpStream = &self.socket;
-            match conn.read_tls(&mut io) {
+            // The lock is not held while waiting: the worker may be writing an answer.
+            let n = match super::head::read_by(&self.0.socket, &mut raw, deadline) {
                 Ok(0) => return Ok(0),
-                Ok(_) => {}
+                Ok(n) => n,
                 Err(e) if e.kind() == ErrorKind::Interrupted => continue,
-                Err(e) if e.kind() == ErrorKind::WouldBlock => {
-                    return Err(ErrorKind::TimedOut.into());
-                }
                 Err(e) => return Err(e),
+            };
+            let mut conn = tls.lock();
+            let mut records = &raw[..n];
+            let mut io: &TcpStream = &self.0.socket;
+            while !records.is_empty() {
+                if conn.read_tls(&mut records)? == 0 {
+                    return Err(io::Error::other("TLS input not taken"));
+                }
+                let state = conn.process_new_packets();
+                // An alert (or a key update) goes out before an error is reported.
+                while conn.wants_write() {
+                    conn.write_tls(&mut io)?;
+                }
+                state.map_err(io::Error::other)?;
             }
-            let state = conn.process_new_packets();
-            // An alert (or a key update) goes out before an error is reported.
+        }
+    }
+
+    /// Writes all of `bytes` (encrypted, with TLS).
+    pub fn write_all(&self, bytes: &[u8]) -> io::Result<()> {
+        let Some(tls) = &self.0.tls else {
+            return (&*self.0.socket).write_all(bytes);
+        };
+        let mut conn = tls.lock();
+        let mut io: &TcpStream = &self.0.socket;
+        let mut rest = bytes;
+        while !rest.is_empty() {
+            let n = conn.writer().write(rest)?;
+            rest = &rest[n..];
             while conn.wants_write() {
                 conn.write_tls(&mut io)?;
             }
-            state.map_err(io::Error::other)?;
         }
+        Ok(())
     }
 
-    /// Says the connection is closing (TLS's close_notify), without waiting for a client that
-    /// does not read; nothing in plain text, or before the handshake is over (such a client is
-    /// just dropped).
-    pub fn close_notify(&mut self) {
-        if let Some(conn) = self.tls.as_deref_mut().filter(|c| !c.is_handshaking()) {
-            conn.send_close_notify();
-            let _ = self.socket.set_nonblocking(true);
-            let mut io: &TcpStream = &self.socket;
-            while conn.wants_write() {
-                if conn.write_tls(&mut io).is_err() {
-                    break;
-                }
-            }
-            let _ = self.socket.set_nonblocking(false);
-        }
+    /// A writer over this stream, for a parked reply.
+    pub fn writer(&self) -> Writer {
+        Writer(self.clone())
     }
 }
 
-impl Write for Stream {
+/// A [`Stream`] as `io::Write`.
+pub struct Writer(Stream);
+
+impl Write for Writer {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        let Some(conn) = self.tls.as_deref_mut() else {
-            return (&*self.socket).write(buf);
-        };
-        let n = conn.writer().write(buf)?;
-        let mut io: &TcpStream = &self.socket;
-        while conn.wants_write() {
-            conn.write_tls(&mut io)?;
-        }
-        Ok(n)
+        self.0.write_all(buf)?;
+        Ok(buf.len())
+    }
+
+    fn write_all(&mut self, buf: &[u8]) -> io::Result<()> {
+        self.0.write_all(buf)
     }
 
     fn flush(&mut self) -> io::Result<()> {
@@ -194,10 +214,25 @@ impl Write for Stream {
     }
 }
 
-impl Drop for Stream {
-    /// A TLS client is told the connection ends (so it can tell an answer's end from a cut).
+impl Drop for Shared {
+    /// TLS's close_notify, without waiting for a client that does not read; nothing in plain
+    /// text, or before the handshake is over (such a client is just dropped).
     fn drop(&mut self) {
-        self.close_notify();
+        let Some(tls) = &self.tls else {
+            return;
+        };
+        let mut conn = tls.lock();
+        if conn.is_handshaking() {
+            return;
+        }
+        conn.send_close_notify();
+        let _ = self.socket.set_nonblocking(true);
+        let mut io: &TcpStream = &self.socket;
+        while conn.wants_write() {
+            if conn.write_tls(&mut io).is_err() {
+                break;
+            }
+        }
     }
 }
 
