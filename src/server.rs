@@ -253,6 +253,15 @@ impl Server {
         self.public.control
     }
 
+    /// Each port's connections now (device, control), as its admission counts them.
+    #[doc(hidden)]
+    pub fn connections(&self) -> [crate::http::admission::Counts; 2] {
+        [
+            self.device.admission().counts(),
+            self.control.admission().counts(),
+        ]
+    }
+
     /// The HomeKit listener's address, when HomeKit runs.
     pub fn homekit_addr(&self) -> Option<SocketAddr> {
         self.homekit.as_ref().map(|h| h.addr())
@@ -794,4 +803,50 @@ fn loopback(addr: SocketAddr) -> SocketAddr {
         ip => ip,
     };
     SocketAddr::new(ip, addr.port())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A listener that refuses (503) or answers others while the probe waits is alive, however
+    /// long it lasts; one that answers nobody is hung at the third probe in a row, and an
+    /// answer in between starts the count again.
+    #[test]
+    fn a_listener_is_hung_only_when_it_answers_nobody() {
+        let addr: SocketAddr = ([127, 0, 0, 1], 8082).into();
+        let answers = Arc::new(AtomicU64::new(0));
+        let mut watchdog = Watchdog::new(vec![(addr, Arc::clone(&answers))]);
+        let timed_out = |_| Err("timed out".to_string());
+        for _ in 0..10 {
+            // The listener counts its own 503 to the probe.
+            answers.fetch_add(1, Ordering::Relaxed);
+            assert_eq!(watchdog.round(|_| Ok(503)), None);
+            assert!(!watchdog.failing());
+        }
+        for _ in 0..10 {
+            answers.fetch_add(5, Ordering::Relaxed);
+            assert_eq!(watchdog.round(timed_out), None);
+            assert!(!watchdog.failing());
+        }
+        assert_eq!(watchdog.round(timed_out), None);
+        assert!(watchdog.failing());
+        assert_eq!(watchdog.round(timed_out), None);
+        answers.fetch_add(1, Ordering::Relaxed);
+        assert_eq!(watchdog.round(|_| Ok(200)), None);
+        assert!(!watchdog.failing());
+        for _ in 0..2 {
+            assert_eq!(watchdog.round(timed_out), None);
+        }
+        assert_eq!(watchdog.round(timed_out), Some(addr));
+    }
+
+    #[test]
+    fn verdicts() {
+        let none: Result<u16, String> = Err("refused".into());
+        assert_eq!(Verdict::of(&Ok(200), false), Verdict::Answering);
+        assert_eq!(Verdict::of(&Ok(503), false), Verdict::Refusing);
+        assert_eq!(Verdict::of(&none, true), Verdict::Busy);
+        assert_eq!(Verdict::of(&none, false), Verdict::Silent);
+    }
 }

@@ -126,6 +126,11 @@ impl Handle {
         self.addr
     }
 
+    /// Its connections now, as its admission counts them.
+    pub fn connections(&self) -> crate::http::admission::Counts {
+        self.shared.admission.counts()
+    }
+
     /// After the shutdown signal: waits for the accept loop, closes every connection and waits
     /// for their threads and the event thread.
     pub fn join(self) {

@@ -10,6 +10,7 @@
 mod common;
 
 mod addon;
+mod admission;
 mod alerts;
 mod architecture;
 mod bad_input;

@@ -8,6 +8,7 @@ pub mod energy;
 pub mod from_address;
 pub mod homekit;
 pub mod hosted;
+pub mod log_capture;
 pub mod mqtt;
 pub mod nle;
 pub mod tls;

@@ -189,6 +189,11 @@ impl Hap {
         self.handle.as_ref().unwrap().addr()
     }
 
+    /// Its connections, as its admission counts them.
+    pub fn connections(&self) -> hearth::http::admission::Counts {
+        self.handle.as_ref().unwrap().connections()
+    }
+
     pub fn stop(mut self) {
         self.shutdown.trigger();
         if let Some(h) = self.handle.take() {

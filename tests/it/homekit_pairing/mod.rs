@@ -384,37 +384,38 @@ fn aiohomekit_pairs_reads_writes_hears_events_and_reconnects() {
     hap.stop();
 }
 
-/// Bytes sent in plain after pair-verify's M3, in the same write, are never served as the
-/// verified controller's: someone on the path appending a request to a real controller's
-/// pair-verify (here: adding themselves as an admin) gets the connection closed instead, and
-/// nothing is stored.
-#[test]
-fn plain_bytes_after_pair_verify_are_not_served_as_the_controllers() {
-    use hearth::hap::crypto;
-    use ring::agreement::{self, EphemeralPrivateKey, UnparsedPublicKey, X25519};
-    use ring::rand::SystemRandom;
+/// A controller's long-term key, paired (as if by an earlier pair-setup) under `id`.
+fn paired_phone(hap: &Hap, id: &str) -> ring::signature::Ed25519KeyPair {
     use ring::signature::{Ed25519KeyPair, KeyPair};
-
-    let dir = TempDir::new("hap-plain-after-m3");
-    let hap = Hap::start(&Fake::new(20.0), dir.path(), any_port(), Limits::default());
-    let rng = SystemRandom::new();
-    let pkcs8 = Ed25519KeyPair::generate_pkcs8(&rng).unwrap();
+    let pkcs8 = Ed25519KeyPair::generate_pkcs8(&ring::rand::SystemRandom::new()).unwrap();
     let long_term = Ed25519KeyPair::from_pkcs8(pkcs8.as_ref()).unwrap();
     let public_key: [u8; 32] = long_term.public_key().as_ref().try_into().unwrap();
-    let phone = Pairing {
-        id: "phone".into(),
-        public_key,
-        admin: true,
-    };
-    hap.identity.add_pairing(phone).unwrap();
-    let mut s = TcpStream::connect(hap.addr()).unwrap();
+    hap.identity
+        .add_pairing(Pairing {
+            id: id.into(),
+            public_key,
+            admin: true,
+        })
+        .unwrap();
+    long_term
+}
+
+/// Pair-verify's M1 and M2 on `s` as the controller `id` with `long_term`: M3's TLV body.
+fn pair_verify_m3(
+    s: &mut TcpStream,
+    id: &str,
+    long_term: &ring::signature::Ed25519KeyPair,
+) -> Vec<u8> {
+    use hearth::hap::crypto;
+    use ring::agreement::{self, EphemeralPrivateKey, UnparsedPublicKey, X25519};
+    let rng = ring::rand::SystemRandom::new();
     let ephemeral = EphemeralPrivateKey::generate(&X25519, &rng).unwrap();
     let ours = ephemeral.compute_public_key().unwrap().as_ref().to_vec();
     let m1 = Tlv::new()
         .with(kind::STATE, &[1])
         .with(kind::PUBLIC_KEY, &ours)
         .encode();
-    let (status, body) = exchange(&mut s, "POST", "/pair-verify", &m1);
+    let (status, body) = exchange(s, "POST", "/pair-verify", &m1);
     assert_eq!(status, 200);
     let theirs = Tlv::decode(&body)
         .unwrap()
@@ -431,16 +432,29 @@ fn plain_bytes_after_pair_verify_are_not_served_as_the_controllers() {
         b"Pair-Verify-Encrypt-Salt",
         b"Pair-Verify-Encrypt-Info",
     );
-    let signed = [&ours[..], b"phone", &theirs[..]].concat();
+    let signed = [&ours[..], id.as_bytes(), &theirs[..]].concat();
     let proof = Tlv::new()
-        .with(kind::IDENTIFIER, b"phone")
+        .with(kind::IDENTIFIER, id.as_bytes())
         .with(kind::SIGNATURE, long_term.sign(&signed).as_ref())
         .encode();
     let sealed = crypto::seal(&key, crypto::label_nonce(b"PV-Msg03"), &[], &proof);
-    let m3 = Tlv::new()
+    Tlv::new()
         .with(kind::STATE, &[3])
         .with(kind::ENCRYPTED_DATA, &sealed)
-        .encode();
+        .encode()
+}
+
+/// Bytes sent in plain after pair-verify's M3, in the same write, are never served as the
+/// verified controller's: someone on the path appending a request to a real controller's
+/// pair-verify (here: adding themselves as an admin) gets the connection closed instead, and
+/// nothing is stored.
+#[test]
+fn plain_bytes_after_pair_verify_are_not_served_as_the_controllers() {
+    let dir = TempDir::new("hap-plain-after-m3");
+    let hap = Hap::start(&Fake::new(20.0), dir.path(), any_port(), Limits::default());
+    let long_term = paired_phone(&hap, "phone");
+    let mut s = TcpStream::connect(hap.addr()).unwrap();
+    let m3 = pair_verify_m3(&mut s, "phone", &long_term);
     let add = Tlv::new()
         .with(kind::STATE, &[1])
         .with(kind::METHOD, &[3])
@@ -467,4 +481,43 @@ fn plain_bytes_after_pair_verify_are_not_served_as_the_controllers() {
     assert!(closed(&mut s), "the connection stays open");
     assert_eq!(hap.identity.pairing("mallory"), None);
     assert_eq!(hap.identity.pairings().len(), 1);
+}
+
+/// Two neighbours holding every slot for unverified connections (8 from one address, 4 from
+/// another, never verifying) do not keep a paired controller out: its connection is admitted
+/// by closing the oldest of the address holding the most, and it completes pair-verify.
+#[test]
+fn unverified_connections_from_two_addresses_do_not_keep_a_paired_controller_out() {
+    use crate::common::from_address::connect_from;
+    let dir = TempDir::new("hap-crowded");
+    let hap = Hap::start(&Fake::new(20.0), dir.path(), any_port(), Limits::default());
+    let long_term = paired_phone(&hap, "phone");
+    let (one, two) = ("127.0.0.30".parse().unwrap(), "127.0.0.31".parse().unwrap());
+    let mut crowd: Vec<TcpStream> = (0..12)
+        .map(|i| connect_from(if i < 8 { one } else { two }, hap.addr()))
+        .collect();
+    wait_until("12 unverified connections", || hap.connections().idle == 12);
+    let mut s = TcpStream::connect(hap.addr()).unwrap();
+    let m3 = pair_verify_m3(&mut s, "phone", &long_term);
+    let (status, body) = exchange(&mut s, "POST", "/pair-verify", &m3);
+    assert_eq!(status, 200);
+    assert_eq!(tlv_error(&body), None, "M4 without an error");
+    // The first of the biggest holder's went; the rest stay.
+    assert!(closed(&mut crowd[0]));
+    let open = |sock: &TcpStream| {
+        sock.set_nonblocking(true).unwrap();
+        let open = matches!(sock.peek(&mut [0u8; 1]), Err(e) if e.kind() == std::io::ErrorKind::WouldBlock);
+        sock.set_nonblocking(false).unwrap();
+        open
+    };
+    assert!(crowd[1..].iter().all(open));
+    // Verified, it is no longer one that may give way: once the crowd fills the place it
+    // left, the crowd's next connection (.31 has 5, .30 has 7) turns over .30's oldest, not
+    // the controller's.
+    let _fill = connect_from(two, hap.addr());
+    wait_until("12 unverified again", || hap.connections().idle == 12);
+    let _more = connect_from(two, hap.addr());
+    assert!(closed(&mut crowd[1]));
+    assert_eq!(hap.connections().idle, 12);
+    assert!(open(&s));
 }
