@@ -282,7 +282,7 @@ pub fn complete(config: &mut Config) -> Result<(), String> {
                 log::warn!(
                     "MQTT off: the Supervisor's broker {}:{} wants TLS, which hearth does not \
                      speak; set \"MQTT broker\" (mqtt_host) to a plain listener",
-                    service.host,
+                    crate::util::logged(&service.host),
                     service.port
                 );
                 None
@@ -290,7 +290,7 @@ pub fn complete(config: &mut Config) -> Result<(), String> {
             Ok(Some(service)) => {
                 log::info!(
                     "MQTT: the Supervisor's broker {}:{}",
-                    service.host,
+                    crate::util::logged(&service.host),
                     service.port
                 );
                 Some(MqttConfig {

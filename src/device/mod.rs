@@ -100,9 +100,9 @@ impl Service for DeviceApi {
         if let Err(refusal) = self.browsers.check(&request, guard) {
             log::warn!(
                 "device port: {} refused ({}): {}",
-                request.path,
+                crate::util::logged(&request.path),
                 refusal.status(),
-                refusal.message()
+                crate::util::logged(&refusal.message())
             );
             return Reply::Full(DeviceError::Browser(refusal).response());
         }
