@@ -76,11 +76,7 @@ impl Supervisor {
         Supervisor {
             config: config.clone(),
             // Asked only at start-up, before either port listens; still bounded.
-            agent: ureq::AgentBuilder::new()
-                .timeout_connect(Duration::from_secs(3))
-                .timeout(TIMEOUT)
-                .redirects(0)
-                .build(),
+            agent: crate::util::outbound::agent(Duration::from_secs(3), TIMEOUT),
         }
     }
 
