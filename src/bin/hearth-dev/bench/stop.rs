@@ -126,6 +126,8 @@ fn settled(
 /// SIGTERM at `second` past a minute: ms to the server's exit.
 fn timed_stop(exe: &Path, n: usize, second: u64) -> Result<f64, String> {
     let (server, fleet, _dir) = settled(exe, n, second)?;
+    // Told first, so the server's going is no problem to them.
+    fleet.stop();
     let sent = Instant::now();
     let status = server
         .terminate()
@@ -150,6 +152,7 @@ fn traced(exe: &Path, n: usize) -> Result<(Vec<(String, u64)>, Vec<(String, u64)
         counts(strace, &out)?
     };
     let strace = attach(server.pid(), &out)?;
+    fleet.stop();
     server
         .terminate()
         .map_err(|e| format!("stopping the server: {e}"))?;
