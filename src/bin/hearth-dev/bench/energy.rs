@@ -4,7 +4,9 @@
 //!
 //! 1. CPU per upload: N thermostats' status records observed as the recorder observes a change
 //!    event (`Accrual::observe`, not a periodic sample), heating and fan turning on and off and
-//!    a target changing every few uploads, simulated time advancing 30 s per round. CPU time
+//!    a target changing every few uploads, simulated time advancing 30 s per round, each
+//!    followed by `Accrual::commit` as the recorder does after an event that came alone (a
+//!    run that started or stopped is written then: one append and fdatasync). CPU time
 //!    of this thread (`/proc/thread-self/schedstat`, nanoseconds; not wall time: the machine
 //!    may be shared), divided by the observations. The status record itself is not built here
 //!    (the recorder builds it for the history too).
@@ -166,6 +168,7 @@ fn per_upload(thermostats: usize, uploads: usize) -> Result<(usize, u64), String
         let now = START_MS + r as i64 * 30_000;
         for reading in &records {
             acc.observe(&live, &reading[r % 8], now, false, r % 4 == 0);
+            acc.commit(&live);
         }
     }
     let spent = thread_cpu_ns()? - before;
