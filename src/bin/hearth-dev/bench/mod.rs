@@ -29,6 +29,7 @@ pub mod energy;
 mod fleet;
 mod load;
 mod report;
+pub mod stop;
 
 use std::path::PathBuf;
 use std::thread;
