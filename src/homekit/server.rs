@@ -147,22 +147,33 @@ impl Handle {
     }
 }
 
-/// Listens on `bind` with the default [`Limits`] until `shutdown` is triggered.
+/// Listens on `bind` with the default [`Limits`] until `shutdown` is triggered; pair-setup
+/// reads the time from `clock` (the server's).
 pub fn start(
     attributes: Arc<dyn Attributes>,
     identity: Arc<Identity>,
     bind: SocketAddr,
+    clock: Clock,
     shutdown: &Shutdown,
 ) -> io::Result<Handle> {
-    start_with(attributes, identity, bind, Limits::default(), shutdown)
+    start_with(
+        attributes,
+        identity,
+        bind,
+        Limits::default(),
+        clock,
+        shutdown,
+    )
 }
 
-/// [`start`] with other limits (tests shorten the deadlines).
+/// [`start`] with other limits (tests shorten the deadlines); the admission's refusal log
+/// reads `clock` too.
 pub fn start_with(
     attributes: Arc<dyn Attributes>,
     identity: Arc<Identity>,
     bind: SocketAddr,
     limits: Limits,
+    clock: Clock,
     shutdown: &Shutdown,
 ) -> io::Result<Handle> {
     let listener = TcpListener::bind(bind)?;
@@ -171,12 +182,12 @@ pub fn start_with(
         "HomeKit",
         limits.bounds(),
         limits.body,
-        Clock::system(),
+        clock.clone(),
     ));
     let shared = Arc::new(Shared {
         attributes,
         identity,
-        setup: PairSetup::new(),
+        setup: PairSetup::new(clock),
         limits,
         shutdown: shutdown.clone(),
         conns: Mutex::new(HashMap::new()),

@@ -12,9 +12,9 @@
 //!   attacker holds never shut out a client that holds none, and a flood turns over the
 //!   flooder's own connections.
 //! - **Body budgets**: the request bytes being read at once from one address.
-//! - **Refusal log**: a refused or closed connection is logged once per address per minute,
-//!   the next line counting what went unlogged meanwhile, and at most
-//!   [`LINES_PER_MINUTE`] such lines a minute in all (then one line counting the rest), so a
+//! - **Refusal log**: a refused or closed connection is logged by the crate's one
+//!   [`RefusalLog`]: once per address per minute, the next line counting what went unlogged
+//!   meanwhile, and a few dozen lines a minute in all (then one line counting the rest), so a
 //!   flood cannot fill the journal.
 //! - **Sizing** ([`Budget`]): at start the soft descriptor limit is raised to the hard one, and
 //!   the listeners' totals are sized from what the process got and from the tasks it may start
@@ -27,19 +27,11 @@ use std::fmt;
 use std::net::{IpAddr, Shutdown, SocketAddr, TcpStream};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
 
 use crate::util::clock::Clock;
-
-/// Refusals (and closed connections) are logged once per address per this long.
-pub const REFUSAL_LOG_INTERVAL: Duration = Duration::from_secs(60);
-/// Addresses whose refusals are remembered for [`REFUSAL_LOG_INTERVAL`]; past this (a flood from
-/// many addresses) further addresses are counted in the minute's summary line.
-const REFUSAL_LOG_ADDRESSES: usize = 1024;
-/// Refusal lines one listener writes in a minute at most; the rest are counted in one line.
-pub const LINES_PER_MINUTE: usize = 64;
+use crate::util::refusals::RefusalLog;
 
 /// Descriptors kept for everything but the listeners' connections: the listening sockets, the
 /// store's journal and snapshots, history and energy files, the admin socket and its client,
@@ -390,24 +382,11 @@ impl Admission {
     }
 
     /// Logs `what` about `client`, at most once per address per minute (the line after says how
-    /// many were not logged), at most [`LINES_PER_MINUTE`] lines a minute in all.
+    /// many were not logged), within the log's line budget ([`RefusalLog`]).
     pub fn note(&self, client: IpAddr, what: &dyn fmt::Display) {
         let key = crate::util::client_key(client);
-        let lines = self.log.lock().lines_for(key, self.clock.now());
-        for line in lines {
-            match line {
-                Line::First => log::info!("{}: {what}", self.name),
-                Line::Again(unlogged) => log::info!(
-                    "{}: {what} ({unlogged} more from {key} not logged in the last minute)",
-                    self.name
-                ),
-                Line::Others { events, addresses } => log::info!(
-                    "{}: {events} more refused or closed connections from {addresses} other \
-                     addresses not logged in the last minute",
-                    self.name
-                ),
-            }
-        }
+        let lines = self.log.lock().refused(key, self.clock.now());
+        lines.write(log::Level::Info, self.name, what);
     }
 
     /// Counts now.
@@ -468,74 +447,6 @@ impl Drop for BodyReservation {
                 bodies.remove(&self.1);
             }
         }
-    }
-}
-
-/// A line of the refusal log.
-#[derive(Debug, PartialEq, Eq)]
-enum Line {
-    /// The first from this address in a minute.
-    First,
-    /// The first after a minute, with how many went unlogged before it.
-    Again(u64),
-    /// The minute's events past the line budget.
-    Others { events: u64, addresses: usize },
-}
-
-/// When each address was last logged, and the minute's line budget.
-#[derive(Default)]
-struct RefusalLog {
-    /// When a line was last written for each address, and how many events were not logged since.
-    addresses: HashMap<IpAddr, (Instant, u64)>,
-    /// The minute the line budget counts, the lines written in it, and what was not written for
-    /// want of budget (events, and from how many addresses).
-    minute: Option<Instant>,
-    lines: usize,
-    over: (u64, BTreeSet<IpAddr>),
-}
-
-impl RefusalLog {
-    fn lines_for(&mut self, key: IpAddr, now: Instant) -> Vec<Line> {
-        let recent = |at: &Instant| now.saturating_duration_since(*at) < REFUSAL_LOG_INTERVAL;
-        let mut out = Vec::new();
-        if !self.minute.as_ref().is_some_and(recent) {
-            let (events, addresses) = std::mem::take(&mut self.over);
-            if events > 0 {
-                out.push(Line::Others {
-                    events,
-                    addresses: addresses.len(),
-                });
-            }
-            self.minute = Some(now);
-            self.lines = 0;
-        }
-        let line = match self.addresses.get_mut(&key) {
-            Some((at, unlogged)) if recent(at) => {
-                *unlogged += 1;
-                return out;
-            }
-            Some((_, unlogged)) => Line::Again(*unlogged),
-            None => {
-                if self.addresses.len() >= REFUSAL_LOG_ADDRESSES {
-                    self.addresses.retain(|_, (at, _)| recent(at));
-                }
-                Line::First
-            }
-        };
-        let remembered = self.addresses.contains_key(&key);
-        if self.lines >= LINES_PER_MINUTE
-            || (!remembered && self.addresses.len() >= REFUSAL_LOG_ADDRESSES)
-        {
-            self.over.0 += 1;
-            if self.over.1.len() < REFUSAL_LOG_ADDRESSES {
-                self.over.1.insert(key);
-            }
-            return out;
-        }
-        self.lines += 1;
-        self.addresses.insert(key, (now, 0));
-        out.push(line);
-        out
     }
 }
 
@@ -722,6 +633,7 @@ mod tests {
     use super::*;
     use crate::util::clock::ManualClock;
     use std::net::TcpListener;
+    use std::time::Duration;
 
     fn sockets(n: usize) -> (TcpListener, Vec<(Arc<TcpStream>, TcpStream)>) {
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
@@ -839,41 +751,6 @@ mod tests {
         assert!(open(&socks[12].1));
         assert_eq!(a.counts().idle, 12);
         drop(held);
-    }
-
-    #[test]
-    fn refusals_are_logged_once_per_address_per_minute_within_a_budget() {
-        let mut log = RefusalLog::default();
-        let (a, b): (IpAddr, IpAddr) = ("127.0.0.2".parse().unwrap(), "::1".parse().unwrap());
-        let t0 = ManualClock::at(0).clock().now();
-        assert_eq!(log.lines_for(a, t0), vec![Line::First]);
-        for i in 1..1000 {
-            assert_eq!(log.lines_for(a, t0 + Duration::from_millis(i)), vec![]);
-        }
-        assert_eq!(log.lines_for(b, t0), vec![Line::First]);
-        let later = t0 + REFUSAL_LOG_INTERVAL;
-        assert_eq!(log.lines_for(a, later), vec![Line::Again(999)]);
-        assert_eq!(log.lines_for(a, later), vec![]);
-        // A flood from many addresses: LINES_PER_MINUTE lines, then the rest counted.
-        let mut lines = 1;
-        for n in 0..5000u32 {
-            lines += log.lines_for(IpAddr::from(n.to_be_bytes()), later).len();
-        }
-        assert_eq!(lines, LINES_PER_MINUTE);
-        assert!(log.addresses.len() <= REFUSAL_LOG_ADDRESSES);
-        // The next minute says how many went unlogged, and logs addresses again.
-        let next = later + REFUSAL_LOG_INTERVAL;
-        let out = log.lines_for("10.0.0.1".parse().unwrap(), next);
-        assert_eq!(
-            out,
-            vec![
-                Line::Others {
-                    events: 5000 - (LINES_PER_MINUTE as u64 - 1),
-                    addresses: REFUSAL_LOG_ADDRESSES
-                },
-                Line::First
-            ]
-        );
     }
 
     #[test]

@@ -226,7 +226,7 @@ fn request(shared: &Arc<Shared>, conn: &Arc<Conn>, input: &mut Input, head: Head
                 &format_args!(
                     "{} {} from {client} -> {} ({})",
                     head.method,
-                    redact(&head.target),
+                    crate::util::logged(&redact(&head.target)),
                     refused.status,
                     refused.why
                 ),
@@ -324,7 +324,8 @@ pub(super) fn answer(shared: &Shared, job: Job) {
         After::Parked => conn.set_turn(Turn::Ended),
     }
     log::debug!(
-        "{method_name} {target} -> {status} ({} ms)",
+        "{method_name} {} -> {status} ({} ms)",
+        crate::util::logged(&target),
         started.elapsed().as_millis()
     );
 }

@@ -802,3 +802,46 @@ fn a_damaged_record_turns_the_alerts_off_and_nothing_else() {
         damaged
     );
 }
+
+/// A thermostat's name is its own to choose: one holding `\n` and `\r` reaches the log through
+/// the alert's message (the real binary's log, as journald would keep it) escaped, on the
+/// alert's own line, and starts no line of its own.
+#[test]
+fn a_name_with_newlines_cannot_forge_a_log_line() {
+    share_process();
+    let dir = TempDir::new("alert-forge");
+    let child = ServerProcess::start(Path::new(env!("CARGO_BIN_EXE_hearth")), dir.path()).unwrap();
+    let (mut sim, _events) = thermostat(&format!("http://{}", child.device), SERIAL);
+    let name = "Hall\nERROR hearth::server: forged line\r\nWARN  hearth::alerts: forged too\r";
+    sim.report("shared", "name", json!(name));
+    sim.report("shared", "current_temperature", json!(5.0));
+    sim.boot().unwrap();
+    wait_until("the alert on the board", || {
+        !child_active(&child).is_empty()
+    });
+    // The board shows the name as the thermostat sent it; only the log escapes it.
+    assert!(
+        child_active(&child)[0]["message"]
+            .as_str()
+            .unwrap()
+            .starts_with(name),
+        "{:?}",
+        child_active(&child)
+    );
+    wait_until("the alert's log line", || {
+        child.log().contains("alert ") && child.log().contains(" started: Hall")
+    });
+    let log = child.log();
+    let started: Vec<&str> = log.lines().filter(|l| l.contains(" started: ")).collect();
+    assert_eq!(started.len(), 1, "{log}");
+    assert!(
+        started[0].ends_with(
+            r"started: Hall\nERROR hearth::server: forged line\r\nWARN  hearth::alerts: forged too\r is 5°C (below 7°C) — heating is off"
+        ),
+        "{log}"
+    );
+    for line in log.lines() {
+        assert!(!line.contains("forged") || line == started[0], "{log}");
+    }
+    child.kill();
+}

@@ -11,6 +11,7 @@ pub mod hosted;
 pub mod log_capture;
 pub mod mqtt;
 pub mod nle;
+pub mod redirect;
 pub mod tls;
 pub mod tools;
 
