@@ -41,6 +41,7 @@ pub const ADDON_OPTIONS: &[AddonOption] = &[
         "New thermostats per address a day",
         "int(0,10000)",
     ),
+    option("MAX_CONNECTIONS", "Connections per port", "int(0,10000000)"),
     option(
         "ENTRY_KEY_TTL_SECONDS",
         "Entry key lifetime",
