@@ -155,6 +155,11 @@ pub(super) fn serve(shared: &Shared, conn: &Conn, client: SocketAddr, ticket: &T
             );
             return;
         }
+        if answer.verified.is_some() {
+            // Verified: no longer one that may give way to another, from before the controller
+            // can see M4 (so it never finds itself counted as unverified after it).
+            server::verified(ticket);
+        }
         if conn.write(&answer.bytes).is_err() || answer.close {
             return;
         }
@@ -162,7 +167,6 @@ pub(super) fn serve(shared: &Shared, conn: &Conn, client: SocketAddr, ticket: &T
             // The answer to M3 went out in plain; all after it is encrypted.
             conn.out.lock().session = Some(Session::new(&verified));
             *conn.controller.lock() = Some(verified.controller);
-            server::verified(ticket);
         }
     }
 }

@@ -359,9 +359,10 @@ impl Admission {
         let id = table.insert(key, Phase::Idle, socket);
         drop(table);
         if let Some(victim) = trimmed {
+            // Counted before its client can see the end, so whoever sees it sees the count.
+            self.trimmed.fetch_add(1, Ordering::Relaxed);
             // Its thread sees the connection end and goes on to the next.
             let _ = victim.socket.shutdown(Shutdown::Both);
-            self.trimmed.fetch_add(1, Ordering::Relaxed);
             self.note(victim.key, &format_args!(
                 "closed the oldest idle connection of {}, which held the most, to admit {client}",
                 victim.key

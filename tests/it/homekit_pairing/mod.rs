@@ -371,6 +371,12 @@ fn aiohomekit_pairs_reads_writes_hears_events_and_reconnects() {
         json!(19.0)
     );
     hap.identity.reset().unwrap();
+    // The server closes the session (homekit-events, on the identity's change): until it has,
+    // a read on it would be answered 470, the pairing being gone.
+    wait_until("the verified session closed", || {
+        let c = hap.connections();
+        c.open == c.idle
+    });
     // The read fails: either on the session being closed under it ("Transport is closed"),
     // or, once aiohomekit has seen the close, on reconnecting: pair-verify's M2 names another
     // accessory (a reset takes a new device id; aiohomekit gives up after its own 10 s).
