@@ -361,7 +361,7 @@ fn admit_newcomer(
         Err(refused) => refused,
     };
     refused.log.write(
-        log::Level::Warn,
+        (module_path!(), log::Level::Warn),
         "device port",
         &format_args!(
             "refused a new thermostat {serial} from {client}: {} thermostats new to hearth came \

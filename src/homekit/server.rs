@@ -177,6 +177,7 @@ pub fn start_with(
     shutdown: &Shutdown,
 ) -> io::Result<Handle> {
     let listener = TcpListener::bind(bind)?;
+    crate::http::admission::widen_backlog(&listener)?;
     let addr = listener.local_addr()?;
     let admission = Arc::new(Admission::new(
         "HomeKit",

@@ -387,7 +387,7 @@ impl Admission {
     pub fn note(&self, client: IpAddr, what: &dyn fmt::Display) {
         let key = crate::util::client_key(client);
         let lines = self.log.lock().refused(key, self.clock.now());
-        lines.write(log::Level::Info, self.name, what);
+        lines.write((module_path!(), log::Level::Info), self.name, what);
     }
 
     /// Counts now.
@@ -449,6 +449,20 @@ impl Drop for BodyReservation {
             }
         }
     }
+}
+
+/// Lets the kernel queue as many connections for `listener` as it allows any listener
+/// (`net.core.somaxconn`, 4,096 by default; Rust's `bind` asks for 128) until they are accepted.
+/// A flood holds every connection it can: when a port is full, each one accepted turns over
+/// another of the flooder's, which it opens again, so its connections beyond what the port
+/// holds wait in this queue. With 128 places the queue stays full and a newcomer's SYN is
+/// dropped, to be sent again a second later; with room for the flood, the newcomer takes its
+/// turn behind it, a few milliseconds.
+pub fn widen_backlog(listener: &std::net::TcpListener) -> std::io::Result<()> {
+    // Linux: a second listen() on a listening socket changes its backlog; the kernel lowers
+    // what is asked to somaxconn.
+    rustix::net::listen(listener, i32::MAX)?;
+    Ok(())
 }
 
 /// What the process may open and start, found at start (descriptors after raising the soft

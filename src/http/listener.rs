@@ -264,6 +264,7 @@ impl Listener {
         service: Arc<dyn Service>,
         shutdown: Shutdown,
     ) -> io::Result<Listener> {
+        super::admission::widen_backlog(&listener)?;
         set_send_timeout(&listener, SEND_TIMEOUT)?;
         set_no_delay(&listener)?;
         // A thread waiting to accept wakes after this to see whether it is spare.

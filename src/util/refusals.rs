@@ -104,19 +104,27 @@ impl RefusalLog {
 }
 
 impl Lines {
-    /// Writes the lines at `level`, each starting with `subject` ("device port", "HomeKit"),
-    /// saying `what` (the refusal, its client named in it).
-    pub(crate) fn write(self, level: log::Level, subject: &str, what: &dyn fmt::Display) {
+    /// Writes the lines at `level` for `target` (the refusing module's path, as the log shows
+    /// it), each starting with `subject` ("device port", "HomeKit"), saying `what` (the
+    /// refusal, its client named in it).
+    pub(crate) fn write(
+        self,
+        (target, level): (&str, log::Level),
+        subject: &str,
+        what: &dyn fmt::Display,
+    ) {
         let client = self.client;
         for line in self.lines {
             match line {
-                Line::First => log::log!(level, "{subject}: {what}"),
+                Line::First => log::log!(target: target, level, "{subject}: {what}"),
                 Line::Again(unlogged) => log::log!(
+                    target: target,
                     level,
                     "{subject}: {what} ({unlogged} more from {client} not logged in the last \
                      minute)"
                 ),
                 Line::Others { refusals, clients } => log::log!(
+                    target: target,
                     level,
                     "{subject}: {refusals} more refusals from {clients} other addresses not \
                      logged in the last minute"
