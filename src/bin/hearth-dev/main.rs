@@ -63,8 +63,8 @@ struct BenchEnergyArgs {
 /// time SIGTERM of a server holding N simulated thermostats with their fans running, a few
 /// seconds after the energy history's minute flush and a few before the next (127.0.0.1 only)
 struct BenchStopArgs {
-    /// thermostats holding subscribes (default 1000; the device port takes about 2,000
-    /// connections)
+    /// thermostats holding subscribes (default 1000; the device port takes three quarters of
+    /// the descriptors the server may open, so 10,000 need a hard limit above about 14,000)
     #[argh(option, default = "1000")]
     thermostats: usize,
     /// trials of each case, each a fresh server and fleet, about two minutes (default 3)
