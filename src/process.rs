@@ -176,8 +176,8 @@ impl ServerProcess {
         let _ = rustix::process::kill_process(Pid::from_child(&self.child), signal);
     }
 
-    /// SIGTERM, then wait for the exit.
-    pub fn terminate(mut self) -> std::io::Result<ExitStatus> {
+    /// SIGTERM, then wait for the exit (its log stays readable).
+    pub fn terminate(&mut self) -> std::io::Result<ExitStatus> {
         rustix::process::kill_process(Pid::from_child(&self.child), Signal::TERM)?;
         self.child.wait()
     }

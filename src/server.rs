@@ -282,6 +282,15 @@ impl Server {
     /// each stage of the shutdown signal and waits for that stage's threads to end; then
     /// writes a final snapshot.
     pub fn shutdown(self) {
+        // How long each stage took, in the log: where a slow stop spends its time.
+        let began = Stopwatch::start();
+        let mut lap = Duration::ZERO;
+        let mut took = || {
+            let now = began.elapsed();
+            let ms = (now - lap).as_millis();
+            lap = now;
+            ms
+        };
         // 1. Intake.
         Stage::Intake.of(&self.shutdown).trigger();
         self.device.join();
@@ -293,6 +302,7 @@ impl Server {
         if let Some(homekit) = self.homekit {
             homekit.join();
         }
+        let intake = took();
         // 2. Bridges.
         Stage::Bridges.of(&self.shutdown).trigger();
         if let Some(mqtt) = self.mqtt {
@@ -304,14 +314,22 @@ impl Server {
         if let Some(alerts) = self.alerts {
             alerts.join();
         }
+        let bridges = took();
         // 3. Pushes.
         Stage::Pushes.of(&self.shutdown).trigger();
         let _ = self.notifier.join();
         let _ = self.events.join();
+        let pushes = took();
         // 4. Store.
         if let Err(e) = self.app.state().snapshot() {
             log::error!("final snapshot failed (the journal still holds every change): {e}");
         }
+        let store = took();
+        log::info!(
+            "stopped in {} ms: intake {intake} ms, bridges {bridges} ms, pushes {pushes} ms, \
+             snapshot {store} ms",
+            began.elapsed().as_millis()
+        );
     }
 }
 

@@ -107,6 +107,11 @@ impl Hub {
     /// returns once stopping and nothing is parked or being written.
     fn dispatch(&self) {
         let mut inner = self.inner.lock();
+        // Once stopping, every held subscribe is ended by one sweep: after it, a subscribe
+        // gets its writer back only through `settle`, which schedules its end itself (or
+        // leaves it in `ready`), so the sweep is not repeated for each write that settles
+        // (10,000 held subscribes made that ten thousand passes over them all).
+        let mut swept = false;
         loop {
             let now = self.clock.now();
             // Every subscribe due at `now` leaves the settled state (its writer taken) before
@@ -129,7 +134,8 @@ impl Hub {
                 }
                 due.push(id);
             }
-            if stopping {
+            if stopping && !swept {
+                swept = true;
                 // Held subscribes with nothing queued and no timer (none today) end too.
                 due.extend(
                     inner

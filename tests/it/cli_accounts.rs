@@ -243,7 +243,7 @@ fn commands_work_without_a_server() {
 #[test]
 fn commands_reach_a_running_server_and_take_effect_at_once() {
     let dir = TempDir::new("cli-online");
-    let server = ServerProcess::start(Path::new(env!("CARGO_BIN_EXE_hearth")), dir.path())
+    let mut server = ServerProcess::start(Path::new(env!("CARGO_BIN_EXE_hearth")), dir.path())
         .unwrap_or_else(|log| panic!("server did not start:\n{log}"));
     let origin = format!("http://{}", server.device);
     let (mut sim, _events) = thermostat(&origin, SERIAL);
@@ -387,7 +387,7 @@ fn commands_reach_a_running_server_and_take_effect_at_once() {
 #[test]
 fn share_refuses_a_removed_thermostat_with_or_without_a_server() {
     let dir = TempDir::new("cli-share-removed");
-    let server = ServerProcess::start(Path::new(env!("CARGO_BIN_EXE_hearth")), dir.path())
+    let mut server = ServerProcess::start(Path::new(env!("CARGO_BIN_EXE_hearth")), dir.path())
         .unwrap_or_else(|log| panic!("server did not start:\n{log}"));
     let origin = format!("http://{}", server.device);
     let (mut sim, _events) = thermostat(&origin, SERIAL);
@@ -436,7 +436,7 @@ fn share_refuses_a_removed_thermostat_with_or_without_a_server() {
     );
 
     // Added back (open mode), it is the default user's and can be shared.
-    let server = ServerProcess::start(Path::new(env!("CARGO_BIN_EXE_hearth")), dir.path())
+    let mut server = ServerProcess::start(Path::new(env!("CARGO_BIN_EXE_hearth")), dir.path())
         .unwrap_or_else(|log| panic!("server did not start:\n{log}"));
     let r = call(
         server.control,

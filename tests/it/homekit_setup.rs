@@ -103,7 +103,7 @@ fn reset_reaches_a_running_server() {
     identity.add_pairing(controller("phone")).unwrap();
     let code = identity.setup_code();
     drop(identity);
-    let server = ServerProcess::start(Path::new(env!("CARGO_BIN_EXE_hearth")), dir.path())
+    let mut server = ServerProcess::start(Path::new(env!("CARGO_BIN_EXE_hearth")), dir.path())
         .unwrap_or_else(|log| panic!("server did not start:\n{log}"));
 
     let out = hearth(dir.path(), &["homekit", "code"]);
@@ -477,7 +477,7 @@ fn unlock_reaches_a_running_server() {
     let old = identity.setup_code();
     lock(&identity);
     drop(identity);
-    let server = ServerProcess::start(Path::new(env!("CARGO_BIN_EXE_hearth")), dir.path())
+    let mut server = ServerProcess::start(Path::new(env!("CARGO_BIN_EXE_hearth")), dir.path())
         .unwrap_or_else(|log| panic!("server did not start:\n{log}"));
     assert_says_locked(&ok(&hearth(dir.path(), &["homekit", "code"])));
     let out = hearth(dir.path(), &["homekit", "unlock"]);

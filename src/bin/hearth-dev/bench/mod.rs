@@ -73,7 +73,7 @@ const ONE_ADDRESS: &[&str] = &[
 pub fn run(opts: &BenchOptions) -> Result<Report, String> {
     let exe = &opts.server;
     let dir = TempDir::new("main")?;
-    let server = ServerProcess::start_with(exe, &dir.0, ONE_ADDRESS)
+    let mut server = ServerProcess::start_with(exe, &dir.0, ONE_ADDRESS)
         .map_err(|log| format!("the server did not start:\n{log}"))?;
     thread::sleep(Duration::from_secs(2));
     let idle_rss_kb = server.status_field("VmRSS:").ok_or("no VmRSS")?;

@@ -44,6 +44,9 @@ pub struct Figures {
     /// SIGTERM to exit, ms, each trial.
     pub after_flush_ms: Vec<f64>,
     pub before_flush_ms: Vec<f64>,
+    /// The server's own account of each stop, in trial order (its log's "stopped in" line:
+    /// the time of each stage), so a slow stop says where it went.
+    pub stages: Vec<String>,
     /// `strace -c`'s counts per call, over one minute and over the stop.
     pub minute_calls: Vec<(String, u64)>,
     pub stop_calls: Vec<(String, u64)>,
@@ -71,12 +74,14 @@ impl Figures {
              {AFTER_S} s after a minute's flush      {} ms\n\
              {BEFORE_S} s before a minute's flush     {} ms\n\
              calls over one minute (one flush) {}\n\
-             calls over the stop               {}",
+             calls over the stop               {}\n\
+             the server's stages, each trial:\n{}",
             self.thermostats,
             ms(&self.after_flush_ms),
             ms(&self.before_flush_ms),
             calls(&self.minute_calls),
             calls(&self.stop_calls),
+            self.stages.join("\n"),
         )
     }
 }
@@ -86,16 +91,21 @@ pub fn run(opts: &Options) -> Result<Figures, String> {
         thermostats: opts.thermostats,
         after_flush_ms: Vec::new(),
         before_flush_ms: Vec::new(),
+        stages: Vec::new(),
         minute_calls: Vec::new(),
         stop_calls: Vec::new(),
     };
     for _ in 0..opts.trials {
+        let (ms, stages) = timed_stop(&opts.server, opts.thermostats, AFTER_S)?;
+        figures.after_flush_ms.push(ms);
         figures
-            .after_flush_ms
-            .push(timed_stop(&opts.server, opts.thermostats, AFTER_S)?);
+            .stages
+            .push(format!("  {AFTER_S} s after:  {stages}"));
+        let (ms, stages) = timed_stop(&opts.server, opts.thermostats, 60 - BEFORE_S)?;
+        figures.before_flush_ms.push(ms);
         figures
-            .before_flush_ms
-            .push(timed_stop(&opts.server, opts.thermostats, 60 - BEFORE_S)?);
+            .stages
+            .push(format!("  {BEFORE_S} s before: {stages}"));
     }
     if opts.strace {
         (figures.minute_calls, figures.stop_calls) = traced(&opts.server, opts.thermostats)?;
@@ -123,9 +133,10 @@ fn settled(
     Ok((server, fleet, dir))
 }
 
-/// SIGTERM at `second` past a minute: ms to the server's exit.
-fn timed_stop(exe: &Path, n: usize, second: u64) -> Result<f64, String> {
-    let (server, fleet, _dir) = settled(exe, n, second)?;
+/// SIGTERM at `second` past a minute: ms to the server's exit, and the server's own timing of
+/// its stages (its log's last "stopped in" line).
+fn timed_stop(exe: &Path, n: usize, second: u64) -> Result<(f64, String), String> {
+    let (mut server, fleet, _dir) = settled(exe, n, second)?;
     // Told first, so the server's going is no problem to them.
     fleet.stop();
     let sent = Instant::now();
@@ -137,13 +148,22 @@ fn timed_stop(exe: &Path, n: usize, second: u64) -> Result<f64, String> {
     if !status.success() {
         return Err(format!("the server exited with {status}"));
     }
-    Ok(ms)
+    let log = server.log();
+    let stages = log
+        .lines()
+        .rev()
+        .find_map(|l| {
+            l.split_once("stopped in ")
+                .map(|(_, rest)| rest.to_string())
+        })
+        .unwrap_or_else(|| "(no \"stopped in\" line in its log)".to_string());
+    Ok((ms, stages))
 }
 
 /// The calls of one minute and of the stop, counted by strace.
 #[allow(clippy::type_complexity)]
 fn traced(exe: &Path, n: usize) -> Result<(Vec<(String, u64)>, Vec<(String, u64)>), String> {
-    let (server, fleet, dir) = settled(exe, n, 5)?;
+    let (mut server, fleet, dir) = settled(exe, n, 5)?;
     let out = dir.0.with_extension("strace");
     let minute = {
         let strace = attach(server.pid(), &out)?;
