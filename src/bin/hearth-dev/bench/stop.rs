@@ -44,6 +44,11 @@ pub struct Figures {
     /// SIGTERM to exit, ms, each trial.
     pub after_flush_ms: Vec<f64>,
     pub before_flush_ms: Vec<f64>,
+    /// The server's resident memory before the fleet came and once it held every thermostat
+    /// and a minute had been flushed (kB), and its threads then, each trial.
+    pub idle_rss_kb: Vec<u64>,
+    pub held_rss_kb: Vec<u64>,
+    pub held_threads: Vec<u64>,
     /// The server's own account of each stop, in trial order (its log's "stopped in" line:
     /// the time of each stage), so a slow stop says where it went.
     pub stages: Vec<String>,
@@ -60,6 +65,7 @@ impl Figures {
                 .collect::<Vec<_>>()
                 .join(", ")
         };
+        let list = |v: &[u64]| v.iter().map(u64::to_string).collect::<Vec<_>>().join(", ");
         let calls = |v: &[(String, u64)]| {
             if v.is_empty() {
                 return "(not counted: --strace)".to_string();
@@ -75,12 +81,27 @@ impl Figures {
              {BEFORE_S} s before a minute's flush     {} ms\n\
              calls over one minute (one flush) {}\n\
              calls over the stop               {}\n\
+             RSS before the fleet              {} kB\n\
+             RSS with every one held           {} kB ({} per held thermostat)\n\
+             threads with every one held       {}\n\
              the server's stages, each trial:\n{}",
             self.thermostats,
             ms(&self.after_flush_ms),
             ms(&self.before_flush_ms),
             calls(&self.minute_calls),
             calls(&self.stop_calls),
+            list(&self.idle_rss_kb),
+            list(&self.held_rss_kb),
+            self.idle_rss_kb
+                .iter()
+                .zip(&self.held_rss_kb)
+                .map(|(idle, held)| format!(
+                    "{:.1} kB",
+                    held.saturating_sub(*idle) as f64 / self.thermostats.max(1) as f64
+                ))
+                .collect::<Vec<_>>()
+                .join(", "),
+            list(&self.held_threads),
             self.stages.join("\n"),
         )
     }
@@ -91,21 +112,28 @@ pub fn run(opts: &Options) -> Result<Figures, String> {
         thermostats: opts.thermostats,
         after_flush_ms: Vec::new(),
         before_flush_ms: Vec::new(),
+        idle_rss_kb: Vec::new(),
+        held_rss_kb: Vec::new(),
+        held_threads: Vec::new(),
         stages: Vec::new(),
         minute_calls: Vec::new(),
         stop_calls: Vec::new(),
     };
     for _ in 0..opts.trials {
-        let (ms, stages) = timed_stop(&opts.server, opts.thermostats, AFTER_S)?;
-        figures.after_flush_ms.push(ms);
-        figures
-            .stages
-            .push(format!("  {AFTER_S} s after:  {stages}"));
-        let (ms, stages) = timed_stop(&opts.server, opts.thermostats, 60 - BEFORE_S)?;
-        figures.before_flush_ms.push(ms);
-        figures
-            .stages
-            .push(format!("  {BEFORE_S} s before: {stages}"));
+        for (second, case) in [(AFTER_S, "after"), (60 - BEFORE_S, "before")] {
+            let stop = timed_stop(&opts.server, opts.thermostats, second)?;
+            if case == "after" {
+                figures.after_flush_ms.push(stop.ms);
+            } else {
+                figures.before_flush_ms.push(stop.ms);
+            }
+            figures.idle_rss_kb.push(stop.idle_rss_kb);
+            figures.held_rss_kb.push(stop.held_rss_kb);
+            figures.held_threads.push(stop.held_threads);
+            figures
+                .stages
+                .push(format!("  {case} a flush: {}", stop.stages));
+        }
     }
     if opts.strace {
         (figures.minute_calls, figures.stop_calls) = traced(&opts.server, opts.thermostats)?;
@@ -114,15 +142,17 @@ pub fn run(opts: &Options) -> Result<Figures, String> {
 }
 
 /// A server holding `n` thermostats with their fans running, every one counted and flushed
-/// once, at `second` past a minute: (the server, its fleet, its data directory).
+/// once, at `second` past a minute: (the server, its fleet, its data directory, its RSS in kB
+/// before the fleet came).
 fn settled(
     exe: &Path,
     n: usize,
     second: u64,
-) -> Result<(ServerProcess, HeldFleet, TempDir), String> {
+) -> Result<(ServerProcess, HeldFleet, TempDir, u64), String> {
     let dir = TempDir::new("stop")?;
     let server = ServerProcess::start_with(exe, &dir.0, ONE_ADDRESS)
         .map_err(|log| format!("the server did not start:\n{log}"))?;
+    let idle_rss_kb = server.status_field("VmRSS:").unwrap_or(0);
     let origin = format!("http://{}", server.device);
     let fleet = HeldFleet::start_with(&origin, "02AA01AC96", n, &|sim| {
         sim.report("shared", "hvac_fan_state", json!(true));
@@ -130,13 +160,25 @@ fn settled(
     // The next minute's flush writes every thermostat for the first time (making its files);
     // the one after is the steady state.
     sleep_until_second(second, Duration::from_secs(65));
-    Ok((server, fleet, dir))
+    Ok((server, fleet, dir, idle_rss_kb))
 }
 
-/// SIGTERM at `second` past a minute: ms to the server's exit, and the server's own timing of
-/// its stages (its log's last "stopped in" line).
-fn timed_stop(exe: &Path, n: usize, second: u64) -> Result<(f64, String), String> {
-    let (mut server, fleet, _dir) = settled(exe, n, second)?;
+/// One timed stop.
+struct Stop {
+    /// SIGTERM to exit.
+    ms: f64,
+    /// The server's own timing of its stages (its log's last "stopped in" line).
+    stages: String,
+    idle_rss_kb: u64,
+    held_rss_kb: u64,
+    held_threads: u64,
+}
+
+/// SIGTERM at `second` past a minute.
+fn timed_stop(exe: &Path, n: usize, second: u64) -> Result<Stop, String> {
+    let (mut server, fleet, _dir, idle_rss_kb) = settled(exe, n, second)?;
+    let held_rss_kb = server.status_field("VmRSS:").unwrap_or(0);
+    let held_threads = server.status_field("Threads:").unwrap_or(0);
     // Told first, so the server's going is no problem to them.
     fleet.stop();
     let sent = Instant::now();
@@ -157,13 +199,19 @@ fn timed_stop(exe: &Path, n: usize, second: u64) -> Result<(f64, String), String
                 .map(|(_, rest)| rest.to_string())
         })
         .unwrap_or_else(|| "(no \"stopped in\" line in its log)".to_string());
-    Ok((ms, stages))
+    Ok(Stop {
+        ms,
+        stages,
+        idle_rss_kb,
+        held_rss_kb,
+        held_threads,
+    })
 }
 
 /// The calls of one minute and of the stop, counted by strace.
 #[allow(clippy::type_complexity)]
 fn traced(exe: &Path, n: usize) -> Result<(Vec<(String, u64)>, Vec<(String, u64)>), String> {
-    let (mut server, fleet, dir) = settled(exe, n, 5)?;
+    let (mut server, fleet, dir, _) = settled(exe, n, 5)?;
     let out = dir.0.with_extension("strace");
     let minute = {
         let strace = attach(server.pid(), &out)?;
