@@ -24,6 +24,16 @@ use crate::util::shutdown::Shutdown;
 
 pub use chunked::ChunkedWriter;
 
+/// The edge's parsers over a connection's input, for the fuzz targets (`tests/fuzz`), which
+/// cannot reach these private modules otherwise: a request head, a body's framing, a chunked
+/// or `Content-Length` body.
+#[doc(hidden)]
+pub mod parsers {
+    pub use super::body::{BodyError, Framing, FramingError, framing, read_chunked, read_length};
+    pub use super::chunked::chunk_size;
+    pub use super::head::{HEAD_LIMIT, Head, HeadError, Input, Timing, read as read_head};
+}
+
 /// Body limit for ordinary requests.
 pub const BODY_LIMIT: usize = 1024 * 1024;
 
