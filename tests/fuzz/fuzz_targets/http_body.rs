@@ -7,7 +7,10 @@
 //! - round trip: the rest cut into chunks, written by `ChunkedWriter`, followed by bytes that
 //!   are not the body's: read back whole (or refused as too large), and exactly the written
 //!   bytes consumed (the bytes after are still there for `read_length`);
-//! - length: the rest read as a `Content-Length` body of the limit's size.
+//! - length: the rest read as a `Content-Length` body of the limit's size;
+//! - framed: the rest made into a chunked body in the forms the RFC allows (upper- and
+//!   lower-case hex, leading zeros, spaces, extensions, LF or CRLF, trailers), decoded by the
+//!   edge and the reference: the same outcome, and the body written.
 use std::io::Write;
 use std::sync::{Arc, Mutex};
 
@@ -176,6 +179,63 @@ fn round_trip(data: &[u8], limit: usize) {
     assert_eq!(input.read_into(&mut more, deadline()).ok(), Some(0));
 }
 
+/// A chunked body in the forms RFC 9112 allows and clients use: `[style, bytes...]` per chunk
+/// (fields apart by 0 bytes), a style's bits picking upper-case hex, CRLF or LF, an extension,
+/// leading zeros, spaces around the size, and (bit 7) the last chunk, whose bytes are then
+/// trailer lines.
+fn framed(data: &[u8], limit: usize) {
+    let mut stream = Vec::new();
+    let mut body = Vec::new();
+    let mut ended = false;
+    for field in data.split(|b| *b == 0) {
+        let Some((&style, bytes)) = field.split_first() else {
+            continue;
+        };
+        let eol: &[u8] = if style & 0x02 != 0 { b"\r\n" } else { b"\n" };
+        let last = style & 0x80 != 0;
+        let size = if last { 0 } else { bytes.len() };
+        let mut line = "0".repeat(usize::from(style >> 3 & 3));
+        line.push_str(&if style & 0x01 != 0 {
+            format!("{size:X}")
+        } else {
+            format!("{size:x}")
+        });
+        if style & 0x20 != 0 {
+            line = format!(" {line}\t");
+        }
+        if style & 0x04 != 0 {
+            line.push_str(";name=\"v;1\"");
+        }
+        stream.extend_from_slice(line.as_bytes());
+        stream.extend_from_slice(eol);
+        if last {
+            for trailer in bytes.split(|b| *b == b'\n') {
+                stream.extend_from_slice(trailer);
+                stream.extend_from_slice(eol);
+            }
+            stream.extend_from_slice(eol);
+            ended = true;
+            break;
+        }
+        stream.extend_from_slice(bytes);
+        stream.extend_from_slice(if style & 0x40 != 0 { b"\r\n" } else { b"\n" });
+        body.extend_from_slice(bytes);
+    }
+    if !ended {
+        stream.extend_from_slice(b"0\r\n\r\n");
+    }
+    let mut input = input_of(&stream);
+    let read = read_chunked(&mut input, limit, deadline());
+    let want = reference(&stream, limit);
+    if let Ok(got) = &want.outcome {
+        assert_eq!(got, &body, "the reference decoder");
+    }
+    if want.long_line && read == Err(BodyError::Malformed) {
+        return;
+    }
+    assert_eq!(read, want.outcome);
+}
+
 fn length(data: &[u8], length: usize) {
     if data.len() > MAX_STREAM {
         return;
@@ -197,9 +257,10 @@ fuzz_target!(|data: &[u8]| {
         u16::MAX => hearth::http::BODY_LIMIT,
         n => usize::from(n),
     };
-    match mode % 3 {
+    match mode % 4 {
         0 => raw(rest, limit),
         1 => round_trip(rest, limit),
-        _ => length(rest, limit),
+        2 => length(rest, limit),
+        _ => framed(rest, limit),
     }
 });

@@ -1,15 +1,16 @@
 #![no_main]
-//! The edge's request heads (`http/head.rs`): the input (through `edge::expand`, so heads
-//! reach past the 16 KiB limit) is what a client sends before closing its side; heads are read
-//! one after another from it as from a pipelining client. Each outcome is checked against
-//! httparse run on the bytes the edge may buffer (the first `HEAD_LIMIT`; a fault after the
-//! last blank line may be seen or not, as the reads fell), so a head is never read past the
-//! limit, no byte is lost or read twice between heads, and the buffer never holds more than
-//! the limit. The body framing each head declares is checked too.
+//! The edge's request heads (`http/head.rs`): the input (through `edge::stream`: as it is or
+//! made into requests, expanded so heads reach past the 16 KiB limit) is what a client sends
+//! before closing its side; heads are read one after another from it as from a pipelining
+//! client. Each outcome is checked against httparse run on the bytes the edge may buffer (the
+//! first `HEAD_LIMIT`; a fault after the last blank line may be seen or not, as the reads
+//! fell), so a head is never read past the limit, no byte is lost or read twice between heads,
+//! and the buffer never holds more than the limit. The body framing each head declares is
+//! checked too.
 use hearth::http::parsers::{
     Framing, FramingError, HEAD_LIMIT, Head, HeadError, framing, read_head,
 };
-use hearth_fuzz::edge::{expand, input_of, timing};
+use hearth_fuzz::edge::{input_of, stream, timing};
 use libfuzzer_sys::fuzz_target;
 
 /// Headers the edge parses at most (`head.rs`'s `MAX_HEADERS`).
@@ -140,7 +141,7 @@ fn check_framing(head: &Head) {
 }
 
 fuzz_target!(|data: &[u8]| {
-    let Some(stream) = expand(data) else {
+    let Some(stream) = stream(data) else {
         return;
     };
     let mut input = input_of(&stream);

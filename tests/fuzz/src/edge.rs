@@ -68,3 +68,63 @@ pub fn expand(data: &[u8]) -> Option<Vec<u8>> {
     out.truncate(MAX_STREAM);
     Some(out)
 }
+
+/// Requests made from bytes, so that most inputs are heads a parser accepts and the fuzzer
+/// varies their parts: fields are separated by 0 bytes; a request is `[method, version,
+/// flags, target...]` (flags: bit 0 CRLF or LF line ends, bits 1–4 how many header fields
+/// follow), then each header field `[name, value...]` (names a parser or a surface looks for,
+/// values any bytes), then what follows the blank line (a body, or the next request's bytes).
+pub fn requests(data: &[u8]) -> Vec<u8> {
+    const METHODS: [&[u8]; 6] = [b"GET", b"PUT", b"POST", b"DELETE", b"HEAD", b"OPTIONS"];
+    const VERSIONS: [&[u8]; 4] = [b"HTTP/1.1", b"HTTP/1.0", b"HTTP/2.0", b"HTTP/1.1"];
+    const NAMES: [&[u8]; 8] = [
+        b"Host",
+        b"Content-Length",
+        b"Transfer-Encoding",
+        b"content-length",
+        b"Origin",
+        b"Sec-Fetch-Site",
+        b"X-Fuzz",
+        b"",
+    ];
+    let mut out = Vec::new();
+    let mut fields = data.split(|b| *b == 0);
+    while let Some(first) = fields.next() {
+        let [method, version, flags, target @ ..] = first else {
+            break;
+        };
+        let eol: &[u8] = if flags & 1 != 0 { b"\r\n" } else { b"\n" };
+        out.extend_from_slice(METHODS[usize::from(*method) % METHODS.len()]);
+        out.extend_from_slice(b" /");
+        out.extend_from_slice(target);
+        out.push(b' ');
+        out.extend_from_slice(VERSIONS[usize::from(*version) % VERSIONS.len()]);
+        out.extend_from_slice(eol);
+        for _ in 0..(flags >> 1) % 16 {
+            let Some([name, value @ ..]) = fields.next() else {
+                break;
+            };
+            out.extend_from_slice(NAMES[usize::from(*name) % NAMES.len()]);
+            out.extend_from_slice(b": ");
+            out.extend_from_slice(value);
+            out.extend_from_slice(eol);
+        }
+        out.extend_from_slice(eol);
+        out.extend_from_slice(fields.next().unwrap_or_default());
+    }
+    out
+}
+
+/// The stream a head target reads: `[mode, layout (5 bytes, see [`expand`]), bytes...]`, the
+/// bytes as they are (even modes) or made into [`requests`] (odd), then expanded.
+pub fn stream(data: &[u8]) -> Option<Vec<u8>> {
+    let [mode, l0, l1, a0, a1, unit, bytes @ ..] = data else {
+        return None;
+    };
+    if mode & 1 == 0 {
+        return expand(&data[1..]);
+    }
+    let mut made = vec![*l0, *l1, *a0, *a1, *unit];
+    made.extend_from_slice(&requests(bytes));
+    expand(&made)
+}
