@@ -2,8 +2,9 @@
 //! /dev/shm when there is one, where fsync costs nothing) with a thermostat and an API key,
 //! and the check applied to every answer: no panic, no 5xx (the weather proxy's 502 for an
 //! unreachable upstream aside), and a refusal is a JSON error. The HTTP edge's targets:
-//! [`edge`].
+//! [`edge`]. The HomeKit pairing targets: [`controller`].
 
+pub mod controller;
 pub mod edge;
 
 use std::sync::{Arc, OnceLock};
