@@ -1,5 +1,5 @@
 //! The command line: `hearth serve`, the account commands (`users`, `keys`, `claim`, `share`,
-//! `unshare`, `devices`; see [`crate::admin`]), `homekit code|reset`, onboarding (`scan`,
+//! `unshare`, `devices`; see [`crate::admin`]), `homekit code|unlock|reset`, onboarding (`scan`,
 //! `point`), the imports, `hearth simulate`, `hearth demo` and `hearth healthcheck` (a
 //! container's health check). The developer tools (`bench`, `crash-test`) are the separate
 //! `hearth-dev` binary.
@@ -225,7 +225,7 @@ struct DevicesArgs {
 
 #[derive(FromArgs)]
 #[argh(subcommand, name = "homekit")]
-/// Apple Home: the setup code to add hearth, or forget every paired controller
+/// Apple Home: the setup code to add hearth, unlock pairing after wrong codes, or forget every paired controller
 struct HomekitArgs {
     #[argh(subcommand)]
     command: HomekitCommand,
@@ -235,6 +235,7 @@ struct HomekitArgs {
 #[argh(subcommand)]
 enum HomekitCommand {
     Code(HomekitCode),
+    Unlock(HomekitUnlock),
     Reset(HomekitReset),
 }
 
@@ -242,6 +243,15 @@ enum HomekitCommand {
 #[argh(subcommand, name = "code")]
 /// print the HomeKit setup code and its X-HM:// setup URI (what the page's QR code holds)
 struct HomekitCode {
+    /// data directory (DATA_DIR; default ./data)
+    #[argh(option)]
+    data_dir: Option<String>,
+}
+
+#[derive(FromArgs)]
+#[argh(subcommand, name = "unlock")]
+/// unlock HomeKit pairing after 100 wrong setup codes: a new setup code (paired controllers stay)
+struct HomekitUnlock {
     /// data directory (DATA_DIR; default ./data)
     #[argh(option)]
     data_dir: Option<String>,
@@ -510,6 +520,7 @@ pub fn main() -> ExitCode {
         Command::Devices(a) => admin(a.data_dir, AdminRequest::Devices),
         Command::Homekit(args) => match args.command {
             HomekitCommand::Code(a) => admin(a.data_dir, AdminRequest::HomekitCode),
+            HomekitCommand::Unlock(a) => admin(a.data_dir, AdminRequest::HomekitUnlock),
             HomekitCommand::Reset(a) => admin(a.data_dir, AdminRequest::HomekitReset),
         },
         Command::Scan(a) => onboarding(a.settings, |origin, config| {

@@ -94,10 +94,11 @@ impl ControlPort {
     fn refused(&self, request: &Request, refusal: &Refusal) -> Response {
         let message = refusal.message();
         log::warn!(
-            "control port: {} {} refused ({}): {message}",
+            "control port: {} {} refused ({}): {}",
             request.method.as_str(),
-            request.path,
-            refusal.status()
+            crate::util::logged(&request.path),
+            refusal.status(),
+            crate::util::logged(&message)
         );
         self.refusal(request.method, &request.path, refusal.status(), &message)
     }

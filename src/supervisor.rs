@@ -76,11 +76,7 @@ impl Supervisor {
         Supervisor {
             config: config.clone(),
             // Asked only at start-up, before either port listens; still bounded.
-            agent: ureq::AgentBuilder::new()
-                .timeout_connect(Duration::from_secs(3))
-                .timeout(TIMEOUT)
-                .redirects(0)
-                .build(),
+            agent: crate::util::outbound::agent(Duration::from_secs(3), TIMEOUT),
         }
     }
 
@@ -282,7 +278,7 @@ pub fn complete(config: &mut Config) -> Result<(), String> {
                 log::warn!(
                     "MQTT off: the Supervisor's broker {}:{} wants TLS, which hearth does not \
                      speak; set \"MQTT broker\" (mqtt_host) to a plain listener",
-                    service.host,
+                    crate::util::logged(&service.host),
                     service.port
                 );
                 None
@@ -290,7 +286,7 @@ pub fn complete(config: &mut Config) -> Result<(), String> {
             Ok(Some(service)) => {
                 log::info!(
                     "MQTT: the Supervisor's broker {}:{}",
-                    service.host,
+                    crate::util::logged(&service.host),
                     service.port
                 );
                 Some(MqttConfig {

@@ -21,6 +21,7 @@ use std::time::Duration;
 use parking_lot::Mutex;
 
 use crate::util::clock::Clock;
+use crate::util::logged;
 use crate::util::outbound::OutboundGate;
 
 mod flight;
@@ -196,13 +197,16 @@ impl Weather {
         }
         if flights.len() >= MAX_FETCHES {
             log::warn!(
-                "weather: {MAX_FETCHES} upstream requests still running; not asking for {query:?}"
+                "weather: {MAX_FETCHES} upstream requests still running; not asking for \"{}\"",
+                logged(query)
             );
             return None;
         }
         if !self.inner.may_start(clock.now()) {
             log::warn!(
-                "weather: {FETCH_BURST} upstream requests in a row; the next may start within a minute (not asking for {query:?})"
+                "weather: {FETCH_BURST} upstream requests in a row; the next may start within a \
+                 minute (not asking for \"{}\")",
+                logged(query)
             );
             return None;
         }
@@ -238,7 +242,11 @@ impl Weather {
                         Some(body)
                     }
                     Err(why) => {
-                        log::warn!("weather upstream failed for {query_owned:?}: {why}");
+                        log::warn!(
+                            "weather upstream failed for \"{}\": {}",
+                            logged(&query_owned),
+                            logged(&why)
+                        );
                         None
                     }
                 };

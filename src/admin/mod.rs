@@ -1,5 +1,5 @@
 //! The command line's account commands: `hearth users`, `keys`, `claim`, `share`, `unshare`
-//! and `devices`; and `hearth homekit code|reset` ([`homekit`]).
+//! and `devices`; and `hearth homekit code|unlock|reset` ([`homekit`]).
 //!
 //! They work whether or not a server is running on the data directory, and never with two
 //! processes writing the store: the command first tries to open the store itself (taking its
@@ -77,6 +77,8 @@ pub enum AdminRequest {
     },
     /// `hearth homekit code`.
     HomekitCode,
+    /// `hearth homekit unlock`.
+    HomekitUnlock,
     /// `hearth homekit reset`.
     HomekitReset,
 }
@@ -95,7 +97,10 @@ impl AdminRequest {
     }
 
     fn is_homekit(&self) -> bool {
-        matches!(self, AdminRequest::HomekitCode | AdminRequest::HomekitReset)
+        matches!(
+            self,
+            AdminRequest::HomekitCode | AdminRequest::HomekitUnlock | AdminRequest::HomekitReset
+        )
     }
 }
 
@@ -115,6 +120,7 @@ pub struct Context<'a> {
 pub fn run(ctx: &Context<'_>, request: &AdminRequest) -> Result<String, String> {
     match request {
         AdminRequest::HomekitCode => homekit::code(ctx.homekit),
+        AdminRequest::HomekitUnlock => homekit::unlock(ctx.homekit),
         AdminRequest::HomekitReset => homekit::reset(ctx.homekit),
         _ => accounts(ctx, request).map_err(|e| e.to_string()),
     }
@@ -207,7 +213,9 @@ fn accounts(ctx: &Context<'_>, request: &AdminRequest) -> Result<String, Account
             Ok(serde_json::to_string(&known).unwrap_or_else(|_| "{}".into()))
         }
         // Answered by `run`, on the HomeKit identity rather than the accounts.
-        AdminRequest::HomekitCode | AdminRequest::HomekitReset => Ok(String::new()),
+        AdminRequest::HomekitCode | AdminRequest::HomekitUnlock | AdminRequest::HomekitReset => {
+            Ok(String::new())
+        }
     }
 }
 

@@ -96,11 +96,7 @@ impl Courier {
         let owed = record.lock().owed();
         let mut run = Run {
             config: config.clone(),
-            agent: ureq::AgentBuilder::new()
-                .timeout_connect(CONNECT_TIMEOUT)
-                .timeout(TIMEOUT)
-                .redirects(0)
-                .build(),
+            agent: crate::util::outbound::agent(CONNECT_TIMEOUT, TIMEOUT),
             now: clock.now_ms(),
             clock,
             record,
@@ -285,7 +281,7 @@ impl Run {
                     &mut response.into_reader().take(MAX_ANSWER),
                     &mut std::io::sink(),
                 );
-                if (200..300).contains(&status) {
+                if crate::util::outbound::succeeded(status) {
                     Ok(())
                 } else {
                     Err(format!("answered {status}"))

@@ -219,7 +219,13 @@ impl Engine {
             Event::Started => "started",
             Event::Cleared => "cleared",
         };
-        log::info!("alert {} {what}: {}", notice.alert.id, notice.alert.message);
+        // The message names the thermostat as it named itself: escaped, so a name cannot start
+        // a line of its own.
+        log::info!(
+            "alert {} {what}: {}",
+            notice.alert.id,
+            crate::util::logged(&notice.alert.message)
+        );
         app.alerts().note(notice);
         for d in deliveries {
             let _ = self.outbox.send(d);

@@ -37,6 +37,11 @@ pub const ADDON_OPTIONS: &[AddonOption] = &[
     option("API_ORIGIN", "Address thermostats use", "url?"),
     option("REQUIRE_DEVICE_PAIRING", "Require pairing", "bool"),
     option(
+        "MAX_NEW_THERMOSTATS_PER_CLIENT",
+        "New thermostats per address a day",
+        "int(0,10000)",
+    ),
+    option(
         "ENTRY_KEY_TTL_SECONDS",
         "Entry key lifetime",
         "int(1,604800)",

@@ -36,6 +36,9 @@ pub const SUPERVISOR_INGRESS_PROXY: IpAddr = IpAddr::V4(Ipv4Addr::new(172, 30, 3
 /// The data directory's folder for HomeKit ([`Config::homekit_dir`]).
 pub const HOMEKIT_DIR: &str = "homekit";
 
+/// The window [`Config::max_new_thermostats_per_client`] counts new thermostats in.
+pub const NEW_THERMOSTATS_WINDOW: Duration = Duration::from_secs(24 * 60 * 60);
+
 /// A live event stream with nothing to send gets a comment line this often, so proxies keep it.
 pub const EVENT_KEEP_ALIVE: Duration = Duration::from_secs(15);
 
@@ -53,6 +56,10 @@ pub struct Config {
     /// device port, worked out at startup.
     pub api_origin: Option<ApiOrigin>,
     pub require_device_pairing: bool,
+    /// Thermostats new to hearth one client address may add per
+    /// [`NEW_THERMOSTATS_WINDOW`] in open mode (an IPv6 client counts by its /64); 0: no
+    /// limit. Counted in memory: a restart starts the count afresh.
+    pub max_new_thermostats_per_client: usize,
     pub entry_key_ttl_secs: u64,
     /// Unclaimed entry keys kept at most (expired ones are pruned to make room; beyond, a new
     /// one is refused). Not a setting: far above any home.
@@ -227,6 +234,9 @@ impl Default for Config {
             control_port: to_u16(const { number("CONTROL_PORT").default }),
             api_origin: None,
             require_device_pairing: const { boolean("REQUIRE_DEVICE_PAIRING").default },
+            max_new_thermostats_per_client: to_usize(
+                const { number("MAX_NEW_THERMOSTATS_PER_CLIENT").default },
+            ),
             entry_key_ttl_secs: const { number("ENTRY_KEY_TTL_SECONDS").default },
             max_pending_entry_keys: 256,
             max_entry_keys_per_address: 8,
@@ -376,6 +386,9 @@ impl Config {
             control_port: to_u16(sources.number(const { number("CONTROL_PORT") })?),
             api_origin: sources.text(const { text("API_ORIGIN") }, ApiOrigin::parse)?,
             require_device_pairing: sources.boolean(const { boolean("REQUIRE_DEVICE_PAIRING") })?,
+            max_new_thermostats_per_client: to_usize(
+                sources.number(const { number("MAX_NEW_THERMOSTATS_PER_CLIENT") })?,
+            ),
             entry_key_ttl_secs: sources.number(const { number("ENTRY_KEY_TTL_SECONDS") })?,
             suspend_time_max_secs: sources.number(const { number("SUSPEND_TIME_MAX") })?,
             defer_device_window_secs: sources.number(const { number("DEFER_DEVICE_WINDOW") })?,

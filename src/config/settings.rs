@@ -133,6 +133,21 @@ pub const SETTINGS: &[Setting] = &[
         help: "true: new thermostats must be claimed with an entry key",
     },
     Setting {
+        name: "max_new_thermostats_per_client",
+        variable: "MAX_NEW_THERMOSTATS_PER_CLIENT",
+        option: "--max-new-thermostats-per-client",
+        kind: Kind::Number {
+            min: 0,
+            max: 10_000,
+            default: 4,
+        },
+        help: "thermostats new to hearth (serials it has never seen) one client address may \
+               add per 24 hours without pairing; more are answered 503, nothing of them \
+               stored, and retry (see [New thermostats](device-protocol.md#new-thermostats)). \
+               Behind a reverse proxy or NAT that every thermostat reaches hearth through, set \
+               it to how many you have; 0: no limit",
+    },
+    Setting {
         name: "entry_key_ttl_seconds",
         variable: "ENTRY_KEY_TTL_SECONDS",
         option: "--entry-key-ttl-seconds",

@@ -1,30 +1,36 @@
-//! `GET /api/homekit`: what the page's HomeKit panel shows. The setup code is a secret (with it,
-//! anyone on the network could pair and control every thermostat until the first controller
-//! pairs), so the route is under the browser rule's full guard like every route that shows one
-//! (a foreign web page cannot read it), wants a `write` key with `CONTROL_REQUIRE_KEY` as the
-//! account routes do, is never cached, and gives the code only while nobody is paired: after
-//! that, pair-setup is refused anyway until `hearth homekit reset`.
+//! `GET /api/homekit`: what the page's HomeKit panel shows; `POST /api/homekit/unlock`: the way
+//! out of pair-setup's lock after too many wrong setup codes. The setup code is a secret (with
+//! it, anyone on the network could pair and control every thermostat until the first controller
+//! pairs), so both routes are under the browser rule's full guard like every route that shows
+//! one (a foreign web page cannot read it), want a `write` key with `CONTROL_REQUIRE_KEY` as the
+//! account routes do, and are never cached; the code is given only while it can pair: nobody
+//! paired (after that, pair-setup is refused anyway until `hearth homekit reset`) and pair-setup
+//! not locked (then the unlock gives a new one).
 
 use qrcode::{Color, EcLevel, QrCode};
 use serde_json::json;
 
+use super::ControlError;
 use crate::app::App;
+use crate::hap::IdentityError;
 use crate::hap::setup_uri::{CATEGORY_BRIDGE, setup_uri};
 use crate::http::Response;
+use crate::store::StoreError;
 
 /// Blank modules around the code: the quiet zone QR readers need.
 const QUIET: usize = 4;
 
-/// `{"enabled", "name", "port", "paired", "pairings", "setup_code", "setup_uri", "qr_svg"}`;
-/// with HomeKit off only `{"enabled": false}`. The code, the URI and the QR code (an SVG of
-/// the URI) are `null` once a controller is paired.
+/// `{"enabled", "name", "port", "paired", "pairings", "locked", "setup_code", "setup_uri",
+/// "qr_svg"}`; with HomeKit off only `{"enabled": false}`. The code, the URI and the QR code
+/// (an SVG of the URI) are `null` once a controller is paired, and while pair-setup is locked.
 pub fn homekit(app: &App) -> Response {
     let Some(identity) = app.homekit().identity() else {
         return no_store(Response::json(200, &json!({ "enabled": false })));
     };
     let pairings = identity.pairings().len();
+    let locked = identity.is_locked();
     let code = identity.setup_code();
-    let uri = (pairings == 0)
+    let uri = (pairings == 0 && !locked)
         .then(|| setup_uri(CATEGORY_BRIDGE, &code, &identity.setup_id()))
         .flatten();
     no_store(Response::json(
@@ -36,11 +42,37 @@ pub fn homekit(app: &App) -> Response {
             "port": app.homekit().port(),
             "paired": pairings > 0,
             "pairings": pairings,
+            // Too many wrong setup codes: every pair-setup is refused until an unlock.
+            "locked": locked,
             "setup_code": uri.as_ref().map(|_| code),
             "setup_uri": uri,
             "qr_svg": uri.as_deref().and_then(qr_svg),
         }),
     ))
+}
+
+/// `POST /api/homekit/unlock` (its body is not read): clears the count of wrong setup codes and
+/// takes a new setup code, durably, keeping the pairings ([`crate::hap::Identity::unlock`]);
+/// answers as `GET /api/homekit` does, with the new code. 409 when pair-setup is not locked,
+/// 404 with HomeKit off; either changes nothing.
+pub fn unlock(app: &App) -> Result<Response, ControlError> {
+    let identity = app.homekit().identity().ok_or_else(|| {
+        ControlError::Missing(
+            "HomeKit is off (HOMEKIT=false, or its identity could not be opened: see the log)"
+                .into(),
+        )
+    })?;
+    match identity.unlock() {
+        Ok(_) => {
+            log::info!("HomeKit: pair-setup unlocked from the control API, with a new setup code");
+            Ok(homekit(app))
+        }
+        Err(e @ IdentityError::NotLocked(_)) => Err(ControlError::Conflict(e.to_string())),
+        Err(e) => Err(ControlError::Storage(StoreError::WriteFailed {
+            path: identity.file(),
+            detail: e.to_string(),
+        })),
+    }
 }
 
 fn no_store(mut response: Response) -> Response {

@@ -200,6 +200,15 @@ pub(crate) static ROUTES: &[Route] = &[
         shape: Shape::Error,
         handler: Handler::Plain(|c| full(homekit::homekit(c.app))),
     },
+    // Too many wrong codes lock pair-setup: the unlock hands out a new code.
+    Route {
+        method: Method::Post,
+        path: "/api/homekit/unlock",
+        guard: Guard::Full,
+        key: Some(Scope::Write),
+        shape: Shape::Error,
+        handler: Handler::Plain(|c| full(homekit::unlock(c.app)?)),
+    },
     Route {
         method: Method::Get,
         path: "/api/events",

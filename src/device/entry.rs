@@ -28,7 +28,10 @@ struct Entry {
 pub fn entry(app: &App, req: &Request) -> Response {
     if log::log_enabled!(log::Level::Debug) && !req.body.is_empty() {
         // reset, mac, model, request_id, software_version...: informational only.
-        log::debug!("entry form: {}", String::from_utf8_lossy(&req.body));
+        log::debug!(
+            "entry form: {}",
+            crate::util::logged(&String::from_utf8_lossy(&req.body))
+        );
     }
     let o = &app.origin().with_port;
     let transport = format!("{o}/nest/transport");

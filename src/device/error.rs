@@ -23,6 +23,11 @@ pub const TOO_MANY_ENTRY_KEYS_FROM_ADDRESS: &str = "Too many entry keys are wait
 pub const TOO_MANY_ENTRY_KEYS_FOR_SERIAL: &str = "Too many entry keys are waiting for this \
      serial with other passwords; claim one or try again when one expires";
 
+/// The 503 body for a serial hearth has never seen, from a client address that added
+/// `max_new_thermostats_per_client` new thermostats within the window already (open mode).
+pub const TOO_MANY_NEW_THERMOSTATS: &str = "Too many new thermostats from this client \
+     address; try again later (thermostats this server knows are not refused)";
+
 /// The 400 body for a weather query that names no place.
 pub const WEATHER_QUERY: &str =
     "Invalid weather query: expected query=<postal code>,<country> (e.g. query=94304,US)";
@@ -56,6 +61,12 @@ pub enum DeviceError {
     TooManyEntryKeysFromAddress,
     /// `max_entry_keys_per_serial` passwords have entry keys waiting for the serial.
     TooManyEntryKeysForSerial,
+    /// Open mode: a serial hearth has never seen, from a client address that added
+    /// `max_new_thermostats_per_client` within the window; nothing was stored. A thermostat
+    /// retries a 503 with backoff.
+    TooManyNewThermostats {
+        retry_after_secs: u64,
+    },
     /// The change could not be made durable; nothing was applied.
     Storage(StoreError),
     /// An upload with an empty body (with `STORE_DEVICE_LOGS=true`); nothing is written.
@@ -108,6 +119,13 @@ impl DeviceError {
             }
             DeviceError::TooManyEntryKeysForSerial => {
                 Response::error(429, TOO_MANY_ENTRY_KEYS_FOR_SERIAL)
+            }
+            DeviceError::TooManyNewThermostats { retry_after_secs } => {
+                let mut response = Response::error(503, TOO_MANY_NEW_THERMOSTATS);
+                response
+                    .headers
+                    .push(("Retry-After".into(), retry_after_secs.to_string()));
+                response
             }
             DeviceError::Storage(e) => {
                 log::error!("refused a device write: {e}");

@@ -6,6 +6,7 @@ mod entry;
 pub(crate) mod error;
 pub mod identity;
 mod listing;
+mod newcomers;
 pub mod normalize;
 mod passphrase;
 mod put;
@@ -26,6 +27,7 @@ use identity::Identity;
 use crate::accounts;
 use crate::app::App;
 use crate::browser::{Browsers, Guard};
+use crate::config::NEW_THERMOSTATS_WINDOW;
 use crate::http::{self, Method, Reply, Request, Response, Service};
 use crate::info;
 use crate::state::DeviceTxn;
@@ -43,6 +45,9 @@ pub(crate) struct Local {
     /// The entry keys (code and creation time) handed to each client address, for the
     /// per-address cap of `GET /nest/passphrase`.
     entry_keys_by_address: Mutex<HashMap<IpAddr, Vec<(String, i64)>>>,
+    /// The thermostats new to hearth each client address added lately, for the per-address
+    /// limit of open mode (see [`newcomers`]).
+    newcomers: Mutex<newcomers::Newcomers>,
     /// Serials that have subscribed since this process started (the structure bucket is
     /// re-sent once to each after a restart).
     subscribed_since_start: Mutex<HashSet<String>>,
@@ -70,6 +75,7 @@ impl DeviceApi {
             browsers: Browsers::new(app.config()),
             local: Local {
                 entry_keys_by_address: Mutex::default(),
+                newcomers: Mutex::default(),
                 subscribed_since_start: Mutex::default(),
                 outbound: OutboundGate::for_workers(app.config().http_workers),
             },
@@ -100,9 +106,9 @@ impl Service for DeviceApi {
         if let Err(refusal) = self.browsers.check(&request, guard) {
             log::warn!(
                 "device port: {} refused ({}): {}",
-                request.path,
+                crate::util::logged(&request.path),
                 refusal.status(),
-                refusal.message()
+                crate::util::logged(&refusal.message())
             );
             return Reply::Full(DeviceError::Browser(refusal).response());
         }
@@ -162,6 +168,13 @@ impl Route {
     fn is_gated(self) -> bool {
         matches!(self, Route::Subscribe | Route::Put | Route::Upload)
     }
+
+    /// The routes that store something for the serial they are served for (its buckets, an
+    /// entry key and the pairing dialog, an upload), and so make a serial hearth has never
+    /// seen a thermostat it knows (or would, for an upload, in open mode).
+    fn stores(self) -> bool {
+        self.is_gated() || self == Route::Passphrase
+    }
 }
 
 /// `subscribe`, `{version}/subscribe`, `put`, `{version}/put`.
@@ -212,6 +225,11 @@ fn route(app: &App, local: &Local, req: &Request) -> Result<Reply, DeviceError> 
     // Before anything else looks at the serial: a request for a pinned thermostat without its
     // password changes nothing, not even its last-seen time.
     let Pins { pin, exempt } = check_pins(app, &id, route)?;
+    // Then, before anything is stored or tracked for it: a serial hearth has never seen is
+    // admitted only within its client address's share of new thermostats (open mode).
+    if let Some(serial) = id.serial.as_deref().filter(|_| route.stores() && !exempt) {
+        admit_newcomer(app, local, req.remote.map(|a| a.ip()), serial)?;
+    }
     // Ungated routes never build a Caller; pairing only decides gated ones.
     let tier = if route.is_gated() {
         check_pairing(app, &id, route)
@@ -303,10 +321,60 @@ fn check_pins(app: &App, id: &Identity, route: Route) -> Result<Pins, DeviceErro
     })
 }
 
-/// A thermostat the server has state for, or one its owner released (whose state an older
-/// hearth may have deleted).
+/// A thermostat the server has state for, or one someone owns or its owner released (whose
+/// state an older hearth may have deleted).
 fn known(app: &App, serial: &str) -> bool {
-    app.state().device_exists(serial) || app.state().accounts(|a| a.is_released(serial))
+    app.state().device_exists(serial)
+        || app
+            .state()
+            .accounts(|a| a.is_released(serial) || a.owner_of(serial).is_some())
+}
+
+/// In open mode, a request that would store something for `serial`, which hearth has never
+/// seen, from `remote`: let in within the client's share of new thermostats
+/// (`max_new_thermostats_per_client` per [`NEW_THERMOSTATS_WINDOW`]), else refused before
+/// anything is stored (see [`newcomers`]). A known thermostat, pairing mode (which stores
+/// nothing before a claim), a limit of 0 and a request without a client address (none comes
+/// from the network) are not limited.
+fn admit_newcomer(
+    app: &App,
+    local: &Local,
+    remote: Option<IpAddr>,
+    serial: &str,
+) -> Result<(), DeviceError> {
+    let config = app.config();
+    let cap = config.max_new_thermostats_per_client;
+    let Some(client) = remote.map(crate::util::client_key) else {
+        return Ok(());
+    };
+    if config.require_device_pairing || cap == 0 || known(app, serial) {
+        return Ok(());
+    }
+    let window_ms = i64::try_from(NEW_THERMOSTATS_WINDOW.as_millis()).unwrap_or(i64::MAX);
+    let now = (config.clock.now_ms(), config.clock.now());
+    let refused = match local
+        .newcomers
+        .lock()
+        .admit(client, serial, cap, window_ms, now)
+    {
+        Ok(()) => return Ok(()),
+        Err(refused) => refused,
+    };
+    if let Some(unlogged) = refused.log {
+        let more = match unlogged {
+            0 => String::new(),
+            n => format!(" ({n} more from it not logged in the last minute)"),
+        };
+        log::warn!(
+            "refused a new thermostat {serial} from {client}: {} thermostats new to hearth came \
+             from it in the last 24 hours (MAX_NEW_THERMOSTATS_PER_CLIENT is {cap}; thermostats \
+             hearth knows are never refused); nothing of it was stored{more}",
+            refused.added
+        );
+    }
+    Err(DeviceError::TooManyNewThermostats {
+        retry_after_secs: refused.retry_after_secs,
+    })
 }
 
 /// The pairing checks for a gated route: a thermostat counts as paired unless it needs an entry

@@ -1,14 +1,16 @@
 //! What the surfaces read of the energy history without touching a file: each thermostat's
-//! live day and its running totals ([`Totals`]), set by the recorder's accrual.
+//! live day and its running totals ([`Totals`]), set by the recorder's accrual; and the
+//! [`Store`] the history is kept in, which the recorder writes through.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
+use std::io;
 use std::path::PathBuf;
 
 use crossbeam_channel::{Receiver, Sender, TrySendError};
 use parking_lot::{Mutex, RwLock};
 
 use super::day::Day;
-use super::store;
+use super::store::Store;
 
 /// Cumulative runtime of one thermostat by mode, in whole seconds: every day the energy
 /// history ever counted, pruned days included (their sum is kept in the days file: see
@@ -49,6 +51,9 @@ impl Totals {
 struct Entry {
     /// The live day and the zone it is kept in (`None`: not observed since the start).
     today: Option<(String, Day)>,
+    /// Days the live day has left behind that are not written yet (usually none: they are
+    /// written at the next minute's write at the latest).
+    finished: Vec<Day>,
     /// Today's row as last written (`None`: none since the start).
     written: Option<Day>,
     /// The running totals as stored: what a restart reads back, so a kill -9 (which loses the
@@ -59,7 +64,7 @@ struct Entry {
 /// Each thermostat's live day and totals (written by the recorder; a thermostat it has not
 /// observed since the start is loaded from its files once, on first use).
 pub struct Live {
-    dir: PathBuf,
+    store: Store,
     /// Boxed, as the recorder's meters: a map of 1,000 has 2,048 slots.
     entries: RwLock<HashMap<String, Box<Entry>>>,
     /// Told the serial whenever what is stored of it changes (at most once a minute while
@@ -74,7 +79,7 @@ impl Live {
     /// The live days of the energy history kept in `dir` (`DATA_DIR/energy`).
     pub fn new(dir: PathBuf) -> Live {
         Live {
-            dir,
+            store: Store::new(dir),
             entries: RwLock::new(HashMap::new()),
             watchers: Mutex::new(Vec::new()),
         }
@@ -88,9 +93,44 @@ impl Live {
         rx
     }
 
+    /// Where the energy history is kept.
+    pub fn store(&self) -> &Store {
+        &self.store
+    }
+
     /// The live day of `serial` and the name of the zone it is kept in.
     pub fn get(&self, serial: &str) -> Option<(String, Day)> {
         self.entries.read().get(serial)?.today.clone()
+    }
+
+    /// Every day of `serial` by date: the stored ones, those finished and not yet written, and
+    /// the live one; and the name of the zone the live day is kept in (`None`: not observed
+    /// since the start).
+    ///
+    /// What the recorder has told is read before the store: a day it finishes is shown among
+    /// the unwritten ones until its write, so it is in one or the other; and a live day the
+    /// store has since seen finished (it holds a later date) is not shown over the stored row.
+    pub fn days(&self, serial: &str) -> io::Result<(Option<String>, BTreeMap<i64, Day>)> {
+        let told = self
+            .entries
+            .read()
+            .get(serial)
+            .map(|e| (e.today.clone(), e.finished.clone()));
+        let mut days = self.store.read_stored(serial)?.all_days();
+        let last_stored = days.keys().next_back().copied();
+        let Some((today, finished)) = told else {
+            return Ok((None, days));
+        };
+        for day in finished {
+            days.insert(day.date, day);
+        }
+        let Some((zone, today)) = today else {
+            return Ok((None, days));
+        };
+        if last_stored.is_none_or(|last| today.date >= last) {
+            days.insert(today.date, today);
+        }
+        Ok((Some(zone), days))
     }
 
     /// Today's row of `serial` as stored (as last written, at most a minute behind the live
@@ -106,8 +146,8 @@ impl Live {
         if let Some(e) = self.entries.read().get(serial) {
             return Some(e.total);
         }
-        let total = match store::read_totals(&self.dir, serial) {
-            Ok(t) => t,
+        let total = match self.store.read_stored(serial) {
+            Ok(stored) => stored.totals(),
             Err(e) => {
                 log::warn!("energy history of {serial}: {e}");
                 return None;
@@ -117,15 +157,23 @@ impl Live {
         let mut entries = self.entries.write();
         let entry = entries.entry(serial.to_string()).or_insert(Box::new(Entry {
             today: None,
+            finished: Vec::new(),
             written: None,
             total,
         }));
         Some(entry.total)
     }
 
-    /// The recorder's word: the live day and its zone, today's row as written and the
-    /// totals as stored.
-    pub(super) fn set(&self, serial: &str, zone: &str, day: &Day, written: &Day, total: Totals) {
+    /// The recorder's word: the live day and its zone, the days it finished that are not
+    /// written yet, today's row as written and the totals as stored.
+    pub(super) fn set(
+        &self,
+        serial: &str,
+        zone: &str,
+        (day, finished): (&Day, &[Day]),
+        written: &Day,
+        total: Totals,
+    ) {
         // Updated in place: this runs on every observation of every thermostat.
         let stored_changed = {
             let mut entries = self.entries.write();
@@ -141,6 +189,9 @@ impl Live {
                         }
                         None => e.today = Some((zone.to_string(), day.clone())),
                     }
+                    if e.finished != finished {
+                        e.finished = finished.to_vec();
+                    }
                     if changed {
                         e.written = Some(written.clone());
                         e.total = total;
@@ -152,6 +203,7 @@ impl Live {
                         serial.to_string(),
                         Box::new(Entry {
                             today: Some((zone.to_string(), day.clone())),
+                            finished: finished.to_vec(),
                             written: Some(written.clone()),
                             total,
                         }),
@@ -189,15 +241,17 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("hearth-live-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).unwrap();
-        store::append_day(&dir, "S", &day(1, 10, 0)).unwrap();
-        store::write_today(&dir, "S", &day(2, 5, 0)).unwrap();
+        crate::energy::store::append_days(&dir, S, &[day(1, 10, 0)]).unwrap();
+        Store::new(dir.clone())
+            .write(&[(S, &day(2, 5, 0))])
+            .unwrap();
         let live = Live::new(dir.clone());
-        assert_eq!(live.totals("S").map(|t| t.heat_s), Some(15));
+        assert_eq!(live.totals(S).map(|t| t.heat_s), Some(15));
         assert_eq!(live.totals("none"), Some(Totals::default()));
-        assert!(live.get("S").is_none());
+        assert!(live.get(S).is_none());
         // Gone from disk: still known.
         std::fs::remove_dir_all(&dir).unwrap();
-        assert_eq!(live.totals("S").map(|t| t.heat_s), Some(15));
+        assert_eq!(live.totals(S).map(|t| t.heat_s), Some(15));
         // The recorder's word: the live day for the API, the stored totals and row for the
         // counters (the live day runs ahead of them by up to a minute).
         let stored = Totals {
@@ -205,13 +259,62 @@ mod tests {
             fan_s: 1,
             ..Totals::default()
         };
-        live.set("S", "UTC", &day(3, 9, 1_999), &day(3, 7, 1_999), stored);
-        let t = live.totals("S").unwrap();
+        live.set(
+            S,
+            "UTC",
+            (&day(3, 9, 1_999), &[]),
+            &day(3, 7, 1_999),
+            stored,
+        );
+        let t = live.totals(S).unwrap();
         assert_eq!((t.heat_s, t.fan_s), (22, 1));
         assert_eq!(
-            live.get("S").map(|(zone, d)| (zone, d.date, d.heat_ms)),
+            live.get(S).map(|(zone, d)| (zone, d.date, d.heat_ms)),
             Some(("UTC".into(), 3, 9_000))
         );
-        assert_eq!(live.written_today("S").map(|d| d.heat_ms), Some(7_000));
+        assert_eq!(live.written_today(S).map(|d| d.heat_ms), Some(7_000));
+    }
+
+    const S: &str = "02AA01AC0000LIVE";
+
+    /// The rows a surface shows while a day ends: the finished day, as the recorder told it,
+    /// before it is written; once written, the store's row; never the store's row of the day
+    /// as it was before it ended next to the new live day, and never a live day the store has
+    /// seen finished over the stored row.
+    #[test]
+    fn a_day_that_ends_is_shown_whole_before_and_after_its_write() {
+        let dir = std::env::temp_dir().join(format!("hearth-live-end-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let live = Live::new(dir.clone());
+        let shown = |live: &Live| -> Vec<(i64, i64)> {
+            let (_, days) = live.days(S).unwrap();
+            days.values().map(|d| (d.date, d.heat_ms / 1000)).collect()
+        };
+        // Day 1 as written at 23:30 (nothing yet), live.
+        live.store().write(&[(S, &day(1, 0, 0))]).unwrap();
+        live.set(
+            S,
+            "UTC",
+            (&day(1, 0, 0), &[]),
+            &day(1, 0, 0),
+            Totals::default(),
+        );
+        assert_eq!(shown(&live), [(1, 0)]);
+        // Past midnight: day 1 ended with 1,800 s, day 2 live; not written yet.
+        let ended = [day(1, 1800, 0)];
+        let t = Totals::default();
+        live.set(S, "UTC", (&day(2, 1800, 0), &ended), &day(1, 0, 0), t);
+        assert_eq!(shown(&live), [(1, 1800), (2, 1800)]);
+        // Written: the store has both, and the recorder's word follows.
+        live.store()
+            .write(&[(S, &ended[0]), (S, &day(2, 1800, 0))])
+            .unwrap();
+        assert_eq!(shown(&live), [(1, 1800), (2, 1800)]);
+        // A reader that saw the recorder's word before the day ended, the store after the
+        // write: the stored rows.
+        let stale = Live::new(dir.clone());
+        stale.set(S, "UTC", (&day(1, 0, 0), &[]), &day(1, 0, 0), t);
+        assert_eq!(shown(&stale), [(1, 1800), (2, 1800)]);
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }

@@ -100,8 +100,11 @@ pub struct Meter {
     accrued: i64,
     /// Days finished and not yet written.
     pub finished: Vec<Day>,
-    /// The live row as it is on disk (`.today`: as last written, or as found at the start),
-    /// to write only what changed.
+    /// A run started or stopped since the last write: written at once (see
+    /// [`super::Accrual::commit`]).
+    pub(super) urgent: bool,
+    /// The live row as it is stored (in the journal: as last written, or as found at the
+    /// start), to write only what changed.
     written: Option<Day>,
     /// With `written`, what a restart would read back: the finished days on disk (pruned ones
     /// summed) and the last date among them.
@@ -154,6 +157,7 @@ impl Meter {
             seen: now,
             accrued: now,
             finished,
+            urgent: false,
             targets: Targets::default(),
         }
     }
@@ -213,20 +217,21 @@ impl Meter {
         (self.written.as_ref() != Some(&self.day)).then_some(&self.day)
     }
 
-    /// The live day was written as `.today`.
-    pub fn mark_written(&mut self) {
-        self.written = Some(self.day.clone());
+    /// The finished days and the live day (as it is now) are stored: written to the journal.
+    pub fn mark_stored(&mut self) {
+        for day in std::mem::take(&mut self.finished) {
+            self.disk = self.disk.plus(Totals::of_day(&day));
+            self.disk_last = self.disk_last.max(Some(day.date));
+        }
+        if self.unwritten().is_some() {
+            self.written = Some(self.day.clone());
+        }
     }
 
-    /// A finished day was appended to the days file.
-    pub fn mark_appended(&mut self, day: &Day) {
-        self.disk = self.disk.plus(Totals::of_day(day));
-        self.disk_last = self.disk_last.max(Some(day.date));
-    }
-
-    /// The running totals as stored, which is what a restart reads back ([`store::read_stored`]
-    /// leaves out a `.today` whose day the days file already holds): never above what a
-    /// restart shows, so a counter made of them never goes down across a kill -9.
+    /// The running totals as stored, which is what a restart reads back
+    /// ([`store::Store::read_stored`] leaves out a live row whose day is stored as finished):
+    /// never above what a restart shows, so a counter made of them never goes down across a
+    /// kill -9.
     pub fn stored_totals(&self) -> Totals {
         match &self.written {
             Some(d) if self.disk_last.is_none_or(|last| d.date > last) => {

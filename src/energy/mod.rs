@@ -8,6 +8,11 @@
 //! state seen last counts for at most [`horizon_ms`] (two history intervals) without a new
 //! observation, so a silent thermostat's runtime is not invented; nor is runtime during
 //! hearth's downtime: after a start, counting begins at the first observation.
+//!
+//! What the meters count is written for every thermostat at once ([`Accrual::flush`], once a
+//! minute and at shutdown; [`Accrual::commit`] when runs start or stop): one group write of
+//! the energy journal, one fdatasync however many thermostats there are (see [`store`]). A
+//! kill -9 loses at most the minute since the last one.
 
 pub mod day;
 pub mod live;
@@ -18,6 +23,8 @@ pub mod zone;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
+
+use day::Day;
 
 use crate::hub::ChangeEvent;
 use crate::thermostat::Reading;
@@ -68,25 +75,31 @@ pub fn horizon_ms(history_interval_ms: i64) -> i64 {
     (2 * history_interval_ms).max(120_000)
 }
 
-/// The recorder's part: every thermostat's meter, written to `dir`.
+/// How many thermostats' finished days move from the journal to their days files after a
+/// minute's write ([`store::Store::move_finished`]): each costs an fsync or two, so after
+/// midnight 1,000 thermostats' days move within about an hour, the fsyncs spread over it.
+pub const MOVES_PER_MINUTE: usize = 16;
+
+/// The recorder's part: every thermostat's meter, written to the [`Live`]'s store.
 pub struct Accrual {
-    pub dir: PathBuf,
     pub zoneinfo: PathBuf,
     pub horizon: i64,
     /// `ENERGY_KEEP_DAYS`: 0 keeps every day.
     pub keep_days: u32,
     /// Boxed: a map of 1,000 thermostats has 2,048 slots, and a meter is some 600 bytes.
     meters: HashMap<String, Box<Meter>>,
+    /// Some meter's run started or stopped since the last write.
+    urgent: bool,
 }
 
 impl Accrual {
-    pub fn new(dir: PathBuf, zoneinfo: PathBuf, horizon: i64, keep_days: u32) -> Accrual {
+    pub fn new(zoneinfo: PathBuf, horizon: i64, keep_days: u32) -> Accrual {
         Accrual {
-            dir,
             zoneinfo,
             horizon,
             keep_days,
             meters: HashMap::new(),
+            urgent: false,
         }
     }
 
@@ -121,7 +134,7 @@ impl Accrual {
                 // A history that cannot be read now (a full file table, an I/O error) is not
                 // an empty one: starting from nothing would show its totals at zero and write
                 // over today's row. The next observation tries again.
-                let stored = match store::read_stored(&self.dir, serial) {
+                let stored = match live.store().read_stored(serial) {
                     Ok(stored) => stored,
                     Err(e) => {
                         log::warn!("energy history of {serial}: {e}");
@@ -146,17 +159,26 @@ impl Accrual {
             }
         }
         meter.targets = seen_targets;
-        // A run that starts or stops is written at once, so the counters (which show what is
-        // stored) move with it rather than at the next minute's write.
+        // A run that starts or stops is written at the next commit, so the counters (which
+        // show what is stored) move with it rather than at the next minute's write.
         if runs_changed {
-            save(&self.dir, self.keep_days, serial, meter);
+            meter.urgent = true;
+            self.urgent = true;
         }
         show(live, serial, meter);
     }
 
-    /// Every meter counted up to `now` and written where it changed (every minute, and at
-    /// shutdown). `time_zone` gives each thermostat's zone now: a changed one applies from
-    /// now on (the day so far keeps its date).
+    /// Writes what the meters whose run started or stopped have not, in one group write: the
+    /// recorder calls it once it has counted the events that were waiting.
+    pub fn commit(&mut self, live: &Live) {
+        if self.urgent {
+            self.write(live, false);
+        }
+    }
+
+    /// Every meter counted up to `now` and written where it changed, in one group write
+    /// (every minute, and at shutdown). `time_zone` gives each thermostat's zone now: a
+    /// changed one applies from now on (the day so far keeps its date).
     pub fn flush(&mut self, live: &Live, now: i64, time_zone: impl Fn(&str) -> Option<String>) {
         for (serial, meter) in &mut self.meters {
             meter.advance(now, self.horizon);
@@ -166,51 +188,56 @@ impl Accrual {
                 meter.asked = wanted;
                 meter.advance(now, self.horizon);
             }
-            save(&self.dir, self.keep_days, serial, meter);
+        }
+        self.write(live, true);
+    }
+
+    /// After a minute's write: some finished days moved to their days files (never at
+    /// shutdown: the journal holds them).
+    pub fn tidy(&self, live: &Live) {
+        live.store().move_finished(self.keep_days, MOVES_PER_MINUTE);
+    }
+
+    /// Writes what the meters (`all`, or those whose run changed) have not: the days they
+    /// finished, then their live days, in one group write; then tells the surfaces.
+    fn write(&mut self, live: &Live, all: bool) {
+        let rows: Vec<(&str, &Day)> = self
+            .meters
+            .iter()
+            .filter(|(_, m)| all || m.urgent)
+            .flat_map(|(serial, m)| {
+                let days = m.finished.iter().chain(m.unwritten());
+                days.map(move |day| (serial.as_str(), day))
+            })
+            .collect();
+        let written = live.store().write(&rows);
+        if let Err(e) = &written {
+            log::warn!("could not record the energy history: {e}");
+        }
+        for (serial, meter) in &mut self.meters {
+            if !all && !meter.urgent {
+                continue;
+            }
+            meter.urgent = false;
+            if written.is_ok() {
+                meter.mark_stored();
+            }
             show(live, serial, meter);
         }
+        self.urgent = false;
     }
 }
 
-/// Tells the surfaces what `meter` has now: its live day, and its row and totals as stored.
+/// Tells the surfaces what `meter` has now: its live day (and the days it finished that are
+/// not written yet), and its row and totals as stored.
 fn show(live: &Live, serial: &str, meter: &Meter) {
     live.set(
         serial,
         &meter.zone.name,
-        &meter.day,
+        (&meter.day, &meter.finished),
         &meter.stored_today(),
         meter.stored_totals(),
     );
-}
-
-/// Writes what `meter` has not: the days it finished (appended, then pruned to `keep_days`),
-/// then its live day, in that order, so a crash between the two never loses a finished day.
-fn save(dir: &Path, keep_days: u32, serial: &str, meter: &mut Meter) {
-    let rolled = !meter.finished.is_empty();
-    while let Some(done) = meter.finished.first() {
-        match store::append_day(dir, serial, done) {
-            Ok(()) => {
-                let done = meter.finished.remove(0);
-                meter.mark_appended(&done);
-            }
-            Err(e) => {
-                log::warn!("could not record the energy history of {serial}: {e}");
-                break;
-            }
-        }
-    }
-    let keep = i64::from(keep_days);
-    if rolled && keep > 0 {
-        if let Err(e) = store::prune(dir, serial, meter.day.date - keep + 1) {
-            log::warn!("could not prune the energy history of {serial}: {e}");
-        }
-    }
-    if meter.finished.is_empty() && meter.unwritten().is_some() {
-        match store::write_today(dir, serial, &meter.day) {
-            Ok(()) => meter.mark_written(),
-            Err(e) => log::warn!("could not record the energy history of {serial}: {e}"),
-        }
-    }
 }
 
 #[cfg(test)]
@@ -225,8 +252,8 @@ mod tests {
     fn periodic_samples_carry_the_outdoor_reading() {
         let dir =
             std::env::temp_dir().join(format!("hearth-energy-outdoor-{}", std::process::id()));
-        let mut accrual = Accrual::new(dir, PathBuf::from("/nonexistent"), 2 * H, 0);
-        let live = Live::new(std::env::temp_dir().join("hearth-energy-none"));
+        let mut accrual = Accrual::new(PathBuf::from("/nonexistent"), 2 * H, 0);
+        let live = Live::new(dir);
         let reading = |outdoor: Option<f64>| {
             let mut r = crate::thermostat::reading::tests::reading(
                 serde_json::json!({"current_temperature": 20.0}),

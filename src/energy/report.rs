@@ -6,9 +6,9 @@ use std::io;
 
 use serde_json::{Value, json};
 
+use super::Live;
 use super::day::{self, COLUMNS, Day};
 use super::zone::{ZONEINFO, Zone};
-use super::{Live, store};
 
 /// The days asked for, inclusive; `None` is open.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
@@ -52,23 +52,17 @@ pub struct Report {
 }
 
 impl Report {
-    /// Reads `serial`'s days from `data_dir` and its live day from `live`; `time_zone` is the
+    /// Reads `serial`'s days, stored and live ([`Live::days`]); `time_zone` is the
     /// structure's zone, used when no live day says which zone the days are kept in.
     pub fn read(
-        data_dir: &std::path::Path,
         live: &Live,
         serial: &str,
         time_zone: Option<&str>,
         period: Period,
     ) -> io::Result<Report> {
-        let mut days = store::read(&super::dir(data_dir), serial)?;
-        let zone = match live.get(serial) {
-            Some((zone, today)) => {
-                days.insert(today.date, today);
-                zone
-            }
-            None => Zone::resolve(time_zone, std::path::Path::new(ZONEINFO)).name,
-        };
+        let (zone, days) = live.days(serial)?;
+        let zone =
+            zone.unwrap_or_else(|| Zone::resolve(time_zone, std::path::Path::new(ZONEINFO)).name);
         Ok(Report {
             serial: serial.to_string(),
             time_zone: zone,

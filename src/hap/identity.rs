@@ -7,7 +7,9 @@
 //!
 //! Made on first use. A reset removes every pairing and takes a new device id and key, so a
 //! controller that still holds the old pairing sees a different accessory rather than one that
-//! refuses it; the setup code stays (the page shows it again).
+//! refuses it; the setup code stays (the page shows it again). An unlock, the way out of
+//! pair-setup's `MaxTries`, clears the count of wrong setup codes and takes a new setup code,
+//! keeping everything else.
 
 use std::io;
 use std::path::{Path, PathBuf};
@@ -19,6 +21,7 @@ use parking_lot::Mutex;
 use ring::signature::{Ed25519KeyPair, KeyPair};
 use serde::{Deserialize, Serialize};
 
+use super::pair_setup::MAX_FAILURES;
 use crate::util::{durable, random};
 
 /// The file in the HomeKit directory.
@@ -79,6 +82,8 @@ pub enum IdentityError {
     Corrupt(PathBuf, String),
     /// The pairing list is full ([`MAX_PAIRINGS`]).
     Full,
+    /// An unlock while pair-setup is not locked: the wrong setup codes counted so far.
+    NotLocked(u32),
 }
 
 impl std::fmt::Display for IdentityError {
@@ -89,6 +94,12 @@ impl std::fmt::Display for IdentityError {
                 write!(f, "{} is not a HomeKit identity: {why}", path.display())
             }
             IdentityError::Full => write!(f, "{MAX_PAIRINGS} controllers are paired already"),
+            IdentityError::NotLocked(failures) => write!(
+                f,
+                "HomeKit pairing is not locked ({failures} wrong setup code{} of {MAX_FAILURES}): \
+                 nothing to unlock",
+                if *failures == 1 { "" } else { "s" }
+            ),
         }
     }
 }
@@ -226,6 +237,38 @@ impl Identity {
     /// Wrong setup codes since the last pairing or reset.
     pub fn setup_failures(&self) -> u32 {
         self.stored.lock().setup_failures
+    }
+
+    /// Whether pair-setup is locked: [`MAX_FAILURES`] wrong setup codes counted, so every
+    /// pair-setup is refused (`MaxTries`) until [`Identity::unlock`] (or [`Identity::reset`]).
+    /// The one place that decides it, for pair-setup, the page and the command line.
+    pub fn is_locked(&self) -> bool {
+        self.stored.lock().setup_failures >= MAX_FAILURES
+    }
+
+    /// Unlocks pair-setup: clears the count of wrong setup codes and takes a new setup code (so
+    /// whoever was guessing starts again from nothing), durably; the pairings, device id and key
+    /// stay. Refused, changing nothing, when pair-setup is not locked. The new code.
+    pub fn unlock(&self) -> Result<String, IdentityError> {
+        let mut code = String::new();
+        self.change(|s| {
+            if s.setup_failures < MAX_FAILURES {
+                return Err(IdentityError::NotLocked(s.setup_failures));
+            }
+            code = new_setup_code()?;
+            while code == s.setup_code {
+                code = new_setup_code()?;
+            }
+            s.setup_failures = 0;
+            s.setup_code = code.clone();
+            Ok(())
+        })?;
+        Ok(code)
+    }
+
+    /// The identity's file, for error messages.
+    pub fn file(&self) -> PathBuf {
+        self.dir.join(FILE)
     }
 
     /// Counts one more wrong setup code, durably; the count after it.

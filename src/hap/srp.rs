@@ -204,6 +204,39 @@ fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
     a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 
+/// A controller's side of the exchange, for the tests of pair-setup: `A` (padded), the proof
+/// `M1` and the key `K` for `password`, against the accessory's salt and `B`, with the private
+/// value `a` (random bytes in a real controller).
+#[cfg(test)]
+pub(crate) fn client(
+    salt: &[u8],
+    b_pub: &[u8],
+    password: &[u8],
+    a: &[u8],
+) -> (Vec<u8>, Vec<u8>, Vec<u8>) {
+    let g = Group::hap();
+    let a = BigUint::from_bytes_be(a);
+    let a_pub = g.g.modpow(&a, &g.n);
+    let b_pub = BigUint::from_bytes_be(b_pub);
+    let x = g.x(salt, USERNAME, password);
+    let u = g.u(&a_pub, &b_pub);
+    let kv = g.k() * g.g.modpow(&x, &g.n) % &g.n;
+    let base = (&b_pub + &g.n - kv) % &g.n;
+    let s = base.modpow(&(a + u * x), &g.n);
+    let key = g.h(&[&g.pad(&s)]);
+    let (hn, hg) = (g.h(&[&g.n.to_bytes_be()]), g.h(&[&[5u8]]));
+    let group_hash: Vec<u8> = hn.iter().zip(&hg).map(|(a, b)| a ^ b).collect();
+    let m1 = g.h(&[
+        &group_hash,
+        &g.h(&[USERNAME]),
+        salt,
+        &g.pad(&a_pub),
+        &g.pad(&b_pub),
+        &key,
+    ]);
+    (g.pad(&a_pub), m1, key)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -313,33 +346,12 @@ mod tests {
         let salt = [3u8; 16];
         let server = Server::new(Group::hap(), USERNAME, b"123-45-679", &salt, &[9u8; 32]);
         let g = Group::hap();
-        let client = |password: &[u8]| {
-            let a = BigUint::from_bytes_be(&[7u8; 32]);
-            let a_pub = g.g.modpow(&a, &g.n);
-            let b_pub = BigUint::from_bytes_be(&server.public_key());
-            let x = g.x(&salt, USERNAME, password);
-            let u = g.u(&a_pub, &b_pub);
-            let kv = g.k() * g.g.modpow(&x, &g.n) % &g.n;
-            let base = (&b_pub + &g.n - kv) % &g.n;
-            let s = base.modpow(&(a + u * x), &g.n);
-            let key = g.h(&[&g.pad(&s)]);
-            let (hn, hg) = (g.h(&[&g.n.to_bytes_be()]), g.h(&[&[5u8]]));
-            let group_hash: Vec<u8> = hn.iter().zip(&hg).map(|(a, b)| a ^ b).collect();
-            let m1 = g.h(&[
-                &group_hash,
-                &g.h(&[USERNAME]),
-                &salt,
-                &g.pad(&a_pub),
-                &g.pad(&b_pub),
-                &key,
-            ]);
-            (g.pad(&a_pub), m1, key)
-        };
-        let (a_pub, m1, key) = client(b"123-45-679");
+        let prove = |password: &[u8]| client(&salt, &server.public_key(), password, &[7u8; 32]);
+        let (a_pub, m1, key) = prove(b"123-45-679");
         let verified = server.verify(&a_pub, &m1).unwrap();
         assert_eq!(verified.key, key);
         assert_eq!(verified.proof, g.h(&[&a_pub, &m1, &key]));
-        let (a_pub, m1, _) = client(b"123-45-678");
+        let (a_pub, m1, _) = prove(b"123-45-678");
         assert!(server.verify(&a_pub, &m1).is_err());
         assert_eq!(server.verify(&g.pad(&g.n), &m1).err(), Some(Refused));
         assert_eq!(server.verify(&[1; 385], &m1).err(), Some(Refused));

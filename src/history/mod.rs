@@ -12,7 +12,8 @@
 //! a thermostat's history with it.
 //!
 //! The same thread accrues the [energy history](crate::energy) from the same change events
-//! (also target and away changes) and samples, and writes it once a minute.
+//! (also target and away changes) and samples, and writes it for every thermostat at once:
+//! once a minute, after the events waiting when a run starts or stops, and at shutdown.
 
 pub mod file;
 
@@ -162,6 +163,10 @@ fn time_zone(app: &dyn Context, serial: &str) -> Option<String> {
     reading(app, serial)?.time_zone.clone()
 }
 
+/// At most how many change events are counted before the energy history's runs that started
+/// or stopped in them are written ([`energy::Accrual::commit`]).
+const CHANGES_PER_COMMIT: usize = 256;
+
 /// The history's directory in a data directory.
 pub fn dir(data_dir: &std::path::Path) -> PathBuf {
     data_dir.join(DIR)
@@ -190,7 +195,6 @@ impl Recorder {
             known: HashMap::new(),
             settled: Arc::clone(&settled),
             energy: energy::Accrual::new(
-                energy_dir,
                 energy::zone::ZONEINFO.into(),
                 energy::horizon_ms(interval_ms),
                 app.config().energy_keep_days,
@@ -265,6 +269,7 @@ impl Run {
             }
             if now >= due {
                 self.sample_all();
+                self.energy.commit(self.app.energy());
                 // From the time sampled for, as the flush below: a clock moved while sampling
                 // (a test's, as soon as it sees the sample) is sampled for at once, not skipped.
                 due = next_due(now);
@@ -274,6 +279,7 @@ impl Run {
                 let app = &self.app;
                 self.energy
                     .flush(app.energy(), now, |serial| time_zone(app.as_ref(), serial));
+                self.energy.tidy(app.energy());
                 // From the time flushed for: a clock moved meanwhile is flushed for at once.
                 flush_due = next_flush(now);
                 continue;
@@ -281,7 +287,15 @@ impl Run {
             select! {
                 recv(stopped) -> _ => break,
                 recv(changes) -> event => match event {
-                    Ok(event) => self.on_change(&event),
+                    Ok(event) => {
+                        self.on_change(&event);
+                        // The events already waiting too, then one write for the runs that
+                        // started or stopped in any of them.
+                        for event in changes.try_iter().take(CHANGES_PER_COMMIT) {
+                            self.on_change(&event);
+                        }
+                        self.energy.commit(self.app.energy());
+                    }
                     Err(_) => break,
                 },
                 recv(moved) -> _ => {}

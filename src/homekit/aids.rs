@@ -2,6 +2,12 @@
 //! person's rooms, scenes and automations by accessory id, so a thermostat keeps its id for
 //! good: across restarts, and across being removed and added again (an id is never taken back
 //! or given to another thermostat). Id 1 is the bridge itself.
+//!
+//! Only a thermostat the bridge shows gets one: one the visibility rule lists for HomeKit
+//! (the bridge asks with the listed serials only), within HAP's limit of accessories. So the
+//! file keeps the ids of thermostats a paired phone was shown, whose rooms it keeps, and of no
+//! other: not of one nobody owns (pairing mode's unclaimed), not of one listed beyond the
+//! limit while the bridge was full.
 
 use std::collections::BTreeMap;
 use std::io;
@@ -48,13 +54,21 @@ impl Aids {
         })
     }
 
-    /// The ids of `serials`, giving the next free id (durably, before it is returned) to any
-    /// that has none. If that write fails, those are left out (logged) and the rest returned.
-    pub fn of(&self, serials: &[String]) -> BTreeMap<String, u64> {
+    /// The ids of `serials` (the thermostats the bridge lists), giving the next free id
+    /// (durably, before it is returned) to those that have none, in their order, while fewer
+    /// than `most` of `serials` have one; the others get none yet (a place frees when a
+    /// thermostat leaves the list). If that write fails, those are left out (logged) and the
+    /// rest returned.
+    pub fn of(&self, serials: &[String], most: usize) -> BTreeMap<String, u64> {
         let mut stored = self.stored.lock();
+        let with_id = serials
+            .iter()
+            .filter(|s| stored.aids.contains_key(*s))
+            .count();
         let missing: Vec<&String> = serials
             .iter()
             .filter(|s| !stored.aids.contains_key(*s))
+            .take(most.saturating_sub(with_id))
             .collect();
         if !missing.is_empty() {
             let mut next = stored.clone();
@@ -103,14 +117,26 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("hearth-aids-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         let aids = Aids::open(&dir).unwrap();
-        let ab = aids.of(&["A".into(), "B".into()]);
+        let ab = aids.of(&["A".into(), "B".into()], 10);
         assert_eq!((ab["A"], ab["B"]), (2, 3));
         // B gone from the list and back: same id; a newcomer takes a fresh one.
-        let c = aids.of(&["C".into()]);
+        let c = aids.of(&["C".into()], 10);
         assert_eq!(c["C"], 4);
         let again = Aids::open(&dir).unwrap();
-        assert_eq!(again.of(&["B".into()])["B"], 3);
+        assert_eq!(again.of(&["B".into()], 10)["B"], 3);
         assert_eq!(again.serial(4).as_deref(), Some("C"));
+        // Room for three: D waits while A, B and C are listed, and E is never given one.
+        let listed = |s: &[&str]| s.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        let full = again.of(&listed(&["A", "B", "C", "D", "E"]), 3);
+        assert_eq!(full.keys().collect::<Vec<_>>(), ["A", "B", "C"]);
+        // C leaves the list (removed): it keeps its id, and D takes the place, not E.
+        let freed = again.of(&listed(&["A", "B", "D", "E"]), 3);
+        assert_eq!((freed.get("D"), freed.get("E")), (Some(&5), None));
+        let kept = Aids::open(&dir).unwrap();
+        assert_eq!(kept.serial(4).as_deref(), Some("C"));
+        assert_eq!(kept.serial(6), None);
+        let file = std::fs::read_to_string(dir.join(FILE)).unwrap();
+        assert!(!file.contains("\"E\""), "{file}");
         std::fs::write(dir.join(FILE), b"[").unwrap();
         let err = Aids::open(&dir).err().unwrap();
         assert!(err.to_string().contains("aids.json"), "{err}");

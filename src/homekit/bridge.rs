@@ -85,7 +85,10 @@ impl Bridge {
     pub fn aid_of(&self, serial: &str) -> Option<u64> {
         self.shared
             .aids
-            .of(&accessories::listed(self.shared.app.as_ref()))
+            .of(
+                &accessories::listed(self.shared.app.as_ref()),
+                MAX_ACCESSORIES - 1,
+            )
             .get(serial)
             .copied()
     }
@@ -193,23 +196,27 @@ impl Shared {
     }
 
     /// The whole database: the bridge, then the listed thermostats by accessory id (at most
-    /// HAP's limit for a bridge; the rest are left out, with a warning).
+    /// HAP's limit for a bridge; the rest are left out, with a warning, and get no id until
+    /// there is room).
     fn database(&self) -> Vec<Accessory> {
+        let listed = accessories::listed(self.app.as_ref());
         let mut ids: Vec<(u64, String)> = self
             .aids
-            .of(&accessories::listed(self.app.as_ref()))
+            .of(&listed, MAX_ACCESSORIES - 1)
             .into_iter()
             .map(|(serial, aid)| (aid, serial))
             .collect();
         ids.sort();
-        if ids.len() >= MAX_ACCESSORIES {
+        if listed.len() >= MAX_ACCESSORIES {
             log::warn!(
                 "HomeKit: a bridge holds at most {} thermostats; {} are left out",
                 MAX_ACCESSORIES - 1,
-                ids.len() + 1 - MAX_ACCESSORIES
+                listed.len() + 1 - MAX_ACCESSORIES
             );
-            ids.truncate(MAX_ACCESSORIES - 1);
         }
+        // Thermostats that had ids and come back to the list (adopted again) can make more
+        // with ids than there is room for: the newest ids wait.
+        ids.truncate(MAX_ACCESSORIES - 1);
         let mut all = vec![self.bridge()];
         all.extend(
             ids.iter()

@@ -132,8 +132,8 @@ pub(super) fn serve(shared: &Shared, conn: &Conn, mut stream: TcpStream, client:
         .unwrap_or_else(|_| {
             log::error!(
                 "HomeKit: a handler panicked on {} {}",
-                request.method,
-                request.path
+                crate::util::logged(&request.method),
+                crate::util::logged(&request.path)
             );
             Answer {
                 close: true,

@@ -56,10 +56,12 @@ pub fn start(app: &Arc<dyn Context>, shutdown: &Shutdown) -> Option<Running> {
     };
     let wanted = SocketAddr::new(app.config().control_bind, config.port);
     let attributes: Arc<dyn Attributes> = bridge.clone();
+    let clock = app.config().clock.clone();
     let started = match server::start(
         Arc::clone(&attributes),
         Arc::clone(&identity),
         wanted,
+        clock.clone(),
         shutdown,
     ) {
         Err(e) if e.kind() == io::ErrorKind::AddrInUse && wanted.port() != 0 => {
@@ -69,7 +71,7 @@ pub fn start(app: &Arc<dyn Context>, shutdown: &Shutdown) -> Option<Running> {
                 wanted.port()
             );
             let other = SocketAddr::new(wanted.ip(), 0);
-            server::start(attributes, Arc::clone(&identity), other, shutdown)
+            server::start(attributes, Arc::clone(&identity), other, clock, shutdown)
         }
         other => other,
     };

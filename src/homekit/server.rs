@@ -27,6 +27,7 @@ use super::Attributes;
 use super::connection::{self, Conn};
 use crate::hap::Identity;
 use crate::hap::pair_setup::PairSetup;
+use crate::util::clock::Clock;
 use crate::util::shutdown::Shutdown;
 
 /// Stack of a connection's thread: it runs pair-setup's 3072-bit arithmetic and the accessory
@@ -120,14 +121,23 @@ impl Handle {
     }
 }
 
-/// Listens on `bind` with the default [`Limits`] until `shutdown` is triggered.
+/// Listens on `bind` with the default [`Limits`] until `shutdown` is triggered; pair-setup
+/// reads the time from `clock` (the server's).
 pub fn start(
     attributes: Arc<dyn Attributes>,
     identity: Arc<Identity>,
     bind: SocketAddr,
+    clock: Clock,
     shutdown: &Shutdown,
 ) -> io::Result<Handle> {
-    start_with(attributes, identity, bind, Limits::default(), shutdown)
+    start_with(
+        attributes,
+        identity,
+        bind,
+        Limits::default(),
+        clock,
+        shutdown,
+    )
 }
 
 /// [`start`] with other limits (tests shorten the deadlines).
@@ -136,6 +146,7 @@ pub fn start_with(
     identity: Arc<Identity>,
     bind: SocketAddr,
     limits: Limits,
+    clock: Clock,
     shutdown: &Shutdown,
 ) -> io::Result<Handle> {
     let listener = TcpListener::bind(bind)?;
@@ -143,7 +154,7 @@ pub fn start_with(
     let shared = Arc::new(Shared {
         attributes,
         identity,
-        setup: PairSetup::new(),
+        setup: PairSetup::new(clock),
         limits,
         shutdown: shutdown.clone(),
         conns: Mutex::new(HashMap::new()),

@@ -184,14 +184,7 @@ pub fn energy(app: &App, target: &Target, req: &Request) -> Result<Response, Hos
     let csv =
         report::wants_csv(format.as_deref(), req.header("accept")).map_err(HostedError::Invalid)?;
     let time_zone = app.reading(serial).and_then(|r| r.time_zone.clone());
-    let report = Report::read(
-        &app.config().data_dir,
-        app.energy(),
-        serial,
-        time_zone.as_deref(),
-        period,
-    )
-    .map_err(|e| {
+    let report = Report::read(app.energy(), serial, time_zone.as_deref(), period).map_err(|e| {
         log::warn!("could not read the energy history of {serial}: {e}");
         HostedError::EnergyUnreadable
     })?;

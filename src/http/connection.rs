@@ -131,7 +131,7 @@ fn request(
             log::info!(
                 "{} {} -> {} ({})",
                 head.method,
-                redact(&head.target),
+                crate::util::logged(&redact(&head.target)),
                 refused.status,
                 refused.why
             );
@@ -179,7 +179,7 @@ fn request(
     log::debug!(
         "{} {} -> {status} ({} ms)",
         head.method,
-        redact(&head.target),
+        crate::util::logged(&redact(&head.target)),
         started.elapsed().as_millis()
     );
     after

@@ -60,6 +60,7 @@ use super::tls::Peers;
 use super::{Method, Reply, Request, Response, Service};
 use crate::metrics::StatusCounts;
 use crate::util::clock::Clock;
+use crate::util::refusals::RefusalLog;
 use crate::util::shutdown::Shutdown;
 
 pub use super::head::HEAD_LIMIT;
@@ -255,48 +256,16 @@ fn work(jobs: &Receiver<Work>, service: &dyn Service) {
 /// front's (a slot lives as long as its connection, or its relay).
 pub(super) type Counts = Arc<Mutex<Tally>>;
 
-/// Refused connections are logged once per address per this long; the line after it says how
-/// many were refused in between.
-pub const REFUSAL_LOG_INTERVAL: Duration = Duration::from_secs(60);
-/// Addresses whose refusals are remembered for [`REFUSAL_LOG_INTERVAL`]; past this (a flood
-/// from many addresses) refusals from further addresses are not logged until entries age out.
-const REFUSAL_LOG_ADDRESSES: usize = 1024;
-
 #[derive(Default)]
 pub(super) struct Tally {
     by_address: HashMap<IpAddr, usize>,
     total: usize,
-    /// When a refusal from each address was last logged, and how many were not logged since.
-    refusals: HashMap<IpAddr, (Instant, u64)>,
-}
-
-impl Tally {
-    /// Whether a refusal of `client` at `now` is logged, and how many went unlogged before
-    /// it: the first from an address in [`REFUSAL_LOG_INTERVAL`] is, the rest are counted.
-    fn refusal_to_log(&mut self, client: IpAddr, now: Instant) -> Option<u64> {
-        let recent = |at: &Instant| now.saturating_duration_since(*at) < REFUSAL_LOG_INTERVAL;
-        if let Some((at, unlogged)) = self.refusals.get_mut(&client) {
-            if recent(at) {
-                *unlogged += 1;
-                return None;
-            }
-            let before = *unlogged;
-            (*at, *unlogged) = (now, 0);
-            return Some(before);
-        }
-        if self.refusals.len() >= REFUSAL_LOG_ADDRESSES {
-            self.refusals.retain(|_, (at, _)| recent(at));
-            if self.refusals.len() >= REFUSAL_LOG_ADDRESSES {
-                return None;
-            }
-        }
-        self.refusals.insert(client, (now, 0));
-        Some(0)
-    }
+    /// Which refusals are logged.
+    refusals: RefusalLog,
 }
 
 /// Logs a connection refused at a count, at most once per address per
-/// [`REFUSAL_LOG_INTERVAL`] (a flood cannot fill the journal).
+/// minute ([`RefusalLog`]: a flood cannot fill the journal).
 pub(super) fn log_refusal(
     counts: &Counts,
     clock: &Clock,
@@ -306,7 +275,8 @@ pub(super) fn log_refusal(
 ) {
     let Some(unlogged) = counts
         .lock()
-        .refusal_to_log(crate::util::client_key(client.ip()), clock.now())
+        .refusals
+        .refused(crate::util::client_key(client.ip()), clock.now())
     else {
         return;
     };
@@ -724,33 +694,6 @@ mod tests {
         assert!(
             stopped.recv_timeout(Duration::from_secs(30)).is_ok(),
             "Listener::join did not return"
-        );
-    }
-
-    /// Refusals are logged once per address per minute, the next line counting the rest; a
-    /// flood from many addresses remembers at most REFUSAL_LOG_ADDRESSES of them.
-    #[test]
-    fn refusals_are_logged_once_per_address_per_minute() {
-        let mut tally = Tally::default();
-        let (a, b): (IpAddr, IpAddr) = ("127.0.0.2".parse().unwrap(), "::1".parse().unwrap());
-        let t0 = crate::util::clock::ManualClock::at(0).clock().now();
-        assert_eq!(tally.refusal_to_log(a, t0), Some(0));
-        for i in 1..1000 {
-            assert_eq!(tally.refusal_to_log(a, t0 + Duration::from_millis(i)), None);
-        }
-        assert_eq!(tally.refusal_to_log(b, t0), Some(0));
-        let later = t0 + REFUSAL_LOG_INTERVAL;
-        assert_eq!(tally.refusal_to_log(a, later), Some(999));
-        assert_eq!(tally.refusal_to_log(a, later), None);
-        for n in 0..5000u32 {
-            let _ = tally.refusal_to_log(IpAddr::from(n.to_be_bytes()), later);
-        }
-        assert!(tally.refusals.len() <= REFUSAL_LOG_ADDRESSES);
-        // Once the entries age out, new addresses are logged again.
-        let much_later = later + REFUSAL_LOG_INTERVAL;
-        assert_eq!(
-            tally.refusal_to_log("10.0.0.1".parse().unwrap(), much_later),
-            Some(0)
         );
     }
 }

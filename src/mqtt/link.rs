@@ -50,7 +50,7 @@ impl InboundHandler for Handler {
         if let Err(TrySendError::Full(_)) = self.inbox.try_send(message) {
             log::warn!(
                 "MQTT: commands are arriving faster than they run; dropped {}",
-                msg.topic
+                crate::util::logged(&msg.topic)
             );
         }
     }

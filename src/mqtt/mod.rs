@@ -51,6 +51,7 @@ use crate::presence::Availability;
 use crate::state::State;
 use crate::thermostat::Reading;
 use crate::thermostat::{self, View};
+use crate::util::logged;
 use crate::util::shutdown::Shutdown;
 use discovery::{Fingerprint, Prefixes};
 use link::{Inbound, Link};
@@ -539,14 +540,15 @@ impl Bridge {
     fn command(&self, topic: &str, payload: &[u8], retain: bool) {
         if retain {
             log::info!(
-                "MQTT: ignored a retained message on {topic}: an old command, not a new one"
+                "MQTT: ignored a retained message on {}: an old command, not a new one",
+                logged(topic)
             );
             return;
         }
         let (serial, intent) = match commands::parse(&self.config.topic_prefix, topic, payload) {
             Ok(parsed) => parsed,
             Err(why) => {
-                log::warn!("MQTT: ignored {why}");
+                log::warn!("MQTT: ignored {}", logged(&why));
                 return;
             }
         };
@@ -558,8 +560,12 @@ impl Bridge {
             Viewer::Mqtt,
         );
         match result {
-            Ok(_) => log::info!("MQTT: {topic} ran"),
-            Err(why) => log::warn!("MQTT: {topic} refused: {why}"),
+            Ok(_) => log::info!("MQTT: {} ran", logged(topic)),
+            Err(why) => log::warn!(
+                "MQTT: {} refused: {}",
+                logged(topic),
+                logged(&why.to_string())
+            ),
         }
     }
 }

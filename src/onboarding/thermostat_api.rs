@@ -36,11 +36,7 @@ fn url(ip: Ipv4Addr, port: u16) -> String {
 }
 
 fn agent() -> ureq::Agent {
-    ureq::AgentBuilder::new()
-        .timeout_connect(CONNECT_TIMEOUT)
-        .timeout(TIMEOUT)
-        .redirects(0)
-        .build()
+    crate::util::outbound::agent(CONNECT_TIMEOUT, TIMEOUT)
 }
 
 /// The thermostat's current `cloudregisterurl`.
@@ -77,9 +73,13 @@ pub fn set_endpoint(
     })
 }
 
-/// A 200 answer's JSON object, or why there is none.
+/// A 2xx answer's JSON object, or why there is none. A redirect is not followed: the settings
+/// API never sends one, so whatever did is not a thermostat's.
 fn json_of(result: Result<ureq::Response, ureq::Error>) -> Result<Value, ApiError> {
     match result {
+        Ok(response) if !crate::util::outbound::succeeded(response.status()) => {
+            Err(ApiError::NotAThermostat)
+        }
         Ok(response) => {
             let text = response
                 .into_string()

@@ -1,13 +1,17 @@
-//! Small helpers shared by every surface: the wall clock, randomness, the shutdown signal, and
-//! JSON shorthands.
+//! Small helpers shared by every surface: the wall clock, randomness, the shutdown signal, JSON
+//! shorthands, and outside text as log lines show it ([`logged::logged`]).
 
 pub mod clock;
 pub mod durable;
+pub(crate) mod logged;
 pub(crate) mod memory;
 pub(crate) mod outbound;
 #[cfg_attr(not(hearth_internals), doc(hidden))]
 pub mod random;
+pub(crate) mod refusals;
 pub mod shutdown;
+
+pub(crate) use logged::logged;
 
 /// The client a per-client limit counts (connections, request bodies, event streams, failed
 /// keys, entry keys): an IPv4 address (an IPv4-mapped IPv6 one as IPv4), or an IPv6 address's

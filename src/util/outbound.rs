@@ -1,10 +1,35 @@
-//! How many of a port's request workers may wait on an outbound call (the weather upstream, a
-//! thermostat's settings API) at once: half of them (at least one). A request that finds them
-//! all taken is answered at once, so an upstream that accepts connections and never answers
-//! can hold at most that many workers, each for a bounded time, and the other half keeps
-//! serving `/health`, thermostats and everyone else.
+//! Outbound calls: the one agent every call to a server hearth does not run is made with
+//! ([`agent`]: bounded, following no redirect), and how many of a port's request workers may
+//! wait on one at once ([`OutboundGate`]).
+//!
+//! The gate: half of a port's workers (at least one) may wait on an outbound call (the weather
+//! upstream, a thermostat's settings API) at once. A request that finds them all taken is
+//! answered at once, so an upstream that accepts connections and never answers can hold at
+//! most that many workers, each for a bounded time, and the other half keeps serving
+//! `/health`, thermostats and everyone else.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+/// The agent of every call hearth makes to a server it does not run: the weather (Open-Meteo,
+/// `WEATHER_URL`), Home Assistant's Supervisor, a thermostat's settings API, the alerts' ntfy
+/// and webhook. It gives up after `connect` connecting and `whole` for the whole request, and
+/// follows no redirect: a 3xx is that server's answer, not a pointer hearth acts on (a
+/// redirect to another host would send it hearth's request, headers and body included, and
+/// pass its answer on as the first server's). ureq answers a 3xx as `Ok` then, so each caller
+/// takes only a 2xx as success.
+pub(crate) fn agent(connect: Duration, whole: Duration) -> ureq::Agent {
+    ureq::AgentBuilder::new()
+        .timeout_connect(connect.min(whole))
+        .timeout(whole)
+        .redirects(0)
+        .build()
+}
+
+/// Whether `status` is a success: 2xx, and nothing else (a 3xx is not followed).
+pub(crate) fn succeeded(status: u16) -> bool {
+    (200..300).contains(&status)
+}
 
 pub struct OutboundGate {
     in_use: AtomicUsize,

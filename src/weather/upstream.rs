@@ -22,16 +22,18 @@ pub(super) fn fetch(base: &str, query: &str, timeout: Duration) -> Result<Vec<u8
 }
 
 /// An agent whose every request gives up after `timeout` (connecting: [`CONNECT_TIMEOUT`], if
-/// shorter).
+/// shorter), following no redirect ([`crate::util::outbound::agent`]).
 pub(super) fn agent(timeout: Duration) -> ureq::Agent {
-    ureq::AgentBuilder::new()
-        .timeout_connect(CONNECT_TIMEOUT.min(timeout))
-        .timeout(timeout)
-        .build()
+    crate::util::outbound::agent(CONNECT_TIMEOUT, timeout)
 }
 
-/// At most `limit` bytes of an answer's body.
+/// At most `limit` bytes of a successful answer's body; any other answer (a redirect, which
+/// is not followed, included) is an error.
 pub(super) fn read_body(response: ureq::Response, limit: u64) -> Result<Vec<u8>, String> {
+    let status = response.status();
+    if !crate::util::outbound::succeeded(status) {
+        return Err(format!("answered {status} (redirects are not followed)"));
+    }
     let mut body = Vec::new();
     response
         .into_reader()

@@ -3,6 +3,10 @@
     driver.py pair HOST PORT CODE PAIRING_FILE
         pair-setup by address (no mDNS): prints {"ok": true} and writes the pairing data, or
         prints {"error": "<exception class>"}.
+    driver.py pair-typing HOST PORT CODE PAIRING_FILE
+        the same, with a person typing the code between M2 and M3 (as Home Assistant asks for
+        it after M2): after M2 prints {"m2": true, "salt": "<hex>"}, then waits for a line on
+        stdin before sending M3.
     driver.py session PAIRING_FILE PORT
         pair-verify with the stored pairing, then reads one JSON command a line on stdin and
         answers each with one JSON line on stdout:
@@ -48,11 +52,14 @@ async def drive(connection, machine):
             return done.value
 
 
-async def pair(host, port, code, path):
+async def pair(host, port, code, path, typing=False):
     connection = HomeKitConnection(None, [host], port)
     try:
         await asyncio.wait_for(connection.ensure_connection(), 10)
         salt, public_key = await drive(connection, perform_pair_setup_part1(False))
+        if typing:
+            say({"m2": True, "salt": salt.hex()})
+            await asyncio.get_running_loop().run_in_executor(None, sys.stdin.readline)
         pairing = await drive(
             connection, perform_pair_setup_part2(code, str(uuid.uuid4()), salt, public_key)
         )
@@ -130,8 +137,9 @@ async def session(path, port):
 
 
 def main():
-    if sys.argv[1] == "pair":
-        asyncio.run(pair(sys.argv[2], int(sys.argv[3]), sys.argv[4], sys.argv[5]))
+    if sys.argv[1] in ("pair", "pair-typing"):
+        typing = sys.argv[1] == "pair-typing"
+        asyncio.run(pair(sys.argv[2], int(sys.argv[3]), sys.argv[4], sys.argv[5], typing))
     elif sys.argv[1] == "session":
         asyncio.run(session(sys.argv[2], int(sys.argv[3])))
     else:

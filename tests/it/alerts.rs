@@ -424,6 +424,35 @@ fn record_bytes(dir: &Path) -> Vec<u8> {
     std::fs::read(dir.join("alerts").join("record.jsonl")).unwrap_or_default()
 }
 
+/// Whether the record owes no delivery: every target of every notice line
+/// (`<alert id>.<event>.<target>`) has its outcome written. A compacted record keeps only the
+/// targets still owed, so this reads either form.
+fn nothing_owed(dir: &Path) -> bool {
+    let text = String::from_utf8_lossy(&record_bytes(dir)).into_owned();
+    let mut owed = std::collections::BTreeSet::new();
+    let mut delivered = std::collections::BTreeSet::new();
+    for line in text.lines() {
+        let v: Value = serde_json::from_str(line).unwrap();
+        match v["op"].as_str().unwrap() {
+            "notice" => {
+                for t in v["targets"].as_array().unwrap() {
+                    owed.insert(format!(
+                        "{}.{}.{}",
+                        v["alert"]["id"].as_str().unwrap(),
+                        v["event"].as_str().unwrap(),
+                        t.as_str().unwrap()
+                    ));
+                }
+            }
+            "delivered" => {
+                delivered.insert(v["delivery"].as_str().unwrap().to_string());
+            }
+            _ => {}
+        }
+    }
+    owed.is_subset(&delivered)
+}
+
 #[test]
 fn a_filter_alert_after_its_hours_is_acknowledged_and_counts_again_from_there() {
     let time = ManualClock::starting_now();
@@ -458,6 +487,10 @@ fn a_filter_alert_after_its_hours_is_acknowledged_and_counts_again_from_there() 
         .into_iter()
         .find(|a| a["kind"] == json!("low_temperature"))
         .unwrap();
+    // The webhook's outcomes are written as it answers: none may land during the bad input.
+    wait_until("every delivery's outcome recorded", || {
+        nothing_owed(s.dir.path())
+    });
     let before = (active(&s), record_bytes(s.dir.path()));
     for (body, status, error) in [
         ("{", 400, "Invalid JSON".to_string()),
@@ -801,4 +834,47 @@ fn a_damaged_record_turns_the_alerts_off_and_nothing_else() {
         std::fs::read(dir.path().join("alerts/record.jsonl")).unwrap(),
         damaged
     );
+}
+
+/// A thermostat's name is its own to choose: one holding `\n` and `\r` reaches the log through
+/// the alert's message (the real binary's log, as journald would keep it) escaped, on the
+/// alert's own line, and starts no line of its own.
+#[test]
+fn a_name_with_newlines_cannot_forge_a_log_line() {
+    share_process();
+    let dir = TempDir::new("alert-forge");
+    let child = ServerProcess::start(Path::new(env!("CARGO_BIN_EXE_hearth")), dir.path()).unwrap();
+    let (mut sim, _events) = thermostat(&format!("http://{}", child.device), SERIAL);
+    let name = "Hall\nERROR hearth::server: forged line\r\nWARN  hearth::alerts: forged too\r";
+    sim.report("shared", "name", json!(name));
+    sim.report("shared", "current_temperature", json!(5.0));
+    sim.boot().unwrap();
+    wait_until("the alert on the board", || {
+        !child_active(&child).is_empty()
+    });
+    // The board shows the name as the thermostat sent it; only the log escapes it.
+    assert!(
+        child_active(&child)[0]["message"]
+            .as_str()
+            .unwrap()
+            .starts_with(name),
+        "{:?}",
+        child_active(&child)
+    );
+    wait_until("the alert's log line", || {
+        child.log().contains("alert ") && child.log().contains(" started: Hall")
+    });
+    let log = child.log();
+    let started: Vec<&str> = log.lines().filter(|l| l.contains(" started: ")).collect();
+    assert_eq!(started.len(), 1, "{log}");
+    assert!(
+        started[0].ends_with(
+            r"started: Hall\nERROR hearth::server: forged line\r\nWARN  hearth::alerts: forged too\r is 5°C (below 7°C) — heating is off"
+        ),
+        "{log}"
+    );
+    for line in log.lines() {
+        assert!(!line.contains("forged") || line == started[0], "{log}");
+    }
+    child.kill();
 }

@@ -146,8 +146,9 @@ fn control_requests() -> Vec<(&'static str, String, &'static str, &'static str)>
         ("GET", "/metrics".into(), "", ""),
         // Issue 38's: alerts.
         ("GET", "/api/alerts".into(), "", ""),
-        // Issue 40's: the HomeKit setup code.
+        // Issue 40's: the HomeKit setup code; and the unlock that hands out a new one.
         ("GET", "/api/homekit".into(), "", ""),
+        ("POST", "/api/homekit/unlock".into(), "text/plain", "{}"),
         (
             "POST",
             "/api/alerts/ack".into(),

@@ -6,6 +6,7 @@ use crate::common;
 
 use std::time::Duration;
 
+use common::energy::journal_row;
 use common::*;
 use hearth::config::Config;
 use hearth::util::clock::ManualClock;
@@ -107,13 +108,15 @@ fn runtime_is_split_at_midnight_kept_on_disk_and_not_invented_over_a_restart() {
     );
     assert_eq!(body["days"][0]["outdoor_avg_c"], Value::Null);
 
-    // On disk while hearth runs (a kill -9 now loses nothing): the finished day and today's.
-    // (The live row can be served a moment before the minute's write ends: waited for.)
+    // On disk while hearth runs (a kill -9 now loses nothing): today's row in the journal,
+    // the finished day moved from there to the days file after the minute's write. (The live
+    // row can be served a moment before the minute's write ends: waited for.)
     let energy_dir = s.dir.path().join("energy");
     let read = |name: &str| std::fs::read_to_string(energy_dir.join(name)).unwrap_or_default();
+    let today_row = |s: &TestServer| journal_row(s.dir.path(), SERIAL, 20523).unwrap_or_default();
     wait_until("both days on disk", || {
         read(&format!("{SERIAL}.days")).starts_with("[20522,1800,")
-            && read(&format!("{SERIAL}.today")).starts_with("[20523,1800,")
+            && today_row(&s).starts_with("[20523,1800,")
     });
 
     // Periods and CSV.
@@ -177,8 +180,10 @@ fn a_clock_stepped_back_drops_no_stored_later_day() {
     wait_until("the run split at midnight", || heat_days(&s) == split);
     let energy_dir = s.dir.path().join("energy");
     let read = |name: &str| std::fs::read_to_string(energy_dir.join(name)).unwrap_or_default();
+    let today_row = |s: &TestServer| journal_row(s.dir.path(), SERIAL, 20523).unwrap_or_default();
     wait_until("both days on disk", || {
-        read(&format!("{SERIAL}.today")).starts_with("[20523,1800,")
+        read(&format!("{SERIAL}.days")).starts_with("[20522,1800,")
+            && today_row(&s).starts_with("[20523,1800,")
     });
     let heat_total = |s: &TestServer| s.app().energy().totals(SERIAL).map(|t| t.heat_s);
     // The totals are what is stored: they follow the write just seen.
@@ -211,7 +216,7 @@ fn a_clock_stepped_back_drops_no_stored_later_day() {
         heat_days(&s) == later
     });
     wait_until("the later day on disk", || {
-        read(&format!("{SERIAL}.today")).starts_with("[20523,3000,")
+        today_row(&s).starts_with("[20523,3000,")
     });
     // The totals count what is stored (what a restart reads back), so they follow the write.
     wait_until("the totals with the later day's twenty minutes", || {
@@ -458,4 +463,116 @@ fn energy_keep_days_prunes_older_days_when_a_day_ends() {
     wait_until("the totals with the pruned day", || {
         s.app().energy().totals(SERIAL).map(|t| t.heat_s) == Some(all_heat)
     });
+}
+
+/// An upgrade from a hearth that kept each thermostat's live row in `SERIAL.today` (written
+/// here by hand, in that layout): every day is kept and counted, the file is gone once the
+/// first write has put its row in the journal (a private file), and a restart after that still
+/// has every day.
+#[test]
+fn an_upgrade_from_the_older_layout_keeps_every_day() {
+    let time = ManualClock::at(LATE_EVENING_MS);
+    let dir = TempDir::new("energy-upgrade");
+    let energy_dir = dir.path().join("energy");
+    std::fs::create_dir_all(&energy_dir).unwrap();
+    std::fs::write(
+        energy_dir.join(format!("{SERIAL}.days")),
+        "[20520,600,0,0,0,0,null,0,null,null,0]\n[20521,1200,0,0,0,0,20.5,96,19.0,21.5,2]\n",
+    )
+    .unwrap();
+    let old_today = energy_dir.join(format!("{SERIAL}.today"));
+    std::fs::write(&old_today, "[20522,300,0,60,0,0,null,0,null,null,1]").unwrap();
+    let s = server_at(dir, &time);
+    let (mut sim, _events, _held) = booted_and_held(&s, SERIAL);
+    let day = |date: &str, heat_s: i64| (date.to_string(), heat_s);
+    wait_until("the boot's row", || !heat_days(&s).is_empty());
+    assert_eq!(
+        heat_days(&s),
+        [
+            day("2026-03-08", 600),
+            day("2026-03-09", 1200),
+            day("2026-03-10", 300)
+        ]
+    );
+    let totals = |s: &TestServer| {
+        let t = s.app().energy().totals(SERIAL).unwrap();
+        (t.heat_s, t.fan_s)
+    };
+    assert_eq!(totals(&s), (2100, 60));
+
+    // An hour of heating across midnight. Once written, the journal has both days and the
+    // older file is gone.
+    heater(&s, &mut sim, true);
+    time.advance(Duration::from_secs(3600));
+    let all = [
+        day("2026-03-08", 600),
+        day("2026-03-09", 1200),
+        day("2026-03-10", 2100),
+        day("2026-03-11", 1800),
+    ];
+    wait_until("the run split at midnight", || heat_days(&s) == all);
+    wait_until("the older file gone", || !old_today.exists());
+    let row = journal_row(s.dir.path(), SERIAL, 20522).unwrap();
+    assert!(row.starts_with("[20522,2100,0,60,"), "{row}");
+    use std::os::unix::fs::PermissionsExt;
+    let mode = |path: &std::path::Path| std::fs::metadata(path).unwrap().permissions().mode();
+    assert_eq!(mode(&energy_dir.join("journal")) & 0o777, 0o600);
+    assert_eq!(mode(&energy_dir) & 0o777, 0o700);
+
+    // A restart: every day.
+    drop(sim);
+    drop(_held);
+    let dir = s.stop();
+    let s = server_at(dir, &time);
+    assert_eq!(heat_days(&s), all);
+    assert_eq!(totals(&s), (5700, 60));
+}
+
+/// A kill -9 never takes the running totals down (the real binary): what `/metrics` counted
+/// before it (a run that stops is written at once) is there after the restart.
+#[test]
+fn energy_totals_never_go_down_across_a_kill() {
+    use hearth::process::ServerProcess;
+    share_process();
+    let dir = TempDir::new("energy-kill");
+    let exe = std::path::Path::new(env!("CARGO_BIN_EXE_hearth"));
+    let start = || ServerProcess::start(exe, dir.path()).expect("the server starts");
+    let heat_total = |p: &ServerProcess| {
+        let text = get(p.control, "/metrics").text();
+        crate::metrics::Scrape::parse(&text)
+            .value(
+                "hearth_thermostat_runtime_seconds_total",
+                &[("serial", SERIAL), ("mode", "heat")],
+            )
+            .unwrap_or(-1.0)
+    };
+    let p = start();
+    let (mut sim, _events) = thermostat(&format!("http://{}", p.device), SERIAL);
+    sim.boot().unwrap();
+    sim.report("shared", "hvac_heater_state", json!(true));
+    sim.put().unwrap();
+    // Each turn of the dial is an observation, which counts the heating so far.
+    let live_heat = |p: &ServerProcess| {
+        let body = get(p.control, &format!("/api/energy?serial={SERIAL}")).json();
+        body["days"]
+            .as_array()
+            .and_then(|d| d.last()?["heat_s"].as_i64())
+    };
+    let mut target = 20.0;
+    wait_until("two seconds of heating counted", || {
+        target = if target == 20.0 { 20.5 } else { 20.0 };
+        sim.turn_dial(target);
+        sim.put().unwrap();
+        live_heat(&p).is_some_and(|h| h >= 2)
+    });
+    sim.report("shared", "hvac_heater_state", json!(false));
+    sim.put().unwrap();
+    wait_until("the run in the counter", || heat_total(&p) >= 2.0);
+    let before = heat_total(&p);
+    p.kill();
+
+    let p = start();
+    let after = heat_total(&p);
+    assert!(after >= before, "{after} after the kill, {before} before");
+    assert!(live_heat(&p).is_some_and(|h| h as f64 >= before));
 }

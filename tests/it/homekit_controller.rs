@@ -4,7 +4,8 @@
 //! on by default, port 0) and works a simulated thermostat through the bridge: refused with a
 //! wrong setup code, paired with the right one, the accessories listed under the page's name,
 //! the reported temperature read, a target written as `/command` would write it, an EVENT
-//! after a `/command` change, and the same pairing after a restart on the same data directory.
+//! after a `/command` change, and the same pairing after a restart on the same data directory;
+//! and pair-setup locked after the hundredth wrong code, then unlocked with a new code.
 //!
 //! Needs `HEARTH_AIOHOMEKIT_PYTHON` (`bash .ci/aiohomekit.sh` prints one); skips with a message
 //! without it, unless `HEARTH_REQUIRE_AIOHOMEKIT=1`.
@@ -169,4 +170,58 @@ fn aiohomekit_pairs_with_the_server_and_drives_a_thermostat_across_a_restart() {
     );
     c.stop();
     server.shutdown();
+}
+
+/// The lock as a real controller meets it on the real server: the hundredth wrong code locks
+/// pair-setup (aiohomekit is told `MaxTries`, even with the right code), the control API says
+/// so and hides the code, and its unlock gives a new code, which pairs; the old one no longer
+/// does.
+#[test]
+fn aiohomekit_is_refused_while_locked_and_pairs_after_an_unlock() {
+    let Some(python) = python() else { return };
+    let s = TestServer::start();
+    let identity = Arc::clone(s.app().homekit().identity().expect("HomeKit is on"));
+    let addr = s.server().homekit_addr().expect("the HAP listener");
+    let controller_dir = TempDir::new("hap-controller-locked");
+    let file = controller_dir.path().join("pairing.json");
+    let old = identity.setup_code();
+    let wrong = if old == "101-48-005" {
+        "101-48-006"
+    } else {
+        "101-48-005"
+    };
+    // 99 counted as pair-setup counts them; the hundredth is aiohomekit's.
+    for _ in 1..hearth::hap::pair_setup::MAX_FAILURES {
+        identity.count_setup_failure().unwrap();
+    }
+    assert_eq!(
+        get(s.control(), "/api/homekit").json()["locked"],
+        json!(false)
+    );
+    assert_eq!(
+        pair(&python, addr, wrong, &file),
+        json!({"error": "AuthenticationError"})
+    );
+    assert_eq!(
+        pair(&python, addr, &old, &file),
+        json!({"error": "MaxTriesError"})
+    );
+    let body = get(s.control(), "/api/homekit").json();
+    assert_eq!(
+        (body["locked"].clone(), body["setup_code"].clone()),
+        (json!(true), Value::Null)
+    );
+
+    let r = call(s.control(), "POST", "/api/homekit/unlock", "{}");
+    assert_eq!(r.status, 200, "{}", r.text());
+    let code = r.json()["setup_code"].as_str().unwrap().to_string();
+    assert_ne!(code, old);
+    assert_eq!(
+        pair(&python, addr, &old, &file),
+        json!({"error": "AuthenticationError"}),
+        "the old code no longer pairs"
+    );
+    assert_eq!(pair(&python, addr, &code, &file), json!({"ok": true}));
+    assert_eq!(identity.pairings().len(), 1);
+    assert_eq!(identity.setup_failures(), 0);
 }

@@ -1,7 +1,7 @@
-//! What a person needs to add hearth to the Home app, and to undo it: `hearth homekit code`
-//! and `hearth homekit reset` of the real binary (with no server on the data directory, and
-//! through the admin socket of one running on it), and the control port's `GET /api/homekit`
-//! that the page's HomeKit panel reads.
+//! What a person needs to add hearth to the Home app, and to undo it: `hearth homekit code`,
+//! `hearth homekit unlock` and `hearth homekit reset` of the real binary (with no server on the
+//! data directory, and through the admin socket of one running on it), and the control port's
+//! `GET /api/homekit` that the page's HomeKit panel reads and its `POST /api/homekit/unlock`.
 
 use crate::common;
 
@@ -198,6 +198,7 @@ fn the_page_reads_the_code_until_someone_pairs() {
     assert_eq!(body["port"], json!(bound));
     assert_eq!(body["paired"], json!(false));
     assert_eq!(body["pairings"], json!(0));
+    assert_eq!(body["locked"], json!(false));
     assert_eq!(body["setup_code"], json!(code));
     assert_eq!(body["setup_uri"], json!(uri));
     let svg = body["qr_svg"].as_str().unwrap();
@@ -269,4 +270,233 @@ fn with_a_key_required_only_a_write_key_reads_the_code() {
     let r = homekit_api(&s, &[("Authorization", &key("read,write"))]);
     assert_eq!(r.status, 200);
     assert!(r.json()["setup_code"].is_string());
+}
+
+/// Counts wrong setup codes up to the lock, as pair-setup does (unit-tested in `hap::pair_setup`).
+fn lock(identity: &Identity) {
+    while !identity.is_locked() {
+        identity.count_setup_failure().unwrap();
+    }
+}
+
+fn unlock_api(s: &TestServer, headers: &[(&str, &str)]) -> hearth::http::client::ClientResponse {
+    hearth::http::client::request(
+        &url(s.control(), "/api/homekit/unlock"),
+        "POST",
+        headers,
+        b"{}",
+        TIMEOUT,
+    )
+    .unwrap()
+}
+
+#[test]
+fn a_locked_pairing_is_said_and_unlocked_with_a_new_code() {
+    let s = TestServer::start();
+    let identity = s.app().homekit().identity().cloned().unwrap();
+    let old = identity.setup_code();
+    let file = s.dir.path().join("homekit").join("accessory.json");
+    // Not locked: refused, and nothing changed (not even the file's bytes).
+    identity.count_setup_failure().unwrap();
+    let before = std::fs::read(&file).unwrap();
+    let r = unlock_api(&s, &[]);
+    assert_eq!(
+        (r.status, r.json()),
+        (
+            409,
+            json!({"error": "HomeKit pairing is not locked (1 wrong setup code of 100): nothing to unlock"})
+        )
+    );
+    assert_eq!(std::fs::read(&file).unwrap(), before);
+    assert_eq!(homekit_api(&s, &[]).json()["setup_code"], json!(old));
+
+    // Locked: said, and no code offered (it pairs nothing now).
+    lock(&identity);
+    let body = homekit_api(&s, &[]).json();
+    assert_eq!(body["locked"], json!(true));
+    assert_eq!(body["paired"], json!(false));
+    for hidden in ["setup_code", "setup_uri", "qr_svg"] {
+        assert_eq!(body[hidden], Value::Null, "{hidden} while locked");
+    }
+    // A foreign page cannot unlock it (it would hand that page a new code).
+    let r = unlock_api(&s, &[("Origin", "http://evil.example")]);
+    assert_eq!(r.status, 403);
+    assert!(identity.is_locked());
+
+    // Unlocked: a new code, answered as GET answers, on disk before the answer.
+    let r = unlock_api(&s, &[]);
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert_eq!(r.header("Cache-Control"), Some("no-store"), "a secret");
+    let body = r.json();
+    let code = identity.setup_code();
+    assert_ne!(code, old);
+    assert_eq!(body["locked"], json!(false));
+    assert_eq!(body["setup_code"], json!(code));
+    assert_eq!(
+        body["setup_uri"],
+        json!(hearth::hap::setup_uri::setup_uri(2, &code, &identity.setup_id()).unwrap())
+    );
+    assert!(body["qr_svg"].as_str().unwrap().starts_with("<svg"));
+    assert_eq!(homekit_api(&s, &[]).json(), body);
+    let stored = Identity::open(&s.dir.path().join("homekit")).unwrap();
+    assert_eq!(
+        (stored.setup_code(), stored.setup_failures()),
+        (code.clone(), 0)
+    );
+
+    // Paired controllers stay paired through an unlock.
+    identity.add_pairing(controller("phone")).unwrap();
+    lock(&identity);
+    let device_id = identity.device_id();
+    let r = unlock_api(&s, &[]);
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert_eq!(
+        (r.json()["paired"].clone(), r.json()["pairings"].clone()),
+        (json!(true), json!(1))
+    );
+    assert_eq!(identity.pairings(), vec![controller("phone")]);
+    assert_eq!(identity.device_id(), device_id);
+    assert_ne!(identity.setup_code(), code);
+}
+
+#[test]
+fn with_homekit_off_there_is_nothing_to_unlock() {
+    let s = TestServer::start_with(|c| c.homekit.enabled = false);
+    let r = unlock_api(&s, &[]);
+    assert_eq!(
+        (r.status, r.json()),
+        (
+            404,
+            json!({"error": "HomeKit is off (HOMEKIT=false, or its identity could not be opened: see the log)"})
+        )
+    );
+    assert!(!s.dir.path().join("homekit").exists(), "nothing made");
+}
+
+#[test]
+fn with_a_key_required_only_a_write_key_unlocks() {
+    let s = TestServer::start_with(|c| c.control_require_key = true);
+    let identity = s.app().homekit().identity().cloned().unwrap();
+    lock(&identity);
+    let spec = |scopes: &str| hearth::accounts::keys::KeySpec {
+        user: "owner".into(),
+        name: scopes.into(),
+        scopes: hearth::accounts::keys::parse_scopes(scopes).unwrap(),
+        serials: vec![],
+        expires_days: None,
+    };
+    let key = |scopes: &str| {
+        let created = hearth::accounts::keys::create(s.app().state(), &spec(scopes)).unwrap();
+        format!("Bearer {}", created.key)
+    };
+    assert_eq!(unlock_api(&s, &[]).status, 401);
+    let r = unlock_api(&s, &[("Authorization", &key("read"))]);
+    assert_eq!(
+        (r.status, r.json()),
+        (
+            403,
+            json!({"error": "Access denied: this API key lacks the write scope"})
+        )
+    );
+    assert!(identity.is_locked());
+    let r = unlock_api(&s, &[("Authorization", &key("read,write"))]);
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert!(!identity.is_locked());
+}
+
+/// What `hearth homekit code` says while locked: that it is, and how to unlock.
+fn assert_says_locked(text: &str) {
+    assert!(
+        text.starts_with("pairing is locked: 100 wrong setup codes were tried"),
+        "{text}"
+    );
+    assert!(text.contains("hearth homekit unlock"), "{text}");
+    assert!(text.contains("Unlock under Apple Home"), "{text}");
+    assert!(!text.contains("setup code:"), "{text}");
+}
+
+#[test]
+fn code_says_locked_and_unlock_works_without_a_server() {
+    let dir = TempDir::new("homekit-cli-unlock");
+    std::fs::create_dir_all(dir.path()).unwrap();
+    let identity = Identity::open(&dir.path().join("homekit")).unwrap();
+    let old = identity.setup_code();
+    identity.add_pairing(controller("phone")).unwrap();
+    lock(&identity);
+    drop(identity);
+    let text = ok(&hearth(dir.path(), &["homekit", "code"]));
+    assert_says_locked(&text);
+    assert!(
+        text.trim_end()
+            .ends_with("\npaired with 1 controller (hearth homekit reset removes it)"),
+        "{text}"
+    );
+
+    let out = hearth(dir.path(), &["homekit", "unlock"]);
+    let text = ok(&out);
+    let identity = Identity::open(&dir.path().join("homekit")).unwrap();
+    let code = identity.setup_code();
+    assert_ne!(code, old);
+    let uri = hearth::hap::setup_uri::setup_uri(2, &code, &identity.setup_id()).unwrap();
+    assert_eq!(
+        text.trim_end(),
+        format!(
+            "unlocked: the wrong setup codes are cleared and the old code no longer works; the \
+             1 paired controller stays paired\nsetup code: {code}\nsetup URI:  {uri}"
+        )
+    );
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("no hearth server is running on it"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(identity.pairings(), vec![controller("phone")]);
+    assert_eq!(identity.setup_failures(), 0);
+    drop(identity);
+
+    // Not locked now: refused, nothing changed.
+    let out = hearth(dir.path(), &["homekit", "unlock"]);
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains(
+            "HomeKit pairing is not locked (0 wrong setup codes of 100): nothing to unlock; \
+             hearth homekit code prints the setup code"
+        ),
+        "{err}"
+    );
+    let after = Identity::open(&dir.path().join("homekit")).unwrap();
+    assert_eq!(after.setup_code(), code);
+}
+
+#[test]
+fn unlock_reaches_a_running_server() {
+    let dir = TempDir::new("homekit-cli-unlock-online");
+    std::fs::create_dir_all(dir.path()).unwrap();
+    let identity = Identity::open(&dir.path().join("homekit")).unwrap();
+    let old = identity.setup_code();
+    lock(&identity);
+    drop(identity);
+    let server = ServerProcess::start(Path::new(env!("CARGO_BIN_EXE_hearth")), dir.path())
+        .unwrap_or_else(|log| panic!("server did not start:\n{log}"));
+    assert_says_locked(&ok(&hearth(dir.path(), &["homekit", "code"])));
+    let out = hearth(dir.path(), &["homekit", "unlock"]);
+    let text = ok(&out);
+    assert!(
+        text.starts_with("unlocked: the wrong setup codes are cleared"),
+        "{text}"
+    );
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("the hearth server running on it took"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // The server serves the new code (and wrote it: it is there after it stops).
+    let (code, _, state) = code_lines(&ok(&hearth(dir.path(), &["homekit", "code"])));
+    assert_ne!(code, old);
+    assert!(text.contains(&format!("setup code: {code}")), "{text}");
+    assert!(state.starts_with("not paired yet"), "{state}");
+    server.terminate().unwrap();
+    let stored = Identity::open(&dir.path().join("homekit")).unwrap();
+    assert_eq!((stored.setup_code(), stored.is_locked()), (code, false));
 }

@@ -41,6 +41,7 @@ mod import_nle;
 mod limits;
 mod live_events;
 mod metrics;
+mod minted;
 mod mqtt;
 mod mqtt_alerts;
 mod onboarding;

@@ -15,7 +15,7 @@ use serde_json::json;
 type Labels = BTreeMap<String, String>;
 
 /// One scrape, parsed: each family's type and help, and every sample.
-struct Scrape {
+pub(crate) struct Scrape {
     types: BTreeMap<String, String>,
     helps: BTreeMap<String, String>,
     samples: Vec<(String, Labels, f64)>,
@@ -23,7 +23,7 @@ struct Scrape {
 
 impl Scrape {
     /// Panics on anything the 0.0.4 text format does not allow.
-    fn parse(text: &str) -> Scrape {
+    pub(crate) fn parse(text: &str) -> Scrape {
         let mut s = Scrape {
             types: BTreeMap::new(),
             helps: BTreeMap::new(),
@@ -49,7 +49,7 @@ impl Scrape {
         s
     }
 
-    fn value(&self, name: &str, labels: &[(&str, &str)]) -> Option<f64> {
+    pub(crate) fn value(&self, name: &str, labels: &[(&str, &str)]) -> Option<f64> {
         let want: Labels = labels
             .iter()
             .map(|(k, v)| (k.to_string(), v.to_string()))

@@ -307,3 +307,80 @@ fn with_nothing_cached_a_slow_upstream_is_a_502_after_the_wait() {
     );
     others_are_served(&s);
 }
+
+/// A redirect is the upstream's answer, not a pointer hearth follows: neither the weather
+/// (`WEATHER_URL`, Open-Meteo's geocoder) nor a thermostat's settings API is asked again at the
+/// place a `302` names, on another loopback address; the `302`'s own body (a JSON object)
+/// counts for nothing; and the thermostat, or whoever asked, gets the usual failure.
+#[test]
+fn outbound_calls_follow_no_redirect() {
+    use common::redirect::{Counter, Redirector};
+    let elsewhere = Counter::start("127.0.0.3:0".parse().unwrap(), r#"{"elsewhere":true}"#);
+    let weather = Redirector::start(
+        "127.0.0.1:0".parse().unwrap(),
+        elsewhere.url(),
+        r#"{"redirected":true}"#,
+    );
+    let geocoder = Redirector::start(
+        "127.0.0.1:0".parse().unwrap(),
+        elsewhere.url(),
+        r#"{"results":[{"name":"Elsewhere","latitude":1.0,"longitude":2.0}]}"#,
+    );
+    let upstream = TestServer::start_with(|c| {
+        c.weather_url = Some(format!("{}/weather/v1", weather.url()));
+    });
+    let open_meteo = TestServer::start_with(|c| {
+        c.weather_provider = Some(hearth::config::WeatherProvider::OpenMeteo);
+        c.open_meteo_geocoding_url = geocoder.url();
+        c.open_meteo_url = geocoder.url();
+    });
+    for (s, redirector) in [(&upstream, &weather), (&open_meteo, &geocoder)] {
+        for asked in 1..=2 {
+            let r = get(s.device(), "/nest/weather/v1?query=94304,US");
+            assert_eq!((r.status, r.text().as_str()), (502, WEATHER_DOWN));
+            // The answer may come when the request's wait runs out, before the fetch is over.
+            wait_until("the redirect answered and the fetch over", || {
+                redirector.asked() == asked && s.app().weather().fetches_running() == 0
+            });
+        }
+    }
+    // A thermostat's settings API that redirects (to where a real one listens, on the same
+    // port) is not a thermostat's: configure-nest is a 502 and the other is not touched.
+    let real = hearth::simulator::settings_api::SettingsApi::start(
+        "127.77.99.8:0".parse().unwrap(),
+        hearth::simulator::settings_api::Settings {
+            serial: "02AA01AC0000RDR2".into(),
+            api_key: "KEY".into(),
+            cloudregisterurl: Some("https://backdoor.nolongerevil.com/entry".into()),
+            key_required: false,
+        },
+    )
+    .unwrap();
+    let port = real.addr().port();
+    let api = Redirector::start(
+        ([127, 77, 99, 7], port).into(),
+        format!("http://127.77.99.8:{port}"),
+        r#"{"device_name":"02AA01AC0000RDR1","cloudregisterurl":"http://127.0.0.1/entry"}"#,
+    );
+    let s = TestServer::start_with(|c| c.thermostat_api_port = port);
+    let r = call(
+        s.control(),
+        "POST",
+        "/api/configure-nest",
+        r#"{"ip": "127.77.99.7", "api_key": "KEY"}"#,
+    );
+    assert_eq!(
+        (r.status, r.json()),
+        (
+            502,
+            json!({"success": false,
+                   "error": "That address did not answer as a thermostat's settings API"})
+        )
+    );
+    assert_eq!(api.asked(), 1);
+    assert_eq!(
+        real.settings().cloudregisterurl.as_deref(),
+        Some("https://backdoor.nolongerevil.com/entry")
+    );
+    assert_eq!(elsewhere.asked(), 0, "nothing followed a redirect");
+}

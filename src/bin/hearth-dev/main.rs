@@ -3,6 +3,8 @@
 //! - `hearth-dev bench`: the performance figures and their budgets ([`mod@bench`]);
 //! - `hearth-dev bench-energy`: what the energy history costs: CPU per upload and per flush,
 //!   store growth per thermostat per day, and idle RSS ([`bench::energy`]);
+//! - `hearth-dev bench-stop`: how long `hearth serve` takes to stop (SIGTERM) holding N
+//!   thermostats whose energy history changes every minute ([`bench::stop`]);
 //! - `hearth-dev crash-test`: SIGKILL during mixed writes, and no acknowledged write lost
 //!   ([`bench::crash`]).
 //!
@@ -30,6 +32,7 @@ struct Cli {
 enum Command {
     Bench(BenchArgs),
     BenchEnergy(BenchEnergyArgs),
+    BenchStop(BenchStopArgs),
     CrashTest(CrashTestArgs),
 }
 
@@ -51,6 +54,30 @@ struct BenchEnergyArgs {
     #[argh(option)]
     json: Option<String>,
     /// the hearth executable whose idle RSS is measured (default: the hearth beside this one)
+    #[argh(option)]
+    server: Option<PathBuf>,
+}
+
+#[derive(FromArgs)]
+#[argh(subcommand, name = "bench-stop")]
+/// time SIGTERM of a server holding N simulated thermostats with their fans running, a few
+/// seconds after the energy history's minute flush and a few before the next (127.0.0.1 only)
+struct BenchStopArgs {
+    /// thermostats holding subscribes (default 1000; the device port takes about 2,000
+    /// connections)
+    #[argh(option, default = "1000")]
+    thermostats: usize,
+    /// trials of each case, each a fresh server and fleet, about two minutes (default 3)
+    #[argh(option, default = "3")]
+    trials: usize,
+    /// also count fsync, fdatasync and rename calls over one minute and over a stop, with
+    /// strace (one more trial, untimed)
+    #[argh(switch)]
+    strace: bool,
+    /// also write the figures as JSON to this file
+    #[argh(option)]
+    json: Option<String>,
+    /// the hearth executable to measure (default: the hearth beside this one)
     #[argh(option)]
     server: Option<PathBuf>,
 }
@@ -107,6 +134,7 @@ fn main() -> ExitCode {
     match cli.command {
         Command::Bench(args) => bench(args),
         Command::BenchEnergy(args) => bench_energy(args),
+        Command::BenchStop(args) => bench_stop(args),
         Command::CrashTest(args) => crash_test(args),
     }
 }
@@ -215,6 +243,33 @@ fn bench_energy(args: BenchEnergyArgs) -> ExitCode {
         let text = serde_json::to_string_pretty(&figures).unwrap_or_default();
         if let Err(e) = std::fs::write(&path, text + "\n") {
             eprintln!("hearth-dev bench-energy: could not write {path}: {e}");
+            return ExitCode::FAILURE;
+        }
+    }
+    ExitCode::SUCCESS
+}
+
+fn bench_stop(args: BenchStopArgs) -> ExitCode {
+    let figures = server_executable(args.server).and_then(|server| {
+        bench::stop::run(&bench::stop::Options {
+            thermostats: args.thermostats.max(1),
+            trials: args.trials,
+            strace: args.strace,
+            server,
+        })
+    });
+    let figures = match figures {
+        Ok(f) => f,
+        Err(e) => {
+            eprintln!("hearth-dev bench-stop: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    println!("{}", figures.table());
+    if let Some(path) = args.json {
+        let text = serde_json::to_string_pretty(&figures).unwrap_or_default();
+        if let Err(e) = std::fs::write(&path, text + "\n") {
+            eprintln!("hearth-dev bench-stop: could not write {path}: {e}");
             return ExitCode::FAILURE;
         }
     }

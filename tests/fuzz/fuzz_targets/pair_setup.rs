@@ -13,6 +13,7 @@ use std::sync::OnceLock;
 use hearth::hap::identity::{Identity, MAX_PAIRINGS, Pairing};
 use hearth::hap::pair_setup::PairSetup;
 use hearth::hap::tlv::{TlvError, error, kind};
+use hearth::util::clock::Clock;
 use hearth_fuzz::controller::{self, Controller, restore};
 use libfuzzer_sys::fuzz_target;
 
@@ -56,8 +57,8 @@ fuzz_target!(|data: &[u8]| {
     let holder = (flags & 0x02 == 0).then_some(1);
     let connection = if flags & 0x04 != 0 { 2 } else { 1 };
     let setup = match holder {
-        Some(c) => PairSetup::proven(c, h.srp_key.clone()),
-        None => PairSetup::new(),
+        Some(c) => PairSetup::proven(Clock::system(), c, h.srp_key.clone()),
+        None => PairSetup::new(Clock::system()),
     };
     // A paired accessory refuses M1 (and so takes no exchange over).
     let m1 = hearth::hap::tlv::Tlv::new()

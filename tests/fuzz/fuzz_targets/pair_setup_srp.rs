@@ -56,7 +56,7 @@ fuzz_target!(|data: &[u8]| {
     if identity.setup_failures() >= MAX_FAILURES - 2 {
         identity.reset().expect("reset");
     }
-    let setup = PairSetup::new();
+    let setup = PairSetup::new(hearth::util::clock::Clock::system());
     match step % 3 {
         0 => {
             let Ok(request) = Tlv::decode(rest) else {

@@ -169,3 +169,24 @@ fn without_a_supervisor_nothing_is_asked() {
     assert_eq!((c.api_origin, c.mqtt), (None, None));
     assert!(s.asked().is_empty());
 }
+
+/// A Supervisor that answers `302` is not followed to where it points (a server on another
+/// loopback address that would answer everything): start-up stops, naming the answer, and
+/// the other server is asked nothing.
+#[test]
+fn a_redirect_from_the_supervisor_is_not_followed() {
+    let elsewhere = home_assistant(json!({"8000/tcp": 9543}), no_mqtt_service());
+    let redirecting = crate::common::redirect::Redirector::start(
+        "127.0.0.2:0".parse().unwrap(),
+        elsewhere.url.clone(),
+        r#"{"result": "ok", "data": {}}"#,
+    );
+    let mut c = config(&elsewhere, |c| {
+        c.supervisor.as_mut().unwrap().url = redirecting.url();
+    });
+    let e = hearth::supervisor::complete(&mut c).unwrap_err();
+    assert!(e.contains("302"), "{e}");
+    assert_eq!(c.api_origin, None);
+    assert!(redirecting.asked() >= 1);
+    assert_eq!(elsewhere.asked(), Vec::<String>::new());
+}

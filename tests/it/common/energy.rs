@@ -1,6 +1,7 @@
 //! Seeded energy history: days written where the server keeps them
 //! (`DATA_DIR/energy/SERIAL.days`), in the line format docs/energy.md states, written here by
-//! hand rather than by the crate, so a change of format shows up as a failing test.
+//! hand rather than by the crate, so a change of format shows up as a failing test; and the
+//! energy journal's rows (`DATA_DIR/energy/journal`) read the same way.
 
 use std::path::Path;
 
@@ -45,4 +46,15 @@ pub fn seed_days(data_dir: &Path, serial: &str, days: &[SeedDay]) {
     let energy = data_dir.join("energy");
     std::fs::create_dir_all(&energy).expect("the energy directory");
     std::fs::write(energy.join(format!("{serial}.days")), text).expect("the days file");
+}
+
+/// The row of `serial` for the local day `date` (days since 1970-01-01) in the energy journal
+/// (`DATA_DIR/energy/journal`: lines of `SERIAL ROW`, the last one of a serial and date
+/// winning), as written there.
+pub fn journal_row(data_dir: &Path, serial: &str, date: i64) -> Option<String> {
+    let text = std::fs::read_to_string(data_dir.join("energy").join("journal")).ok()?;
+    let prefix = format!("{serial} [{date},");
+    text.lines()
+        .rfind(|line| line.starts_with(&prefix))
+        .map(|line| line[serial.len() + 1..].to_string())
 }

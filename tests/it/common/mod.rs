@@ -10,6 +10,7 @@ pub mod homekit;
 pub mod hosted;
 pub mod mqtt;
 pub mod nle;
+pub mod redirect;
 pub mod tls;
 pub mod tools;
 

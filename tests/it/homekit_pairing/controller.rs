@@ -52,6 +52,32 @@ pub fn pair(python: &str, addr: SocketAddr, code: &str, file: &Path) -> Value {
     serde_json::from_str(line.trim()).unwrap_or_else(|e| panic!("{e}: {line}"))
 }
 
+/// A `driver.py pair-typing`: pair-setup that stops between M2 and M3 until told to go on,
+/// as a person typing the setup code would.
+pub struct Typing(Controller);
+
+impl Typing {
+    /// Starts the pair-setup and returns once M2 is in (`{"m2": true, "salt": "<hex>"}`).
+    pub fn start(python: &str, addr: SocketAddr, code: &str, file: &Path) -> (Typing, Value) {
+        let mut command = Command::new(python);
+        command
+            .arg(driver())
+            .args(["pair-typing", "127.0.0.1", &addr.port().to_string(), code])
+            .arg(file);
+        let c = Controller::spawn(command);
+        let m2 = c.next_answer("M2");
+        (Typing(c), m2)
+    }
+
+    /// The code is typed: M3 to M6; the driver's last line.
+    pub fn finish(mut self) -> Value {
+        let stdin = self.0.stdin.as_mut().unwrap();
+        writeln!(stdin).unwrap();
+        stdin.flush().unwrap();
+        self.0.next_answer("the end of pair-setup")
+    }
+}
+
 /// A `driver.py session`: one JSON command a line, one answer a line.
 pub struct Controller {
     child: Child,
@@ -61,11 +87,17 @@ pub struct Controller {
 
 impl Controller {
     pub fn start(python: &str, file: &Path, port: u16) -> Controller {
-        let mut child = Command::new(python)
+        let mut command = Command::new(python);
+        command
             .arg(driver())
             .arg("session")
             .arg(file)
-            .arg(port.to_string())
+            .arg(port.to_string());
+        Controller::spawn(command)
+    }
+
+    fn spawn(mut command: Command) -> Controller {
+        let mut child = command
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
@@ -98,11 +130,16 @@ impl Controller {
         let stdin = self.stdin.as_mut().unwrap();
         writeln!(stdin, "{command}").unwrap();
         stdin.flush().unwrap();
+        self.next_answer(&command.to_string())
+    }
+
+    /// The driver's next line, as JSON.
+    fn next_answer(&self, what: &str) -> Value {
         let line = self
             .answers
             .recv_timeout(Duration::from_secs(30))
-            .unwrap_or_else(|_| panic!("no answer to {command}"));
-        serde_json::from_str(&line).unwrap()
+            .unwrap_or_else(|_| panic!("no answer to {what}"));
+        serde_json::from_str(&line).unwrap_or_else(|e| panic!("{e}: {line}"))
     }
 
     pub fn stop(mut self) {

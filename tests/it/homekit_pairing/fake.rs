@@ -10,6 +10,7 @@ use crossbeam_channel::{Receiver, Sender, unbounded};
 use hearth::hap::Identity;
 use hearth::homekit::server::{self, Handle, Limits};
 use hearth::homekit::{Address, Attributes, Reply, Sent, Subscriptions};
+use hearth::util::clock::Clock;
 use hearth::util::shutdown::Shutdown;
 use parking_lot::Mutex;
 use serde_json::{Value, json};
@@ -176,8 +177,15 @@ impl Hap {
         let identity = Arc::new(Identity::open(&dir.join("homekit")).unwrap());
         let shutdown = Shutdown::new();
         let attributes: Arc<dyn Attributes> = Arc::clone(fake) as Arc<dyn Attributes>;
-        let handle =
-            server::start_with(attributes, Arc::clone(&identity), bind, limits, &shutdown).unwrap();
+        let handle = server::start_with(
+            attributes,
+            Arc::clone(&identity),
+            bind,
+            limits,
+            Clock::system(),
+            &shutdown,
+        )
+        .unwrap();
         Hap {
             handle: Some(handle),
             shutdown,

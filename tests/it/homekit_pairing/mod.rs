@@ -1,10 +1,11 @@
 //! HAP's transport (`hearth::homekit::server`) started directly with a fake accessory side: one
 //! accessory with a readable, writable, notifying characteristic. Raw-socket tests for what a
-//! controller must not get (470 before verification, bounds, bad requests, pair-setup one at a
-//! time and refused while paired), and a real controller, aiohomekit (the library behind Home
-//! Assistant's HomeKit Controller), driven by `tests/homekit/driver.py`: pair by address with
-//! the setup code, read, write, hear an EVENT, reconnect after a restart with the same
-//! pairing, refused with a wrong code, remove the pairing.
+//! controller must not get (470 before verification, bounds, bad requests, pair-setup's one
+//! offer spent by the first M3, refused while paired), and a real controller, aiohomekit (the
+//! library behind Home Assistant's HomeKit Controller), driven by `tests/homekit/driver.py`:
+//! pair by address with the setup code, read, write, hear an EVENT, reconnect after a restart
+//! with the same pairing, refused with a wrong code, remove the pairing, and pair while a
+//! neighbour sends M1s.
 //!
 //! The controller test needs `HEARTH_AIOHOMEKIT_PYTHON`, an interpreter with aiohomekit
 //! (`bash .ci/aiohomekit.sh` makes one and prints its path); it skips with a message without
@@ -23,7 +24,7 @@ use hearth::homekit::server::Limits;
 use serde_json::{Value, json};
 
 use crate::common::{TIMEOUT, TempDir, wait_until};
-use controller::{Controller, pair, python};
+use controller::{Controller, Typing, pair, python};
 use fake::{Fake, Hap, any_port};
 
 /// One raw HTTP exchange on `stream`: status, body.
@@ -183,39 +184,42 @@ fn a_web_page_cannot_spend_the_pair_setup_tries() {
     hap.stop();
 }
 
+fn wrong_m3() -> Vec<u8> {
+    Tlv::new()
+        .with(kind::STATE, &[3])
+        .with(kind::PUBLIC_KEY, &[2; 384])
+        .with(kind::PROOF, &[0; 64])
+        .encode()
+}
+
 #[test]
-fn pair_setup_is_one_at_a_time_and_refused_once_paired() {
-    let dir = TempDir::new("hap-busy");
+fn every_m1_gets_one_offer_until_an_m3_spends_it_and_none_once_paired() {
+    let dir = TempDir::new("hap-offer");
     let hap = Hap::start(&Fake::new(20.0), dir.path(), any_port(), Limits::default());
     let mut first = TcpStream::connect(hap.addr()).unwrap();
-    let (status, body) = exchange(&mut first, "POST", "/pair-setup", &m1());
-    let m2 = Tlv::decode(&body).unwrap();
+    let (status, offer) = exchange(&mut first, "POST", "/pair-setup", &m1());
+    let m2 = Tlv::decode(&offer).unwrap();
     assert_eq!((status, m2.byte(kind::STATE)), (200, Some(2)));
     assert_eq!(m2.get(kind::SALT).map(<[u8]>::len), Some(16));
     assert_eq!(m2.get(kind::PUBLIC_KEY).map(<[u8]>::len), Some(384));
+    // A second controller is not kept out: it is handed the same salt and B.
     let mut second = TcpStream::connect(hap.addr()).unwrap();
-    let (_, body) = exchange(&mut second, "POST", "/pair-setup", &m1());
-    assert_eq!(tlv_error(&body), Some(TlvError::Busy as u8));
-    // A wrong proof ends the first exchange (and counts as a failure) ...
-    let (_, body) = exchange(
-        &mut first,
-        "POST",
-        "/pair-setup",
-        &Tlv::new()
-            .with(kind::STATE, &[3])
-            .with(kind::PUBLIC_KEY, &[2; 384])
-            .with(kind::PROOF, &[0; 64])
-            .encode(),
+    assert_eq!(
+        exchange(&mut second, "POST", "/pair-setup", &m1()),
+        (200, offer.clone())
     );
+    // The first M3 spends the offer: a wrong proof, counted ...
+    let (_, body) = exchange(&mut first, "POST", "/pair-setup", &wrong_m3());
     assert_eq!(tlv_error(&body), Some(TlvError::Authentication as u8));
-    // ... so the second may start one; when its connection closes, the first may again.
-    let (_, body) = exchange(&mut second, "POST", "/pair-setup", &m1());
-    assert_eq!(Tlv::decode(&body).unwrap().byte(kind::ERROR), None);
-    drop(second);
-    wait_until("the closed connection's exchange is let go", || {
-        let (_, body) = exchange(&mut first, "POST", "/pair-setup", &m1());
-        tlv_error(&body).is_none()
-    });
+    assert_eq!(hap.identity.setup_failures(), 1);
+    // ... so the second's M3 finds it spent (and counts nothing), and its next M1 gets a new
+    // offer.
+    let (_, body) = exchange(&mut second, "POST", "/pair-setup", &wrong_m3());
+    assert_eq!(tlv_error(&body), Some(TlvError::Unknown as u8));
+    assert_eq!(hap.identity.setup_failures(), 1);
+    let (_, again) = exchange(&mut second, "POST", "/pair-setup", &m1());
+    assert_eq!(Tlv::decode(&again).unwrap().byte(kind::STATE), Some(2));
+    assert_ne!(again, offer);
     // A step out of order is refused and changes nothing.
     let (_, body) = exchange(
         &mut first,
@@ -235,6 +239,7 @@ fn pair_setup_is_one_at_a_time_and_refused_once_paired() {
         (status, tlv_error(&body)),
         (400, Some(TlvError::Unknown as u8))
     );
+    assert_eq!(hap.identity.setup_failures(), 1);
     pair_someone(&hap);
     let (_, body) = exchange(&mut first, "POST", "/pair-setup", &m1());
     assert_eq!(tlv_error(&body), Some(TlvError::Unavailable as u8));
@@ -381,6 +386,56 @@ fn aiohomekit_pairs_reads_writes_hears_events_and_reconnects() {
         "{refused}"
     );
     c.stop();
+    hap.stop();
+}
+
+/// A neighbour's M1s cannot keep the owner from pairing: aiohomekit stops between M2 and M3
+/// (as Home Assistant does while its user types the code) while another controller sends M1s
+/// on two connections in turn and on new ones. Each is answered with the offer the neighbour
+/// was first given (the same bytes: no arithmetic for them), which the owner was given too, and
+/// the owner then pairs with the code.
+#[test]
+fn aiohomekit_pairs_while_a_neighbour_sends_m1s() {
+    let Some(python) = python() else { return };
+    let dir = TempDir::new("hap-flood");
+    let hap = Hap::start(&Fake::new(20.0), dir.path(), any_port(), Limits::default());
+    let (mut a, mut b) = (
+        TcpStream::connect(hap.addr()).unwrap(),
+        TcpStream::connect(hap.addr()).unwrap(),
+    );
+    let (_, offer) = exchange(&mut a, "POST", "/pair-setup", &m1());
+    let salt = Tlv::decode(&offer)
+        .unwrap()
+        .get(kind::SALT)
+        .unwrap()
+        .to_vec();
+    let file = dir.path().join("pairing.json");
+    let (owner, m2) = Typing::start(&python, hap.addr(), &hap.identity.setup_code(), &file);
+    let hex: String = salt.iter().map(|x| format!("{x:02x}")).collect();
+    assert_eq!(
+        m2,
+        json!({"m2": true, "salt": hex}),
+        "the owner joined the offer"
+    );
+    // The owner types; the neighbour goes on.
+    for _ in 0..10 {
+        for stream in [&mut b, &mut a] {
+            assert_eq!(
+                exchange(stream, "POST", "/pair-setup", &m1()),
+                (200, offer.clone())
+            );
+        }
+        let mut new = TcpStream::connect(hap.addr()).unwrap();
+        assert_eq!(
+            exchange(&mut new, "POST", "/pair-setup", &m1()),
+            (200, offer.clone())
+        );
+    }
+    assert_eq!(owner.finish(), json!({"ok": true}));
+    assert_eq!(hap.identity.pairings().len(), 1);
+    assert_eq!(hap.identity.setup_failures(), 0);
+    let (_, body) = exchange(&mut b, "POST", "/pair-setup", &m1());
+    assert_eq!(tlv_error(&body), Some(TlvError::Unavailable as u8));
     hap.stop();
 }
 

@@ -4,16 +4,18 @@
 //!
 //! 1. CPU per upload: N thermostats' status records observed as the recorder observes a change
 //!    event (`Accrual::observe`, not a periodic sample), heating and fan turning on and off and
-//!    a target changing every few uploads, simulated time advancing 30 s per round. CPU time
+//!    a target changing every few uploads, simulated time advancing 30 s per round, each
+//!    followed by `Accrual::commit` as the recorder does after an event that came alone (a
+//!    run that started or stopped is written then: one append and fdatasync). CPU time
 //!    of this thread (`/proc/thread-self/schedstat`, nanoseconds; not wall time: the machine
 //!    may be shared), divided by the observations. The status record itself is not built here
 //!    (the recorder builds it for the history too).
-//! 2. CPU per flush: the minute's `Accrual::flush` of N thermostats whose day changed (each
-//!    live row written aside, fsynced, renamed), per thermostat; CPU only, the fsync's wait is
-//!    not counted.
+//! 2. CPU per flush: the minute's `Accrual::flush` of N thermostats whose day changed (their
+//!    live rows appended to the journal with one fdatasync), per thermostat; CPU only, the
+//!    fsync's wait is not counted.
 //! 3. Store growth: 10 thermostats run for D simulated days (an upload every 10 minutes, a
 //!    sample every 5, a flush every hour): the finished days' file (`<serial>.days`) per
-//!    thermostat per day, and the live row's file (`<serial>.today`, replaced, not growing).
+//!    thermostat per day, and the live row's line in the journal (rewritten, not growing).
 //! 4. Idle RSS (VmRSS) of `hearth serve` 2 s after start, fresh data directory, default
 //!    configuration, as `hearth-dev bench` measures it.
 
@@ -79,7 +81,7 @@ impl Figures {
              CPU per upload (observe)          {} ns ({} uploads)\n\
              CPU per thermostat per flush      {} us ({} flushes)\n\
              store growth                      {:.1} bytes per thermostat per day ({} days)\n\
-             live row (one file each, replaced) {} bytes\n\
+             live row (a journal line each)    {} bytes\n\
              idle RSS (VmRSS, 2 s after start) {} kB",
             self.thermostats,
             self.cpu_ns_per_upload,
@@ -140,13 +142,8 @@ fn record(i: usize, r: usize) -> Reading {
     reading
 }
 
-fn accrual(dir: &Path) -> Accrual {
-    Accrual::new(
-        dir.to_path_buf(),
-        hearth::energy::zone::ZONEINFO.into(),
-        HORIZON_MS,
-        0,
-    )
+fn accrual() -> Accrual {
+    Accrual::new(hearth::energy::zone::ZONEINFO.into(), HORIZON_MS, 0)
 }
 
 /// The zone of every thermostat's structure (as their readings have it).
@@ -157,7 +154,7 @@ fn zone(_: &str) -> Option<String> {
 /// (observations timed, CPU ns each).
 fn per_upload(thermostats: usize, uploads: usize) -> Result<(usize, u64), String> {
     let dir = TempDir::new("energy-cpu")?;
-    let (live, mut acc) = (Live::new(dir.0.clone()), accrual(&dir.0));
+    let (live, mut acc) = (Live::new(dir.0.clone()), accrual());
     let records: Vec<Vec<Reading>> = (0..thermostats)
         .map(|i| (0..8).map(|r| record(i, r)).collect())
         .collect();
@@ -171,6 +168,7 @@ fn per_upload(thermostats: usize, uploads: usize) -> Result<(usize, u64), String
         let now = START_MS + r as i64 * 30_000;
         for reading in &records {
             acc.observe(&live, &reading[r % 8], now, false, r % 4 == 0);
+            acc.commit(&live);
         }
     }
     let spent = thread_cpu_ns()? - before;
@@ -181,7 +179,7 @@ fn per_upload(thermostats: usize, uploads: usize) -> Result<(usize, u64), String
 /// (flushes timed, CPU µs per thermostat flushed).
 fn per_flush(thermostats: usize) -> Result<(usize, u64), String> {
     let dir = TempDir::new("energy-flush")?;
-    let (live, mut acc) = (Live::new(dir.0.clone()), accrual(&dir.0));
+    let (live, mut acc) = (Live::new(dir.0.clone()), accrual());
     let flushes = 3;
     let mut spent = 0;
     for f in 0..=flushes {
@@ -191,7 +189,7 @@ fn per_flush(thermostats: usize) -> Result<(usize, u64), String> {
         }
         let before = thread_cpu_ns()?;
         acc.flush(&live, now + 30_000, zone);
-        // The first flush also makes each thermostat's file: not the steady state.
+        // The first flush also makes the journal: not the steady state.
         if f > 0 {
             spent += thread_cpu_ns()? - before;
         }
@@ -201,11 +199,11 @@ fn per_flush(thermostats: usize) -> Result<(usize, u64), String> {
 }
 
 /// Bytes per thermostat per day of the finished days' file after `days` simulated days of 10
-/// thermostats, and the bytes of each one's live row (one file, replaced, not growing).
+/// thermostats, and the bytes of each one's live row (its line in the journal).
 fn growth(days: i64) -> Result<(f64, u64), String> {
     const N: usize = 10;
     let dir = TempDir::new("energy-growth")?;
-    let (live, mut acc) = (Live::new(dir.0.clone()), accrual(&dir.0));
+    let (live, mut acc) = (Live::new(dir.0.clone()), accrual());
     let step = 300_000;
     let end = START_MS + days * 86_400_000;
     let mut now = START_MS;
@@ -222,11 +220,13 @@ fn growth(days: i64) -> Result<(f64, u64), String> {
         }
         if now % 3_600_000 == 0 {
             acc.flush(&live, now, zone);
+            acc.tidy(&live);
         }
         now += step;
         r += 1;
     }
     acc.flush(&live, end, zone);
+    acc.tidy(&live);
     let bytes = |suffix: &str| -> Result<u64, String> {
         Ok(std::fs::read_dir(&dir.0)
             .map_err(|e| e.to_string())?
@@ -238,7 +238,14 @@ fn growth(days: i64) -> Result<(f64, u64), String> {
     };
     // `days` local days have ended (simulated time starts at 01:00 in Berlin): one row each.
     let per_day = bytes(".days")? as f64 / N as f64 / days.max(1) as f64;
-    Ok((per_day, bytes(".today")? / N as u64))
+    // The journal's line of each thermostat's live row (its last line).
+    let journal = std::fs::read_to_string(dir.0.join(hearth::energy::store::JOURNAL))
+        .map_err(|e| e.to_string())?;
+    let last: std::collections::HashMap<&str, usize> = journal
+        .lines()
+        .filter_map(|line| Some((line.split_once(' ')?.0, line.len() + 1)))
+        .collect();
+    Ok((per_day, last.values().sum::<usize>() as u64 / N as u64))
 }
 
 fn idle_rss(exe: &Path) -> Result<u64, String> {

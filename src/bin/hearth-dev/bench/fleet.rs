@@ -28,6 +28,17 @@ impl HeldFleet {
     /// Starts `count` thermostats against the device port at `origin` and waits until each has
     /// uploaded its state and holds a subscribe.
     pub fn start(origin: &str, prefix: &str, count: usize) -> Result<HeldFleet, String> {
+        Self::start_with(origin, prefix, count, &|_| {})
+    }
+
+    /// Like [`HeldFleet::start`], each thermostat first set up by `setup` (what it reports
+    /// before its boot uploads it: its fan running, say).
+    pub fn start_with(
+        origin: &str,
+        prefix: &str,
+        count: usize,
+        setup: &dyn Fn(&mut Thermostat),
+    ) -> Result<HeldFleet, String> {
         let stop = Arc::new(AtomicBool::new(false));
         let held = Arc::new(Mutex::new(HashSet::new()));
         let uploaded = Arc::new(Mutex::new(HashSet::new()));
@@ -38,6 +49,7 @@ impl HeldFleet {
         for i in 1..=count {
             let serial = fleet::serial(prefix, i);
             let mut sim = Thermostat::new(Options::new(origin, &serial), Arc::clone(&observer));
+            setup(&mut sim);
             let stop = Arc::clone(&stop);
             let thread = thread::Builder::new()
                 .stack_size(256 * 1024)

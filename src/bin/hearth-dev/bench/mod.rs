@@ -29,6 +29,7 @@ pub mod energy;
 mod fleet;
 mod load;
 mod report;
+pub mod stop;
 
 use std::path::PathBuf;
 use std::thread;
@@ -59,8 +60,14 @@ pub struct BenchOptions {
 const CLIENTS: usize = 8;
 
 /// Every simulated thermostat connects from 127.0.0.1: the per-address connection cap (64 by
-/// default) is lifted to the listener's total for the held fleets.
-const ONE_ADDRESS: &[&str] = &["--max-connections-per-client", "2048"];
+/// default) is lifted to the listener's total for the held fleets, and the cap of thermostats
+/// new to hearth one address may add (4 a day) is lifted.
+const ONE_ADDRESS: &[&str] = &[
+    "--max-connections-per-client",
+    "2048",
+    "--max-new-thermostats-per-client",
+    "0",
+];
 
 pub fn run(opts: &BenchOptions) -> Result<Report, String> {
     let exe = &opts.server;
