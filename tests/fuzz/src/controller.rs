@@ -80,11 +80,13 @@ pub fn restore(identity: &Identity, pairings: &[Pairing]) {
     assert_eq!(identity.pairings(), pairings);
 }
 
-/// SRP-6a's client as HAP's controllers run it: RFC 5054's 3072-bit group, g = 5, SHA-512.
+/// SRP-6a's client as HAP's controllers run it: g = 5, SHA-512, RFC 5054's 3072-bit group or
+/// another prime (the fuzz target's small group, `hap::srp::Group::hap_over`).
 pub mod srp {
     use super::*;
 
-    const N_3072: &str = concat!(
+    /// RFC 5054's 3072-bit prime, HAP's.
+    pub const N_3072: &str = concat!(
         "FFFFFFFFFFFFFFFFC90FDAA22168C234C4C6628B80DC1CD129024E088A67CC74",
         "020BBEA63B139B22514A08798E3404DDEF9519B3CD3A431B302B0A6DF25F1437",
         "4FE1356D6D51C245E485B576625E7EC6F44C42E9A637ED6B0BFF5CB6F406B7ED",
@@ -98,7 +100,18 @@ pub mod srp {
         "D87602733EC86A64521F2B18177B200CBBE117577A615D6C770988C0BAD946E2",
         "08E24FA074E5AB3143DB5BFCE0FD108E4B82D120A93AD2CAFFFFFFFFFFFFFFFF",
     );
-    const LEN: usize = 384;
+
+    /// The small group's prime, 2^64 - 59 (the largest below 2^64): one machine word, so the
+    /// arithmetic of an exchange is a few thousand word multiplications.
+    pub const N_SMALL: &str = "FFFFFFFFFFFFFFC5";
+
+    /// The length of `n_hex`'s prime in bytes (what `B` and `A` are padded to).
+    pub fn len(n_hex: &str) -> usize {
+        BigUint::parse_bytes(n_hex.as_bytes(), 16)
+            .expect("N")
+            .to_bytes_be()
+            .len()
+    }
 
     fn h(parts: &[&[u8]]) -> Vec<u8> {
         let mut d = Sha512::new();
@@ -108,9 +121,9 @@ pub mod srp {
         d.finalize().to_vec()
     }
 
-    fn pad(x: &BigUint) -> Vec<u8> {
+    fn pad(x: &BigUint, len: usize) -> Vec<u8> {
         let bytes = x.to_bytes_be();
-        let mut out = vec![0u8; LEN.saturating_sub(bytes.len())];
+        let mut out = vec![0u8; len.saturating_sub(bytes.len())];
         out.extend_from_slice(&bytes);
         out
     }
@@ -127,21 +140,22 @@ pub mod srp {
         pub expected: Vec<u8>,
     }
 
-    /// The client's M3 for the salt and `B` of M2 and the setup `code`, with private value
-    /// `a`.
-    pub fn client(salt: &[u8], b_pub: &[u8], code: &str, a: &[u8; 32]) -> Proof {
-        let n = BigUint::parse_bytes(N_3072.as_bytes(), 16).expect("N");
+    /// The client's M3 in the group of `n_hex` for the salt and `B` of M2 and the setup
+    /// `code`, with private value `a`.
+    pub fn client(n_hex: &str, salt: &[u8], b_pub: &[u8], code: &str, a: &[u8; 32]) -> Proof {
+        let n = BigUint::parse_bytes(n_hex.as_bytes(), 16).expect("N");
+        let len = n.to_bytes_be().len();
         let g = BigUint::from(5u32);
         let a = BigUint::from_bytes_be(a);
         let a_pub = g.modpow(&a, &n);
         let b_pub = BigUint::from_bytes_be(b_pub);
-        let k = BigUint::from_bytes_be(&h(&[&n.to_bytes_be(), &pad(&g)]));
+        let k = BigUint::from_bytes_be(&h(&[&n.to_bytes_be(), &pad(&g, len)]));
         let x = BigUint::from_bytes_be(&h(&[salt, &h(&[b"Pair-Setup:", code.as_bytes()])]));
-        let u = BigUint::from_bytes_be(&h(&[&pad(&a_pub), &pad(&b_pub)]));
+        let u = BigUint::from_bytes_be(&h(&[&pad(&a_pub, len), &pad(&b_pub, len)]));
         let kv = k * g.modpow(&x, &n) % &n;
         let base = (&b_pub + &n - kv) % &n;
         let s = base.modpow(&(a + u * x), &n);
-        let key = h(&[&pad(&s)]);
+        let key = h(&[&pad(&s, len)]);
         let group: Vec<u8> = h(&[&n.to_bytes_be()])
             .iter()
             .zip(h(&[&[5u8]]))
@@ -151,13 +165,13 @@ pub mod srp {
             &group,
             &h(&[b"Pair-Setup"]),
             salt,
-            &pad(&a_pub),
-            &pad(&b_pub),
+            &pad(&a_pub, len),
+            &pad(&b_pub, len),
             &key,
         ]);
-        let expected = h(&[&pad(&a_pub), &proof, &key]);
+        let expected = h(&[&pad(&a_pub, len), &proof, &key]);
         Proof {
-            a_pub: pad(&a_pub),
+            a_pub: pad(&a_pub, len),
             proof,
             key,
             expected,
