@@ -44,17 +44,22 @@ fn expected(bytes: &[u8]) -> Vec<Expected> {
         let three = w.windows(3).rposition(|x| x == b"\n\r\n").map(|i| i + 3);
         two.max(three)
     };
-    let Some(last_blank) = blank_end(window) else {
-        return vec![short];
-    };
+    // A whole head ends with a blank line; a fault is seen only once a blank line has come.
+    // (The window is searched only then: searching it for every head of a stream of short
+    // pipelined ones made the target run 600 inputs a second.)
     match parse(window) {
         found @ Expected::Head(..) => vec![found],
-        Expected::Err(e) => match parse(&window[..last_blank]) {
-            // The fault comes before the last blank line: seen when that line arrived.
-            Expected::Err(_) => vec![Expected::Err(e)],
-            // After it: seen only if the read that brought the line brought the fault too.
-            _ => vec![Expected::Err(e), short],
-        },
+        Expected::Err(e) => {
+            let Some(last_blank) = blank_end(window) else {
+                return vec![short];
+            };
+            match parse(&window[..last_blank]) {
+                // The fault comes before the last blank line: seen when that line arrived.
+                Expected::Err(_) => vec![Expected::Err(e)],
+                // After it: seen only if the read that brought the line brought the fault too.
+                _ => vec![Expected::Err(e), short],
+            }
+        }
         Expected::More => vec![short],
     }
 }
