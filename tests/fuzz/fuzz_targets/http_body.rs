@@ -180,9 +180,9 @@ fn round_trip(data: &[u8], limit: usize) {
 }
 
 /// A chunked body in the forms RFC 9112 allows and clients use: `[style, bytes...]` per chunk
-/// (fields apart by 0 bytes), a style's bits picking upper-case hex, CRLF or LF, an extension,
-/// leading zeros, spaces around the size, and (bit 7) the last chunk, whose bytes are then
-/// trailer lines.
+/// (fields apart by 0 bytes; an empty one is no chunk, since a chunk of size 0 ends the body),
+/// a style's bits picking upper-case hex, CRLF or LF, an extension, leading zeros, spaces
+/// around the size, and (bit 7) the last chunk, whose bytes are then trailer lines.
 fn framed(data: &[u8], limit: usize) {
     let mut stream = Vec::new();
     let mut body = Vec::new();
@@ -193,6 +193,10 @@ fn framed(data: &[u8], limit: usize) {
         };
         let eol: &[u8] = if style & 0x02 != 0 { b"\r\n" } else { b"\n" };
         let last = style & 0x80 != 0;
+        if bytes.is_empty() && !last {
+            // A chunk of size 0 is the last chunk: the body would end here.
+            continue;
+        }
         let size = if last { 0 } else { bytes.len() };
         let mut line = "0".repeat(usize::from(style >> 3 & 3));
         line.push_str(&if style & 0x01 != 0 {
