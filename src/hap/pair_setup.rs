@@ -47,6 +47,8 @@ pub const PROVEN_HOLD: Duration = Duration::from_secs(10);
 /// the code.
 pub struct PairSetup {
     clock: Clock,
+    /// SRP's group: HAP's ([`Group::hap`]), but for the fuzz target's [`PairSetup::over`].
+    group: fn() -> Group,
     state: Mutex<State>,
 }
 
@@ -79,7 +81,38 @@ impl PairSetup {
     pub fn new(clock: Clock) -> PairSetup {
         PairSetup {
             clock,
+            group: Group::hap,
             state: Mutex::new(State::default()),
+        }
+    }
+
+    /// Pair-setup whose offers are made in `group`'s SRP group: for the fuzz target
+    /// (`tests/fuzz`), with a small group ([`Group::hap_over`]).
+    #[doc(hidden)]
+    pub fn over(clock: Clock, group: fn() -> Group) -> PairSetup {
+        PairSetup {
+            group,
+            ..PairSetup::new(clock)
+        }
+    }
+
+    /// A pair-setup whose exchange with `connection` has proved the code (M4 sent) with the
+    /// SRP key `key`, reading the time from `clock`: for the fuzz targets (`tests/fuzz`), which
+    /// reach M5 this way without the SRP arithmetic.
+    #[doc(hidden)]
+    pub fn proven(clock: Clock, connection: u64, key: Vec<u8>) -> PairSetup {
+        let at = clock.now();
+        PairSetup {
+            clock,
+            group: Group::hap,
+            state: Mutex::new(State {
+                offer: None,
+                proven: Some(Proven {
+                    connection,
+                    key,
+                    at,
+                }),
+            }),
         }
     }
 
@@ -134,7 +167,7 @@ impl PairSetup {
         }
         let offer = match &mut state.offer {
             Some(offer) => offer,
-            empty @ None => match make_offer(code) {
+            empty @ None => match make_offer((self.group)(), code) {
                 Some(offer) => empty.insert(offer),
                 None => return error(2, TlvError::Unknown),
             },
@@ -279,11 +312,11 @@ impl PairSetup {
 
 /// A new offer for `code`: a fresh salt and private value, and the SRP arithmetic (`None`
 /// without randomness).
-fn make_offer(code: String) -> Option<Offer> {
+fn make_offer(group: Group, code: String) -> Option<Offer> {
     let (mut salt, mut b) = ([0u8; 16], [0u8; 32]);
     random::fill(&mut salt).ok()?;
     random::fill(&mut b).ok()?;
-    let server = srp::Server::new(Group::hap(), srp::USERNAME, code.as_bytes(), &salt, &b);
+    let server = srp::Server::new(group, srp::USERNAME, code.as_bytes(), &salt, &b);
     let reply = Tlv::new()
         .with(kind::STATE, &[2])
         .with(kind::PUBLIC_KEY, &server.public_key())

@@ -18,6 +18,11 @@ pub mod thermostat;
 pub use bridge::Bridge;
 mod connection;
 mod http;
+/// The transport's request parser, for the fuzz target (`tests/fuzz`).
+#[doc(hidden)]
+pub mod wire {
+    pub use super::http::{Incomplete, Request, parse};
+}
 pub mod mdns;
 pub mod run;
 pub mod server;

@@ -26,6 +26,16 @@ use crate::util::shutdown::Shutdown;
 
 pub use chunked::ChunkedWriter;
 
+/// The edge's parsers over a connection's input, for the fuzz targets (`tests/fuzz`), which
+/// cannot reach these private modules otherwise: a request head, a body's framing, a chunked
+/// or `Content-Length` body.
+#[doc(hidden)]
+pub mod parsers {
+    pub use super::body::{BodyError, Framing, FramingError, framing, read_chunked, read_length};
+    pub use super::chunked::chunk_size;
+    pub use super::head::{HEAD_LIMIT, Head, HeadError, Input, Timing, read as read_head};
+}
+
 /// Body limit for ordinary requests.
 pub const BODY_LIMIT: usize = 1024 * 1024;
 
@@ -181,7 +191,10 @@ pub fn percent_decode(s: &str) -> Result<String, InvalidEncoding> {
     while i < bytes.len() {
         match bytes[i] {
             b'%' if i + 2 < bytes.len() => {
-                let hex = std::str::from_utf8(&bytes[i + 1..i + 3]).ok();
+                // Two hex digits only: `from_str_radix` alone would also take a sign (`%+1`).
+                let hex = std::str::from_utf8(&bytes[i + 1..i + 3])
+                    .ok()
+                    .filter(|h| h.bytes().all(|b| b.is_ascii_hexdigit()));
                 match hex.and_then(|h| u8::from_str_radix(h, 16).ok()) {
                     Some(b) => {
                         out.push(b);
@@ -401,6 +414,18 @@ mod tests {
         assert_eq!(r.query_param("missing").unwrap(), None);
         assert_eq!(r.query_param("bad"), Err(InvalidEncoding));
         assert_eq!(percent_decode("%4"), Ok("%4".to_string()));
+    }
+
+    /// Found by the `query` fuzz target: `%+0` decoded to a NUL byte, since `from_str_radix`
+    /// takes a leading `+`; an escape is two hex digits, anything else is kept as written.
+    #[test]
+    fn an_escape_is_two_hex_digits_and_no_sign() {
+        assert_eq!(percent_decode("AA%+0"), Ok("AA% 0".to_string()));
+        assert_eq!(percent_decode("%+41"), Ok("% 41".to_string()));
+        assert_eq!(percent_decode("%-1x"), Ok("%-1x".to_string()));
+        assert_eq!(percent_decode("%4a%4A"), Ok("JJ".to_string()));
+        let r = Request::new(Method::Get, "/x?name=%+1");
+        assert_eq!(r.query_param("name").unwrap().as_deref(), Some("% 1"));
     }
 
     /// A handler function served on loopback answers through the edge; dropping it stops

@@ -1,7 +1,11 @@
-//! What every fuzz target shares: one in-process hearth (its data in /dev/shm when there is
-//! one, where fsync costs nothing) with a thermostat and an API key, and the check applied to
-//! every answer: no panic, no 5xx (the weather proxy's 502 for an unreachable upstream
-//! aside), and a refusal is a JSON error.
+//! What the fuzz targets share. The handlers' targets: one in-process hearth (its data in
+//! /dev/shm when there is one, where fsync costs nothing) with a thermostat and an API key,
+//! and the check applied to every answer: no panic, no 5xx (the weather proxy's 502 for an
+//! unreachable upstream aside), and a refusal is a JSON error. The HTTP edge's targets:
+//! [`edge`]. The HomeKit pairing targets: [`controller`].
+
+pub mod controller;
+pub mod edge;
 
 use std::sync::{Arc, OnceLock};
 
@@ -34,6 +38,9 @@ pub fn harness() -> &'static Harness {
         let dir = base.join(format!("hearth-fuzz-{}", std::process::id()));
         let mut config = Config::local(&dir);
         config.api_rate_limit_per_minute = 100_000;
+        // Inputs mint serials from one (absent) address: lifted as for the tests and benches,
+        // or the fifth new serial would be a 503.
+        config.max_new_thermostats_per_client = 0;
         let server = Server::start(config).expect("hearth starts");
         let app = Arc::clone(server.app());
         for (key, fields) in [
@@ -47,7 +54,7 @@ pub fn harness() -> &'static Harness {
             ),
         ] {
             let fields = fields.as_object().cloned().unwrap_or_default();
-            app.state
+            app.state()
                 .update_device(SERIAL, hearth::hub::Origin::Server, |txn| {
                     txn.merge(&key, &fields, Stamp::Always);
                     Ok::<_, hearth::store::StoreError>(())
@@ -61,7 +68,7 @@ pub fn harness() -> &'static Harness {
             serials: Vec::new(),
             expires_days: None,
         };
-        let key = keys::create(&app.state, &spec).expect("key").key;
+        let key = keys::create(app.state(), &spec).expect("key").key;
         use base64::Engine as _;
         let basic = base64::engine::general_purpose::STANDARD.encode(format!("{SERIAL}:pw"));
         Harness {
