@@ -314,14 +314,14 @@ fn with_nothing_cached_a_slow_upstream_is_a_502_after_the_wait() {
 /// counts for nothing; and the thermostat, or whoever asked, gets the usual failure.
 #[test]
 fn outbound_calls_follow_no_redirect() {
-    use common::redirect::{Counter, Redirector};
-    let elsewhere = Counter::start("127.0.0.3:0".parse().unwrap(), r#"{"elsewhere":true}"#);
-    let weather = Redirector::start(
+    use common::redirect::Upstream;
+    let elsewhere = Upstream::counting("127.0.0.3:0".parse().unwrap(), r#"{"elsewhere":true}"#);
+    let weather = Upstream::redirecting(
         "127.0.0.1:0".parse().unwrap(),
         elsewhere.url(),
         r#"{"redirected":true}"#,
     );
-    let geocoder = Redirector::start(
+    let geocoder = Upstream::redirecting(
         "127.0.0.1:0".parse().unwrap(),
         elsewhere.url(),
         r#"{"results":[{"name":"Elsewhere","latitude":1.0,"longitude":2.0}]}"#,
@@ -357,7 +357,7 @@ fn outbound_calls_follow_no_redirect() {
     )
     .unwrap();
     let port = real.addr().port();
-    let api = Redirector::start(
+    let api = Upstream::redirecting(
         ([127, 77, 99, 7], port).into(),
         format!("http://127.77.99.8:{port}"),
         r#"{"device_name":"02AA01AC0000RDR1","cloudregisterurl":"http://127.0.0.1/entry"}"#,

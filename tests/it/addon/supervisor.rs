@@ -176,7 +176,7 @@ fn without_a_supervisor_nothing_is_asked() {
 #[test]
 fn a_redirect_from_the_supervisor_is_not_followed() {
     let elsewhere = home_assistant(json!({"8000/tcp": 9543}), no_mqtt_service());
-    let redirecting = crate::common::redirect::Redirector::start(
+    let redirecting = crate::common::redirect::Upstream::redirecting(
         "127.0.0.2:0".parse().unwrap(),
         elsewhere.url.clone(),
         r#"{"result": "ok", "data": {}}"#,
