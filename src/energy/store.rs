@@ -552,6 +552,11 @@ mod tests {
         stored.all_days().keys().copied().collect()
     }
 
+    /// The dates in `S`'s days file.
+    fn days_file_dates(dir: &Path) -> Vec<i64> {
+        read_days(dir, S).unwrap().days.keys().copied().collect()
+    }
+
     /// What a restart reads: a new store on the same directory.
     fn reopened(dir: &Path) -> Store {
         Store::new(dir.to_path_buf())
@@ -613,15 +618,7 @@ mod tests {
         )
         .unwrap();
         append_days(&dir, S, &[day(3, 9)]).unwrap();
-        assert_eq!(
-            read_days(&dir, S)
-                .unwrap()
-                .days
-                .keys()
-                .copied()
-                .collect::<Vec<_>>(),
-            vec![1, 3]
-        );
+        assert_eq!(days_file_dates(&dir), vec![1, 3]);
     }
 
     /// Finished days move to the days file (and leave the journal at its next rewrite); the
@@ -640,15 +637,7 @@ mod tests {
         let before = store.read_stored(S).unwrap().totals();
         assert_eq!(store.move_finished(0, 10), 1);
         assert_eq!(store.move_finished(0, 10), 0);
-        assert_eq!(
-            read_days(&dir, S)
-                .unwrap()
-                .days
-                .keys()
-                .copied()
-                .collect::<Vec<_>>(),
-            vec![1, 2]
-        );
+        assert_eq!(days_file_dates(&dir), vec![1, 2]);
         for store in [&store, &reopened(&dir)] {
             let stored = store.read_stored(S).unwrap();
             assert_eq!(stored.totals(), before);
