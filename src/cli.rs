@@ -692,7 +692,11 @@ fn serve(args: ServeArgs) -> ExitCode {
     let signal = wait_for_signal(&mut signals);
     log::info!("signal {signal}: shutting down");
     crate::service::notify("STOPPING=1");
+    // The process exits next, which gives back its memory at once: the state is not freed
+    // piece by piece first (0.3 s of a stop with 10,000 thermostats).
+    let app = Arc::clone(server.app());
     server.shutdown();
+    std::mem::forget(app);
     ExitCode::SUCCESS
 }
 

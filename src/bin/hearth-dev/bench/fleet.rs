@@ -18,6 +18,10 @@ use hearth::simulator::{Event, Observer, Options, Thermostat, fleet};
 pub struct HeldFleet {
     pub serials: Vec<String>,
     stop: Arc<AtomicBool>,
+    /// Dropped to let the thermostats' threads end: until then a thermostat whose subscribe
+    /// ended after [`HeldFleet::stop`] waits, so that ten thousand threads ending do not share
+    /// the CPU with the server being measured (a real thermostat is a box of its own).
+    release: Option<Sender<()>>,
     held: Arc<Mutex<HashSet<String>>>,
     threads: Vec<JoinHandle<()>>,
     /// `object_key`s of pushed objects, as the thermostats read them.
@@ -43,6 +47,7 @@ impl HeldFleet {
         let held = Arc::new(Mutex::new(HashSet::new()));
         let uploaded = Arc::new(Mutex::new(HashSet::new()));
         let (tx, pushes) = unbounded();
+        let (release, released) = crossbeam_channel::bounded::<()>(0);
         let observer = observer(&stop, &held, &uploaded, tx);
         let mut serials = Vec::with_capacity(count);
         let mut threads = Vec::with_capacity(count);
@@ -51,9 +56,14 @@ impl HeldFleet {
             let mut sim = Thermostat::new(Options::new(origin, &serial), Arc::clone(&observer));
             setup(&mut sim);
             let stop = Arc::clone(&stop);
+            let released = released.clone();
             let thread = thread::Builder::new()
                 .stack_size(256 * 1024)
-                .spawn(move || sim.run(&|| !stop.load(Ordering::SeqCst), None))
+                .spawn(move || {
+                    sim.run(&|| !stop.load(Ordering::SeqCst), None);
+                    // Nothing is ever sent: this returns once `release` is dropped.
+                    let _ = released.recv();
+                })
                 .map_err(|e| e.to_string())?;
             threads.push(thread);
             serials.push(serial);
@@ -61,6 +71,7 @@ impl HeldFleet {
         let fleet = HeldFleet {
             serials,
             stop,
+            release: Some(release),
             held,
             threads,
             pushes,
@@ -86,8 +97,9 @@ impl HeldFleet {
     /// Stops the thermostats and waits, up to `within`, until their threads have ended (call
     /// once the server is stopped under them), so that what is measured next does not share
     /// the CPU with a thousand threads winding down.
-    pub fn finish(self, within: Duration) {
+    pub fn finish(mut self, within: Duration) {
         self.stop();
+        self.release = None;
         let until = real_now() + within;
         while self.threads.iter().any(|t| !t.is_finished()) && real_now() < until {
             thread::sleep(Duration::from_millis(10));
@@ -104,6 +116,7 @@ impl Drop for HeldFleet {
     /// stopped under them).
     fn drop(&mut self) {
         self.stop();
+        self.release = None;
     }
 }
 
