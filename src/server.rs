@@ -522,10 +522,14 @@ fn bind_ports(
     })
 }
 
-/// The origin thermostats are told to use, with a warning when it cannot be reached.
+/// The origin thermostats are told to use, with a warning when it cannot be reached from the
+/// LAN although the device port listens there. A device port bound to loopback (`SERVER_HOST`,
+/// as `hearth demo` does for its simulated thermostats) is meant for this machine alone: the
+/// warning would ask for a change the owner does not want.
 fn public_origin(config: &Config, device_public: SocketAddr, tls: bool) -> PublicOrigin {
     let origin = PublicOrigin::resolve(config.api_origin.as_ref(), device_public.port(), tls);
-    if origin.ip.starts_with("127.") || origin.ip == "::1" {
+    let for_the_lan = !device_public.ip().is_loopback();
+    if for_the_lan && (origin.ip.starts_with("127.") || origin.ip == "::1") {
         log::warn!(
             "thermostats are told to use {}, which they cannot reach; set API_ORIGIN to this machine's LAN address",
             origin.with_port

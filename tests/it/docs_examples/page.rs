@@ -6,6 +6,8 @@ use std::process::Command;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
+use hearth::Server;
+use hearth::demo::Demo;
 use hearth::simulator::settings_api::{Settings, SettingsApi};
 use hearth::simulator::{Options, Thermostat};
 use hearth::state::{EntryKey, Op};
@@ -19,6 +21,9 @@ use crate::common::docs::{Block, blocks};
 use crate::common::nle::make_database;
 use crate::common::tls::{KeyKind, make_certificates};
 use crate::common::{SERIAL, TempDir, TestServer, poll_until, wait_until};
+
+/// The `demo` marker's thermostat the page's commands name: `hearth demo`'s first (Hallway).
+const DEMO_SERIAL: &str = "02AA01AC5100DE01";
 
 /// The documented address the test server stands for in outputs (the docs' LAN address).
 const DOC_HOST: &str = "192.168.1.10";
@@ -57,6 +62,21 @@ impl Drop for Sim {
     }
 }
 
+/// The `demo` marker's demo, stopped when dropped (a demo dropped running would leave its
+/// server and thermostats running in the test process), and its data directory.
+struct RunningDemo {
+    demo: Option<Demo>,
+    _dir: TempDir,
+}
+
+impl Drop for RunningDemo {
+    fn drop(&mut self) {
+        if let Some(demo) = self.demo.take() {
+            demo.stop();
+        }
+    }
+}
+
 /// A page being run: its server, simulated thermostat and shell, kept from block to block.
 struct PageRun {
     name: String,
@@ -66,6 +86,8 @@ struct PageRun {
     // Field order is drop order: the thermostat stops before its server.
     sim: Option<Sim>,
     server: Option<TestServer>,
+    /// The `demo` marker's `hearth demo` (in place of `server`), and its data directory.
+    demo: Option<RunningDemo>,
     /// The `mqtt` marker's broker, and the `tls` marker's certificates.
     broker: Option<LocalBroker>,
     certs: Option<TempDir>,
@@ -98,6 +120,7 @@ impl PageRun {
             shell: None,
             sim: None,
             server: None,
+            demo: None,
             broker: None,
             certs: None,
             lan: None,
@@ -115,6 +138,52 @@ impl PageRun {
 
     fn server(&self) -> &TestServer {
         self.server.as_ref().expect("a server")
+    }
+
+    /// The server the commands talk to: the demo's, or the test's.
+    fn hearth(&self) -> Option<&Server> {
+        match &self.demo {
+            Some(running) => running.demo.as_ref().map(Demo::server),
+            None => self.server.as_ref().map(TestServer::server),
+        }
+    }
+
+    /// The thermostat the page's commands name: the demo's first, or the simulated one.
+    fn serial(&self) -> &'static str {
+        match &self.demo {
+            Some(_) => DEMO_SERIAL,
+            None => SERIAL,
+        }
+    }
+
+    /// The `demo` marker: `hearth demo` as an owner runs it (its three thermostats, a year of
+    /// energy history), on free ports, in place of the test's server.
+    fn prepare_demo(&mut self) {
+        if self.demo.is_some() {
+            return;
+        }
+        self.sim = None;
+        self.server = None;
+        self.lan = None;
+        self.broker = None;
+        self.certs = None;
+        let dir = TempDir::new("docs-demo");
+        crate::common::share_process();
+        let demo = Demo::start(hearth::Config::local(dir.path())).expect("the demo starts");
+        if self.shell.is_none() {
+            let work = self.dir.path().join("work");
+            std::fs::create_dir_all(&work).unwrap();
+            self.shell = Some(Shell::start(&work, &self.bin));
+            self.work = work;
+        }
+        let data = dir.path().display().to_string();
+        self.demo = Some(RunningDemo {
+            demo: Some(demo),
+            _dir: dir,
+        });
+        self.setup(&format!(
+            "export DATA_DIR='{data}'; unset API_ORIGIN THERMOSTAT_API_PORT"
+        ));
     }
 
     fn shell(&mut self) -> &mut Shell {
@@ -176,6 +245,11 @@ impl PageRun {
             self.prepare_nle_database();
             return;
         }
+        if needs.demo {
+            self.prepare_demo();
+            return;
+        }
+        self.demo = None;
         if self.server.is_none() || needs.fresh || needs.mqtt || needs.tls || needs.lan {
             self.sim = None;
             self.server = None;
@@ -271,11 +345,13 @@ impl PageRun {
     /// real one almost always does, so that what a command pushes reaches it. (Its first
     /// subscribe, before the upload, may be held for a moment too.)
     fn wait_for_thermostat(&self) {
-        let server = self.server();
-        let shared = format!("shared.{SERIAL}");
-        wait_until("the simulated thermostat holds a subscribe", || {
-            server.bucket(SERIAL, &shared).is_some()
-                && server.app().hub().subscriptions_of(SERIAL) >= 1
+        let (app, serial) = (self.hearth().expect("a server").app(), self.serial());
+        let shared = format!("shared.{serial}");
+        wait_until("the thermostat holds a subscribe", || {
+            app.state()
+                .read_device(serial, |d| d.buckets.contains_key(&shared))
+                .unwrap_or(false)
+                && app.hub().subscriptions_of(serial) >= 1
         });
     }
 
@@ -283,10 +359,10 @@ impl PageRun {
     /// `replace` markers are applied.
     fn rewrite(&self, text: &str, needs: &Needs) -> String {
         let mut text = text.to_string();
-        if let Some(server) = &self.server {
+        if let Some(server) = self.hearth() {
             text = text
-                .replace("localhost:8000", &server.device().to_string())
-                .replace("localhost:8082", &server.control().to_string());
+                .replace("localhost:8000", &server.device_addr().to_string())
+                .replace("localhost:8082", &server.control_addr().to_string());
         }
         if self.lan.is_some() {
             text = text.replace(DOC_LAN, TEST_LAN);
@@ -312,10 +388,10 @@ impl PageRun {
             Some(broker) => broker.normalise(output),
             None => output.to_string(),
         };
-        let Some(server) = &self.server else {
+        let Some(server) = self.hearth() else {
             return output;
         };
-        let (device, control) = (server.device(), server.control());
+        let (device, control) = (server.device_addr(), server.control_addr());
         let output = output
             .replace(&device.to_string(), &format!("{DOC_HOST}:8000"))
             .replace(&control.to_string(), &format!("{DOC_HOST}:8082"))
@@ -400,7 +476,7 @@ impl PageRun {
                 self.served += 1;
                 continue;
             }
-            if needs.thermostat {
+            if needs.thermostat || needs.demo {
                 self.wait_for_thermostat();
                 if let Some(broker) = &self.broker {
                     broker.wait_for_thermostat();
@@ -409,7 +485,13 @@ impl PageRun {
             let published = self.broker.as_ref().and_then(|b| b.before(&cmd.text));
             let text = self.rewrite(&cmd.text, &needs);
             if cmd.background {
-                let held = self.server().app().hub().subscriptions_of(SERIAL);
+                let serial = self.serial();
+                let held = self
+                    .hearth()
+                    .expect("a server")
+                    .app()
+                    .hub()
+                    .subscriptions_of(serial);
                 self.background += 1;
                 let file = self
                     .dir
@@ -431,9 +513,9 @@ impl PageRun {
                 // Its first line (an event stream's `: connected`), or for a subscribe the
                 // server holding it, says it is listening, so nothing the next commands cause
                 // is missed.
-                let hub = self.server().app().hub();
+                let hub = self.hearth().expect("a server").app().hub();
                 let shown = || {
-                    hub.subscriptions_of(SERIAL) > held
+                    hub.subscriptions_of(serial) > held
                         || std::fs::read_to_string(&file)
                             .unwrap_or_default()
                             .contains('\n')
