@@ -528,14 +528,19 @@ fn bind_ports(
 /// warning would ask for a change the owner does not want.
 fn public_origin(config: &Config, device_public: SocketAddr, tls: bool) -> PublicOrigin {
     let origin = PublicOrigin::resolve(config.api_origin.as_ref(), device_public.port(), tls);
-    let for_the_lan = !device_public.ip().is_loopback();
-    if for_the_lan && (origin.ip.starts_with("127.") || origin.ip == "::1") {
+    if unreachable_from_the_lan(&origin, device_public) {
         log::warn!(
             "thermostats are told to use {}, which they cannot reach; set API_ORIGIN to this machine's LAN address",
             origin.with_port
         );
     }
     origin
+}
+
+/// Whether thermostats on the LAN are told a loopback address while the device port listens
+/// for them there.
+fn unreachable_from_the_lan(origin: &PublicOrigin, device_public: SocketAddr) -> bool {
+    !device_public.ip().is_loopback() && (origin.ip.starts_with("127.") || origin.ip == "::1")
 }
 
 fn log_started(app: &App, public: &Public, https: bool) {
@@ -862,6 +867,31 @@ fn loopback(addr: SocketAddr) -> SocketAddr {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The warning asks for API_ORIGIN only where thermostats on the LAN could reach the
+    /// device port: not for `hearth demo`'s loopback-only server.
+    #[test]
+    fn a_loopback_origin_is_a_problem_only_for_a_port_on_the_lan() {
+        let origin = |api: &str| {
+            PublicOrigin::resolve(
+                crate::config::ApiOrigin::parse(api).ok().as_ref(),
+                8000,
+                false,
+            )
+        };
+        let lan: SocketAddr = ([0, 0, 0, 0], 8000).into();
+        let loopback: SocketAddr = ([127, 0, 0, 1], 8000).into();
+        assert!(unreachable_from_the_lan(&origin("http://127.0.0.1"), lan));
+        assert!(unreachable_from_the_lan(&origin("http://[::1]"), lan));
+        assert!(!unreachable_from_the_lan(
+            &origin("http://192.168.1.10"),
+            lan
+        ));
+        assert!(!unreachable_from_the_lan(
+            &origin("http://127.0.0.1"),
+            loopback
+        ));
+    }
 
     /// A listener that refuses (503) or answers others while the probe waits is alive, however
     /// long it lasts; one that answers nobody is hung at the third probe in a row, and an
