@@ -53,11 +53,13 @@ pub struct Answered {
 /// advertisement, the page and the admin socket (`None` with `HOMEKIT=false` or when it could
 /// not be opened, logged), and the port its listener took.
 pub struct HomeKit {
+    #[cfg(feature = "homekit")]
     identity: Option<Arc<crate::hap::Identity>>,
     port: AtomicU16,
 }
 
 impl HomeKit {
+    #[cfg(feature = "homekit")]
     pub fn identity(&self) -> Option<&Arc<crate::hap::Identity>> {
         self.identity.as_ref()
     }
@@ -84,9 +86,14 @@ impl App {
             std::time::Duration::from_millis(config.weather_cache_ttl_ms),
         );
         let homekit = HomeKit {
+            #[cfg(feature = "homekit")]
             identity: open_homekit(&config),
             port: AtomicU16::new(0),
         };
+        #[cfg(not(feature = "homekit"))]
+        if config.homekit.enabled {
+            log::info!("HomeKit is not in this build of hearth (a build for routers): HOMEKIT is ignored");
+        }
         App {
             homekit,
             presence: Presence::new(config.availability_timeout, config.clock.clone()),
@@ -234,6 +241,7 @@ impl crate::alerts::Context for App {
 /// The HomeKit identity, made on first use. A convenience like history: one that cannot be
 /// opened (an unwritable directory, a damaged file, which is named and kept) turns HomeKit off
 /// and is logged loudly, rather than keeping the thermostats from being served.
+#[cfg(feature = "homekit")]
 fn open_homekit(config: &Config) -> Option<Arc<crate::hap::Identity>> {
     if !config.homekit.enabled {
         return None;

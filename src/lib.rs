@@ -40,8 +40,10 @@ pub mod device;
 #[cfg_attr(not(hearth_internals), doc(hidden))]
 pub mod energy;
 pub(crate) mod events;
+#[cfg(feature = "homekit")]
 pub mod hap;
 pub(crate) mod history;
+#[cfg(feature = "homekit")]
 #[cfg_attr(not(hearth_internals), doc(hidden))]
 pub mod homekit;
 pub(crate) mod hosted;

@@ -143,7 +143,7 @@ pub struct Server {
     history: Option<Recorder>,
     alerts: Option<crate::alerts::engine::Threads>,
     /// The HomeKit bridge's listener and advertisement (`HOMEKIT`).
-    homekit: Option<crate::homekit::run::Running>,
+    homekit: Option<HomeKitRunning>,
     // Stage 3.
     notifier: JoinHandle<()>,
     events: JoinHandle<()>,
@@ -226,7 +226,7 @@ impl Server {
         let mqtt = Mqtt::start(&(Arc::clone(&app) as _), &bridges).map_err(StartError::Thread)?;
         let history = start_history(&app, &bridges);
         let alerts = start_alerts(&app, &bridges);
-        let homekit = crate::homekit::run::start(&(Arc::clone(&app) as _), &intake);
+        let homekit = start_homekit(&app, &intake);
         log_started(&app, &ports.public, tls.is_some());
         unfinished.disarm();
         Ok(Server {
@@ -434,15 +434,56 @@ impl Bound {
     }
 }
 
+/// The HomeKit bridge's listener and advertisement, when HomeKit is on (`HOMEKIT`).
+#[cfg(feature = "homekit")]
+use crate::homekit::run::Running as HomeKitRunning;
+
+#[cfg(feature = "homekit")]
+fn start_homekit(app: &Arc<App>, intake: &Shutdown) -> Option<HomeKitRunning> {
+    crate::homekit::run::start(&(Arc::clone(app) as _), intake)
+}
+
+/// The connections HomeKit's listener may hold, kept out of the ports' share.
+#[cfg(feature = "homekit")]
+fn homekit_connections(config: &Config) -> usize {
+    if config.homekit.enabled {
+        crate::homekit::server::Limits::default().total
+    } else {
+        0
+    }
+}
+
+/// A build without HomeKit (`--no-default-features`, a router's): nothing of it runs, which
+/// this type, having no value, makes the compiler check.
+#[cfg(not(feature = "homekit"))]
+enum HomeKitRunning {}
+
+#[cfg(not(feature = "homekit"))]
+impl HomeKitRunning {
+    fn addr(&self) -> SocketAddr {
+        match *self {}
+    }
+
+    fn join(self) {
+        match self {}
+    }
+}
+
+#[cfg(not(feature = "homekit"))]
+fn start_homekit(_: &Arc<App>, _: &Shutdown) -> Option<HomeKitRunning> {
+    None
+}
+
+#[cfg(not(feature = "homekit"))]
+fn homekit_connections(_: &Config) -> usize {
+    0
+}
+
 /// How many connections each port may hold: sized from what the process may open and start
 /// (its soft descriptor limit raised to the hard one first), said in the log.
 fn size_to_the_box(config: &Config) -> (Bounds, Bounds) {
     let budget = Budget::measure();
-    let homekit = if config.homekit.enabled {
-        crate::homekit::server::Limits::default().total
-    } else {
-        0
-    };
+    let homekit = homekit_connections(config);
     let sizing = budget.size(
         config.max_connections_per_client,
         config.max_connections,
@@ -619,6 +660,7 @@ fn start_admin(app: &Arc<App>, shutdown: &Shutdown) -> Option<AdminSocket> {
                 state: app.state(),
                 open_mode: !app.config().require_device_pairing,
                 last_seen: Some(&last_seen),
+                #[cfg(feature = "homekit")]
                 homekit: app.homekit().identity().map(|i| &**i),
             };
             match crate::admin::run(&ctx, request) {

@@ -11,6 +11,7 @@
 //! and whether a running server took the change. A key written to a directory no server runs
 //! on (`./data` while `hearth demo` runs on its own) would otherwise fail with a bare 401.
 
+#[cfg(feature = "homekit")]
 pub(crate) mod homekit;
 pub(crate) mod onboarding;
 pub mod socket;
@@ -96,6 +97,7 @@ impl AdminRequest {
         )
     }
 
+    #[cfg(feature = "homekit")]
     fn is_homekit(&self) -> bool {
         matches!(
             self,
@@ -113,15 +115,23 @@ pub struct Context<'a> {
     pub state: &'a State,
     pub open_mode: bool,
     pub last_seen: Option<LastSeen<'a>>,
+    #[cfg(feature = "homekit")]
     pub homekit: Option<&'a crate::hap::Identity>,
 }
 
 /// Runs a command and returns the text to print, or the error to print.
 pub fn run(ctx: &Context<'_>, request: &AdminRequest) -> Result<String, String> {
     match request {
+        #[cfg(feature = "homekit")]
         AdminRequest::HomekitCode => homekit::code(ctx.homekit),
+        #[cfg(feature = "homekit")]
         AdminRequest::HomekitUnlock => homekit::unlock(ctx.homekit),
+        #[cfg(feature = "homekit")]
         AdminRequest::HomekitReset => homekit::reset(ctx.homekit),
+        #[cfg(not(feature = "homekit"))]
+        AdminRequest::HomekitCode | AdminRequest::HomekitUnlock | AdminRequest::HomekitReset => {
+            Err("this build of hearth has no HomeKit (a build for routers)".into())
+        }
         _ => accounts(ctx, request).map_err(|e| e.to_string()),
     }
 }
@@ -418,17 +428,21 @@ pub fn execute_via(data_dir: &Path, open_mode: bool, request: &AdminRequest) -> 
             Ok((state, _)) => {
                 // Opened (made, the first time) only for the HomeKit commands: the account
                 // commands leave no HomeKit folder behind.
+                #[cfg(feature = "homekit")]
                 let identity = request
                     .is_homekit()
                     .then(|| crate::hap::Identity::open(&data_dir.join(crate::config::HOMEKIT_DIR)))
                     .transpose()
                     .map_err(|e| e.to_string());
-                let result = identity.and_then(|identity| {
+                #[cfg(not(feature = "homekit"))]
+                let identity: Result<Option<()>, String> = Ok(None);
+                let result = identity.and_then(|_identity| {
                     let ctx = Context {
                         state: &state,
                         open_mode,
                         last_seen: None,
-                        homekit: identity.as_ref(),
+                        #[cfg(feature = "homekit")]
+                        homekit: _identity.as_ref(),
                     };
                     run(&ctx, request)
                 });

@@ -28,7 +28,34 @@ mod devices;
 mod energy;
 pub mod error;
 mod history;
+#[cfg(feature = "homekit")]
 mod homekit;
+/// A build without HomeKit (a router's): the page's panel is told so, and there is nothing to
+/// unlock.
+#[cfg(not(feature = "homekit"))]
+mod homekit {
+    use serde_json::json;
+
+    use super::ControlError;
+    use crate::app::App;
+    use crate::http::Response;
+
+    /// `{"enabled": false, "built": false}`: what `GET /api/homekit` says with HomeKit off,
+    /// and that no setting turns it on in this build.
+    pub fn homekit(_: &App) -> Response {
+        let mut response = Response::json(200, &json!({ "enabled": false, "built": false }));
+        response
+            .headers
+            .push(("Cache-Control".into(), "no-store".into()));
+        response
+    }
+
+    pub fn unlock(_: &App) -> Result<Response, ControlError> {
+        Err(ControlError::Missing(
+            "this build of hearth has no HomeKit (a build for routers)".into(),
+        ))
+    }
+}
 pub(crate) mod input;
 mod live;
 mod metrics;
