@@ -5,6 +5,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU16, Ordering};
 
 use crate::accounts::{Sight, Viewer, Visibility};
+use crate::browser::Browsers;
 use crate::config::{ApiOrigin, Config};
 use crate::events::EventStreams;
 use crate::hub::Hub;
@@ -25,6 +26,8 @@ pub struct App {
     config: Config,
     state: State,
     origin: PublicOrigin,
+    /// The browser rule both ports apply, with its log of refused names.
+    browsers: Browsers,
     /// When each thermostat was last heard from.
     presence: Presence,
     weather: Weather,
@@ -92,10 +95,13 @@ impl App {
         };
         #[cfg(not(feature = "homekit"))]
         if config.homekit.enabled {
-            log::info!("HomeKit is not in this build of hearth (a build for routers): HOMEKIT is ignored");
+            log::info!(
+                "HomeKit is not in this build of hearth (a build for routers): HOMEKIT is ignored"
+            );
         }
         App {
             homekit,
+            browsers: Browsers::new(&config),
             presence: Presence::new(config.availability_timeout, config.clock.clone()),
             config,
             state,
@@ -121,6 +127,11 @@ impl App {
     /// The origin thermostats are given.
     pub fn origin(&self) -> &PublicOrigin {
         &self.origin
+    }
+
+    /// The browser rule both ports apply before routing.
+    pub(crate) fn browsers(&self) -> &Browsers {
+        &self.browsers
     }
 
     pub fn presence(&self) -> &Presence {

@@ -9,10 +9,17 @@
 //!   hearth as its own origin, so the `Origin` check alone cannot see it; its requests still
 //!   carry the attacker's name in `Host`. A `Host` must be an IP literal, `localhost`, a name
 //!   without a dot, a name ending `.local`, `.lan`, `.home.arpa` or `.internal` (names no
-//!   public DNS gives out), API_ORIGIN's host or a name in `ALLOWED_HOSTS`; else 421. No `Host`
-//!   (HTTP/1.0) passes. Home Assistant's ingress proxy (`INGRESS_PROXY`) passes whatever it
-//!   sends: it forwards the browser's `Host` (Home Assistant's own name, which may be a public
-//!   one such as Nabu Casa's), and only signed-in people reach hearth through it.
+//!   public DNS gives out), one of this box's own names (its host name, and that name under
+//!   each domain of resolv.conf's search list, as a FritzBox or a Livebox names it:
+//!   `raspberrypi.fritz.box`; [`crate::config::BoxNames`], read when the server starts and
+//!   given to this rule as a list), API_ORIGIN's host or a name in `ALLOWED_HOSTS`; else 421.
+//!   A search domain admits the box's one name under it, not the domain: with `search
+//!   example.com`, a box named `pi` admits `pi.example.com` and no other name under it. No
+//!   `Host` (HTTP/1.0) passes. Home Assistant's ingress proxy (`INGRESS_PROXY`) passes whatever
+//!   it sends: it forwards the browser's `Host` (Home Assistant's own name, which may be a
+//!   public one such as Nabu Casa's), and only signed-in people reach hearth through it. A
+//!   refused `Host` is logged once a minute per name ([`RefusalLog`]), with the
+//!   `ALLOWED_HOSTS` value that would admit it.
 //! - **Origin** (cross-site requests): a request whose `Origin` is neither the request's own
 //!   origin nor in `ALLOWED_ORIGINS` (`null` is never either), or that carries
 //!   `Sec-Fetch-Site: cross-site` without an allowed `Origin`, gets 403. "Its own origin" has
@@ -27,12 +34,20 @@
 //!   `ALLOWED_ORIGINS`; a preflight from any other origin gets 403.
 //!
 //! Each port decides which rule a route needs ([`Guard`]) and words the refusal in its own
-//! error shape.
+//! error shape; the rule logs it ([`Browsers::log`]). HomeKit's listener applies none of this:
+//! HAP controllers send no `Host` worth checking, and it refuses any request a web page sent
+//! (`homekit::http`).
 
+use std::fmt;
 use std::net::IpAddr;
+
+use parking_lot::Mutex;
 
 use crate::config::{ApiOrigin, Config};
 use crate::http::Request;
+use crate::util::clock::Clock;
+use crate::util::logged;
+use crate::util::refusals::{Key, RefusalLog};
 
 /// Name endings that no public DNS name has: the home network's own names.
 const LOCAL_SUFFIXES: [&str; 4] = [".local", ".lan", ".home.arpa", ".internal"];
@@ -142,10 +157,10 @@ impl Passed {
     }
 }
 
-/// The browser rule with this server's settings.
-#[derive(Clone, Debug)]
+/// The browser rule with this server's settings: one, shared by both ports (`App::browsers`).
 pub struct Browsers {
-    /// API_ORIGIN's host (lower case, no brackets or trailing dot) and `ALLOWED_HOSTS`.
+    /// API_ORIGIN's host (lower case, no brackets or trailing dot), `ALLOWED_HOSTS` and this
+    /// box's names (`Config::box_names`).
     names: Vec<String>,
     /// `ALLOWED_HOSTS` alone (lower case, no brackets or trailing dot): the names a reverse
     /// proxy may serve with the other scheme.
@@ -154,6 +169,9 @@ pub struct Browsers {
     tls: bool,
     allowed_origins: Vec<String>,
     ingress_proxy: Option<IpAddr>,
+    /// The refused `Host` names logged lately, for [`Browsers::log`].
+    refused_hosts: Mutex<RefusalLog<RefusedName>>,
+    clock: Clock,
 }
 
 impl Browsers {
@@ -170,12 +188,37 @@ impl Browsers {
         if let Some(origin) = &config.api_origin {
             names.push(bare(&origin.host).to_ascii_lowercase());
         }
+        if let Some(box_names) = &config.box_names {
+            names.extend_from_slice(box_names.names());
+        }
         Browsers {
             names,
             allowed_hosts,
             tls: config.cert_dir.is_some(),
             allowed_origins: config.allowed_origins.clone(),
             ingress_proxy: config.ingress_proxy,
+            refused_hosts: Mutex::default(),
+            clock: config.clock.clone(),
+        }
+    }
+
+    /// Logs `refusal` of `request` for `port` ("device port", "control port"): a refused `Host`
+    /// once a minute per name, within the refusal log's line budget, with the `ALLOWED_HOSTS`
+    /// value that would admit it; a refused page each time, as a warning.
+    pub fn log(&self, port: &str, request: &Request, refusal: &Refusal) {
+        match refusal {
+            Refusal::Host(host) => {
+                let name = RefusedName::of(host);
+                let lines = self.refused_hosts.lock().refused(name, self.clock.now());
+                lines.write((module_path!(), log::Level::Warn), port, &HostRefused(host));
+            }
+            Refusal::Origin(_) | Refusal::CrossSite => log::warn!(
+                "{port}: {} {} refused ({}): {}",
+                request.method.as_str(),
+                logged(&request.path),
+                refusal.status(),
+                logged(&refusal.message())
+            ),
         }
     }
 
@@ -275,6 +318,69 @@ impl Browsers {
                 .any(|s| lower.ends_with(s) && lower.len() > s.len())
             || self.names.contains(&lower)
     }
+}
+
+/// A refused `Host`'s name, as the log counts refusals: lower case, without its port or
+/// trailing dot, cut to a DNS name's longest (a header may be far longer).
+#[derive(Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+struct RefusedName(String);
+
+impl RefusedName {
+    fn of(host: &str) -> RefusedName {
+        let name = name_of(host).unwrap_or_else(|| host.to_ascii_lowercase());
+        let end = name
+            .char_indices()
+            .map(|(at, c)| at + c.len_utf8())
+            .take_while(|end| *end <= 253)
+            .last()
+            .unwrap_or(0);
+        RefusedName(name[..end].to_string())
+    }
+}
+
+impl fmt::Display for RefusedName {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", logged(&shown(&self.0)))
+    }
+}
+
+impl Key for RefusedName {
+    const BY: &'static str = "for";
+    const KINDS: &'static str = "names";
+}
+
+/// The log line of a refused `Host` (the header's value): quoted and escaped, since a page or
+/// a client wrote it, and the `ALLOWED_HOSTS` value that would admit it, when it is a DNS name.
+struct HostRefused<'a>(&'a str);
+
+impl fmt::Display for HostRefused<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "refused Host {} (DNS-rebinding guard); ",
+            logged(&shown(self.0))
+        )?;
+        match allowed_hosts_value(self.0) {
+            Some(value) => write!(
+                f,
+                "if this is a name of this box, set ALLOWED_HOSTS={value}"
+            ),
+            None => write!(f, "it is not a host name ALLOWED_HOSTS could list"),
+        }
+    }
+}
+
+/// The `ALLOWED_HOSTS` value that admits a refused `host` (a `Host` header): its name, lower
+/// case, without port or trailing dot, when that is a DNS name (so also safe to print as it is).
+fn allowed_hosts_value(host: &str) -> Option<String> {
+    name_of(host).filter(|name| crate::config::is_dns_name(name))
+}
+
+/// A `Host` header's name, lower case, without its port or trailing dot; `None` if it is not
+/// `host[:port]`.
+fn name_of(host: &str) -> Option<String> {
+    let (name, _port) = split_host(host)?;
+    Some(name.strip_suffix('.').unwrap_or(name).to_ascii_lowercase())
 }
 
 /// Without IPv6 brackets.
@@ -546,6 +652,117 @@ mod tests {
         assert_eq!(
             b.check(&r, Guard::Full),
             Err(Refusal::Host("abcdef.ui.nabu.casa".into()))
+        );
+    }
+
+    /// A FritzBox's `raspberrypi.fritz.box`: the box's host name under resolv.conf's search
+    /// domain passes with no setting; nothing else under the domain does.
+    #[test]
+    fn the_box_names_pass_and_no_other_name_under_their_domains() {
+        let mut config = Config::local("/nonexistent");
+        config.box_names = Some(crate::config::BoxNames::of(
+            &["raspberrypi"],
+            Some("nameserver 192.168.178.1\nsearch fritz.box example.com\ndomain home\n"),
+        ));
+        let b = Browsers::new(&config);
+        let passes = |host: &str| {
+            b.check(&request(Method::Get, &[("Host", host)]), Guard::Full)
+                .is_ok()
+        };
+        for host in [
+            "raspberrypi.fritz.box",
+            "raspberrypi.fritz.box:8000",
+            "RaspberryPi.Fritz.Box.",
+            "raspberrypi.example.com:8082",
+            "raspberrypi.home",
+        ] {
+            assert!(passes(host), "{host}");
+        }
+        for host in [
+            "other.fritz.box",
+            "fritz.box",
+            "evil.example",
+            "evil.example.com",
+            "example.com",
+            "raspberrypi.evil.example",
+            "raspberrypi.fritz.box.evil.example",
+            "x.raspberrypi.fritz.box",
+            "pi.home",
+        ] {
+            assert!(!passes(host), "{host}");
+        }
+        // Without the box's names (a test's configuration), the same name is refused.
+        assert!(!browsers(&[], &[]).is_local_host("raspberrypi.fritz.box"));
+    }
+
+    /// The line a refused Host is logged with names the `ALLOWED_HOSTS` value that admits it,
+    /// and that value, read as the setting is, does admit it.
+    #[test]
+    fn a_refused_host_is_logged_with_the_allowed_hosts_value_that_admits_it() {
+        let b = browsers(&[], &[]);
+        for (host, value) in [
+            ("pi.home", "pi.home"),
+            ("Pi.Home.:8082", "pi.home"),
+            ("nas.localdomain", "nas.localdomain"),
+            ("raspberrypi.fritz.box:8000", "raspberrypi.fritz.box"),
+            ("pi.router", "pi.router"),
+            ("evil.example", "evil.example"),
+        ] {
+            let refused = b.check(&request(Method::Get, &[("Host", host)]), Guard::Full);
+            assert_eq!(refused, Err(Refusal::Host(host.to_string())), "{host}");
+            assert_eq!(
+                HostRefused(host).to_string(),
+                format!(
+                    "refused Host \"{host}\" (DNS-rebinding guard); if this is a name of this \
+                     box, set ALLOWED_HOSTS={value}"
+                )
+            );
+            let env = |k: &str| (k == "ALLOWED_HOSTS").then(|| value.to_string());
+            let config = Config::resolve(&crate::config::Sources::new(&env)).unwrap();
+            let admitted = Browsers::new(&config);
+            assert!(
+                admitted
+                    .check(&request(Method::Get, &[("Host", host)]), Guard::Full)
+                    .is_ok(),
+                "{host}"
+            );
+        }
+        // What no ALLOWED_HOSTS value admits, and a value that would start a log line of its own.
+        for (host, shown) in [
+            ("[evil]:8082", "\"[evil]:8082\""),
+            ("hearth.local:http", "\"hearth.local:http\""),
+            ("a b.example", "\"a b.example\""),
+            (
+                "evil.example\nERROR hearth: forged",
+                "\"evil.example\\nERROR hearth: forged\"",
+            ),
+        ] {
+            assert_eq!(
+                HostRefused(host).to_string(),
+                format!(
+                    "refused Host {shown} (DNS-rebinding guard); it is not a host name \
+                     ALLOWED_HOSTS could list"
+                )
+            );
+        }
+        // The log counts a name once, whatever its case, port or trailing dot; and a header
+        // of any length as a DNS name's longest at most.
+        assert!(RefusedName::of("PI.home.:8082") == RefusedName::of("pi.home"));
+        assert_eq!(RefusedName::of(&"é".repeat(1000)).0.len(), 252);
+        let now = crate::util::clock::ManualClock::at(0).clock().now();
+        let mut log = b.refused_hosts.lock();
+        assert_eq!(
+            log.refused(RefusedName::of("pi.home"), now).lines(),
+            [crate::util::refusals::Line::First]
+        );
+        assert!(
+            log.refused(RefusedName::of("PI.HOME:8000"), now)
+                .lines()
+                .is_empty()
+        );
+        assert_eq!(
+            log.refused(RefusedName::of("nas.lan.example"), now).lines(),
+            [crate::util::refusals::Line::First]
         );
     }
 

@@ -10,7 +10,7 @@
 use std::sync::Arc;
 
 use crate::app::App;
-use crate::browser::{Browsers, Guard, Refusal};
+use crate::browser::{Guard, Refusal};
 use crate::control::{self, ControlApi};
 use crate::hosted::{self, HostedApi};
 use crate::http::{Method, Reply, Request, Response, Service};
@@ -18,7 +18,7 @@ use crate::http::{Method, Reply, Request, Response, Service};
 pub struct ControlPort {
     control: ControlApi,
     hosted: HostedApi,
-    browsers: Browsers,
+    app: Arc<App>,
 }
 
 impl ControlPort {
@@ -29,9 +29,9 @@ impl ControlPort {
 
     pub fn new(app: Arc<App>) -> ControlPort {
         ControlPort {
-            browsers: Browsers::new(app.config()),
             hosted: HostedApi::new(Arc::clone(&app)),
-            control: ControlApi::new(app),
+            control: ControlApi::new(Arc::clone(&app)),
+            app,
         }
     }
 }
@@ -49,7 +49,8 @@ fn guard(method: Method, path: &str) -> Guard {
 impl Service for ControlPort {
     fn handle(&self, request: Request) -> Reply {
         let passed = match self
-            .browsers
+            .app
+            .browsers()
             .check(&request, guard(request.method, &request.path))
         {
             Ok(passed) => passed,
@@ -90,16 +91,14 @@ impl Service for ControlPort {
 
 impl ControlPort {
     /// A request the browser rule refused, in the route's own error shape; logged, since the
-    /// person whose page or proxy it was may only see it here.
+    /// person whose page or proxy it was may only see it there.
     fn refused(&self, request: &Request, refusal: &Refusal) -> Response {
-        let message = refusal.message();
-        log::warn!(
-            "control port: {} {} refused ({}): {}",
-            request.method.as_str(),
-            crate::util::logged(&request.path),
+        self.app.browsers().log("control port", request, refusal);
+        self.refusal(
+            request.method,
+            &request.path,
             refusal.status(),
-            crate::util::logged(&message)
-        );
-        self.refusal(request.method, &request.path, refusal.status(), &message)
+            &refusal.message(),
+        )
     }
 }

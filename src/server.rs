@@ -1,6 +1,7 @@
 //! Starting and stopping the whole server.
 //!
-//! [`Server::start`] loads the store, loads `CERT_DIR`'s certificate, sizes the listeners to
+//! [`Server::start`] reads this box's names when the configuration holds none (for the `Host`
+//! check: [`BoxNames`]), loads the store, loads `CERT_DIR`'s certificate, sizes the listeners to
 //! the box ([`Budget`]: the soft descriptor limit raised to the hard one, the tasks the process
 //! may start), binds both ports, and starts the threads below. Every one of them watches
 //! one [`Shutdown`] signal; [`Server::shutdown`] triggers it stage by stage, waiting for the
@@ -67,7 +68,7 @@ use std::time::Duration;
 use crate::accounts::Viewer;
 use crate::admin::socket::{AdminReply, AdminSocket, Handler, SOCKET_FILE};
 use crate::app::{App, PublicOrigin};
-use crate::config::Config;
+use crate::config::{BoxNames, Config};
 use crate::control_port::ControlPort;
 use crate::device::DeviceApi;
 use crate::history::Recorder;
@@ -200,6 +201,7 @@ impl Server {
             Stage::Pushes.of(&shutdown),
         );
         let unfinished = StopUnlessStarted(pushes.clone());
+        let config = with_box_names(config);
         let (state, hub) = load_store(&config)?;
         let tls = load_tls(&config)?;
         let mut ports = bind_ports(&config, tls.as_ref())?;
@@ -582,6 +584,20 @@ fn public_origin(config: &Config, device_public: SocketAddr, tls: bool) -> Publi
 /// for them there.
 fn unreachable_from_the_lan(origin: &PublicOrigin, device_public: SocketAddr) -> bool {
     !device_public.ip().is_loopback() && (origin.ip.starts_with("127.") || origin.ip == "::1")
+}
+
+/// `config` with this box's names (the `Host` check admits them), read from this machine now
+/// if it holds none; logged, since they change only with a restart.
+fn with_box_names(mut config: Config) -> Config {
+    let names = config.box_names.get_or_insert_with(BoxNames::of_this_box);
+    if !names.names().is_empty() {
+        log::info!(
+            "this box's names, which both ports answer to (a new host name or search domain \
+             needs a restart): {}",
+            names.names().join(", ")
+        );
+    }
+    config
 }
 
 fn log_started(app: &App, public: &Public, https: bool) {

@@ -10,6 +10,7 @@
 #[cfg_attr(not(hearth_internals), doc(hidden))]
 pub mod addon;
 mod alerts;
+mod box_names;
 pub(crate) mod docs;
 mod homekit;
 mod options_file;
@@ -24,6 +25,8 @@ use std::time::Duration;
 
 pub use crate::weather::Provider as WeatherProvider;
 pub use alerts::AlertConfig;
+pub use box_names::BoxNames;
+pub(crate) use box_names::is_dns_name;
 pub use homekit::HomekitConfig;
 pub use origin::ApiOrigin;
 use settings::{boolean, ip, number, text};
@@ -150,6 +153,11 @@ pub struct Config {
     /// `ALLOWED_ORIGINS`: web origins that may use the control API from a browser, as browsers
     /// write them ([`ApiOrigin::web_origin`]).
     pub allowed_origins: Vec<String>,
+    /// Not a setting: this box's own names, which the `Host` check admits like `ALLOWED_HOSTS`
+    /// (its host name, and that name under resolv.conf's search domains: [`BoxNames`]).
+    /// `None`: this machine's, read when the server starts ([`BoxNames::of_this_box`]);
+    /// [`Config::local`] has none, so no test depends on the machine it runs on.
+    pub box_names: Option<BoxNames>,
     /// Not a setting: where the server reads the time (tests drive a manual clock).
     pub clock: crate::util::clock::Clock,
 }
@@ -297,6 +305,7 @@ impl Default for Config {
             ingress_proxy: None,
             allowed_hosts: Vec::new(),
             allowed_origins: Vec::new(),
+            box_names: None,
             clock: crate::util::clock::Clock::system(),
         }
     }
@@ -321,6 +330,7 @@ impl Config {
                 port: 0,
                 ..HomekitConfig::default()
             },
+            box_names: Some(BoxNames::default()),
             ..Config::default()
         }
     }

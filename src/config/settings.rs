@@ -591,9 +591,11 @@ pub const SETTINGS: &[Setting] = &[
             unset: Unset::Means("none"),
         },
         help: "more names hearth answers to, such as a reverse proxy's; IP addresses, \
-               `localhost`, names without a dot and names ending `.local`, `.lan`, \
-               `.home.arpa` or `.internal` always work (see \
-               [What a web page can and cannot do](../SECURITY.md#what-a-web-page-can-and-cannot-do))",
+               `localhost`, names without a dot, names ending `.local`, `.lan`, `.home.arpa` \
+               or `.internal`, and this box's own names (its host name, also under \
+               `/etc/resolv.conf`'s search domains, such as `raspberrypi.fritz.box`; read at \
+               start) always work; a refused name is logged with the value that admits it (see \
+               [The names hearth answers to](#the-names-hearth-answers-to))",
     },
     Setting {
         name: "allowed_origins",

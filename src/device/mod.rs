@@ -26,7 +26,7 @@ use identity::Identity;
 
 use crate::accounts;
 use crate::app::App;
-use crate::browser::{Browsers, Guard};
+use crate::browser::Guard;
 use crate::config::NEW_THERMOSTATS_WINDOW;
 use crate::http::{self, Method, Reply, Request, Response, Service};
 use crate::info;
@@ -37,7 +37,6 @@ use crate::util::outbound::OutboundGate;
 pub struct DeviceApi {
     app: Arc<App>,
     local: Local,
-    browsers: Browsers,
 }
 
 /// What only the device port keeps, in memory, for this process.
@@ -72,7 +71,6 @@ impl DeviceApi {
 
     pub fn new(app: Arc<App>) -> DeviceApi {
         DeviceApi {
-            browsers: Browsers::new(app.config()),
             local: Local {
                 entry_keys_by_address: Mutex::default(),
                 newcomers: Mutex::default(),
@@ -103,13 +101,8 @@ impl Service for DeviceApi {
             (_, "/info") => Guard::Host,
             _ => Guard::Full,
         };
-        if let Err(refusal) = self.browsers.check(&request, guard) {
-            log::warn!(
-                "device port: {} refused ({}): {}",
-                crate::util::logged(&request.path),
-                refusal.status(),
-                crate::util::logged(&refusal.message())
-            );
+        if let Err(refusal) = self.app.browsers().check(&request, guard) {
+            self.app.browsers().log("device port", &request, &refusal);
             return Reply::Full(DeviceError::Browser(refusal).response());
         }
         route(&self.app, &self.local, &request).unwrap_or_else(|e| Reply::Full(e.response()))

@@ -3,35 +3,62 @@
 //! journal, and the line after the quiet minute says how many went unlogged. Whatever refuses
 //! a client for a count or a rate (every listener's admission, `http::admission`; the device
 //! port's new thermostats, `device::newcomers`) notes it in a [`RefusalLog`] and writes the
-//! [`Lines`] it gets back.
+//! [`Lines`] it gets back. A log may count refusals by something else than the client's
+//! address (a [`Key`]): the browser rule logs a refused `Host` once a minute per name.
 
 use std::collections::{BTreeSet, HashMap};
 use std::fmt;
+use std::hash::Hash;
 use std::net::IpAddr;
 use std::time::{Duration, Instant};
 
 /// Refusals are logged once per client per this long; the line after it says how many were
 /// refused in between.
 pub const REFUSAL_LOG_INTERVAL: Duration = Duration::from_secs(60);
-/// Clients whose refusals are remembered for [`REFUSAL_LOG_INTERVAL`]; past this (a flood from
-/// many addresses) further clients are counted in the minute's summary line.
+/// Clients (keys) whose refusals are remembered for [`REFUSAL_LOG_INTERVAL`]; past this (a flood
+/// from many addresses) further clients are counted in the minute's summary line.
 const REFUSAL_LOG_ADDRESSES: usize = 1024;
+
+/// What a refusal log counts refusals by: a client's address, or what a client asked for (a
+/// `Host` name). Shown in the log's lines, so its `Display` writes outside text through
+/// [`crate::util::logged`].
+pub(crate) trait Key: Clone + Eq + Hash + Ord + fmt::Display {
+    /// How a line names one key's refusals: `from 10.0.0.1`, `for "pi.home"`.
+    const BY: &'static str;
+    /// What the summary line calls the keys: `addresses`, `names`.
+    const KINDS: &'static str;
+}
+
+impl Key for IpAddr {
+    const BY: &'static str = "from";
+    const KINDS: &'static str = "addresses";
+}
 /// Lines one log writes in a minute at most; the rest are counted in one line the next minute.
 pub const LINES_PER_MINUTE: usize = 64;
 
 /// When a refusal of each client was last logged, how many were not logged since, and the
 /// minute's line budget.
-#[derive(Default)]
-pub(crate) struct RefusalLog {
+pub(crate) struct RefusalLog<K: Key = IpAddr> {
     /// When a line was last written for each client, and how many refusals were not logged
     /// since.
-    clients: HashMap<IpAddr, (Instant, u64)>,
+    clients: HashMap<K, (Instant, u64)>,
     /// The minute the line budget counts, the lines written in it, and what was not written
     /// for want of budget (refusals, and from which clients: at most [`REFUSAL_LOG_ADDRESSES`]
     /// remembered).
     minute: Option<Instant>,
     lines: usize,
-    over: (u64, BTreeSet<IpAddr>),
+    over: (u64, BTreeSet<K>),
+}
+
+impl<K: Key> Default for RefusalLog<K> {
+    fn default() -> Self {
+        RefusalLog {
+            clients: HashMap::new(),
+            minute: None,
+            lines: 0,
+            over: (0, BTreeSet::new()),
+        }
+    }
 }
 
 /// A line to write for a refusal.
@@ -48,18 +75,18 @@ pub(crate) enum Line {
 /// The lines a refusal of `client` is to be logged with (none, most of the time).
 #[must_use]
 #[derive(Debug, PartialEq, Eq)]
-pub(crate) struct Lines {
-    client: IpAddr,
+pub(crate) struct Lines<K: Key = IpAddr> {
+    client: K,
     lines: Vec<Line>,
 }
 
-impl RefusalLog {
+impl<K: Key> RefusalLog<K> {
     /// Notes a refusal of `client` (a [`super::client_key`]) at `now`: the first from a client
     /// in [`REFUSAL_LOG_INTERVAL`] is to be logged (the next one after it with the count of
     /// those that were not), the rest only counted; past [`LINES_PER_MINUTE`] lines in a
     /// minute, or [`REFUSAL_LOG_ADDRESSES`] clients, refusals are counted in one line the next
     /// minute.
-    pub(crate) fn refused(&mut self, client: IpAddr, now: Instant) -> Lines {
+    pub(crate) fn refused(&mut self, client: K, now: Instant) -> Lines<K> {
         let recent = |at: &Instant| now.saturating_duration_since(*at) < REFUSAL_LOG_INTERVAL;
         let mut lines = Vec::new();
         if !self.minute.as_ref().is_some_and(recent) {
@@ -92,18 +119,18 @@ impl RefusalLog {
         {
             self.over.0 += 1;
             if self.over.1.len() < REFUSAL_LOG_ADDRESSES {
-                self.over.1.insert(client);
+                self.over.1.insert(client.clone());
             }
             return Lines { client, lines };
         }
         self.lines += 1;
-        self.clients.insert(client, (now, 0));
+        self.clients.insert(client.clone(), (now, 0));
         lines.push(line);
         Lines { client, lines }
     }
 }
 
-impl Lines {
+impl<K: Key> Lines<K> {
     /// Writes the lines at `level` for `target` (the refusing module's path, as the log shows
     /// it), each starting with `subject` ("device port", "HomeKit"), saying `what` (the
     /// refusal, its client named in it).
@@ -113,20 +140,20 @@ impl Lines {
         subject: &str,
         what: &dyn fmt::Display,
     ) {
-        let client = self.client;
+        let (client, by, kinds) = (self.client, K::BY, K::KINDS);
         for line in self.lines {
             match line {
                 Line::First => log::log!(target: target, level, "{subject}: {what}"),
                 Line::Again(unlogged) => log::log!(
                     target: target,
                     level,
-                    "{subject}: {what} ({unlogged} more from {client} not logged in the last \
+                    "{subject}: {what} ({unlogged} more {by} {client} not logged in the last \
                      minute)"
                 ),
                 Line::Others { refusals, clients } => log::log!(
                     target: target,
                     level,
-                    "{subject}: {refusals} more refusals from {clients} other addresses not \
+                    "{subject}: {refusals} more refusals {by} {clients} other {kinds} not \
                      logged in the last minute"
                 ),
             }

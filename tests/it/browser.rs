@@ -314,6 +314,111 @@ fn names_of_the_home_are_answered_on_both_ports() {
     assert_eq!(r.status, 421);
 }
 
+/// Issue 49: a box named `raspberrypi` whose router (a FritzBox) hands out `search fritz.box`
+/// is reached as `raspberrypi.fritz.box` with no setting: by a thermostat at `/entry`, and by
+/// `/status` and the page. Another name under the same domain, and a foreign one, still get
+/// 421, logged once a minute per name with the `ALLOWED_HOSTS` value that would admit it. The
+/// host name and resolv.conf are the test's own files, never this machine's.
+#[test]
+fn the_name_a_router_gives_the_box_is_answered_without_settings() {
+    let dir = TempDir::new("box-names");
+    let (hostname, resolv) = (dir.0.join("hostname"), dir.0.join("resolv.conf"));
+    std::fs::write(&hostname, "raspberrypi\n").unwrap();
+    std::fs::write(
+        &resolv,
+        "# from the FritzBox's DHCP\nnameserver 192.168.178.1\nsearch fritz.box\n",
+    )
+    .unwrap();
+    let names = hearth::config::BoxNames::read(&[&hostname], &resolv);
+    let clock = hearth::util::clock::ManualClock::starting_now();
+    let s = TestServer::start_with(|c| {
+        c.box_names = Some(names);
+        c.clock = clock.clock();
+    });
+    let (_sim, _events, _held) = booted_and_held(&s, SERIAL);
+    let refused_line = "refused Host \"other.fritz.box";
+    // The log is kept from before the first refusal (it would show a line if one came).
+    assert!(common::log_capture::lines(refused_line).is_empty());
+
+    let device_port = s.device().port();
+    let status = format!("GET /status?serial={SERIAL} HTTP/1.1");
+    for host in [
+        "raspberrypi.fritz.box".to_string(),
+        format!("raspberrypi.fritz.box:{device_port}"),
+        "RaspberryPi.Fritz.Box.".to_string(),
+    ] {
+        let r = send(s.device(), "GET /entry HTTP/1.1", &[("Host", &host)], "");
+        assert_eq!(r.status, 200, "{host}: {}", r.body);
+        assert!(r.json()["transport_url"].is_string(), "{}", r.body);
+        let r = send(s.control(), &status, &[("Host", &host)], "");
+        assert_eq!(r.status, 200, "{host}: {}", r.body);
+        assert_eq!(r.json()["serial"], json!(SERIAL), "{host}");
+        let r = send(s.control(), "GET / HTTP/1.1", &[("Host", &host)], "");
+        assert_eq!(r.status, 200, "{host}");
+        assert!(r.body.contains("<html"), "{host}");
+    }
+
+    let mut refused_other = 0;
+    for host in [
+        "evil.example",
+        "other.fritz.box",
+        "other.fritz.box:8000",
+        "OTHER.fritz.box.",
+        "raspberrypi.fritz.box.evil.example",
+    ] {
+        for (port, target) in [
+            (s.device(), "/entry"),
+            (s.control(), &*format!("/status?serial={SERIAL}")),
+            (s.control(), "/"),
+        ] {
+            let r = send(
+                port,
+                &format!("GET {target} HTTP/1.1"),
+                &[("Host", host)],
+                "",
+            );
+            assert_eq!(
+                (r.status, r.json()),
+                (421, json!({ "error": host_refusal(host) })),
+                "{host} {target}"
+            );
+            if host.to_ascii_lowercase().starts_with("other.") {
+                refused_other += 1;
+            }
+        }
+    }
+    // Each refusal is logged before its answer is written: every answer is in, and one line
+    // tells of the name, whichever port, case, port number or trailing dot it came with.
+    let lines = common::log_capture::lines(refused_line);
+    assert_eq!(lines.len(), 1, "{lines:#?}");
+    assert!(
+        lines[0].ends_with(
+            "port: refused Host \"other.fritz.box\" (DNS-rebinding guard); if this is a name \
+             of this box, set ALLOWED_HOSTS=other.fritz.box"
+        ),
+        "{lines:?}"
+    );
+    // A minute later it is logged again, with the count of the rest.
+    clock.advance(std::time::Duration::from_secs(60));
+    let r = send(
+        s.control(),
+        "GET / HTTP/1.1",
+        &[("Host", "other.fritz.box")],
+        "",
+    );
+    assert_eq!(r.status, 421);
+    let lines = common::log_capture::lines(refused_line);
+    assert_eq!(lines.len(), 2, "{lines:#?}");
+    assert!(
+        lines[1].ends_with(&format!(
+            "set ALLOWED_HOSTS=other.fritz.box ({} more for \"other.fritz.box\" not logged in \
+             the last minute)",
+            refused_other - 1
+        )),
+        "{lines:?}"
+    );
+}
+
 #[test]
 fn a_page_of_another_origin_gets_403_and_changes_nothing() {
     let s = TestServer::start();
