@@ -13,6 +13,8 @@
 # and (re)starts it, then prints the URL thermostats must be given. Running it again is safe, and
 # the data directory (/var/lib/hearth) is never touched: an upgrade is this same command.
 # Without ARCHIVE, the binary is ./hearth beside scripts/ (a release archive) or target/release/hearth.
+# A binary built for another architecture than this system's userland is refused (the unit would
+# kill it), with the archive to take instead.
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")/.." && pwd)
@@ -25,7 +27,7 @@ while [ $# -gt 0 ]; do
     --binary) [ $# -ge 2 ] || usage; binary=$2; shift 2 ;;
     --root) [ $# -ge 2 ] || usage; root=${2%/}; shift 2 ;;
     --no-start) start=no; shift ;;
-    -h|--help) sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     -*) usage ;;
     *) [ -z "$archive" ] || usage; archive=$1; shift ;;
   esac
@@ -44,6 +46,33 @@ if [ -n "$root" ] && [ ! -d "$root" ]; then
   echo "install.sh: --root $root is not a directory" >&2
   exit 1
 fi
+
+# The architecture the ELF file $1 is built for, as the archives name them (aarch64, armv7,
+# x86_64; others by their ELF class and machine number), or nothing if $1 is not an ELF file.
+elf_arch() {
+  local b
+  [ -f "$1" ] && [ -r "$1" ] || return 0
+  read -ra b <<<"$(od -An -tu1 -N20 "$1" 2>/dev/null | tr -s ' \n' '  ')"
+  [ "${#b[@]}" = 20 ] && [ "${b[*]:0:4}" = "127 69 76 70" ] || return 0
+  case "${b[4]}:$((b[18] + 256 * b[19]))" in
+    2:183) echo aarch64 ;;
+    1:40) echo armv7 ;;
+    2:62) echo x86_64 ;;
+    1:3) echo x86 ;;
+    *) echo "elf${b[4]}-machine-$((b[18] + 256 * b[19]))" ;;
+  esac
+}
+
+# Words for an architecture elf_arch names.
+arch_name() {
+  case "$1" in
+    aarch64) echo "64-bit ARM (aarch64, arm64)" ;;
+    armv7) echo "32-bit ARM (armv7, armhf)" ;;
+    x86_64) echo "64-bit x86 (x86_64, amd64)" ;;
+    x86) echo "32-bit x86 (i386)" ;;
+    *) echo "another architecture ($1)" ;;
+  esac
+}
 
 if [ -n "$archive" ]; then
   work=$(mktemp -d)
@@ -119,10 +148,33 @@ default_src=$here/systemd/hearth.default
 for f in "$unit_src" "$default_src"; do
   [ -f "$f" ] || { echo "install.sh: $f is missing (run the script from hearth's tree)" >&2; exit 1; }
 done
-# On the real system, make sure the binary runs here (an aarch64 build on a 32-bit OS does not).
+# The build this system can run as a service is the userland's, not the kernel's: a Pi 4 or 5
+# with 32-bit Raspberry Pi OS has a 64-bit kernel (uname -m: aarch64) and a 32-bit ARM userland
+# (dpkg --print-architecture: armhf). An aarch64 binary runs there, but the unit's
+# SystemCallArchitectures=native (systemd's own architecture) kills it at its first system call.
+# So the binary's ELF header is compared with systemd's (PID 1), else /bin/sh's; with --root,
+# with those of the tree (a file that is not ELF, or a tree without them, is not compared).
+userland=
+if [ -z "$root" ]; then
+  [ ! -d /run/systemd/system ] || userland=/proc/1/exe
+fi
+for f in ${userland:+"$userland"} "$root/usr/lib/systemd/systemd" "$root/lib/systemd/systemd" "$root/bin/sh"; do
+  if [ -n "$(elf_arch "$f")" ]; then userland=$f; break; fi
+done
+native=$(elf_arch "$userland")
+built=$(elf_arch "$binary")
+if [ -n "$native" ] && [ -n "$built" ] && [ "$native" != "$built" ]; then
+  echo "install.sh: $binary is built for $(arch_name "$built"), but this system's userland is $(arch_name "$native") ($userland): the service would be killed at its first system call; nothing was installed" >&2
+  case "$native" in
+    aarch64 | armv7 | x86_64) echo "  take hearth-$native.tar.gz (the $native build) instead" >&2 ;;
+    *) echo "  hearth has no build for it: build one on this machine (docs/running.md)" >&2 ;;
+  esac
+  exit 1
+fi
+# On the real system, make sure the binary runs here (an aarch64 build on a 32-bit kernel does not).
 if [ -z "$root" ] && ! version=$("$binary" --version 2>&1); then
   echo "install.sh: $binary does not run on this machine: $version" >&2
-  echo "  (64-bit OS: the aarch64 build; 32-bit ARM OS: the armv7 build; see the README)" >&2
+  echo "  (see which build your system takes: docs/running.md, \"Run it on a Raspberry Pi or router\")" >&2
   exit 1
 fi
 
