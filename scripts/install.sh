@@ -2,6 +2,7 @@
 # Installs hearth as a systemd service, or upgrades an installed one:
 #   sudo scripts/install.sh [ARCHIVE] [--binary PATH] [--no-start]
 #   scripts/install.sh --root DIR [ARCHIVE] [--binary PATH]   (stage into DIR; no root, no systemctl)
+#   sudo scripts/install.sh --check [--root DIR]   (only ask the running hearth, as below)
 #
 # ARCHIVE is a release archive's URL (http:// or https://) or path, for example
 # https://github.com/hearth-thermostat/hearth/releases/latest/download/hearth-aarch64.tar.gz:
@@ -14,20 +15,22 @@
 # the data directory (/var/lib/hearth) is never touched: an upgrade is this same command.
 # Without ARCHIVE, the binary is ./hearth beside scripts/ (a release archive) or target/release/hearth.
 # A binary built for another architecture than this system's userland is refused (the unit would
-# kill it), with the archive to take instead.
+# kill it), with the archive to take instead. Last, the running hearth is asked for that URL on
+# its device port (the address and port in the settings; no key needed): exit 0 when it answers.
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")/.." && pwd)
-usage() { echo "usage: $0 [ARCHIVE] [--binary PATH] [--root DIR] [--no-start]" >&2; exit 2; }
+usage() { echo "usage: $0 [ARCHIVE] [--binary PATH] [--root DIR] [--no-start] [--check]" >&2; exit 2; }
 
 given=("$@")
-archive='' binary='' root='' start=yes
+archive='' binary='' root='' start=yes check_only=no
 while [ $# -gt 0 ]; do
   case "$1" in
     --binary) [ $# -ge 2 ] || usage; binary=$2; shift 2 ;;
     --root) [ $# -ge 2 ] || usage; root=${2%/}; shift 2 ;;
     --no-start) start=no; shift ;;
-    -h|--help) sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    --check) check_only=yes; shift ;;
+    -h|--help) sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     -*) usage ;;
     *) [ -z "$archive" ] || usage; archive=$1; shift ;;
   esac
@@ -36,9 +39,17 @@ if [ -n "$archive" ] && [ -n "$binary" ]; then
   echo "install.sh: give a release archive or --binary, not both" >&2
   exit 2
 fi
+if [ "$check_only" = yes ] && { [ -n "$archive" ] || [ -n "$binary" ] || [ "$start" = no ]; }; then
+  echo "install.sh: --check installs nothing: give it no archive, --binary or --no-start" >&2
+  exit 2
+fi
 
 if [ -z "$root" ] && [ "$(id -u)" != 0 ]; then
-  echo "install.sh writes /usr/local/bin, /etc/systemd/system and /etc/default: run it as root" >&2
+  if [ "$check_only" = yes ]; then
+    echo "install.sh --check reads /etc/default/hearth (mode 0600): run it as root" >&2
+  else
+    echo "install.sh writes /usr/local/bin, /etc/systemd/system and /etc/default: run it as root" >&2
+  fi
   echo "  sudo $0 ${given[*]}" >&2
   exit 1
 fi
@@ -73,6 +84,69 @@ arch_name() {
     *) echo "another architecture ($1)" ;;
   esac
 }
+
+bin_dst=$root/usr/local/bin/hearth
+unit_dst=$root/etc/systemd/system/hearth.service
+default_dst=$root/etc/default/hearth
+
+# The value setting $1 has in the settings file, read as systemd's EnvironmentFile= reads it: the
+# last VARIABLE=value line, without the spaces and the one pair of quotes around the value.
+setting() {
+  [ -f "$default_dst" ] || return 0
+  sed -n "s/^[[:space:]]*$1=[[:space:]]*//p" "$default_dst" | tail -n1 |
+    sed -e 's/[[:space:]]*$//' -e 's/^"\(.*\)"$/\1/' -e "s/^'\(.*\)'$/\1/"
+}
+
+# Asks the hearth that runs with these settings for the URL thermostats must be given, trying up
+# to $1 times a second apart, and prints it; fails, saying so, when it does not answer. The
+# device port's /info wants no key (CONTROL_REQUIRE_KEY guards the control port's), on the
+# address the settings give it (SERVER_HOST; all addresses are asked on loopback) and in HTTPS
+# when CERT_DIR is set (which needs curl).
+check_running() {
+  local tries=$1 i host port scheme=http where info="" url=""
+  host=$(setting SERVER_HOST)
+  port=$(setting SERVER_PORT)
+  host=${host:-0.0.0.0} port=${port:-8000}
+  case "$host" in
+    0.0.0.0) host=127.0.0.1 ;;
+    :: | '[::]') host=::1 ;;
+  esac
+  [ -z "$(setting CERT_DIR)" ] || scheme=https
+  case "$host" in
+    *:*) where="[$host]:$port" ;;
+    *) where="$host:$port" ;;
+  esac
+  if [ "$scheme" = https ] && ! command -v curl >/dev/null 2>&1; then
+    echo "hearth's ports speak HTTPS (CERT_DIR) and curl is not installed to ask $where/info for the URL" >&2
+    return 1
+  fi
+  for ((i = 1; i <= tries; i++)); do
+    if [ "$scheme" = https ]; then
+      info=$(curl -sk --max-time 5 "https://$where/info" || true)
+    else
+      # shellcheck disable=SC2016 # expanded by the inner bash
+      info=$(timeout 5 bash -c 'exec 3<>"/dev/tcp/$1/$2" &&
+        printf "GET /info HTTP/1.1\r\nHost: %s\r\nConnection: close\r\n\r\n" "$3" >&3 &&
+        cat <&3' _ "$host" "$port" "$where" 2>/dev/null || true)
+    fi
+    url=$(printf '%s' "$info" | grep -o '"cloudregisterurl":"[^"]*"' | cut -d'"' -f4 || true)
+    [ -z "$url" ] && [ "$i" -lt "$tries" ] && sleep 1 && continue
+    break
+  done
+  if [ -z "$url" ]; then
+    echo "hearth did not answer on $scheme://$where/info (SERVER_HOST and SERVER_PORT in $default_dst)" >&2
+    return 1
+  fi
+  echo "hearth answers on $scheme://$where"
+  echo
+  echo "Point each thermostat's cloudregisterurl at: $url"
+  echo "(wrong address? set API_ORIGIN in $default_dst and run: systemctl restart hearth)"
+}
+
+if [ "$check_only" = yes ]; then
+  check_running 1 || { echo "  see: journalctl -u hearth -n 50" >&2; exit 1; }
+  exit 0
+fi
 
 if [ -n "$archive" ]; then
   work=$(mktemp -d)
@@ -178,10 +252,6 @@ if [ -z "$root" ] && ! version=$("$binary" --version 2>&1); then
   exit 1
 fi
 
-bin_dst=$root/usr/local/bin/hearth
-unit_dst=$root/etc/systemd/system/hearth.service
-default_dst=$root/etc/default/hearth
-
 # Copies $1 to $2 with mode $3 through a temporary file and a rename (atomic on one filesystem).
 place() {
   local src=$1 dst=$2 mode=$3
@@ -225,24 +295,5 @@ else
   systemctl start hearth.service && echo "started hearth"
 fi
 
-# Ask the running server (Type=notify: it is serving once start returns) for the URL.
-port=$(sed -n 's/^[[:space:]]*CONTROL_PORT=[[:space:]]*"\{0,1\}\([0-9]*\).*/\1/p' "$default_dst" | tail -n1)
-port=${port:-8082}
-info=
-for _ in 1 2 3 4 5 6 7 8 9 10; do
-  if info=$(exec 3<>"/dev/tcp/127.0.0.1/$port" &&
-      printf 'GET /info HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n' >&3 &&
-      cat <&3); then
-    break
-  fi
-  sleep 1
-done
-url=$(printf '%s' "$info" | grep -o '"cloudregisterurl":"[^"]*"' | cut -d'"' -f4 || true)
-if [ -n "$url" ]; then
-  echo
-  echo "Point each thermostat's cloudregisterurl at: $url"
-  echo "(wrong address? set API_ORIGIN in $default_dst and run: systemctl restart hearth)"
-else
-  echo "hearth did not answer on port $port; see: journalctl -u hearth -n 50" >&2
-  exit 1
-fi
+# Type=notify: hearth is serving once start returns; ask it for the URL.
+check_running 10 || { echo "  see: journalctl -u hearth -n 50" >&2; exit 1; }

@@ -10,7 +10,7 @@ use crate::common;
 
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Write};
-use std::net::TcpListener;
+use std::net::{IpAddr, TcpListener};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::{Arc, Mutex};
@@ -411,4 +411,115 @@ fn a_build_the_userland_would_kill_is_refused_naming_the_archive_to_take() {
         );
         assert!(!root.join("usr").exists());
     }
+}
+
+fn check(root: &Path) -> Output {
+    install(root, &["--check"])
+}
+
+#[test]
+fn the_running_service_is_asked_where_the_settings_put_it_and_without_a_key() {
+    let dir = TempDir::new("install-check");
+    let root = dir.path().join("root");
+    std::fs::create_dir(&root).unwrap();
+    let first = archive(dir.path(), "hearth-0.1.0-x86_64.tar.gz", "0.1.0", BINARY);
+    let out = install(&root, &[first.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", text(&out));
+    let settings = root.join("etc/default/hearth");
+
+    // The control API wants a key and listens on another address (127.0.0.2 stands in for the
+    // box's LAN address); the device port listens on all addresses (here loopback).
+    let lan: IpAddr = [127, 0, 0, 2].into();
+    let keyed = common::TestServer::start_with(|c| {
+        c.control_require_key = true;
+        c.control_bind = lan;
+    });
+    let (d, c) = (keyed.device().port(), keyed.control().port());
+    assert_eq!(common::get(keyed.control(), "/info").status, 401);
+    std::fs::write(
+        &settings,
+        format!(
+            "# the owner's settings\nCONTROL_REQUIRE_KEY=true\nCONTROL_HOST=127.0.0.2\n\
+             CONTROL_PORT={c}\nSERVER_PORT=8000\nSERVER_PORT=\"{d}\"  \n"
+        ),
+    )
+    .unwrap();
+    let newer = b"#!/bin/sh\necho hearth 0.2.0\n";
+    let second = archive(dir.path(), "hearth-x86_64.tar.gz", "0.2.0", newer);
+    let out = install(&root, &[second.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", text(&out));
+    let out = check(&root);
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(
+        text(&out).contains(&format!(
+            "hearth answers on http://127.0.0.1:{d}\n\nPoint each thermostat's cloudregisterurl at: http://127.0.0.1:{d}/entry\n"
+        )),
+        "{}",
+        text(&out)
+    );
+
+    // Both ports on the LAN address: asked there.
+    let on_lan = common::TestServer::start_with(|c| {
+        c.device_bind = lan;
+        c.control_bind = lan;
+    });
+    let d2 = on_lan.device().port();
+    std::fs::write(
+        &settings,
+        format!("SERVER_HOST='127.0.0.2'\nSERVER_PORT={d2}\n"),
+    )
+    .unwrap();
+    let out = check(&root);
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(
+        text(&out).contains(&format!("cloudregisterurl at: http://127.0.0.1:{d2}/entry")),
+        "{}",
+        text(&out)
+    );
+
+    // Nothing there: said, exit 1.
+    drop(on_lan.stop());
+    let out = check(&root);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert!(
+        text(&out).contains(&format!(
+            "hearth did not answer on http://127.0.0.2:{d2}/info (SERVER_HOST and SERVER_PORT in {})",
+            settings.display()
+        )),
+        "{}",
+        text(&out)
+    );
+
+    // --check installs nothing.
+    let out = install(&root, &["--check", first.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(text(&out).contains("--check installs nothing"));
+}
+
+#[test]
+fn a_service_speaking_https_is_asked_in_https() {
+    let what = "install.sh's check of an HTTPS service is not tested";
+    if !common::tools::present("curl", "HEARTH_REQUIRE_CURL", "apt-get install curl", what) {
+        return;
+    }
+    let dir = TempDir::new("install-check-tls");
+    let certs = dir.path().join("certs");
+    std::fs::create_dir(&certs).unwrap();
+    common::tls::make_certificates(&certs, common::tls::KeyKind::Pkcs8Rsa);
+    let server = common::TestServer::start_with(|c| c.cert_dir = Some(certs.clone()));
+    let d = server.device().port();
+    let root = dir.path().join("root");
+    std::fs::create_dir_all(root.join("etc/default")).unwrap();
+    std::fs::write(
+        root.join("etc/default/hearth"),
+        format!("CERT_DIR={}\nSERVER_PORT={d}\n", certs.display()),
+    )
+    .unwrap();
+    let out = check(&root);
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(
+        text(&out).contains(&format!("hearth answers on https://127.0.0.1:{d}\n")),
+        "{}",
+        text(&out)
+    );
 }
