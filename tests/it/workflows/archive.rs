@@ -98,10 +98,14 @@ fn two_archives_of_one_binary_are_the_same_bytes() {
         "hearth-0.1.0-x86_64/LICENSE",
         "hearth-0.1.0-x86_64/README.md",
         "hearth-0.1.0-x86_64/docs/running.md",
+        "hearth-0.1.0-x86_64/docs/openwrt.md",
         "hearth-0.1.0-x86_64/scripts/install.sh",
         "hearth-0.1.0-x86_64/scripts/uninstall.sh",
         "hearth-0.1.0-x86_64/systemd/hearth.service",
         "hearth-0.1.0-x86_64/systemd/hearth.default",
+        "hearth-0.1.0-x86_64/openwrt/hearth.init",
+        "hearth-0.1.0-x86_64/openwrt/install.sh",
+        "hearth-0.1.0-x86_64/openwrt/uninstall.sh",
     ] {
         assert!(names.contains(&needed), "{needed} is not in:\n{list}");
     }
@@ -123,7 +127,9 @@ fn two_archives_of_one_binary_are_the_same_bytes() {
         let (mode, owner, date, time) = (fields[0], fields[1], fields[3], fields[4]);
         assert_eq!(owner, "0/0", "{line}");
         assert_eq!(format!("{date} {time}"), commit.trim(), "{line}");
-        let executable = ["/hearth", ".sh"].iter().any(|e| line.ends_with(e));
+        let executable = ["/hearth", ".sh", ".init"]
+            .iter()
+            .any(|e| line.ends_with(e));
         let expected = match (mode.starts_with('d'), executable) {
             (true, _) => "drwxr-xr-x",
             (false, true) => "-rwxr-xr-x",

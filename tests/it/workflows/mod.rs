@@ -96,7 +96,11 @@ fn actionlint_passes_both_workflows() {
             .args([
                 "scripts/install.sh",
                 "scripts/uninstall.sh",
+                "openwrt/install.sh",
+                "openwrt/uninstall.sh",
+                "openwrt/hearth.init",
                 "cross/archive.sh",
+                "cross/openwrt-smoke.sh",
                 ".github/scripts/release-assets.sh",
                 ".ci/run",
             ])
