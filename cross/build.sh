@@ -4,8 +4,7 @@
 # ARM binaries come from Debian's cargo/rustc 1.85; amd64 from scripts/build-static.sh (this
 # machine's toolchain, the same static, link-ordered build). For each: target/<triple>/release/
 # hearth and hearth.sha256 beside it, and a release archive target/hearth-<version>-<arch>.tar.gz
-# (the binary, its checksum, scripts/install.sh, scripts/uninstall.sh, the systemd unit and
-# example settings, the README and docs/*.md) to copy to the board. Then cross/addon.sh makes, from the
+# (cross/archive.sh says what it holds) to copy to the board. Then cross/addon.sh makes, from the
 # binaries built, the add-on repository target/addon/ and one OCI image archive per
 # architecture, target/hearth-<version>-<amd64|aarch64|armv7>.oci.tar.
 # `router` is the armv7 build without HomeKit (`--no-default-features`), for a router where
@@ -63,14 +62,7 @@ for t in "${triples[@]}"; do
 
   version=$(sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -n1)
   name="hearth-$version-${t%%-*}"
-  stage=$(mktemp -d)
-  mkdir -p "$stage/$name/scripts" "$stage/$name/systemd" "$stage/$name/docs"
-  cp "$out/hearth" "$out/hearth.sha256" README.md "$stage/$name/"
-  cp docs/*.md "$stage/$name/docs/"   # the README's links, offline (not the screenshots)
-  cp scripts/install.sh scripts/uninstall.sh "$stage/$name/scripts/"
-  cp systemd/hearth.service systemd/hearth.default "$stage/$name/systemd/"
-  tar -C "$stage" --owner=0 --group=0 -czf "target/$name.tar.gz" "$name"
-  rm -rf "$stage"
+  bash cross/archive.sh "$out" "target/$name.tar.gz"   # the same bytes from the same binary
   ls -l "target/$name.tar.gz"
 done
 

@@ -233,6 +233,7 @@ fn unprivileged(name: &str, args: &[&str]) -> Output {
 fn install_and_uninstall_refuse_to_run_without_root() {
     for (name, args) in [
         ("install.sh", &["--binary", EXE][..]),
+        ("install.sh", &["--check"][..]),
         ("uninstall.sh", &[][..]),
     ] {
         let out = unprivileged(name, args);

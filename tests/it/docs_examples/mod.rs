@@ -60,6 +60,7 @@ pages! {
     metrics => "docs/metrics.md",
     mqtt_home_assistant => "docs/mqtt-home-assistant.md",
     onboarding => "docs/onboarding.md",
+    openwrt => "docs/openwrt.md",
     performance => "docs/performance.md",
     releasing => "docs/releasing.md",
     running => "docs/running.md",

@@ -10,7 +10,7 @@ use crate::common;
 
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Write};
-use std::net::TcpListener;
+use std::net::{IpAddr, TcpListener};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::{Arc, Mutex};
@@ -317,5 +317,209 @@ fn an_archive_by_url_is_downloaded_with_its_checksum_beside_it() {
             "/hearth-x86_64.tar.gz",
             "/hearth-x86_64.tar.gz.sha256"
         ]
+    );
+}
+
+/// The first 20 bytes of an ELF file of `class` (1: 32-bit, 2: 64-bit) for `machine`, little
+/// endian: all `install.sh` reads of a binary, or of the userland it compares it with.
+fn elf(class: u8, machine: u16) -> Vec<u8> {
+    let mut head = vec![0x7f, b'E', b'L', b'F', class, 1, 1];
+    head.resize(18, 0);
+    head.extend(machine.to_le_bytes());
+    head.extend(b"\0\0 the rest of a binary\n");
+    head
+}
+
+const AARCH64: (u8, u16) = (2, 183);
+const ARMV7: (u8, u16) = (1, 40);
+const X86_64: (u8, u16) = (2, 62);
+const RISCV64: (u8, u16) = (2, 243);
+
+#[test]
+fn a_build_the_userland_would_kill_is_refused_naming_the_archive_to_take() {
+    let dir = TempDir::new("install-userland");
+    // A Pi 4 with 32-bit Raspberry Pi OS, staged: its kernel is 64-bit, its userland (the
+    // system manager and /bin/sh) 32-bit ARM; the machine running the test is neither.
+    let root = dir.path().join("root");
+    std::fs::create_dir_all(root.join("usr/lib/systemd")).unwrap();
+    std::fs::write(root.join("usr/lib/systemd/systemd"), elf(ARMV7.0, ARMV7.1)).unwrap();
+    let aarch64 = elf(AARCH64.0, AARCH64.1);
+    let wrong = archive(dir.path(), "hearth-aarch64.tar.gz", "0.1.0", &aarch64);
+    let loose = dir.path().join("hearth");
+    std::fs::write(&loose, &aarch64).unwrap();
+    let installed = tree(&root);
+    let refusal = "is built for 64-bit ARM (aarch64, arm64), but this system's userland is 32-bit \
+                   ARM (armv7, armhf)";
+    for args in [
+        vec![wrong.to_str().unwrap()],
+        vec!["--binary", loose.to_str().unwrap()],
+    ] {
+        let out = install(&root, &args);
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {}", text(&out));
+        assert!(text(&out).contains(refusal), "{args:?}: {}", text(&out));
+        assert!(
+            text(&out).contains(&format!(
+                "({}/usr/lib/systemd/systemd): the service would be killed at its first system call; nothing was installed",
+                root.display()
+            )),
+            "{}",
+            text(&out)
+        );
+        assert!(
+            text(&out).contains("take hearth-armv7.tar.gz (the armv7 build) instead"),
+            "{}",
+            text(&out)
+        );
+        assert!(tree(&root) == installed, "{args:?} changed the root");
+    }
+
+    // The build it names is installed.
+    let armv7 = elf(ARMV7.0, ARMV7.1);
+    let right = archive(dir.path(), "hearth-armv7.tar.gz", "0.1.0", &armv7);
+    let out = install(&root, &[right.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert_eq!(
+        std::fs::read(root.join("usr/local/bin/hearth")).unwrap(),
+        armv7
+    );
+
+    // Without a system manager, /bin/sh tells; a userland hearth has no build for is said so.
+    for (userland, binary, advice) in [
+        (
+            X86_64,
+            ARMV7,
+            "take hearth-x86_64.tar.gz (the x86_64 build) instead",
+        ),
+        (
+            RISCV64,
+            X86_64,
+            "hearth has no build for it: build one on this machine",
+        ),
+    ] {
+        let root = dir.path().join(format!("root-{}", userland.1));
+        std::fs::create_dir_all(root.join("bin")).unwrap();
+        std::fs::write(root.join("bin/sh"), elf(userland.0, userland.1)).unwrap();
+        let binary_path = dir.path().join(format!("hearth-{}", binary.1));
+        std::fs::write(&binary_path, elf(binary.0, binary.1)).unwrap();
+        let out = install(&root, &["--binary", binary_path.to_str().unwrap()]);
+        assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+        assert!(text(&out).contains(advice), "{}", text(&out));
+        assert!(
+            text(&out).contains(&format!("({}/bin/sh)", root.display())),
+            "{}",
+            text(&out)
+        );
+        assert!(!root.join("usr").exists());
+    }
+}
+
+fn check(root: &Path) -> Output {
+    install(root, &["--check"])
+}
+
+#[test]
+fn the_running_service_is_asked_where_the_settings_put_it_and_without_a_key() {
+    let dir = TempDir::new("install-check");
+    let root = dir.path().join("root");
+    std::fs::create_dir(&root).unwrap();
+    let first = archive(dir.path(), "hearth-0.1.0-x86_64.tar.gz", "0.1.0", BINARY);
+    let out = install(&root, &[first.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", text(&out));
+    let settings = root.join("etc/default/hearth");
+
+    // The control API wants a key and listens on another address (127.0.0.2 stands in for the
+    // box's LAN address); the device port listens on all addresses (here loopback).
+    let lan: IpAddr = [127, 0, 0, 2].into();
+    let keyed = common::TestServer::start_with(|c| {
+        c.control_require_key = true;
+        c.control_bind = lan;
+    });
+    let (d, c) = (keyed.device().port(), keyed.control().port());
+    assert_eq!(common::get(keyed.control(), "/info").status, 401);
+    std::fs::write(
+        &settings,
+        format!(
+            "# the owner's settings\nCONTROL_REQUIRE_KEY=true\nCONTROL_HOST=127.0.0.2\n\
+             CONTROL_PORT={c}\nSERVER_PORT=8000\nSERVER_PORT=\"{d}\"  \n"
+        ),
+    )
+    .unwrap();
+    let newer = b"#!/bin/sh\necho hearth 0.2.0\n";
+    let second = archive(dir.path(), "hearth-x86_64.tar.gz", "0.2.0", newer);
+    let out = install(&root, &[second.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", text(&out));
+    let out = check(&root);
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(
+        text(&out).contains(&format!(
+            "hearth answers on http://127.0.0.1:{d}\n\nPoint each thermostat's cloudregisterurl at: http://127.0.0.1:{d}/entry\n"
+        )),
+        "{}",
+        text(&out)
+    );
+
+    // Both ports on the LAN address: asked there.
+    let on_lan = common::TestServer::start_with(|c| {
+        c.device_bind = lan;
+        c.control_bind = lan;
+    });
+    let d2 = on_lan.device().port();
+    std::fs::write(
+        &settings,
+        format!("SERVER_HOST='127.0.0.2'\nSERVER_PORT={d2}\n"),
+    )
+    .unwrap();
+    let out = check(&root);
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(
+        text(&out).contains(&format!("cloudregisterurl at: http://127.0.0.1:{d2}/entry")),
+        "{}",
+        text(&out)
+    );
+
+    // Nothing there: said, exit 1.
+    drop(on_lan.stop());
+    let out = check(&root);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert!(
+        text(&out).contains(&format!(
+            "hearth did not answer on http://127.0.0.2:{d2}/info (SERVER_HOST and SERVER_PORT in {})",
+            settings.display()
+        )),
+        "{}",
+        text(&out)
+    );
+
+    // --check installs nothing.
+    let out = install(&root, &["--check", first.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(text(&out).contains("--check installs nothing"));
+}
+
+#[test]
+fn a_service_speaking_https_is_asked_in_https() {
+    let what = "install.sh's check of an HTTPS service is not tested";
+    if !common::tools::present("curl", "HEARTH_REQUIRE_CURL", "apt-get install curl", what) {
+        return;
+    }
+    let dir = TempDir::new("install-check-tls");
+    let certs = dir.path().join("certs");
+    std::fs::create_dir(&certs).unwrap();
+    common::tls::make_certificates(&certs, common::tls::KeyKind::Pkcs8Rsa);
+    let server = common::TestServer::start_with(|c| c.cert_dir = Some(certs.clone()));
+    let d = server.device().port();
+    let root = dir.path().join("root");
+    std::fs::create_dir_all(root.join("etc/default")).unwrap();
+    std::fs::write(
+        root.join("etc/default/hearth"),
+        format!("CERT_DIR={}\nSERVER_PORT={d}\n", certs.display()),
+    )
+    .unwrap();
+    let out = check(&root);
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(
+        text(&out).contains(&format!("hearth answers on https://127.0.0.1:{d}\n")),
+        "{}",
+        text(&out)
     );
 }

@@ -2,11 +2,13 @@
 //! by actionlint where it is installed (CI installs it) and "on paper" against the scripts they
 //! run: every archive and image the release job names is one `cross/build.sh all` makes, under
 //! the name it writes; the files the release carries are what the README's download links name
-//! (`release_job`). `install_archive` installs such an archive by path and by URL, and refuses a
-//! bad one.
+//! (`release_job`). `install_archive` installs such an archive by path and by URL, refuses a bad
+//! one and a build the userland would kill, and asks the running service where its settings put
+//! it; `archive` makes two archives of one binary and finds the same bytes.
 
 use crate::common;
 
+mod archive;
 mod install_archive;
 mod release_job;
 
@@ -94,6 +96,11 @@ fn actionlint_passes_both_workflows() {
             .args([
                 "scripts/install.sh",
                 "scripts/uninstall.sh",
+                "openwrt/install.sh",
+                "openwrt/uninstall.sh",
+                "openwrt/hearth.init",
+                "cross/archive.sh",
+                "cross/openwrt-smoke.sh",
                 ".github/scripts/release-assets.sh",
                 ".ci/run",
             ])
