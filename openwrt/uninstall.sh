@@ -53,6 +53,6 @@ elif [ -f "$share/hearth.default" ] &&
 else
   echo "kept       $settings (it holds your settings)"
 fi
-for f in install.sh uninstall.sh hearth.default; do remove "$share/$f"; done
+for f in install.sh uninstall.sh install-lib.sh hearth.default; do remove "$share/$f"; done
 rmdir "$share" 2>/dev/null || true
 echo "data kept in $data, owned by the user hearth (delete both yourself if you want them gone)"
