@@ -1,7 +1,8 @@
 # shellcheck shell=sh
-# What the installers share, sourced by each: scripts/install.sh (bash, systemd) and
-# openwrt/install.sh (busybox ash; it keeps this file beside its own copy in /usr/share/hearth/).
-# So POSIX sh only: no bash-isms, nothing busybox lacks. Functions only, and the messages are the same
+# What the installers and uninstallers share, sourced by each: scripts/install.sh and
+# scripts/uninstall.sh (bash, systemd) and openwrt/install.sh and openwrt/uninstall.sh (busybox
+# ash; the OpenWrt installer keeps this file beside its own copy in /usr/share/hearth/). So POSIX
+# sh only: no bash-isms, nothing busybox lacks. Functions only, and the messages are the same
 # whichever script runs them. fetch_checked and unpack_release run in a subshell each (nothing of
 # theirs is left in the caller's variables) and say themselves what went wrong, without relying on
 # the caller's set -e: call them as `fetch_checked ... || exit`.
@@ -68,3 +69,27 @@ unpack_release() (
   fi
   printf '%s\n' "$1"
 )
+
+# Removing what an install added (uninstallers).
+
+# Removes the file $1, saying so, or that it was not there.
+remove() {
+  if [ -e "$1" ] || [ -L "$1" ]; then
+    rm -f "$1"
+    echo "removed    $1"
+  else
+    echo "absent     $1"
+  fi
+}
+
+# Removes the settings file $1 only if it is still, byte for byte, the example $2 it was
+# installed from; keeps it otherwise, saying so.
+remove_settings() {
+  if [ ! -e "$1" ]; then
+    echo "absent     $1"
+  elif [ -f "$2" ] && [ "$(sha256sum <"$2")" = "$(sha256sum <"$1")" ]; then
+    remove "$1"
+  else
+    echo "kept       $1 (it holds your settings)"
+  fi
+}
