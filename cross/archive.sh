@@ -3,8 +3,9 @@
 #   cross/archive.sh DIR ARCHIVE        (cross/build.sh runs it for each build)
 # DIR holds the binary `hearth` and its `hearth.sha256`; ARCHIVE is .../hearth-VERSION-ARCH.tar.gz,
 # whose one folder hearth-VERSION-ARCH/ holds them with LICENSE, README.md, docs/*.md (the README's
-# links, offline), the systemd installer, unit and example settings (scripts/, systemd/) and the
-# OpenWrt installer and init script (openwrt/). Names are sorted, every file's time is
+# links, offline), the systemd installer and uninstaller, unit and example settings (scripts/,
+# systemd/), the OpenWrt installer, uninstaller and init script (openwrt/) and the functions
+# the scripts share (scripts/install-lib.sh). Names are sorted, every file's time is
 # SOURCE_DATE_EPOCH (else the last commit's time), owner and group are 0 by number, modes are
 # 0755 (the binary, the scripts) or 0644 whatever the umask, and gzip stores no name or time.
 set -euo pipefail
@@ -31,7 +32,7 @@ top=$stage/$name
 mkdir -p "$top/scripts" "$top/systemd" "$top/openwrt" "$top/docs"
 cp "$dir/hearth" "$dir/hearth.sha256" LICENSE README.md "$top/"
 cp docs/*.md "$top/docs/"   # not the screenshots
-cp scripts/install.sh scripts/uninstall.sh "$top/scripts/"
+cp scripts/install.sh scripts/uninstall.sh scripts/install-lib.sh "$top/scripts/"
 cp systemd/hearth.service systemd/hearth.default "$top/systemd/"
 cp openwrt/install.sh openwrt/uninstall.sh openwrt/hearth.init "$top/openwrt/"
 chmod -R u=rwX,go=rX "$top"

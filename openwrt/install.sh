@@ -10,10 +10,10 @@
 # unpacked, and the binary inside must match its own hearth.sha256 and run here.
 # Puts the binary in /usr/bin/hearth (through a temporary file and a rename), the init script in
 # /etc/init.d/hearth, example settings in /etc/default/hearth (never overwriting one that exists),
-# this script and the uninstaller in /usr/share/hearth/, and /lib/upgrade/keep.d/hearth, so that
-# a sysupgrade keeps the settings and the data (/etc/hearth); adds the user hearth that the
-# service runs as; enables and (re)starts the service and prints the URL thermostats must be
-# given. Running it again is safe, and the data is never touched.
+# this script, the uninstaller and their functions (install-lib.sh) in /usr/share/hearth/, and
+# /lib/upgrade/keep.d/hearth, so that a sysupgrade keeps the settings and the data (/etc/hearth);
+# adds the user hearth that the service runs as; enables and (re)starts the service and prints
+# the URL thermostats must be given. Running it again is safe, and the data is never touched.
 # Not set -u: under it, busybox 1.35's wget run from ash fails without a word.
 set -e
 
@@ -86,11 +86,11 @@ check_running() {
 }
 
 # Downloads the URL $1 to the file $2 (- for the output) with uclient-fetch (waiting at most $3
-# seconds for the server) or wget (busybox's may have no timeout); $4, if given, is another
-# option for either.
+# seconds for the server, 30 if not given) or wget (busybox's may have no timeout); $4, if given,
+# is another option for either. fetch_checked (install-lib.sh) downloads an archive with it.
 download() {
   if command -v uclient-fetch >/dev/null 2>&1; then
-    uclient-fetch -q -T "$3" ${4:+"$4"} -O "$2" "$1"
+    uclient-fetch -q -T "${3:-30}" ${4:+"$4"} -O "$2" "$1"
   elif command -v wget >/dev/null 2>&1; then
     wget -q ${4:+"$4"} -O "$2" "$1"
   else
@@ -106,49 +106,16 @@ fi
 
 # The archive (or this script's own folder, an unpacked archive) to install from.
 if [ -n "$archive" ]; then
+  # What both installers share (scripts/install-lib.sh): beside this script once installed, in
+  # the unpacked archive's scripts/ before.
+  lib=$(dirname "$0")/install-lib.sh
+  [ -f "$lib" ] || lib=$(dirname "$0")/../scripts/install-lib.sh
+  # shellcheck source=scripts/install-lib.sh
+  . "$lib"
   work=$(mktemp -d)
   trap 'rm -rf "$work"' EXIT
-  # Copies the archive or its checksum ($1) to $2: a download, a file:// URL or a path.
-  fetch() {
-    case "$1" in
-      http://* | https://*) download "$1" "$2" 30 ;;
-      file://*) [ -f "${1#file://}" ] && cp "${1#file://}" "$2" ;;
-      *) [ -f "$1" ] && cp "$1" "$2" ;;
-    esac
-  }
-  name=${archive##*/}
-  name=${name%%\?*}
-  case "$name" in
-    *.tar.gz) ;;
-    *) echo "install.sh: $archive is not a release archive (hearth-...tar.gz)" >&2; exit 2 ;;
-  esac
-  fetch "$archive" "$work/$name" ||
-    { echo "install.sh: could not read $archive; nothing was installed" >&2; exit 1; }
-  base=${archive%%\?*}
-  fetch "$base.sha256${archive#"$base"}" "$work/$name.sha256" ||
-    { echo "install.sh: could not read its checksum, $archive.sha256; nothing was installed" >&2; exit 1; }
-  expected=$(awk 'NR == 1 { print tolower($1) }' "$work/$name.sha256")
-  case "$expected" in
-    *[!0-9a-f]* | "") expected=bad ;;
-  esac
-  if [ "${#expected}" != 64 ]; then
-    echo "install.sh: $archive.sha256 holds no SHA-256 checksum; nothing was installed" >&2
-    exit 1
-  fi
-  actual=$(sha256sum "$work/$name" | cut -d' ' -f1)
-  if [ "$actual" != "$expected" ]; then
-    echo "install.sh: $archive does not match its checksum (expected $expected, got $actual); nothing was installed" >&2
-    exit 1
-  fi
-  echo "checked    $name (sha256 $actual)"
-  mkdir "$work/unpacked"
-  tar -xzf "$work/$name" -C "$work/unpacked"
-  set -- "$work"/unpacked/*
-  if [ $# != 1 ] || [ ! -f "$1/hearth" ]; then
-    echo "install.sh: $archive does not hold one hearth-VERSION-ARCH/ folder with the binary; nothing was installed" >&2
-    exit 1
-  fi
-  here=$1
+  fetch_checked "$archive" "$work/archive.tar.gz" || exit
+  here=$(unpack_release "$work/archive.tar.gz" "$work/unpacked" "$archive") || exit
 else
   here=$(cd "$(dirname "$0")/.." && pwd)
   if [ ! -f "$here/hearth" ]; then
@@ -157,7 +124,8 @@ else
     exit 1
   fi
 fi
-for f in openwrt/hearth.init openwrt/install.sh openwrt/uninstall.sh systemd/hearth.default hearth.sha256; do
+for f in openwrt/hearth.init openwrt/install.sh openwrt/uninstall.sh scripts/install-lib.sh systemd/hearth.default \
+  hearth.sha256; do
   [ -f "$here/$f" ] || { echo "install.sh: $here/$f is missing; nothing was installed" >&2; exit 1; }
 done
 # The binary's own checksum, made when it was built.
@@ -210,6 +178,7 @@ else
 fi
 place "$here/openwrt/install.sh" "$share/install.sh" 0755
 place "$here/openwrt/uninstall.sh" "$share/uninstall.sh" 0755
+place "$here/scripts/install-lib.sh" "$share/install-lib.sh" 0644
 place "$here/systemd/hearth.default" "$share/hearth.default" 0644
 keep=$(mktemp)
 printf '%s\n' "$default_dst" /etc/hearth/ >"$keep"

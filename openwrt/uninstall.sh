@@ -22,6 +22,12 @@ init=/etc/init.d/hearth
 settings=/etc/default/hearth
 share=/usr/share/hearth
 data=/etc/hearth
+# remove and remove_settings, shared with the systemd uninstaller (scripts/install-lib.sh): beside
+# this script once installed, in the unpacked archive's scripts/ before.
+lib=$(dirname "$0")/install-lib.sh
+[ -f "$lib" ] || lib=$(dirname "$0")/../scripts/install-lib.sh
+# shellcheck source=scripts/install-lib.sh
+. "$lib"
 if [ -f "$init" ]; then
   # shellcheck source=openwrt/hearth.init
   . "$init"
@@ -34,25 +40,10 @@ if [ -f "$init" ]; then
   fi
 fi
 
-remove() {
-  if [ -e "$1" ] || [ -L "$1" ]; then
-    rm -f "$1"
-    echo "removed    $1"
-  else
-    echo "absent     $1"
-  fi
-}
 remove "$init"
 remove /usr/bin/hearth
 remove /lib/upgrade/keep.d/hearth
-if [ ! -e "$settings" ]; then
-  echo "absent     $settings"
-elif [ -f "$share/hearth.default" ] &&
-  [ "$(sha256sum <"$share/hearth.default")" = "$(sha256sum <"$settings")" ]; then
-  remove "$settings"
-else
-  echo "kept       $settings (it holds your settings)"
-fi
-for f in install.sh uninstall.sh hearth.default; do remove "$share/$f"; done
+remove_settings "$settings" "$share/hearth.default"
+for f in install.sh uninstall.sh install-lib.sh hearth.default; do remove "$share/$f"; done
 rmdir "$share" 2>/dev/null || true
 echo "data kept in $data, owned by the user hearth (delete both yourself if you want them gone)"

@@ -4,7 +4,7 @@
 #   scripts/install.sh --root DIR [ARCHIVE] [--binary PATH]   (stage into DIR; no root, no systemctl)
 #   sudo scripts/install.sh --check [--root DIR]   (only ask the running hearth, as below)
 #
-# ARCHIVE is a release archive's URL (http:// or https://) or path, for example
+# ARCHIVE is a release archive's URL (http:// or https://), a file:// URL or a path, for example
 # https://github.com/hearth-thermostat/hearth/releases/latest/download/hearth-aarch64.tar.gz:
 # its checksum, ARCHIVE.sha256 beside it, is fetched the same way and must match before
 # anything is unpacked or installed; then the binary, unit and example settings are the archive's.
@@ -149,56 +149,23 @@ if [ "$check_only" = yes ]; then
 fi
 
 if [ -n "$archive" ]; then
+  # Downloads the URL $1 to the file $2 for fetch_checked: bounded in time and size.
+  download() {
+    command -v curl >/dev/null 2>&1 ||
+      { echo "install.sh: curl is needed to download $1 (or download it yourself and give its path)" >&2; return 1; }
+    # --max-filesize holds only when the server sends a length; head holds otherwise.
+    curl -fsSL --proto '=http,https' --proto-redir '=https' --max-redirs 5 \
+      --connect-timeout 20 --max-time 600 --max-filesize 104857600 "$1" |
+      head -c 104857601 >"$2" || return 1
+    [ "$(wc -c <"$2")" -le 104857600 ] ||
+      { echo "install.sh: $1 is larger than 100 MiB" >&2; return 1; }
+  }
+  # shellcheck source=scripts/install-lib.sh
+  . "$here/scripts/install-lib.sh"
   work=$(mktemp -d)
   trap 'rm -rf "$work"' EXIT
-  # Copies the archive or its checksum ($1) to $2: a download bounded in time and size, or a file.
-  fetch() {
-    case "$1" in
-      http://* | https://*)
-        command -v curl >/dev/null 2>&1 ||
-          { echo "install.sh: curl is needed to download $1 (or download it yourself and give its path)" >&2; return 1; }
-        # --max-filesize holds only when the server sends a length; head holds otherwise.
-        curl -fsSL --proto '=http,https' --proto-redir '=https' --max-redirs 5 \
-          --connect-timeout 20 --max-time 600 --max-filesize 104857600 "$1" |
-          head -c 104857601 >"$2" || return 1
-        [ "$(wc -c <"$2")" -le 104857600 ] ||
-          { echo "install.sh: $1 is larger than 100 MiB" >&2; return 1; } ;;
-      *) [ -f "$1" ] && cp "$1" "$2" ;;
-    esac
-  }
-  name=${archive##*/}
-  name=${name%%\?*}
-  case "$name" in
-    *.tar.gz) ;;
-    *) echo "install.sh: $archive is not a release archive (hearth-...tar.gz)" >&2; exit 2 ;;
-  esac
-  fetch "$archive" "$work/$name" ||
-    { echo "install.sh: could not read $archive; nothing was installed" >&2; exit 1; }
-  # The checksum's address: the archive's, with .sha256 before any query string.
-  base=${archive%%\?*}
-  fetch "$base.sha256${archive#"$base"}" "$work/$name.sha256" ||
-    { echo "install.sh: could not read its checksum, $archive.sha256; nothing was installed" >&2; exit 1; }
-  expected=$(awk 'NR == 1 { print tolower($1) }' "$work/$name.sha256")
-  case "$expected" in
-    *[!0-9a-f]* | "") expected=bad ;;
-  esac
-  if [ "${#expected}" != 64 ]; then
-    echo "install.sh: $archive.sha256 holds no SHA-256 checksum; nothing was installed" >&2
-    exit 1
-  fi
-  actual=$(sha256sum "$work/$name" | cut -d' ' -f1)
-  if [ "$actual" != "$expected" ]; then
-    echo "install.sh: $archive does not match its checksum (expected $expected, got $actual); nothing was installed" >&2
-    exit 1
-  fi
-  echo "checked    $name (sha256 $actual)"
-  mkdir "$work/unpacked"
-  tar -xzf "$work/$name" -C "$work/unpacked" --no-same-owner
-  here=$(find "$work/unpacked" -mindepth 1 -maxdepth 1 -type d)
-  if [ "$(printf '%s\n' "$here" | wc -l)" != 1 ] || [ ! -f "$here/hearth" ]; then
-    echo "install.sh: $archive does not hold one hearth-VERSION-ARCH/ folder with the binary; nothing was installed" >&2
-    exit 1
-  fi
+  fetch_checked "$archive" "$work/archive.tar.gz" || exit
+  here=$(unpack_release "$work/archive.tar.gz" "$work/unpacked" "$archive") || exit
   # The binary's own checksum, made when it was built.
   if ! (cd "$here" && sha256sum --quiet -c hearth.sha256); then
     echo "install.sh: the binary in $archive does not match its hearth.sha256; nothing was installed" >&2

@@ -31,6 +31,10 @@ if [ -n "$root" ] && [ ! -d "$root" ]; then
   exit 1
 fi
 
+# remove and remove_settings, shared with the OpenWrt uninstaller.
+# shellcheck source=scripts/install-lib.sh
+. "$here/scripts/install-lib.sh"
+
 bin_dst=$root/usr/local/bin/hearth
 unit_dst=$root/etc/systemd/system/hearth.service
 default_dst=$root/etc/default/hearth
@@ -42,23 +46,9 @@ if [ "$systemd_live" = yes ] && systemctl cat hearth.service >/dev/null 2>&1; th
   echo "stopped and disabled hearth"
 fi
 
-remove() {
-  if [ -e "$1" ] || [ -L "$1" ]; then
-    rm -f "$1"
-    echo "removed    $1"
-  else
-    echo "absent     $1"
-  fi
-}
 remove "$unit_dst"
 remove "$bin_dst"
-if [ ! -e "$default_dst" ]; then
-  echo "absent     $default_dst"
-elif [ -f "$here/systemd/hearth.default" ] && cmp -s "$here/systemd/hearth.default" "$default_dst"; then
-  remove "$default_dst"
-else
-  echo "kept       $default_dst (it holds your settings)"
-fi
+remove_settings "$default_dst" "$here/systemd/hearth.default"
 
 if [ "$systemd_live" = yes ]; then
   systemctl daemon-reload

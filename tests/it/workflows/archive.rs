@@ -101,6 +101,7 @@ fn two_archives_of_one_binary_are_the_same_bytes() {
         "hearth-0.1.0-x86_64/docs/openwrt.md",
         "hearth-0.1.0-x86_64/scripts/install.sh",
         "hearth-0.1.0-x86_64/scripts/uninstall.sh",
+        "hearth-0.1.0-x86_64/scripts/install-lib.sh",
         "hearth-0.1.0-x86_64/systemd/hearth.service",
         "hearth-0.1.0-x86_64/systemd/hearth.default",
         "hearth-0.1.0-x86_64/openwrt/hearth.init",

@@ -1,9 +1,10 @@
-//! `scripts/install.sh ARCHIVE`: a release archive, by path or by URL, is checked against the
-//! `.sha256` beside it before anything is unpacked, then installed (here into a temporary root,
-//! without root or systemd); an upgrade replaces the binary and keeps the settings and the data;
-//! a bad archive is refused with a clear message and changes nothing. With `--root` the script
-//! does not run the binary, so the archives hold a small stand-in (the real, 90 MB debug build
-//! would make each archive take seconds); `cross/smoke.sh` installs a real archive.
+//! `scripts/install.sh ARCHIVE`: a release archive, by path or by URL (file:// or http://), is
+//! checked against the `.sha256` beside it before anything is unpacked, then installed (here into
+//! a temporary root, without root or systemd); an upgrade replaces the binary and keeps the
+//! settings and the data; a bad archive is refused with a clear message and changes nothing. With
+//! `--root` the script does not run the binary, so the archives hold a small stand-in (the real,
+//! 90 MB debug build would make each archive take seconds); `cross/smoke.sh` installs a real
+//! archive.
 
 use super::{repo, text};
 use crate::common;
@@ -35,6 +36,7 @@ fn archive(dir: &Path, file_name: &str, version: &str, binary: &[u8]) -> PathBuf
     for (from, to) in [
         ("scripts/install.sh", "scripts/install.sh"),
         ("scripts/uninstall.sh", "scripts/uninstall.sh"),
+        ("scripts/install-lib.sh", "scripts/install-lib.sh"),
         ("systemd/hearth.service", "systemd/hearth.service"),
         ("systemd/hearth.default", "systemd/hearth.default"),
         ("README.md", "README.md"),
@@ -116,8 +118,15 @@ fn an_archive_by_path_is_checked_installed_and_upgraded_in_place_keeping_the_dat
     std::fs::write(data.join("snapshot.json"), "{\"kept\":true}").unwrap();
     let newer = b"#!/bin/sh\necho hearth 0.2.0\n";
     let second = archive(dir.path(), "hearth-x86_64.tar.gz", "0.2.0", newer);
-    let out = install(&root, &[second.to_str().unwrap()]);
+    // By its file:// URL, as the OpenWrt installer takes it too (scripts/install-lib.sh).
+    let url = format!("file://{}", second.display());
+    let out = install(&root, &[&url]);
     assert!(out.status.success(), "{}", text(&out));
+    assert!(
+        text(&out).contains("checked    hearth-x86_64.tar.gz (sha256 "),
+        "{}",
+        text(&out)
+    );
     assert_eq!(std::fs::read(&bin).unwrap(), newer);
     assert!(text(&out).contains("kept       "), "{}", text(&out));
     assert_eq!(

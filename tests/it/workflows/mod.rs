@@ -96,6 +96,7 @@ fn actionlint_passes_both_workflows() {
             .args([
                 "scripts/install.sh",
                 "scripts/uninstall.sh",
+                "scripts/install-lib.sh",
                 "openwrt/install.sh",
                 "openwrt/uninstall.sh",
                 "openwrt/hearth.init",
