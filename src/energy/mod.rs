@@ -192,6 +192,17 @@ impl Accrual {
         self.write(live, true);
     }
 
+    /// The last write of a stop: as [`Accrual::flush`], with the zones the meters have (asked
+    /// again at most a minute ago, and asked again at the next start). Asking each
+    /// thermostat's zone builds its reading: with 10,000 held thermostats that was most of the
+    /// stop's energy write.
+    pub fn flush_at_stop(&mut self, live: &Live, now: i64) {
+        for meter in self.meters.values_mut() {
+            meter.advance(now, self.horizon);
+        }
+        self.write(live, true);
+    }
+
     /// After a minute's write: some finished days moved to their days files (never at
     /// shutdown: the journal holds them).
     pub fn tidy(&self, live: &Live) {

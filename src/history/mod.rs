@@ -303,10 +303,7 @@ impl Run {
             }
         }
         // A clean stop keeps the energy history to the moment.
-        let app = &self.app;
-        self.energy.flush(app.energy(), clock.now_ms(), |serial| {
-            time_zone(app.as_ref(), serial)
-        });
+        self.energy.flush_at_stop(self.app.energy(), clock.now_ms());
     }
 
     fn on_change(&mut self, event: &ChangeEvent) {
