@@ -45,6 +45,9 @@ pub const NEW_THERMOSTATS_WINDOW: Duration = Duration::from_secs(24 * 60 * 60);
 /// A live event stream with nothing to send gets a comment line this often, so proxies keep it.
 pub const EVENT_KEEP_ALIVE: Duration = Duration::from_secs(15);
 
+/// Where the tz database lives on most systems ([`Config::zoneinfo`]'s default).
+pub const ZONEINFO: &str = "/usr/share/zoneinfo";
+
 /// Everything the server needs to start. `Config::default()` holds the production defaults;
 /// tests use [`Config::local`].
 #[derive(Clone, Debug)]
@@ -160,6 +163,9 @@ pub struct Config {
     pub box_names: Option<BoxNames>,
     /// Not a setting: where the server reads the time (tests drive a manual clock).
     pub clock: crate::util::clock::Clock,
+    /// Not a setting: the system's tz database, read for the energy history's local days
+    /// before hearth's own table of zones (tests point it at a directory of their own).
+    pub zoneinfo: PathBuf,
 }
 
 /// How to reach Home Assistant's Supervisor (see [`crate::supervisor`]).
@@ -307,6 +313,7 @@ impl Default for Config {
             allowed_origins: Vec::new(),
             box_names: None,
             clock: crate::util::clock::Clock::system(),
+            zoneinfo: PathBuf::from(ZONEINFO),
         }
     }
 }

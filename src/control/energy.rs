@@ -17,11 +17,18 @@ pub fn energy(app: &App, req: &Request) -> Result<Response, ControlError> {
         .map_err(ControlError::Invalid)?;
     let serial = input::shown(app, serial)?;
     let time_zone = app.reading(&serial).and_then(|r| r.time_zone.clone());
-    let report =
-        Report::read(app.energy(), &serial, time_zone.as_deref(), period).map_err(|e| {
-            log::warn!("could not read the energy history of {serial}: {e}");
-            ControlError::EnergyUnreadable
-        })?;
+    let zoneinfo = &app.config().zoneinfo;
+    let report = Report::read(
+        app.energy(),
+        &serial,
+        time_zone.as_deref(),
+        zoneinfo,
+        period,
+    )
+    .map_err(|e| {
+        log::warn!("could not read the energy history of {serial}: {e}");
+        ControlError::EnergyUnreadable
+    })?;
     if csv {
         Ok(Response {
             status: 200,

@@ -156,16 +156,19 @@ fn round2(x: f64) -> f64 {
     (x * 100.0).round() / 100.0
 }
 
-/// Days since 1970-01-01 → `YYYY-MM-DD`.
+/// Days since 1970-01-01 → `YYYY-MM-DD` (empty past the year 9999).
 pub fn date_text(date: i64) -> String {
-    let julian = i32::try_from(date)
-        .ok()
-        .and_then(|days| UNIX_JULIAN_DAY.checked_add(days));
-    match julian.map(time::Date::from_julian_day) {
-        Some(Ok(d)) => format!("{:04}-{:02}-{:02}", d.year(), u8::from(d.month()), d.day()),
-        _ => String::new(),
+    let day = date
+        .checked_mul(DAY_S)
+        .and_then(|s| EPOCH.checked_add(jiff::SignedDuration::from_secs(s)).ok());
+    match day {
+        Some(d) => format!("{:04}-{:02}-{:02}", d.year(), d.month(), d.day()),
+        None => String::new(),
     }
 }
+
+/// Day 0 of the dates above.
+const EPOCH: jiff::civil::Date = jiff::civil::Date::constant(1970, 1, 1);
 
 /// `YYYY-MM-DD` (a real calendar date) → days since 1970-01-01.
 pub fn parse_date(text: &str) -> Option<i64> {
@@ -179,15 +182,12 @@ pub fn parse_date(text: &str) -> Option<i64> {
     if b.len() != 10 || b[4] != b'-' || b[7] != b'-' {
         return None;
     }
-    let year: i32 = digits(0..4)?.parse().ok()?;
-    let month: u8 = digits(5..7)?.parse().ok()?;
-    let day: u8 = digits(8..10)?.parse().ok()?;
-    let month = time::Month::try_from(month).ok()?;
-    let date = time::Date::from_calendar_date(year, month, day).ok()?;
-    Some(i64::from(date.to_julian_day() - UNIX_JULIAN_DAY))
+    let year = digits(0..4)?.parse().ok()?;
+    let month = digits(5..7)?.parse().ok()?;
+    let day = digits(8..10)?.parse().ok()?;
+    let date = jiff::civil::Date::new(year, month, day).ok()?;
+    Some(date.duration_since(EPOCH).as_secs().div_euclid(DAY_S))
 }
-
-const UNIX_JULIAN_DAY: i32 = 2_440_588;
 
 #[cfg(test)]
 mod tests {
@@ -198,6 +198,12 @@ mod tests {
         assert_eq!(parse_date("1970-01-01"), Some(0));
         assert_eq!(parse_date("2024-02-29"), Some(19_782));
         assert_eq!(date_text(19_782), "2024-02-29");
+        assert_eq!(date_text(-1), "1969-12-31");
+        assert_eq!(
+            parse_date("9999-12-31").map(date_text).as_deref(),
+            Some("9999-12-31")
+        );
+        assert_eq!(date_text(i64::MAX), "");
         for bad in [
             "2023-02-29",
             "2024-13-01",

@@ -11,6 +11,7 @@ use parking_lot::{Mutex, RwLock};
 
 use super::day::Day;
 use super::store::Store;
+use super::zone::Named;
 
 /// Cumulative runtime of one thermostat by mode, in whole seconds: every day the energy
 /// history ever counted, pruned days included (their sum is kept in the days file: see
@@ -50,7 +51,7 @@ impl Totals {
 #[derive(Clone, Debug)]
 struct Entry {
     /// The live day and the zone it is kept in (`None`: not observed since the start).
-    today: Option<(String, Day)>,
+    today: Option<(Named, Day)>,
     /// Days the live day has left behind that are not written yet (usually none: they are
     /// written at the next minute's write at the latest).
     finished: Vec<Day>,
@@ -98,19 +99,19 @@ impl Live {
         &self.store
     }
 
-    /// The live day of `serial` and the name of the zone it is kept in.
-    pub fn get(&self, serial: &str) -> Option<(String, Day)> {
+    /// The live day of `serial` and the zone it is kept in.
+    pub fn get(&self, serial: &str) -> Option<(Named, Day)> {
         self.entries.read().get(serial)?.today.clone()
     }
 
     /// Every day of `serial` by date: the stored ones, those finished and not yet written, and
-    /// the live one; and the name of the zone the live day is kept in (`None`: not observed
-    /// since the start).
+    /// the live one; and the zone the live day is kept in (`None`: not observed since the
+    /// start).
     ///
     /// What the recorder has told is read before the store: a day it finishes is shown among
     /// the unwritten ones until its write, so it is in one or the other; and a live day the
     /// store has since seen finished (it holds a later date) is not shown over the stored row.
-    pub fn days(&self, serial: &str) -> io::Result<(Option<String>, BTreeMap<i64, Day>)> {
+    pub fn days(&self, serial: &str) -> io::Result<(Option<Named>, BTreeMap<i64, Day>)> {
         let told = self
             .entries
             .read()
@@ -169,7 +170,7 @@ impl Live {
     pub(super) fn set(
         &self,
         serial: &str,
-        zone: &str,
+        zone: &Named,
         (day, finished): (&Day, &[Day]),
         written: &Day,
         total: Totals,
@@ -183,11 +184,11 @@ impl Live {
                     match &mut e.today {
                         Some((z, d)) => {
                             if z != zone {
-                                *z = zone.to_string();
+                                z.clone_from(zone);
                             }
                             d.clone_from(day);
                         }
-                        None => e.today = Some((zone.to_string(), day.clone())),
+                        None => e.today = Some((zone.clone(), day.clone())),
                     }
                     if e.finished != finished {
                         e.finished = finished.to_vec();
@@ -202,7 +203,7 @@ impl Live {
                     entries.insert(
                         serial.to_string(),
                         Box::new(Entry {
-                            today: Some((zone.to_string(), day.clone())),
+                            today: Some((zone.clone(), day.clone())),
                             finished: finished.to_vec(),
                             written: Some(written.clone()),
                             total,
@@ -226,6 +227,10 @@ impl Live {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn utc() -> Named {
+        crate::energy::zone::Zone::utc().named
+    }
 
     fn day(date: i64, heat_s: i64, fan_ms: i64) -> Day {
         Day {
@@ -261,7 +266,7 @@ mod tests {
         };
         live.set(
             S,
-            "UTC",
+            &utc(),
             (&day(3, 9, 1_999), &[]),
             &day(3, 7, 1_999),
             stored,
@@ -270,7 +275,7 @@ mod tests {
         assert_eq!((t.heat_s, t.fan_s), (22, 1));
         assert_eq!(
             live.get(S).map(|(zone, d)| (zone, d.date, d.heat_ms)),
-            Some(("UTC".into(), 3, 9_000))
+            Some((utc(), 3, 9_000))
         );
         assert_eq!(live.written_today(S).map(|d| d.heat_ms), Some(7_000));
     }
@@ -294,7 +299,7 @@ mod tests {
         live.store().write(&[(S, &day(1, 0, 0))]).unwrap();
         live.set(
             S,
-            "UTC",
+            &utc(),
             (&day(1, 0, 0), &[]),
             &day(1, 0, 0),
             Totals::default(),
@@ -303,7 +308,7 @@ mod tests {
         // Past midnight: day 1 ended with 1,800 s, day 2 live; not written yet.
         let ended = [day(1, 1800, 0)];
         let t = Totals::default();
-        live.set(S, "UTC", (&day(2, 1800, 0), &ended), &day(1, 0, 0), t);
+        live.set(S, &utc(), (&day(2, 1800, 0), &ended), &day(1, 0, 0), t);
         assert_eq!(shown(&live), [(1, 1800), (2, 1800)]);
         // Written: the store has both, and the recorder's word follows.
         live.store()
@@ -313,7 +318,7 @@ mod tests {
         // A reader that saw the recorder's word before the day ended, the store after the
         // write: the stored rows.
         let stale = Live::new(dir.clone());
-        stale.set(S, "UTC", (&day(1, 0, 0), &[]), &day(1, 0, 0), t);
+        stale.set(S, &utc(), (&day(1, 0, 0), &[]), &day(1, 0, 0), t);
         assert_eq!(shown(&stale), [(1, 1800), (2, 1800)]);
         let _ = std::fs::remove_dir_all(&dir);
     }

@@ -88,9 +88,8 @@ impl<'a> Observed<'a> {
 /// One thermostat's accrual.
 #[derive(Debug)]
 pub struct Meter {
+    /// The zone its days are counted in, and the structure's zone it was resolved from.
     pub zone: Zone,
-    /// The zone name it was asked for (`zone` is UTC when that one could not be read).
-    pub asked: Option<String>,
     pub day: Day,
     /// The runtime of every day before `day` (stored, pruned or finished since).
     pub before: Totals,
@@ -147,7 +146,6 @@ impl Meter {
         };
         Meter {
             before,
-            asked: Some(zone.name.clone()),
             zone,
             written,
             disk,

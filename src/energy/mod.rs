@@ -30,7 +30,7 @@ use crate::hub::ChangeEvent;
 use crate::thermostat::Reading;
 pub use live::{Live, Totals};
 pub use meter::{Flags, Meter, Observed};
-use zone::Zone;
+use zone::{Source, Zone};
 
 /// The directory under `DATA_DIR`.
 pub const DIR: &str = "energy";
@@ -141,10 +141,8 @@ impl Accrual {
                         return;
                     }
                 };
-                let asked = seen.time_zone.map(str::to_string);
-                let zone = Zone::resolve(asked.as_deref(), &self.zoneinfo);
-                let mut meter = Meter::start(zone, stored, flags, now);
-                meter.asked = asked;
+                let zone = resolve(&self.zoneinfo, serial, seen.time_zone);
+                let meter = Meter::start(zone, stored, flags, now);
                 self.meters
                     .entry(serial.to_string())
                     .or_insert(Box::new(meter))
@@ -182,10 +180,9 @@ impl Accrual {
     pub fn flush(&mut self, live: &Live, now: i64, time_zone: impl Fn(&str) -> Option<String>) {
         for (serial, meter) in &mut self.meters {
             meter.advance(now, self.horizon);
-            let wanted = time_zone(serial);
-            if wanted != meter.asked {
-                meter.zone = Zone::resolve(wanted.as_deref(), &self.zoneinfo);
-                meter.asked = wanted;
+            let wanted = time_zone(serial).filter(|z| !z.is_empty());
+            if wanted != meter.zone.named.structure {
+                meter.zone = resolve(&self.zoneinfo, serial, wanted.as_deref());
                 meter.advance(now, self.horizon);
             }
         }
@@ -239,12 +236,25 @@ impl Accrual {
     }
 }
 
+/// The zone `serial`'s days are counted in from now on (see [`Zone::resolve`]); a structure's
+/// zone that cannot be resolved is logged, as its days are counted in UTC.
+fn resolve(zoneinfo: &Path, serial: &str, time_zone: Option<&str>) -> Zone {
+    let zone = Zone::resolve(time_zone, zoneinfo);
+    if let (Source::Fallback, Some(asked)) = (zone.named.source, &zone.named.structure) {
+        log::warn!(
+            "{serial}: the time zone \"{}\" is unknown here: its energy days are counted in UTC",
+            crate::util::logged(asked)
+        );
+    }
+    zone
+}
+
 /// Tells the surfaces what `meter` has now: its live day (and the days it finished that are
 /// not written yet), and its row and totals as stored.
 fn show(live: &Live, serial: &str, meter: &Meter) {
     live.set(
         serial,
-        &meter.zone.name,
+        &meter.zone.named,
         (&meter.day, &meter.finished),
         &meter.stored_today(),
         meter.stored_totals(),
@@ -279,7 +289,7 @@ mod tests {
         accrual.observe(&live, &reading(Some(5.0)), t0 + 2, true, false);
         accrual.observe(&live, &reading(None), t0 + 3, true, false);
         let (zone, day) = live.get("S").expect("a live day");
-        assert_eq!(zone, "UTC");
+        assert_eq!(zone, Zone::utc().named);
         assert_eq!(day.to_json()["outdoor_avg_c"], serde_json::json!(4.5));
         assert_eq!(day.to_json()["indoor_avg_c"], serde_json::json!(20.0));
     }

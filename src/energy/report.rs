@@ -3,12 +3,13 @@
 //! request and words its own errors; the period's rules and the rows are the same for all.
 
 use std::io;
+use std::path::Path;
 
-use serde_json::{Value, json};
+use serde_json::{Map, Value, json};
 
 use super::Live;
 use super::day::{self, COLUMNS, Day};
-use super::zone::{ZONEINFO, Zone};
+use super::zone::{Named, Zone};
 
 /// The days asked for, inclusive; `None` is open.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
@@ -44,28 +45,30 @@ impl Period {
     }
 }
 
-/// A thermostat's energy history in a period: the zone's name and the days, ascending.
+/// A thermostat's energy history in a period: the zone its days are counted in and the days,
+/// ascending.
 pub struct Report {
     pub serial: String,
-    pub time_zone: String,
+    pub zone: Named,
     pub days: Vec<Day>,
 }
 
 impl Report {
     /// Reads `serial`'s days, stored and live ([`Live::days`]); `time_zone` is the
-    /// structure's zone, used when no live day says which zone the days are kept in.
+    /// structure's zone, resolved in the tz database `zoneinfo` when no live day says which
+    /// zone the days are kept in.
     pub fn read(
         live: &Live,
         serial: &str,
         time_zone: Option<&str>,
+        zoneinfo: &Path,
         period: Period,
     ) -> io::Result<Report> {
         let (zone, days) = live.days(serial)?;
-        let zone =
-            zone.unwrap_or_else(|| Zone::resolve(time_zone, std::path::Path::new(ZONEINFO)).name);
+        let zone = zone.unwrap_or_else(|| Zone::resolve(time_zone, zoneinfo).named);
         Ok(Report {
             serial: serial.to_string(),
-            time_zone: zone,
+            zone,
             days: days
                 .into_values()
                 .filter(|d| period.holds(d.date))
@@ -73,13 +76,14 @@ impl Report {
         })
     }
 
-    /// `{"serial","time_zone","days"}`: the control port's answer.
+    /// `{"serial","time_zone","time_zone_source","structure_time_zone","days"}`: the control
+    /// port's answer.
     pub fn to_json(&self) -> Value {
-        json!({
-            "serial": self.serial,
-            "time_zone": self.time_zone,
-            "days": self.days_json(),
-        })
+        let mut out = Map::new();
+        out.insert("serial".into(), json!(self.serial));
+        self.zone.put(&mut out);
+        out.insert("days".into(), Value::Array(self.days_json()));
+        Value::Object(out)
     }
 
     /// The days, each as a JSON row (docs/energy.md).
@@ -161,7 +165,7 @@ mod tests {
         day.heat_ms = 60_000;
         let r = Report {
             serial: "S".into(),
-            time_zone: "UTC".into(),
+            zone: Zone::utc().named,
             days: vec![day],
         };
         assert_eq!(

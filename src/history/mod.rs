@@ -195,7 +195,7 @@ impl Recorder {
             known: HashMap::new(),
             settled: Arc::clone(&settled),
             energy: energy::Accrual::new(
-                energy::zone::ZONEINFO.into(),
+                app.config().zoneinfo.clone(),
                 energy::horizon_ms(interval_ms),
                 app.config().energy_keep_days,
             ),

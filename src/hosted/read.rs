@@ -172,7 +172,8 @@ pub fn schedule(app: &App, target: &Target) -> Result<Response, HostedError> {
 
 /// `GET /thermostat/{id}/energy[?from=YYYY-MM-DD][&to=YYYY-MM-DD][&format=csv]`: the rows of
 /// the control port's `GET /api/energy` (docs/energy.md), with this API's errors, in this API's
-/// shape: `{"device":{"id","serial","name"},"time_zone","days":[...]}` (CSV as there).
+/// shape: `{"device":{"id","serial","name"},"time_zone","time_zone_source",
+/// "structure_time_zone","days":[...]}` (CSV as there).
 pub fn energy(app: &App, target: &Target, req: &Request) -> Result<Response, HostedError> {
     let serial = &target.serial;
     let param = |name: &str| {
@@ -184,10 +185,12 @@ pub fn energy(app: &App, target: &Target, req: &Request) -> Result<Response, Hos
     let csv =
         report::wants_csv(format.as_deref(), req.header("accept")).map_err(HostedError::Invalid)?;
     let time_zone = app.reading(serial).and_then(|r| r.time_zone.clone());
-    let report = Report::read(app.energy(), serial, time_zone.as_deref(), period).map_err(|e| {
-        log::warn!("could not read the energy history of {serial}: {e}");
-        HostedError::EnergyUnreadable
-    })?;
+    let zoneinfo = &app.config().zoneinfo;
+    let report = Report::read(app.energy(), serial, time_zone.as_deref(), zoneinfo, period)
+        .map_err(|e| {
+            log::warn!("could not read the energy history of {serial}: {e}");
+            HostedError::EnergyUnreadable
+        })?;
     Ok(if csv {
         Response {
             status: 200,
@@ -196,12 +199,11 @@ pub fn energy(app: &App, target: &Target, req: &Request) -> Result<Response, Hos
         }
     } else {
         let view = thermostat::view(app.state(), serial).ok_or(HostedError::DeviceNotFound)?;
-        let body = json!({
-            "device": summary(&view),
-            "time_zone": report.time_zone,
-            "days": report.days_json(),
-        });
-        Response::json(200, &body)
+        let mut body = serde_json::Map::new();
+        body.insert("device".into(), json!(summary(&view)));
+        report.zone.put(&mut body);
+        body.insert("days".into(), Value::Array(report.days_json()));
+        Response::json(200, &Value::Object(body))
     })
 }
 

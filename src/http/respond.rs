@@ -97,18 +97,38 @@ fn with_date(f: impl FnOnce(&str)) {
     thread_local! {
         static DATE: RefCell<(i64, String)> = const { RefCell::new((i64::MIN, String::new())) };
     }
-    let now = time::OffsetDateTime::now_utc();
+    let now = crate::util::clock::now_ms().div_euclid(1000);
     DATE.with(|cell| {
         let mut cell = cell.borrow_mut();
-        if cell.0 != now.unix_timestamp() {
-            let format = time::macros::format_description!(
-                "[weekday repr:short], [day] [month repr:short] [year] [hour]:[minute]:[second] GMT"
-            );
-            cell.1 = now.format(&format).unwrap_or_default();
-            cell.0 = now.unix_timestamp();
+        if cell.0 != now {
+            cell.1 = imf_fixdate(now);
+            cell.0 = now;
         }
         f(&cell.1);
     });
+}
+
+/// `Sun, 06 Nov 1994 08:49:37 GMT` for Unix time `t` (RFC 9110's preferred date).
+fn imf_fixdate(t: i64) -> String {
+    const DAYS: [&str; 7] = ["Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun"];
+    const MONTHS: [&str; 12] = [
+        "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
+    ];
+    let Some(d) = t.checked_mul(1000).and_then(crate::util::clock::utc) else {
+        return String::new();
+    };
+    let weekday = usize::from(d.weekday().to_monday_zero_offset().unsigned_abs());
+    let month = usize::from(d.month().unsigned_abs()).saturating_sub(1);
+    format!(
+        "{}, {:02} {} {:04} {:02}:{:02}:{:02} GMT",
+        DAYS[weekday % 7],
+        d.day(),
+        MONTHS[month % 12],
+        d.year(),
+        d.hour(),
+        d.minute(),
+        d.second()
+    )
 }
 
 /// The reason phrase of a status hearth sends.
@@ -168,6 +188,13 @@ mod tests {
             head_only,
             persist,
         }
+    }
+
+    #[test]
+    fn the_date_is_rfc_9110s() {
+        assert_eq!(imf_fixdate(784_111_777), "Sun, 06 Nov 1994 08:49:37 GMT");
+        assert_eq!(imf_fixdate(0), "Thu, 01 Jan 1970 00:00:00 GMT");
+        assert_eq!(imf_fixdate(1_772_323_199), "Sat, 28 Feb 2026 23:59:59 GMT");
     }
 
     #[test]

@@ -306,20 +306,26 @@ impl Stopwatch {
 
 /// `YYYY-MM-DDTHH:MM:SS.mmmZ` for a millisecond timestamp (UTC).
 pub fn iso8601_ms(ms: i64) -> String {
-    let nanos = i128::from(ms) * 1_000_000;
-    match time::OffsetDateTime::from_unix_timestamp_nanos(nanos) {
-        Ok(t) => format!(
-            "{:04}-{:02}-{:02}T{:02}:{:02}:{:02}.{:03}Z",
-            t.year(),
-            u8::from(t.month()),
-            t.day(),
-            t.hour(),
-            t.minute(),
-            t.second(),
-            t.millisecond()
-        ),
-        Err(_) => String::from("1970-01-01T00:00:00.000Z"),
-    }
+    let Some(t) = utc(ms) else {
+        return String::from("1970-01-01T00:00:00.000Z");
+    };
+    format!(
+        "{:04}-{:02}-{:02}T{:02}:{:02}:{:02}.{:03}Z",
+        t.year(),
+        t.month(),
+        t.day(),
+        t.hour(),
+        t.minute(),
+        t.second(),
+        t.millisecond()
+    )
+}
+
+/// The UTC date and time of a millisecond timestamp (`None` past the year 9999), for hearth's
+/// own formats: jiff's printers (its `Display`, RFC 2822's) cost some 90 kB of an ARM binary.
+pub fn utc(ms: i64) -> Option<jiff::civil::DateTime> {
+    let t = jiff::Timestamp::from_millisecond(ms).ok()?;
+    Some(jiff::tz::Offset::UTC.to_datetime(t))
 }
 
 /// `YYYYmmddTHHMMSSZ` (UTC), for file names.

@@ -82,8 +82,10 @@ fn runtime_is_split_at_midnight_kept_on_disk_and_not_invented_over_a_restart() {
     wait_until("the run split at midnight", || heat_days(&s) == split);
     let (_, body) = energy(&s, &format!("serial={SERIAL}"));
     assert_eq!(body["serial"], json!(SERIAL));
-    // The simulated thermostat's structure has no time zone.
+    // The simulated thermostat's structure has no time zone: UTC, said to be a fallback.
     assert_eq!(body["time_zone"], json!("UTC"));
+    assert_eq!(body["time_zone_source"], json!("fallback"));
+    assert_eq!(body["structure_time_zone"], Value::Null);
     let keys: Vec<&str> = body["days"][0]
         .as_object()
         .unwrap()
@@ -338,13 +340,13 @@ fn the_hosted_route_gives_the_same_rows_under_its_access_rules() {
     );
     let body = r.json();
     let keys: Vec<&String> = body.as_object().unwrap().keys().collect();
-    assert_eq!(keys, ["device", "time_zone", "days"]);
+    let zone = ["time_zone", "time_zone_source", "structure_time_zone"];
+    assert_eq!(keys, ["device", zone[0], zone[1], zone[2], "days"]);
     assert_eq!(body["device"], status.json()["device"]);
     assert_eq!(body["device"]["serial"], json!(SERIAL));
-    assert_eq!(
-        (&body["time_zone"], &body["days"]),
-        (&control["time_zone"], &control["days"])
-    );
+    for field in zone.into_iter().chain(["days"]) {
+        assert_eq!(body[field], control[field], "{field}");
+    }
     let r = api(&s, "GET", &path(SERIAL, "?format=csv"), &read, Value::Null);
     assert_eq!(r.header("content-type"), Some("text/csv; charset=utf-8"));
     assert!(r.text().starts_with("date,heat_s,"), "{}", r.text());
@@ -388,38 +390,113 @@ fn the_hosted_route_gives_the_same_rows_under_its_access_rules() {
     assert_eq!(error(r), (405, json!({"error": "Method not allowed"})));
 }
 
-#[test]
-fn days_are_the_structures_local_days_when_its_zone_can_be_read() {
-    // The zone comes from the system's tz database; a system without one counts UTC days
-    // (the unit tests of src/energy/zone.rs cover that fallback).
-    if !std::path::Path::new("/usr/share/zoneinfo/Europe/Berlin").exists() {
-        eprintln!("no /usr/share/zoneinfo/Europe/Berlin: skipped");
-        return;
+/// A server whose tz database is `zoneinfo` (a directory of the test's own: never the
+/// system's, so the tests read the same zones on every machine).
+fn server_with_zones(dir: TempDir, time: &ManualClock, zoneinfo: &std::path::Path) -> TestServer {
+    let mut config = Config::local(dir.path());
+    config.api_origin = hearth::config::ApiOrigin::parse("http://127.0.0.1").ok();
+    config.clock = time.clock();
+    config.history_interval = Duration::from_secs(3600);
+    config.zoneinfo = zoneinfo.to_path_buf();
+    TestServer {
+        server: Some(start_server(config)),
+        dir,
     }
-    // 22:30 UTC is 23:30 in Berlin (CET, +1 h) on 2026-03-10.
-    let time = ManualClock::at(LATE_EVENING_MS - 3_600_000);
-    let s = server_at(TempDir::new("energy-zone"), &time);
+}
+
+/// The zone fields of the energy answer.
+fn zone_of(s: &TestServer) -> Value {
+    let (_, body) = energy(s, &format!("serial={SERIAL}"));
+    json!([
+        body["time_zone"],
+        body["time_zone_source"],
+        body["structure_time_zone"]
+    ])
+}
+
+/// The structure's zone set to `zone` half an hour before its local midnight (`start_ms`), in a
+/// server whose tz database is `zoneinfo`; then an hour of heating from a minute later: 29
+/// minutes on the day `dates[0]`, 31 on `dates[1]`. Returns the server's zone fields.
+fn run_across_local_midnight(
+    zoneinfo: &std::path::Path,
+    zone: &str,
+    start_ms: i64,
+    dates: [&str; 2],
+) -> Value {
+    let time = ManualClock::at(start_ms);
+    let s = server_with_zones(TempDir::new("energy-zone"), &time, zoneinfo);
     let (mut sim, _events, _held) = booted_and_held(&s, SERIAL);
+    wait_until("the boot's row", || !heat_days(&s).is_empty());
+    // The simulated thermostat reports no zone: UTC, and said to be a fallback.
+    assert_eq!(zone_of(&s), json!(["UTC", "fallback", null]));
+    s.server_change(
+        SERIAL,
+        &format!("device.{SERIAL}"),
+        json!({"time_zone": zone}),
+    );
+    // Taken up at the next minute's write.
+    time.advance(Duration::from_secs(60));
+    wait_until("the zone taken up", || zone_of(&s)[0] == json!(zone));
+    heater(&s, &mut sim, true);
+    time.advance(Duration::from_secs(3600));
+    let split = vec![(dates[0].to_string(), 1740), (dates[1].to_string(), 1860)];
+    wait_until("the run split at the local midnight", || {
+        heat_days(&s) == split
+    });
+    zone_of(&s)
+}
+
+/// With no tz database at all (hearth's images, OpenWrt): the structure's zone from hearth's
+/// own table, daylight saving time included. 2026-07-10 21:30 UTC is 23:30 in Berlin (CEST).
+#[test]
+fn without_a_tz_database_days_are_the_structures_local_days() {
+    let empty = TempDir::new("zoneinfo-empty");
+    let zone = run_across_local_midnight(
+        empty.path(),
+        "Europe/Berlin",
+        1_783_719_000_000,
+        ["2026-07-10", "2026-07-11"],
+    );
+    assert_eq!(zone, json!(["Europe/Berlin", "built-in", "Europe/Berlin"]));
+}
+
+/// A zone file whose daylight saving time lies only in its POSIX footer (zic's "slim" output,
+/// tests/it/zones/slim.zi: one transition in 1970, then the rule UTC+1, UTC+2 in summer) is
+/// read footer and all: in January it is UTC+1, so 2026-01-15 22:30 UTC is 23:30 there. (A
+/// reader that kept the last transition's offset would put midnight at 22:00 UTC.)
+#[test]
+fn a_rule_only_in_the_zone_files_footer_splits_days_at_the_local_midnight() {
+    let zoneinfo = TempDir::new("zoneinfo-slim");
+    std::fs::create_dir(zoneinfo.path().join("Hearth")).unwrap();
+    let fixture =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/it/zones/Hearth/Slim");
+    std::fs::copy(fixture, zoneinfo.path().join("Hearth/Slim")).unwrap();
+    let zone = run_across_local_midnight(
+        zoneinfo.path(),
+        "Hearth/Slim",
+        1_768_516_200_000,
+        ["2026-01-15", "2026-01-16"],
+    );
+    assert_eq!(zone, json!(["Hearth/Slim", "system", "Hearth/Slim"]));
+}
+
+/// A zone neither the tz database nor the table knows: UTC days, and the answer says so and
+/// names the zone it could not find.
+#[test]
+fn an_unknown_zone_is_said_not_quietly_utc() {
+    let empty = TempDir::new("zoneinfo-empty");
+    let time = ManualClock::at(LATE_EVENING_MS);
+    let s = server_with_zones(TempDir::new("energy-unknown-zone"), &time, empty.path());
+    let (_sim, _events, _held) = booted_and_held(&s, SERIAL);
     wait_until("the boot's row", || !heat_days(&s).is_empty());
     s.server_change(
         SERIAL,
         &format!("device.{SERIAL}"),
-        json!({"time_zone": "Europe/Berlin"}),
+        json!({"time_zone": "Mars/Olympus_Mons"}),
     );
-    // Taken up at the next minute's write.
     time.advance(Duration::from_secs(60));
-    wait_until("the zone taken up", || {
-        energy(&s, &format!("serial={SERIAL}")).1["time_zone"] == json!("Europe/Berlin")
-    });
-    heater(&s, &mut sim, true);
-    // 22:31 to 23:31 UTC: 29 minutes before Berlin's midnight, 31 after.
-    time.advance(Duration::from_secs(3600));
-    let split = vec![
-        ("2026-03-10".to_string(), 1740),
-        ("2026-03-11".to_string(), 1860),
-    ];
-    wait_until("the run split at Berlin's midnight", || {
-        heat_days(&s) == split
+    wait_until("the zone looked for", || {
+        zone_of(&s) == json!(["UTC", "fallback", "Mars/Olympus_Mons"])
     });
 }
 

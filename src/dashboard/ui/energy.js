@@ -17,6 +17,8 @@ function buildEnergy(c) {
   e.group = el("div", { class: "group segmented", role: "group", id: id("energy-period") }, ...e.buttons);
   e.csv = el("button", { type: "button", id: id("energy-csv"), onclick: () => downloadEnergy(c) }, "Download CSV");
   e.week = el("p", { class: "energy-week", id: id("energy-week") });
+  // Said when the days are counted in UTC because the thermostat's zone is unset or unknown.
+  e.zoneNote = el("p", { class: "note", id: id("energy-zone") });
   e.svg = svg("svg", { class: "energy-chart", role: "img", "aria-labelledby": id("energy-summary") });
   e.summary = el("span", { class: "sr", id: id("energy-summary") });
   // In a box of its own: a table is never narrower than its cells, whatever its width says.
@@ -24,7 +26,7 @@ function buildEnergy(c) {
   e.legend = el("div", { class: "legend energy-legend" });
   e.status = el("p", { class: "note", role: "status", id: id("energy-status") });
   const body = el("div", { class: "energy-body" },
-    el("div", { class: "controls" }, e.group, e.csv), e.week,
+    el("div", { class: "controls" }, e.group, e.csv), e.week, e.zoneNote,
     el("figure", {}, e.svg, e.summary, e.legend), el("div", { class: "sr" }, e.table), e.status);
   const details = el("details", { class: "energy", id: id("energy") }, el("summary", {}, "Energy"), body);
   details.addEventListener("toggle", () => {
@@ -76,6 +78,10 @@ async function loadEnergy(c) {
   }
   e.days = r.body.days || [];
   e.zone = r.body.time_zone || null;
+  const asked = r.body.structure_time_zone;
+  setText(e.zoneNote, r.body.time_zone_source !== "fallback" ? ""
+    : asked ? `Days are counted in UTC: hearth does not know this thermostat's time zone, ${asked}.`
+    : "Days are counted in UTC: this thermostat reports no time zone.");
   setText(e.status, e.days.length ? "" : "No energy history yet: it starts with the thermostat's next report.");
   drawEnergy(c);
 }

@@ -216,14 +216,7 @@ impl TestServer {
 
     /// A server-side change through the library's one mutation path (pushed to the thermostat).
     pub fn server_change(&self, serial: &str, key: &str, fields: Value) {
-        let fields = fields.as_object().cloned().unwrap();
-        self.app()
-            .state()
-            .update_device(serial, Origin::Server, |txn| {
-                txn.merge(key, &fields, Stamp::Always);
-                Ok::<_, hearth::store::StoreError>(())
-            })
-            .unwrap();
+        server_change(self.server(), serial, key, fields);
     }
 
     /// Makes `user` the owner of `serial` (what a claim will do in the control-API issue).
@@ -296,6 +289,20 @@ pub fn basic(serial: &str, password: &str) -> String {
         "Basic {}",
         base64::engine::general_purpose::STANDARD.encode(raw)
     )
+}
+
+/// A server-side change to `server` through the library's one mutation path (pushed to the
+/// thermostat).
+pub fn server_change(server: &Server, serial: &str, key: &str, fields: Value) {
+    let fields = fields.as_object().cloned().unwrap();
+    server
+        .app()
+        .state()
+        .update_device(serial, Origin::Server, |txn| {
+            txn.merge(key, &fields, Stamp::Always);
+            Ok::<_, hearth::store::StoreError>(())
+        })
+        .unwrap();
 }
 
 pub fn get(addr: SocketAddr, target: &str) -> ClientResponse {

@@ -10,6 +10,7 @@ use super::browser::*;
 use super::{LOW_CONTRAST, SHOWN, UNLABELLED, unreachable_by_tab};
 use crate::common::*;
 use hearth::Config;
+use hearth::util::clock::ManualClock;
 
 /// Days `1..=20` before today (UTC days, as the server counts them for a thermostat with no
 /// time zone, and as the test's browser does): heating `k % 5 + 1` hours on day `k`, the fan a
@@ -57,6 +58,13 @@ fn the_energy_section_draws_weeks_months_and_a_year_and_gives_the_csv() {
     seed(dir.path());
     let mut config = Config::local(dir.path());
     config.api_origin = Some(hearth::config::ApiOrigin::parse("http://127.0.0.1").unwrap());
+    // Today's time, moved on by the test: a minute for the zone set below to be taken up.
+    let now_ms = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as i64;
+    let time = ManualClock::at(now_ms);
+    config.clock = time.clock();
     let server = start_server(config);
     let sim = TestThermostat::start(&format!("http://{}", server.device_addr()));
     let s = TEST_SERIAL;
@@ -73,12 +81,36 @@ fn the_energy_section_draws_weeks_months_and_a_year_and_gives_the_csv() {
         &format!("return !!document.querySelector('#card-{s} svg.chart')"),
     );
     b.click(&format!("#energy-{s} > summary"));
-    b.wait_for(
-        "the week's bars",
-        &format!(
-            "const s = document.querySelector('#energy-{s} svg.energy-chart'); return s && +s.dataset.bars >= 6"
-        ),
+    let bars_drawn = format!(
+        "const s = document.querySelector('#energy-{s} svg.energy-chart'); return s && +s.dataset.bars >= 6"
     );
+    b.wait_for("the week's bars", &bars_drawn);
+    // The simulated thermostat reports no time zone: the days are UTC days, and the page says so.
+    let zone_note = format!("return document.getElementById('energy-zone-{s}').textContent");
+    assert_eq!(
+        b.js(&zone_note),
+        json!("Days are counted in UTC: this thermostat reports no time zone.")
+    );
+    // Once it has one (UTC here, as the browser's), taken up at the next minute's write, the
+    // note goes when the section loads again.
+    server_change(
+        &server,
+        s,
+        &format!("device.{s}"),
+        json!({"time_zone": "UTC"}),
+    );
+    time.advance(std::time::Duration::from_secs(60));
+    wait_until("the zone taken up", || {
+        let r = get(server.control_addr(), &format!("/api/energy?serial={s}"));
+        r.json()["time_zone_source"] != json!("fallback")
+    });
+    b.click(&format!("#energy-{s} > summary"));
+    b.click(&format!("#energy-{s} > summary"));
+    b.wait_for(
+        "no note on the zone",
+        &format!("{zone_note} === '' ? true : null"),
+    );
+    b.wait_for("the week's bars", &bars_drawn);
     let week = b.js(&format!(
         "return document.getElementById('energy-week-{s}').textContent"
     ));

@@ -143,7 +143,7 @@ fn record(i: usize, r: usize) -> Reading {
 }
 
 fn accrual() -> Accrual {
-    Accrual::new(hearth::energy::zone::ZONEINFO.into(), HORIZON_MS, 0)
+    Accrual::new(hearth::config::ZONEINFO.into(), HORIZON_MS, 0)
 }
 
 /// The zone of every thermostat's structure (as their readings have it).
