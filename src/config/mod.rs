@@ -25,6 +25,8 @@ use std::time::Duration;
 pub use crate::weather::Provider as WeatherProvider;
 pub use alerts::AlertConfig;
 pub use homekit::HomekitConfig;
+/// What HOMEKIT_NAME accepts: HomeKit's mDNS responder renames within it after a conflict.
+pub(crate) use homekit::parse_name as parse_homekit_name;
 pub use origin::ApiOrigin;
 use settings::{boolean, ip, number, text};
 pub use sources::{ConfigError, Given, Sources};

@@ -21,6 +21,11 @@ use crate::hap::Identity;
 use crate::hap::setup_uri::{CATEGORY_BRIDGE, setup_hash};
 use crate::util::shutdown::Shutdown;
 
+#[doc(hidden)]
+pub mod responder;
+#[doc(hidden)]
+pub mod wire;
+
 /// The service type of HAP over IP.
 pub const SERVICE_TYPE: &str = "_hap._tcp.local.";
 /// The multicast DNS port (RFC 6762).
