@@ -3,35 +3,54 @@
 //! a paired controller finds the accessory's address and port by its `id` after the address
 //! changes, and re-reads the attribute database when `c#` moves.
 //!
-//! The responder is `mdns-sd`'s daemon, on a thread of its own (no async runtime). One more
-//! thread here re-announces the record when it changes: after a pairing is added or removed
-//! (the identity's [`Identity::watch`]) and whenever the accessory side says something changed
-//! (its configuration number may have moved). Stopping sends the goodbye (the record with TTL
-//! 0), so controllers forget the address at once rather than after the record's TTL.
+//! The responder is hearth's own, for this one instance: [`responder`] decides what to send
+//! (probing, announcing, answering, conflicts, the goodbye: RFC 6762 and 6763 as far as one
+//! service instance needs them), [`wire`] reads and writes the packets within bounds, and
+//! [`net`] holds the socket and lists the interfaces. One thread, `homekit-mdns`, runs them:
+//! it reads the socket with a timeout up to the next thing due (at most a second), looks
+//! between packets whether the record changed (after a pairing is added or removed, the
+//! identity's [`Identity::watch`], and whenever the accessory side says something changed:
+//! its configuration number may have moved), and reads the interfaces again every
+//! [`INTERFACES_EVERY`], at once when a packet comes in on one it does not know and when a
+//! send fails. It handles at most [`PACKETS_PER_SECOND`] packets a second; past that it stops
+//! reading until the second is over (the kernel drops the rest), so a flood cannot take a core.
+//! Stopping wakes it at once (the signal shuts the socket's reading down) and it sends the
+//! goodbye (the records with TTL 0), so controllers forget the address at once rather than
+//! after the record's TTL.
 
 use std::io;
 use std::sync::Arc;
 use std::thread::{self, JoinHandle};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
-use crossbeam_channel::{Receiver, select};
-use mdns_sd::{ServiceDaemon, ServiceInfo};
+use crossbeam_channel::{Receiver, TryRecvError};
 
 use crate::hap::Identity;
 use crate::hap::setup_uri::{CATEGORY_BRIDGE, setup_hash};
+use crate::util::refusals::RefusalLog;
 use crate::util::shutdown::Shutdown;
 
+#[doc(hidden)]
+pub mod net;
 #[doc(hidden)]
 pub mod responder;
 #[doc(hidden)]
 pub mod wire;
 
+use responder::{Datagram, Outgoing, Responder, Setup};
+
 /// The service type of HAP over IP.
 pub const SERVICE_TYPE: &str = "_hap._tcp.local.";
 /// The multicast DNS port (RFC 6762).
 pub const MDNS_PORT: u16 = 5353;
-/// How long the stop waits for the daemon to send the goodbye and end: each is a few packets.
-const STOP_WAIT: Duration = Duration::from_secs(2);
+/// The interfaces are read again this often.
+pub const INTERFACES_EVERY: Duration = Duration::from_secs(10);
+/// Packets handled in a second, at most.
+pub const PACKETS_PER_SECOND: u32 = 1000;
+/// The longest the thread waits on the socket before it looks whether the record changed.
+const LOOK_EVERY: Duration = Duration::from_secs(1);
+/// The interfaces are read at most this often when a packet or a send asks for it.
+const INTERFACES_AT_MOST: Duration = Duration::from_secs(1);
 
 /// The TXT record's keys and values, in HAP's order.
 pub type Txt = Vec<(&'static str, String)>;
@@ -56,14 +75,14 @@ pub fn txt(identity: &Identity, name: &str, config_number: u32) -> Txt {
     ]
 }
 
-/// The advertisement's thread (the daemon's own thread ends with it).
+/// The advertisement's thread.
 pub struct Advertisement {
     thread: JoinHandle<()>,
 }
 
 impl Advertisement {
-    /// Waits until the advertisement has said goodbye and its daemon has stopped (after the
-    /// signal it was started with is triggered).
+    /// Waits until the advertisement has said goodbye (after the signal it was started with is
+    /// triggered).
     pub fn join(self) {
         let _ = self.thread.join();
     }
@@ -74,7 +93,8 @@ impl Advertisement {
 /// accessory side's current `c#`; it is asked again whenever `changed` (the accessory side's
 /// [`crate::homekit::Attributes::watch`]) or the identity says something changed, and the
 /// record is announced again only when it differs. It ends, with its goodbye, when `shutdown`
-/// is triggered or `changed` disconnects.
+/// is triggered or `changed` disconnects. An error here is the socket's (the port cannot be
+/// shared, say): the advertisement is then off.
 pub fn advertise(
     identity: Arc<Identity>,
     name: &str,
@@ -106,63 +126,206 @@ pub fn advertise_on(
     changed: Receiver<()>,
     shutdown: &Shutdown,
 ) -> io::Result<Advertisement> {
-    let daemon = ServiceDaemon::new_with_port(mdns_port)
-        .map_err(|e| io::Error::other(format!("mDNS responder: {e}")))?;
-    let name = name.to_string();
-    let identity_changes = identity.watch();
-    let stopped = shutdown.receiver();
+    let socket = net::Socket::open(mdns_port)?;
+    let waker = socket.waker()?;
+    // Wakes the thread from its read; sending (the goodbye) still works.
+    shutdown.on_trigger(move || {
+        let _ = rustix::net::shutdown(&waker, rustix::net::Shutdown::Read);
+    });
+    let setup = Setup {
+        mdns_port,
+        port,
+        name: name.to_string(),
+        host: host_label(&identity),
+        txt: responder::txt_data(&txt(&identity, name, config_number())),
+    };
+    let mut seed = [0u8; 8];
+    if crate::util::random::fill(&mut seed).is_err() {
+        // Delays need no secrecy: the clock will do.
+        seed = u64::from(std::process::id()).to_le_bytes();
+    }
+    let run = Run {
+        socket,
+        responder: Responder::new(setup, Instant::now(), u64::from_le_bytes(seed)),
+        identity_changes: identity.watch(),
+        identity,
+        name: name.to_string(),
+        config_number: Box::new(config_number),
+        changed,
+        stop: shutdown.clone(),
+        refusals: RefusalLog::default(),
+    };
     let thread = thread::Builder::new()
         .name("homekit-mdns".into())
         .stack_size(256 * 1024)
-        .spawn(move || {
-            let mut announced: Option<Txt> = None;
-            loop {
-                let record = txt(&identity, &name, config_number());
-                if announced.as_ref() != Some(&record) {
-                    match service(&identity, &name, port, &record)
-                        .and_then(|info| daemon.register(info))
-                    {
-                        Ok(()) => announced = Some(record),
-                        Err(e) => log::error!("HomeKit: could not announce {name:?}: {e}"),
-                    }
-                }
-                select! {
-                    recv(stopped) -> _ => break,
-                    recv(identity_changes) -> _ => {}
-                    recv(changed) -> event => if event.is_err() { break },
-                }
-                // A burst of changes (every thermostat's reading) makes one look.
-                while changed.try_recv().is_ok() || identity_changes.try_recv().is_ok() {}
-            }
-            say_goodbye(&daemon, &name);
-        })?;
+        .spawn(move || run.run())?;
     Ok(Advertisement { thread })
 }
 
-/// The service as `mdns-sd` announces it: our own host name (from the device id, so it clashes
-/// with no machine's), this machine's addresses, kept up to date by the daemon.
-fn service(
-    identity: &Identity,
-    name: &str,
-    port: u16,
-    record: &Txt,
-) -> Result<ServiceInfo, mdns_sd::Error> {
-    let host = format!(
-        "hearth-{}.local.",
+/// The host's label: from the device id, so it clashes with no machine's.
+fn host_label(identity: &Identity) -> String {
+    format!(
+        "hearth-{}",
         identity.device_id().replace(':', "").to_ascii_lowercase()
-    );
-    let properties: Vec<(&str, &str)> = record.iter().map(|(k, v)| (*k, v.as_str())).collect();
-    Ok(ServiceInfo::new(SERVICE_TYPE, name, &host, "", port, &properties[..])?.enable_addr_auto())
+    )
 }
 
-/// Withdraws the record (controllers forget it at once) and stops the daemon, each bounded.
-fn say_goodbye(daemon: &ServiceDaemon, name: &str) {
-    let fullname = format!("{name}.{SERVICE_TYPE}");
-    if let Ok(done) = daemon.unregister(&fullname) {
-        let _ = done.recv_timeout(STOP_WAIT);
+/// What the thread holds.
+struct Run {
+    socket: net::Socket,
+    responder: Responder,
+    identity: Arc<Identity>,
+    identity_changes: Receiver<()>,
+    name: String,
+    config_number: Box<dyn Fn() -> u32 + Send>,
+    changed: Receiver<()>,
+    stop: Shutdown,
+    refusals: RefusalLog,
+}
+
+impl Run {
+    fn run(mut self) {
+        let mut buf = vec![0u8; wire::MAX_PACKET];
+        let mut interfaces_read: Option<Instant> = None;
+        let mut reread = true;
+        // Interfaces packets came in on that hearth does not answer on.
+        let mut unknown = std::collections::BTreeSet::new();
+        // The second packets are counted in, and how many came in it.
+        let mut second = (Instant::now(), 0u32);
+        loop {
+            if self.stop.is_triggered() {
+                break;
+            }
+            let now = Instant::now();
+            match self.look_for_changes(now) {
+                Some(out) => self.send(&out, &mut reread),
+                None => break,
+            }
+            let stale = interfaces_read.is_none_or(|at| {
+                let age = now.saturating_duration_since(at);
+                age >= INTERFACES_EVERY || (reread && age >= INTERFACES_AT_MOST)
+            });
+            if stale {
+                if interfaces_read
+                    .is_none_or(|at| now.saturating_duration_since(at) >= INTERFACES_EVERY)
+                {
+                    unknown.clear();
+                }
+                self.read_interfaces(now);
+                interfaces_read = Some(now);
+                reread = false;
+            }
+            let out = self.responder.due(now);
+            self.send(&out, &mut reread);
+
+            let next_interfaces = interfaces_read.map_or(now, |at| at + INTERFACES_EVERY);
+            let wake = [self.responder.next_due(), Some(next_interfaces)]
+                .into_iter()
+                .flatten()
+                .min()
+                .unwrap_or(now)
+                .min(now + LOOK_EVERY);
+            let timeout = wake.saturating_duration_since(now);
+            if now.saturating_duration_since(second.0) >= Duration::from_secs(1) {
+                second = (now, 0);
+            } else if second.1 >= PACKETS_PER_SECOND {
+                // Over the budget: the rest of the second is not read.
+                let rest = (second.0 + Duration::from_secs(1)).saturating_duration_since(now);
+                self.stop
+                    .wait_timeout(rest.min(timeout).max(Duration::from_millis(1)));
+                continue;
+            }
+            match self.socket.recv(&mut buf, timeout) {
+                Ok(None) => {}
+                Ok(Some(received)) => {
+                    second.1 += 1;
+                    if second.1 == PACKETS_PER_SECOND {
+                        let source = received.source;
+                        let client = crate::util::client_key((*source.ip()).into());
+                        self.refusals.refused(client, now).write(
+                            (module_path!(), log::Level::Info),
+                            "HomeKit mDNS",
+                            &format_args!(
+                                "{PACKETS_PER_SECOND} packets within a second, the last from \
+                                 {source}: the rest of the second is not read"
+                            ),
+                        );
+                    }
+                    if !self.responder.knows(received.interface) {
+                        // A new interface, or one hearth does not answer on (asked about once
+                        // until the next regular reading).
+                        reread |= unknown.insert(received.interface);
+                        continue;
+                    }
+                    let datagram = Datagram {
+                        interface: received.interface,
+                        source: received.source,
+                        multicast: received.multicast,
+                        bytes: &buf[..received.len.min(buf.len())],
+                    };
+                    let out = self.responder.received(Instant::now(), datagram);
+                    self.send(&out, &mut reread);
+                }
+                Err(e) => {
+                    if self.stop.is_triggered() {
+                        break;
+                    }
+                    // A read that failed counts as a packet, so a socket that keeps failing
+                    // cannot spin.
+                    second.1 += 1;
+                    log::debug!("HomeKit mDNS: reading failed: {e}");
+                }
+            }
+        }
+        let goodbye = self.responder.goodbye();
+        for out in &goodbye {
+            let _ = self.socket.send(out);
+        }
     }
-    if let Ok(done) = daemon.shutdown() {
-        let _ = done.recv_timeout(STOP_WAIT);
+
+    /// Looks whether the record changed (its TXT, or the host name after a reset); `None` when
+    /// the accessory side is gone.
+    fn look_for_changes(&mut self, now: Instant) -> Option<Vec<Outgoing>> {
+        let mut changed = false;
+        loop {
+            match self.changed.try_recv() {
+                Ok(()) => changed = true,
+                Err(TryRecvError::Empty) => break,
+                Err(TryRecvError::Disconnected) => return None,
+            }
+        }
+        while self.identity_changes.try_recv().is_ok() {
+            changed = true;
+        }
+        if !changed {
+            return Some(Vec::new());
+        }
+        let out = self.responder.set_host(now, &host_label(&self.identity));
+        let record = txt(&self.identity, &self.name, (self.config_number)());
+        self.responder.set_txt(now, responder::txt_data(&record));
+        Some(out)
+    }
+
+    fn read_interfaces(&mut self, now: Instant) {
+        match net::interfaces() {
+            Ok(interfaces) => {
+                if let Err(e) = self.socket.follow(&interfaces) {
+                    log::warn!("HomeKit mDNS: could not join the multicast group: {e}");
+                }
+                self.responder.set_interfaces(now, interfaces);
+            }
+            Err(e) => log::warn!("HomeKit mDNS: could not list the network interfaces: {e}"),
+        }
+    }
+
+    /// Sends each packet; a failure (an address gone) asks for the interfaces to be read again.
+    fn send(&self, out: &[Outgoing], reread: &mut bool) {
+        for packet in out {
+            if let Err(e) = self.socket.send(packet) {
+                log::debug!("HomeKit mDNS: sending to {:?} failed: {e}", packet.to);
+                *reread = true;
+            }
+        }
     }
 }
 
