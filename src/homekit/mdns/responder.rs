@@ -179,7 +179,7 @@ enum Phase {
 }
 
 /// An answer waiting for its delay.
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 struct Pending {
     interface: u32,
     source: SocketAddrV4,
@@ -191,7 +191,7 @@ struct Pending {
 }
 
 /// Unicast answers' budget: tokens in thousandths.
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 struct Bucket {
     milli: u64,
     at: Option<Instant>,
@@ -220,7 +220,7 @@ impl Bucket {
 }
 
 /// The names hearth answers for: as configured, and as renamed after conflicts.
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 struct Names {
     /// `HOMEKIT_NAME`, and the number after it (1: none).
     base: String,
@@ -263,7 +263,9 @@ pub fn txt_data(pairs: &[(&str, String)]) -> Vec<u8> {
     data
 }
 
-/// The responder's state.
+/// The responder's state (`Clone` for the fuzz target, which starts each input from one that
+/// has announced).
+#[derive(Clone)]
 pub struct Responder {
     mdns_port: u16,
     port: u16,
