@@ -135,6 +135,10 @@ fn made(data: &[u8]) -> Vec<u8> {
         ..Message::default()
     };
     while let (Some(kind), Some(n), Some(t)) = (bytes.next(), bytes.next(), bytes.next()) {
+        // Within what a packet may hold (64 questions, 256 records, 9,000 bytes).
+        if m.questions.len() + m.records().count() >= 64 {
+            break;
+        }
         let name = names[usize::from(n) % names.len()].clone();
         let rtype = types[usize::from(t) % types.len()];
         let top = if kind & 0x80 != 0 { wire::TOP_BIT } else { 0 };
@@ -175,9 +179,6 @@ fn made(data: &[u8]) -> Vec<u8> {
             1 => m.answers.push(record),
             2 => m.authority.push(record),
             _ => m.additional.push(record),
-        }
-        if m.questions.len() + m.records().count() >= 64 {
-            break;
         }
     }
     m.encode()
