@@ -154,6 +154,7 @@ pub fn advertise_on(
         changed,
         stop: shutdown.clone(),
         refusals: RefusalLog::default(),
+        trouble: None,
     };
     let thread = thread::Builder::new()
         .name("homekit-mdns".into())
@@ -181,6 +182,8 @@ struct Run {
     changed: Receiver<()>,
     stop: Shutdown,
     refusals: RefusalLog,
+    /// What went wrong at the last reading of the interfaces, as logged.
+    trouble: Option<String>,
 }
 
 impl Run {
@@ -307,14 +310,22 @@ impl Run {
     }
 
     fn read_interfaces(&mut self, now: Instant) {
-        match net::interfaces() {
+        let trouble = match net::interfaces() {
             Ok(interfaces) => {
-                if let Err(e) = self.socket.follow(&interfaces) {
-                    log::warn!("HomeKit mDNS: could not join the multicast group: {e}");
-                }
+                let joined = self.socket.follow(&interfaces);
                 self.responder.set_interfaces(now, interfaces);
+                joined
+                    .err()
+                    .map(|e| format!("could not join the multicast group: {e}"))
             }
-            Err(e) => log::warn!("HomeKit mDNS: could not list the network interfaces: {e}"),
+            Err(e) => Some(format!("could not list the network interfaces: {e}")),
+        };
+        // Said once, not at every reading, until it changes or clears.
+        if trouble != self.trouble {
+            if let Some(trouble) = &trouble {
+                log::warn!("HomeKit mDNS: {trouble}");
+            }
+            self.trouble = trouble;
         }
     }
 

@@ -464,6 +464,7 @@ impl Responder {
             .collect();
         for index in due {
             let Some(interface) = self.interface(index) else {
+                self.announcing.remove(&index);
                 continue;
             };
             let mut answers = vec![Key::Pointer, Key::Service, Key::Text];
