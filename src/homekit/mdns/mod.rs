@@ -141,7 +141,7 @@ pub fn advertise_on(
     };
     let mut seed = [0u8; 8];
     if crate::util::random::fill(&mut seed).is_err() {
-        // Delays need no secrecy: the clock will do.
+        // Delays need no secrecy: the process id will do.
         seed = u64::from(std::process::id()).to_le_bytes();
     }
     let run = Run {
@@ -192,7 +192,7 @@ impl Run {
         let mut interfaces_read: Option<Instant> = None;
         let mut reread = true;
         // Interfaces packets came in on that hearth does not answer on.
-        let mut unknown = std::collections::BTreeSet::new();
+        let mut unknown: Vec<u32> = Vec::new();
         // The second packets are counted in, and how many came in it.
         let mut second = (Instant::now(), 0u32);
         loop {
@@ -257,7 +257,10 @@ impl Run {
                     if !self.responder.knows(received.interface) {
                         // A new interface, or one hearth does not answer on (asked about once
                         // until the next regular reading).
-                        reread |= unknown.insert(received.interface);
+                        if !unknown.contains(&received.interface) {
+                            unknown.push(received.interface);
+                            reread = true;
+                        }
                         continue;
                     }
                     let datagram = Datagram {

@@ -11,7 +11,6 @@
 //! netlink) and `/sys/class/net/<name>/flags`: up and running, multicast-capable, neither the
 //! loopback nor point-to-point, with an IPv4 address.
 
-use std::collections::BTreeSet;
 use std::io;
 use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4, UdpSocket};
 use std::time::Duration;
@@ -35,7 +34,7 @@ pub struct Socket {
     /// The port it is bound to (5353), which multicast packets go to.
     port: u16,
     /// The interfaces whose group membership it holds, by index.
-    joined: BTreeSet<u32>,
+    joined: Vec<u32>,
 }
 
 /// A packet read: its length in the buffer and where it came from.
@@ -69,7 +68,7 @@ impl Socket {
             receiver,
             socket,
             port,
-            joined: BTreeSet::new(),
+            joined: Vec::new(),
         })
     }
 
@@ -80,28 +79,29 @@ impl Socket {
 
     /// Joins the group on the interfaces that are new and leaves it on those gone.
     pub fn follow(&mut self, interfaces: &[Interface]) -> io::Result<()> {
-        let wanted: BTreeSet<u32> = interfaces.iter().map(|i| i.index).collect();
-        for gone in self.joined.difference(&wanted).copied().collect::<Vec<_>>() {
+        let wanted = |index: &u32| interfaces.iter().any(|i| i.index == *index);
+        for gone in self.joined.iter().filter(|i| !wanted(i)) {
             // The interface may be gone, and its membership with it.
             let _ = sockopt::set_ip_drop_membership_with_ifindex(
                 &self.socket,
                 &GROUP,
                 &Ipv4Addr::UNSPECIFIED,
-                gone,
+                *gone,
             );
-            self.joined.remove(&gone);
         }
+        self.joined.retain(wanted);
         let mut failed = Ok(());
-        for new in wanted.difference(&self.joined).copied().collect::<Vec<_>>() {
+        for interface in interfaces {
+            if self.joined.contains(&interface.index) {
+                continue;
+            }
             match sockopt::set_ip_add_membership_with_ifindex(
                 &self.socket,
                 &GROUP,
                 &Ipv4Addr::UNSPECIFIED,
-                new,
+                interface.index,
             ) {
-                Ok(()) | Err(rustix::io::Errno::ADDRINUSE) => {
-                    self.joined.insert(new);
-                }
+                Ok(()) | Err(rustix::io::Errno::ADDRINUSE) => self.joined.push(interface.index),
                 Err(e) => failed = Err(io::Error::from(e)),
             }
         }

@@ -41,7 +41,6 @@
 //! that is not for hearth is ignored.
 
 use std::cmp::Ordering;
-use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 use std::fmt;
 use std::net::{IpAddr, Ipv4Addr, SocketAddrV4};
 use std::time::{Duration, Instant};
@@ -137,8 +136,8 @@ pub enum To {
     Unicast(SocketAddrV4),
 }
 
-/// One of hearth's records (the addresses one per address).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+/// One of hearth's records on an interface.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Key {
     /// `_services._dns-sd._udp.local.` PTR `_hap._tcp.local.`
     Services,
@@ -148,8 +147,8 @@ pub enum Key {
     Service,
     /// The instance's TXT.
     Text,
-    /// The host's A.
-    Address(Ipv4Addr),
+    /// The host's A: the interface's address of this index (below [`MAX_ADDRESSES`]).
+    Address(u8),
     /// The instance has only SRV and TXT.
     InstanceNsec,
     /// The host has only A.
@@ -160,6 +159,71 @@ impl Key {
     /// A shared record (others may hold the same name and type).
     fn shared(self) -> bool {
         matches!(self, Key::Services | Key::Pointer)
+    }
+
+    fn bit(self) -> u16 {
+        match self {
+            Key::Services => 1,
+            Key::Pointer => 1 << 1,
+            Key::Service => 1 << 2,
+            Key::Text => 1 << 3,
+            Key::Address(i) => 1 << (4 + u16::from(i.min(7))),
+            Key::InstanceNsec => 1 << 12,
+            Key::HostNsec => 1 << 13,
+        }
+    }
+}
+
+/// Every key, in the order a packet carries them.
+const KEYS: [Key; 6 + MAX_ADDRESSES] = [
+    Key::Services,
+    Key::Pointer,
+    Key::Service,
+    Key::Text,
+    Key::Address(0),
+    Key::Address(1),
+    Key::Address(2),
+    Key::Address(3),
+    Key::Address(4),
+    Key::Address(5),
+    Key::Address(6),
+    Key::Address(7),
+    Key::InstanceNsec,
+    Key::HostNsec,
+];
+
+/// A set of keys (of one interface): a bit each.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Keys(u16);
+
+impl Keys {
+    fn of(keys: &[Key]) -> Keys {
+        keys.iter().fold(Keys::default(), |set, k| set.with(*k))
+    }
+
+    fn with(self, key: Key) -> Keys {
+        Keys(self.0 | key.bit())
+    }
+
+    fn contains(self, key: Key) -> bool {
+        self.0 & key.bit() != 0
+    }
+
+    fn union(self, other: Keys) -> Keys {
+        Keys(self.0 | other.0)
+    }
+
+    fn minus(self, other: Keys) -> Keys {
+        Keys(self.0 & !other.0)
+    }
+
+    fn is_empty(self) -> bool {
+        self.0 == 0
+    }
+
+    /// The keys, in the order a packet carries them.
+    fn iter(self) -> impl Iterator<Item = Key> {
+        KEYS.into_iter().filter(move |k| self.contains(*k))
     }
 }
 
@@ -184,10 +248,10 @@ struct Pending {
     interface: u32,
     source: SocketAddrV4,
     due: Instant,
-    answers: BTreeSet<Key>,
-    additional: BTreeSet<Key>,
+    answers: Keys,
+    additional: Keys,
     /// What the querier said it knows, in a truncated query's further packets.
-    known: BTreeSet<Key>,
+    known: Keys,
 }
 
 /// Unicast answers' budget: tokens in thousandths.
@@ -276,15 +340,16 @@ pub struct Responder {
     interfaces: Vec<Interface>,
     phase: Phase,
     /// Per interface: announcements left and when the next is due.
-    announcing: BTreeMap<u32, (u8, Instant)>,
+    announcing: Vec<(u32, u8, Instant)>,
     /// When each record was last multicast on each interface.
-    multicast: HashMap<(u32, Key), Instant>,
+    multicast: Vec<(u32, Key, Instant)>,
     /// Unique records sent lately (recognised as hearth's own when they come back).
-    recent: VecDeque<(Record, Instant)>,
+    recent: Vec<(Record, Instant)>,
     pending: Vec<Pending>,
     /// Unicast answers' budget.
     budget: Bucket,
-    conflicts: VecDeque<Instant>,
+    /// When the conflicts of the last [`CONFLICT_WINDOW`] were.
+    conflicts: Vec<Instant>,
     refusals: RefusalLog,
     random: u64,
 }
@@ -312,15 +377,15 @@ impl Responder {
             txt: setup.txt,
             interfaces: Vec::new(),
             phase: Phase::Probing { sent: 0, next: now },
-            announcing: BTreeMap::new(),
-            multicast: HashMap::new(),
-            recent: VecDeque::new(),
+            announcing: Vec::new(),
+            multicast: Vec::new(),
+            recent: Vec::new(),
             pending: Vec::new(),
             budget: Bucket {
                 milli: u64::from(UNICAST_BURST) * 1000,
                 at: None,
             },
-            conflicts: VecDeque::new(),
+            conflicts: Vec::new(),
             refusals: RefusalLog::default(),
             random: seed | 1,
         };
@@ -369,20 +434,25 @@ impl Responder {
         if self.interfaces == interfaces {
             return;
         }
+        // New, or with other addresses: what was sent there no longer counts (an address key
+        // may name another address now), and it is announced there.
+        let before = std::mem::take(&mut self.interfaces);
+        let unchanged = |index: u32| {
+            interfaces
+                .iter()
+                .find(|i| i.index == index)
+                .is_some_and(|i| before.contains(i))
+        };
+        self.multicast.retain(|(index, _, _)| unchanged(*index));
+        self.announcing.retain(|(index, _, _)| unchanged(*index));
+        self.pending.retain(|p| unchanged(p.interface));
         if self.phase == Phase::Announced {
-            for interface in &interfaces {
-                if !self.interfaces.contains(interface) {
-                    self.announcing
-                        .insert(interface.index, (ANNOUNCEMENTS, now));
-                }
+            for interface in interfaces.iter().filter(|i| !before.contains(i)) {
+                self.announcing.push((interface.index, ANNOUNCEMENTS, now));
             }
         }
-        let kept = |index: &u32| interfaces.iter().any(|i| i.index == *index);
-        self.multicast.retain(|(index, _), _| kept(index));
-        self.announcing.retain(|index, _| kept(index));
-        self.pending.retain(|p| kept(&p.interface));
         if let Phase::Probing { sent, .. } = self.phase {
-            if self.interfaces.is_empty() {
+            if before.is_empty() {
                 // Probing waited for an interface.
                 self.phase = Phase::Probing {
                     sent,
@@ -399,7 +469,7 @@ impl Responder {
             return;
         }
         self.txt = txt;
-        self.multicast.retain(|(_, key), _| *key != Key::Text);
+        self.multicast.retain(|(_, key, _)| *key != Key::Text);
         self.announce_everywhere(now);
     }
 
@@ -425,7 +495,7 @@ impl Responder {
             Phase::Probing { next, .. } if !self.interfaces.is_empty() => Some(next),
             _ => None,
         };
-        let announce = self.announcing.values().map(|(_, at)| *at).min();
+        let announce = self.announcing.iter().map(|(_, _, at)| *at).min();
         let pending = self.pending.iter().map(|p| p.due).min();
         [probe, announce, pending].into_iter().flatten().min()
     }
@@ -459,45 +529,45 @@ impl Responder {
         let due: Vec<u32> = self
             .announcing
             .iter()
-            .filter(|(_, (_, at))| *at <= now)
-            .map(|(index, _)| *index)
+            .filter(|(_, _, at)| *at <= now)
+            .map(|(index, _, _)| *index)
             .collect();
         for index in due {
-            let Some(interface) = self.interface(index) else {
-                self.announcing.remove(&index);
-                continue;
-            };
-            let mut answers = vec![Key::Pointer, Key::Service, Key::Text];
-            answers.extend(addresses(&interface));
-            let additional = [Key::InstanceNsec, Key::HostNsec];
-            out.extend(self.multicast(now, &interface, &answers, &additional, RATE));
-            match self.announcing.get_mut(&index) {
-                Some((left, at)) if *left > 1 => {
-                    *left -= 1;
+            if let Some(interface) = self.interface(index) {
+                let answers =
+                    Keys::of(&[Key::Pointer, Key::Service, Key::Text]).union(addresses(&interface));
+                let additional = Keys::of(&[Key::InstanceNsec, Key::HostNsec]);
+                out.extend(self.multicast(now, &interface, answers, additional, RATE));
+            }
+            for (i, left, at) in &mut self.announcing {
+                if *i == index {
+                    *left = left.saturating_sub(1);
                     *at = now + ANNOUNCE_INTERVAL;
                 }
-                _ => {
-                    self.announcing.remove(&index);
-                }
             }
+            self.announcing.retain(|(_, left, _)| *left > 0);
         }
-        let (ready, waiting): (Vec<Pending>, Vec<Pending>) = std::mem::take(&mut self.pending)
-            .into_iter()
-            .partition(|p| p.due <= now);
-        self.pending = waiting;
-        let mut by_interface: BTreeMap<u32, (BTreeSet<Key>, BTreeSet<Key>)> = BTreeMap::new();
-        for p in ready {
-            let (answers, additional) = by_interface.entry(p.interface).or_default();
-            answers.extend(p.answers.difference(&p.known));
-            additional.extend(p.additional.difference(&p.known));
-        }
-        for (index, (answers, additional)) in by_interface {
-            let Some(interface) = self.interface(index) else {
-                continue;
-            };
-            let additional: Vec<Key> = additional.difference(&answers).copied().collect();
-            let answers: Vec<Key> = answers.into_iter().collect();
-            out.extend(self.multicast(now, &interface, &answers, &additional, RATE));
+        // What waited and is due, one answer per interface.
+        let mut ready: Vec<(u32, Keys, Keys)> = Vec::new();
+        self.pending.retain(|p| {
+            if p.due > now {
+                return true;
+            }
+            let (answers, additional) = (p.answers.minus(p.known), p.additional.minus(p.known));
+            match ready.iter_mut().find(|(i, _, _)| *i == p.interface) {
+                Some((_, a, b)) => {
+                    *a = a.union(answers);
+                    *b = b.union(additional);
+                }
+                None => ready.push((p.interface, answers, additional)),
+            }
+            false
+        });
+        for (index, answers, additional) in ready {
+            if let Some(interface) = self.interface(index) {
+                let additional = additional.minus(answers);
+                out.extend(self.multicast(now, &interface, answers, additional, RATE));
+            }
         }
         out
     }
@@ -558,13 +628,12 @@ impl Responder {
         self.interfaces
             .iter()
             .filter_map(|interface| {
-                let mut keys = vec![Key::Pointer, Key::Service, Key::Text];
-                keys.extend(addresses(interface));
-                let answers = keys
-                    .into_iter()
+                let answers = Keys::of(&[Key::Pointer, Key::Service, Key::Text])
+                    .union(addresses(interface))
+                    .iter()
                     .map(|key| Record {
                         ttl: 0,
-                        ..self.record(key)
+                        ..self.record(key, interface)
                     })
                     .collect();
                 outgoing(
@@ -604,15 +673,16 @@ impl Responder {
 
     fn announce_everywhere(&mut self, now: Instant) {
         if self.phase == Phase::Announced {
-            for interface in &self.interfaces {
-                self.announcing
-                    .insert(interface.index, (ANNOUNCEMENTS, now));
-            }
+            self.announcing = self
+                .interfaces
+                .iter()
+                .map(|i| (i.index, ANNOUNCEMENTS, now))
+                .collect();
         }
     }
 
-    /// `key`'s record as hearth sends it.
-    fn record(&self, key: Key) -> Record {
+    /// `key`'s record as hearth sends it on `interface`.
+    fn record(&self, key: Key, interface: &Interface) -> Record {
         let (name, rtype, unique, ttl, data) = match key {
             Key::Services => (
                 &self.services,
@@ -641,13 +711,11 @@ impl Responder {
                 TTL_OTHER,
                 self.txt.clone(),
             ),
-            Key::Address(ip) => (
-                &self.names.host,
-                wire::A,
-                true,
-                TTL_HOST,
-                ip.octets().to_vec(),
-            ),
+            Key::Address(i) => {
+                let ip = interface.addresses.get(usize::from(i)).map(|(ip, _)| *ip);
+                let data = ip.unwrap_or(Ipv4Addr::UNSPECIFIED).octets().to_vec();
+                (&self.names.host, wire::A, true, TTL_HOST, data)
+            }
             // The types each name has, as NSEC's bitmap (window 0) says them: SRV (33) and
             // TXT (16); A (1).
             Key::InstanceNsec => {
@@ -676,16 +744,18 @@ impl Responder {
 
     /// Every record hearth would send on `interface`, with its key.
     fn table(&self, interface: &Interface) -> Vec<(Key, Record)> {
-        let mut keys = vec![
+        Keys::of(&[
             Key::Services,
             Key::Pointer,
             Key::Service,
             Key::Text,
             Key::InstanceNsec,
             Key::HostNsec,
-        ];
-        keys.extend(addresses(interface));
-        keys.into_iter().map(|k| (k, self.record(k))).collect()
+        ])
+        .union(addresses(interface))
+        .iter()
+        .map(|k| (k, self.record(k, interface)))
+        .collect()
     }
 
     /// Whether `record` is one of hearth's: on any interface, or sent in the last
@@ -705,57 +775,50 @@ impl Responder {
     }
 
     fn remember(&mut self, now: Instant, records: impl IntoIterator<Item = Record>) {
-        while self
-            .recent
-            .front()
-            .is_some_and(|(_, at)| now.saturating_duration_since(*at) > RECENT)
-        {
-            self.recent.pop_front();
-        }
+        self.recent
+            .retain(|(_, at)| now.saturating_duration_since(*at) <= RECENT);
         for record in records {
             if record.rclass & wire::TOP_BIT != 0 && !self.recent.iter().any(|(r, _)| *r == record)
             {
                 if self.recent.len() >= MAX_RECENT {
-                    self.recent.pop_front();
+                    self.recent.remove(0);
                 }
-                self.recent.push_back((record, now));
+                self.recent.push((record, now));
             }
         }
     }
 
     /// The answers to `question` asked on `interface`, and their additional records.
-    fn lookup(&self, question: &Question, interface: &Interface) -> (Vec<Key>, Vec<Key>) {
+    fn lookup(&self, question: &Question, interface: &Interface) -> (Keys, Keys) {
+        let none = (Keys::default(), Keys::default());
         let class = question.class();
         if class != wire::IN && class != CLASS_ANY {
-            return (Vec::new(), Vec::new());
+            return none;
         }
         let (name, qtype) = (&question.name, question.qtype);
         let is_ptr = qtype == wire::PTR || qtype == wire::ANY;
-        let host_records = || {
-            let mut keys: Vec<Key> = addresses(interface).collect();
-            keys.push(Key::HostNsec);
-            keys
-        };
+        let addresses = addresses(interface);
+        let host_records = addresses.with(Key::HostNsec);
+        let one = |key| Keys::default().with(key);
         if name.same(&self.service) && is_ptr {
-            let mut additional = vec![Key::Service, Key::Text];
-            additional.extend(host_records());
-            (vec![Key::Pointer], additional)
+            let additional = Keys::of(&[Key::Service, Key::Text]).union(host_records);
+            (one(Key::Pointer), additional)
         } else if name.same(&self.services) && is_ptr {
-            (vec![Key::Services], Vec::new())
+            (one(Key::Services), Keys::default())
         } else if name.same(&self.names.instance) {
             match qtype {
-                wire::SRV => (vec![Key::Service], host_records()),
-                wire::TXT => (vec![Key::Text], Vec::new()),
-                wire::ANY => (vec![Key::Service, Key::Text], host_records()),
-                _ => (vec![Key::InstanceNsec], Vec::new()),
+                wire::SRV => (one(Key::Service), host_records),
+                wire::TXT => (one(Key::Text), Keys::default()),
+                wire::ANY => (Keys::of(&[Key::Service, Key::Text]), host_records),
+                _ => (one(Key::InstanceNsec), Keys::default()),
             }
         } else if name.same(&self.names.host) {
             match qtype {
-                wire::A | wire::ANY => (addresses(interface).collect(), vec![Key::HostNsec]),
-                _ => (vec![Key::HostNsec], addresses(interface).collect()),
+                wire::A | wire::ANY => (addresses, one(Key::HostNsec)),
+                _ => (one(Key::HostNsec), addresses),
             }
         } else {
-            (Vec::new(), Vec::new())
+            none
         }
     }
 
@@ -777,7 +840,7 @@ impl Responder {
                 .iter_mut()
                 .find(|p| p.source == source && p.interface == interface.index)
             {
-                p.known.extend(known);
+                p.known = p.known.union(known);
             }
             return Vec::new();
         }
@@ -787,58 +850,40 @@ impl Responder {
             .authority
             .iter()
             .any(|r| r.name.same(&self.names.instance) || r.name.same(&self.names.host));
-        let mut multicast = (BTreeSet::new(), BTreeSet::new());
-        let mut unicast = (BTreeSet::new(), BTreeSet::new());
+        // What goes by multicast and by unicast: answers, additional records.
+        let mut multicast = (Keys::default(), Keys::default());
+        let mut unicast = (Keys::default(), Keys::default());
         for question in &message.questions {
             let (answers, additional) = self.lookup(question, interface);
-            let mut to_unicast = false;
-            let mut to_multicast = false;
-            for key in answers.into_iter().filter(|k| !known.contains(k)) {
+            let additional = additional.minus(known);
+            for key in answers.minus(known).iter() {
                 // QU: unicast, unless the record has not been multicast here for a quarter of
                 // its TTL (then everyone's caches are refreshed too, §5.4).
-                let quarter = Duration::from_secs(u64::from(self.record(key).ttl / 4));
+                let quarter = Duration::from_secs(u64::from(self.record(key, interface).ttl / 4));
                 let fresh = self
-                    .multicast
-                    .get(&(interface.index, key))
-                    .is_some_and(|at| now.saturating_duration_since(*at) < quarter);
-                if direct || (question.unicast_response() && fresh) {
-                    unicast.0.insert(key);
-                    to_unicast = true;
+                    .last_multicast(interface.index, key)
+                    .is_some_and(|at| now.saturating_duration_since(at) < quarter);
+                let to = if direct || (question.unicast_response() && fresh) {
+                    &mut unicast
                 } else {
-                    multicast.0.insert(key);
-                    to_multicast = true;
-                }
-            }
-            let additional = additional.into_iter().filter(|k| !known.contains(k));
-            for key in additional {
-                if to_unicast {
-                    unicast.1.insert(key);
-                }
-                if to_multicast {
-                    multicast.1.insert(key);
-                }
+                    &mut multicast
+                };
+                to.0 = to.0.with(key);
+                to.1 = to.1.union(additional);
             }
         }
         let mut out = Vec::new();
         if !unicast.0.is_empty() {
             let on_link = interface.on_link(*source.ip());
             if on_link && self.budget.take(now) {
-                let additional: Vec<Key> = unicast.1.difference(&unicast.0).copied().collect();
-                let answers: Vec<Key> = unicast.0.into_iter().collect();
                 let questions = if legacy {
                     message.questions.clone()
                 } else {
                     Vec::new()
                 };
-                out.extend(self.unicast(
-                    now,
-                    source,
-                    message.id,
-                    questions,
-                    &answers,
-                    &additional,
-                    legacy,
-                ));
+                let (answers, additional) = (unicast.0, unicast.1.minus(unicast.0));
+                let reply = (source, message.id, questions);
+                out.extend(self.unicast(now, interface, reply, answers, additional, legacy));
             } else if legacy {
                 let why = if on_link {
                     format!("over {UNICAST_PER_SECOND} unicast answers a second")
@@ -861,16 +906,15 @@ impl Responder {
                         ),
                     );
                 }
-                multicast.0.extend(unicast.0);
-                multicast.1.extend(unicast.1);
+                multicast.0 = multicast.0.union(unicast.0);
+                multicast.1 = multicast.1.union(unicast.1);
             }
         }
-        let (answers, additional) = multicast;
+        let (answers, additional) = (multicast.0, multicast.1.minus(multicast.0));
         if answers.is_empty() {
             return out;
         }
-        let additional: BTreeSet<Key> = additional.difference(&answers).copied().collect();
-        if answers.iter().any(|k| k.shared()) {
+        if answers.iter().any(Key::shared) {
             let delay = self.random_delay(if message.truncated() {
                 TRUNCATED_DELAY
             } else {
@@ -878,10 +922,8 @@ impl Responder {
             });
             self.delay(now + delay, interface.index, source, answers, additional);
         } else {
-            let answers: Vec<Key> = answers.into_iter().collect();
-            let additional: Vec<Key> = additional.into_iter().collect();
             let rate = if probe { RATE_PROBE_DEFENCE } else { RATE };
-            out.extend(self.multicast(now, interface, &answers, &additional, rate));
+            out.extend(self.multicast(now, interface, answers, additional, rate));
         }
         out
     }
@@ -893,8 +935,8 @@ impl Responder {
         due: Instant,
         interface: u32,
         source: SocketAddrV4,
-        answers: BTreeSet<Key>,
-        additional: BTreeSet<Key>,
+        answers: Keys,
+        additional: Keys,
     ) {
         let same = self
             .pending
@@ -910,10 +952,10 @@ impl Responder {
                 let p = &mut self.pending[i];
                 if p.source != source {
                     // What another querier knows is no reason to hold back this one's answer.
-                    p.known.clear();
+                    p.known = Keys::default();
                 }
-                p.answers.extend(answers);
-                p.additional.extend(additional);
+                p.answers = p.answers.union(answers);
+                p.additional = p.additional.union(additional);
             }
             None if self.pending.len() < MAX_PENDING => self.pending.push(Pending {
                 interface,
@@ -921,7 +963,7 @@ impl Responder {
                 due,
                 answers,
                 additional,
-                known: BTreeSet::new(),
+                known: Keys::default(),
             }),
             // As many answers wait on other interfaces: this one is dropped, and the querier
             // asks again.
@@ -935,49 +977,63 @@ impl Responder {
         &mut self,
         now: Instant,
         interface: &Interface,
-        answers: &[Key],
-        additional: &[Key],
+        answers: Keys,
+        additional: Keys,
         rate: Duration,
     ) -> Option<Outgoing> {
         let index = interface.index;
-        let allowed = |key: &&Key| {
-            self.multicast
-                .get(&(index, **key))
-                .is_none_or(|at| now.saturating_duration_since(*at) >= rate)
+        let allowed = |keys: Keys| {
+            keys.iter()
+                .filter(|k| {
+                    self.last_multicast(index, *k)
+                        .is_none_or(|at| now.saturating_duration_since(at) >= rate)
+                })
+                .fold(Keys::default(), Keys::with)
         };
-        let answers: Vec<Key> = answers.iter().filter(allowed).copied().collect();
+        let answers = allowed(answers);
         if answers.is_empty() {
             return None;
         }
-        let additional: Vec<Key> = additional.iter().filter(allowed).copied().collect();
-        for key in answers.iter().chain(&additional) {
-            self.multicast.insert((index, *key), now);
+        let additional = allowed(additional);
+        self.multicast
+            .retain(|(i, k, _)| *i != index || !answers.union(additional).contains(*k));
+        for key in answers.union(additional).iter() {
+            self.multicast.push((index, key, now));
         }
         let message = Message {
             flags: wire::RESPONSE | wire::AUTHORITATIVE,
-            answers: answers.iter().map(|k| self.record(*k)).collect(),
-            additional: additional.iter().map(|k| self.record(*k)).collect(),
+            answers: answers.iter().map(|k| self.record(k, interface)).collect(),
+            additional: additional
+                .iter()
+                .map(|k| self.record(k, interface))
+                .collect(),
             ..Message::default()
         };
         self.remember(now, message.records().cloned().collect::<Vec<_>>());
         outgoing(To::Multicast(index), message)
     }
 
+    /// When `key` was last multicast on the interface of `index`.
+    fn last_multicast(&self, index: u32, key: Key) -> Option<Instant> {
+        self.multicast
+            .iter()
+            .find(|(i, k, _)| *i == index && *k == key)
+            .map(|(_, _, at)| *at)
+    }
+
     /// A unicast response to `to`: a legacy one (§6.7) echoes the questions, says TTLs of at
     /// most 10 s and no cache-flush bits.
-    #[allow(clippy::too_many_arguments)]
     fn unicast(
         &mut self,
         now: Instant,
-        to: SocketAddrV4,
-        id: u16,
-        questions: Vec<Question>,
-        answers: &[Key],
-        additional: &[Key],
+        interface: &Interface,
+        (to, id, questions): (SocketAddrV4, u16, Vec<Question>),
+        answers: Keys,
+        additional: Keys,
         legacy: bool,
     ) -> Option<Outgoing> {
-        let record = |key: &Key| {
-            let mut record = self.record(*key);
+        let record = |key: Key| {
+            let mut record = self.record(key, interface);
             if legacy {
                 record.ttl = record.ttl.min(TTL_LEGACY);
                 record.rclass &= !wire::TOP_BIT;
@@ -1026,13 +1082,13 @@ impl Responder {
     /// The records hearth proposes for one of its names on `interface`, as a probe carries
     /// them (no cache-flush bit).
     fn proposed(&self, interface: &Interface, which: Owned) -> Vec<Record> {
-        let keys: Vec<Key> = match which {
-            Owned::Instance => vec![Key::Service, Key::Text],
-            Owned::Host => addresses(interface).collect(),
+        let keys = match which {
+            Owned::Instance => Keys::of(&[Key::Service, Key::Text]),
+            Owned::Host => addresses(interface),
         };
-        keys.into_iter()
+        keys.iter()
             .map(|k| {
-                let mut record = self.record(k);
+                let mut record = self.record(k, interface);
                 record.rclass &= !wire::TOP_BIT;
                 record
             })
@@ -1114,14 +1170,9 @@ impl Responder {
     /// hearth renames; after announcing, it probes again (and renames if the other still
     /// answers).
     fn conflict(&mut self, now: Instant, source: SocketAddrV4, which: Owned, rtype: u16) {
-        self.conflicts.push_back(now);
-        while self
-            .conflicts
-            .front()
-            .is_some_and(|at| now.saturating_duration_since(*at) > CONFLICT_WINDOW)
-        {
-            self.conflicts.pop_front();
-        }
+        self.conflicts
+            .retain(|at| now.saturating_duration_since(*at) <= CONFLICT_WINDOW);
+        self.conflicts.push(now);
         let was = self.name(which).to_string();
         let what = match self.phase {
             Phase::Probing { .. } => {
@@ -1219,18 +1270,16 @@ fn services_name() -> Name {
     Name::new(&["_services", "_dns-sd", "_udp", "local"]).unwrap_or_else(Name::root)
 }
 
-fn addresses(interface: &Interface) -> impl Iterator<Item = Key> + '_ {
-    interface
-        .addresses
-        .iter()
-        .take(MAX_ADDRESSES)
-        .map(|(ip, _)| Key::Address(*ip))
+fn addresses(interface: &Interface) -> Keys {
+    (0..interface.addresses.len().min(MAX_ADDRESSES))
+        .filter_map(|i| u8::try_from(i).ok())
+        .fold(Keys::default(), |keys, i| keys.with(Key::Address(i)))
 }
 
 /// Those of hearth's records (`table`) the querier listed as known with at least half their
 /// TTL left (§7.1).
-fn known_answers(table: &[(Key, Record)], answers: &[Record]) -> BTreeSet<Key> {
-    let mut known = BTreeSet::new();
+fn known_answers(table: &[(Key, Record)], answers: &[Record]) -> Keys {
+    let mut known = Keys::default();
     for answer in answers {
         for (key, ours) in table {
             if ours.name.same(&answer.name)
@@ -1239,7 +1288,7 @@ fn known_answers(table: &[(Key, Record)], answers: &[Record]) -> BTreeSet<Key> {
                 && ours.same_data(answer)
                 && answer.ttl >= ours.ttl / 2
             {
-                known.insert(*key);
+                known = known.with(*key);
             }
         }
     }

@@ -270,7 +270,7 @@ fn known_answers_are_not_sent_again() {
     let (mut r, now) = announced(Instant::now());
     let now = now + Duration::from_secs(5);
     let phone = from(Ipv4Addr::new(10, 0, 0, 9), PORT);
-    let pointer = r.record(Key::Pointer);
+    let pointer = r.record(Key::Pointer, &interfaces()[0]);
     let asked = query(&[(service(), wire::PTR, false)], vec![pointer.clone()]);
     assert!(r.received(now, multicast(2, phone, &asked)).is_empty());
     assert_eq!(r.next_due(), None, "nothing to answer");
@@ -284,7 +284,7 @@ fn known_answers_are_not_sent_again() {
     assert_eq!(r.due(r.next_due().unwrap()).len(), 1);
     // A known SRV (in another case) leaves it out of the additional records.
     let later = now + Duration::from_secs(2);
-    let mut srv = r.record(Key::Service);
+    let mut srv = r.record(Key::Service, &interfaces()[0]);
     srv.data = [
         &srv.data[..6],
         name(&["HEARTH-AABBCCDDEEFF", "local"]).as_bytes(),
@@ -309,7 +309,7 @@ fn a_truncated_query_waits_for_its_other_known_answers() {
     let due = r.next_due().unwrap();
     assert!(due >= now + Duration::from_millis(400) && due <= now + Duration::from_millis(500));
     let rest = Message {
-        answers: vec![r.record(Key::Pointer)],
+        answers: vec![r.record(Key::Pointer, &interfaces()[0])],
         ..Message::default()
     };
     r.received(now, multicast(2, phone, &rest.encode()));
@@ -453,7 +453,8 @@ fn nothing_is_answered_while_probing_and_bad_packets_change_nothing() {
     }
     // A query on an interface hearth does not answer on; a response from another port.
     assert!(r.received(now, multicast(9, phone, &asked)).is_empty());
-    let mut response = Message::parse(&query(&[], vec![r.record(Key::Service)])).unwrap();
+    let mut response =
+        Message::parse(&query(&[], vec![r.record(Key::Service, &interfaces()[0])])).unwrap();
     response.flags = wire::RESPONSE;
     response.answers[0].data[5] ^= 1;
     let elsewhere = from(Ipv4Addr::new(10, 0, 0, 9), 40000);
@@ -555,7 +556,7 @@ fn a_conflict_after_announcing_probes_again_then_renames() {
     let (mut r, now) = announced(Instant::now());
     let now = now + Duration::from_secs(5);
     let other = from(Ipv4Addr::new(10, 0, 0, 50), PORT);
-    let mut txt = r.record(Key::Text);
+    let mut txt = r.record(Key::Text, &interfaces()[0]);
     txt.data = txt_data(&[("c#", "9".into())]);
     let theirs = Message {
         flags: wire::RESPONSE,
