@@ -49,7 +49,7 @@ for entry in "${targets[@]}"; do
   curl -sf http://127.0.0.1:$D/info | grep -q "\"cloudregisterurl\":\"http://127.0.0.1:$D/entry\"" || fail "bad /info"
 
   sim="$work/$triple.sim"
-  "$host" simulate --server http://127.0.0.1:$D --devices 2 --seconds 25 >"$sim" &
+  "$host-dev" simulate --server http://127.0.0.1:$D --devices 2 --seconds 25 >"$sim" &
   sim_pid=$!
   for n in 1 2; do
     s=02AA01AC5100000$n

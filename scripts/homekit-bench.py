@@ -1,6 +1,6 @@
 """/command -> HomeKit EVENT, one client at a time (docs/performance.md, "What HomeKit costs").
 
-Starts `HEARTH serve` on loopback ports with one simulated thermostat (`HEARTH simulate`), pairs
+Starts `HEARTH serve` on loopback ports with one simulated thermostat (`hearth-dev simulate`, which it builds), pairs
 aiohomekit with it by address (tests/homekit/driver.py), subscribes to the thermostat's
 TargetTemperature, then for each round POSTs /command set_temperature (alternating 20 and 21)
 and times until aiohomekit has the EVENT. Prints the percentiles as JSON.
@@ -10,6 +10,9 @@ Usage, with the venv .ci/aiohomekit.sh makes:
 """
 import asyncio, json, os, subprocess, sys, tempfile, time, urllib.request, statistics, socket
 hearth, driver_dir = sys.argv[1], sys.argv[2]
+root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+subprocess.run(["cargo", "build", "--release", "--locked", "--quiet", "--bin", "hearth-dev"], cwd=root, check=True)
+simulator = os.path.join(root, "target", "release", "hearth-dev")
 rounds = int(sys.argv[3]) if len(sys.argv) > 3 else 200
 sys.path.insert(0, driver_dir)
 import driver
@@ -34,7 +37,7 @@ async def main():
         for _ in range(100):
             try: http(cp, "/health"); break
             except Exception: time.sleep(0.05)
-        sim = subprocess.Popen([hearth, "simulate", "--server", f"http://127.0.0.1:{dp}", "--devices", "1", "--seconds", "600"],
+        sim = subprocess.Popen([simulator, "simulate", "--server", f"http://127.0.0.1:{dp}", "--devices", "1", "--seconds", "600"],
                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         serial = None
         for _ in range(200):

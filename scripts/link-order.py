@@ -46,7 +46,7 @@ def build(triple):
         RUSTFLAGS="-C target-feature=+crt-static",
     )
     subprocess.run(
-        ["cargo", "build", "--release", "--locked", "--bin", "hearth", "--target", triple], cwd=ROOT, env=env, check=True
+        ["cargo", "build", "--release", "--locked", "--bin", "hearth", "--bin", "hearth-dev", "--target", triple], cwd=ROOT, env=env, check=True
     )
     return os.path.join(TARGET_DIR, triple, "release", "hearth")
 
@@ -112,7 +112,7 @@ def profile(binary, work, load):
 def serving(binary):
     """Simulated thermostats (entry, upload, held subscribes, pushes) and control API calls."""
     sim = subprocess.Popen(
-        [binary, "simulate", "--server", f"http://127.0.0.1:{DEVICE_PORT}", "--devices", "3",
+        [binary + "-dev", "simulate", "--server", f"http://127.0.0.1:{DEVICE_PORT}", "--devices", "3",
          "--seconds", "40"],
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
     )

@@ -35,7 +35,7 @@ device=$(free_port); control=$(free_port)
 echo "== storing $count simulated thermostats"
 # Every simulated thermostat comes from 127.0.0.1: more new ones than one address may add.
 serve "$work/fill.log" --max-new-thermostats-per-client 0
-"$exe" simulate --server "http://127.0.0.1:$device" --devices "$count" --seconds 15 >/dev/null 2>&1 || true
+"$exe-dev" simulate --server "http://127.0.0.1:$device" --devices "$count" --seconds 15 >/dev/null 2>&1 || true
 kill "$server"; wait "$server" 2>/dev/null || true
 
 echo "== MQTT off"

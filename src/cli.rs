@@ -7,7 +7,6 @@
 use std::io::Write;
 use std::process::ExitCode;
 use std::sync::Arc;
-use std::time::Duration;
 
 use argh::{CommandInfo, EarlyExit, FromArgs, SubCommand};
 use signal_hook::iterator::Signals;
@@ -16,7 +15,6 @@ use crate::admin::AdminRequest;
 use crate::config::settings::{Setting, number, text};
 use crate::config::{Config, Sources};
 use crate::server::Server;
-use crate::simulator::fleet::Fleet;
 use options::{Spec, Takes};
 
 mod healthcheck;
@@ -47,7 +45,6 @@ enum Command {
     Point(PointArgs),
     ImportNle(ImportNleArgs),
     Import(ImportArgs),
-    Simulate(SimulateArgs),
     Demo(DemoArgs),
     Healthcheck(healthcheck::HealthcheckArgs),
 }
@@ -439,27 +436,6 @@ struct DemoArgs {
     control_bind: Option<String>,
 }
 
-#[derive(FromArgs)]
-#[argh(subcommand, name = "simulate")]
-/// run simulated thermostats against a server, printing one line per event
-struct SimulateArgs {
-    /// the server's device-port origin (default http://127.0.0.1:8000)
-    #[argh(option, default = "String::from(\"http://127.0.0.1:8000\")")]
-    server: String,
-    /// how many thermostats (default 1)
-    #[argh(option, default = "1")]
-    devices: usize,
-    /// serial prefix; each serial is the prefix and a counter, 16 characters (default 02AA01AC51)
-    #[argh(option, default = "String::from(\"02AA01AC51\")")]
-    serial_prefix: String,
-    /// stop after this many seconds (default: run until interrupted)
-    #[argh(option)]
-    seconds: Option<u64>,
-    /// seconds between simulated temperature changes; 0 turns them off (default 0)
-    #[argh(option, default = "0")]
-    drift_seconds: u64,
-}
-
 pub fn main() -> ExitCode {
     let cli: Cli = argh::from_env();
     let Some(command) = cli.command else {
@@ -546,7 +522,6 @@ pub fn main() -> ExitCode {
         Command::Import(a) => import(a.data_dir, a.force, || {
             std::fs::read(&a.file).map_err(|e| format!("cannot read {}: {e}", a.file))
         }),
-        Command::Simulate(args) => simulate(args),
         Command::Demo(args) => demo(args),
         Command::Healthcheck(args) => healthcheck::run(args),
     }
@@ -763,23 +738,6 @@ fn demo(args: DemoArgs) -> ExitCode {
         eprintln!("hearth demo: could not remove {}: {e}", data_dir.display());
     }
     code
-}
-
-fn simulate(args: SimulateArgs) -> ExitCode {
-    let fleet = Fleet {
-        server: args.server,
-        devices: args.devices,
-        serial_prefix: args.serial_prefix,
-        seconds: args.seconds,
-        drift_every: (args.drift_seconds > 0).then(|| Duration::from_secs(args.drift_seconds)),
-    };
-    match fleet.run() {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(e) => {
-            eprintln!("hearth simulate: {e}");
-            ExitCode::from(2)
-        }
-    }
 }
 
 /// `RUST_LOG` wins; otherwise `info`, or `debug` for hearth itself with DEBUG_LOGGING.

@@ -40,7 +40,7 @@ pub(super) fn homekit(sources: &Sources<'_>) -> Result<HomekitConfig, ConfigErro
 /// What the Home app accepts as an accessory's name (it refuses others at pairing, or renames
 /// them): letters, digits, spaces and apostrophes, starting and ending with a letter or digit;
 /// and what fits one DNS label (63 bytes), since the name is the mDNS instance name too.
-pub(super) fn parse_name(raw: &str) -> Result<String, String> {
+pub(crate) fn parse_name(raw: &str) -> Result<String, String> {
     let alphanumeric = |c: Option<char>| c.is_some_and(char::is_alphanumeric);
     let ok = raw.len() <= 63
         && alphanumeric(raw.chars().next())

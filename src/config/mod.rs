@@ -28,6 +28,9 @@ pub use alerts::AlertConfig;
 pub use box_names::BoxNames;
 pub(crate) use box_names::is_dns_name;
 pub use homekit::HomekitConfig;
+/// What HOMEKIT_NAME accepts: HomeKit's mDNS responder renames within it after a conflict.
+#[cfg(feature = "homekit")]
+pub(crate) use homekit::parse_name as parse_homekit_name;
 pub use origin::ApiOrigin;
 use settings::{boolean, ip, number, text};
 pub use sources::{ConfigError, Given, Sources};

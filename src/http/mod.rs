@@ -28,12 +28,13 @@ pub use chunked::ChunkedWriter;
 
 /// The edge's parsers over a connection's input, for the fuzz targets (`tests/fuzz`), which
 /// cannot reach these private modules otherwise: a request head, a body's framing, a chunked
-/// or `Content-Length` body.
+/// or `Content-Length` body, and the stream an input reads.
 #[doc(hidden)]
 pub mod parsers {
     pub use super::body::{BodyError, Framing, FramingError, framing, read_chunked, read_length};
     pub use super::chunked::chunk_size;
     pub use super::head::{HEAD_LIMIT, Head, HeadError, Input, Timing, read as read_head};
+    pub use super::tls::Stream;
 }
 
 /// Body limit for ordinary requests.

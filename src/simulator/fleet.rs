@@ -1,4 +1,4 @@
-//! `hearth simulate`: many simulated thermostats, one thread each, printing one line per event.
+//! `hearth-dev simulate`: many simulated thermostats, one thread each, printing one line per event.
 
 use std::io::Write;
 use std::sync::Arc;

@@ -38,6 +38,7 @@ pub const LINES_PER_MINUTE: usize = 64;
 
 /// When a refusal of each client was last logged, how many were not logged since, and the
 /// minute's line budget.
+#[derive(Clone)]
 pub(crate) struct RefusalLog<K: Key = IpAddr> {
     /// When a line was last written for each client, and how many refusals were not logged
     /// since.

@@ -1,5 +1,5 @@
 //! The simulated thermostat against the real server: boot, upload, hold, push, acknowledge,
-//! CAS retry, strict key order, and `hearth simulate`.
+//! CAS retry, strict key order, and `hearth-dev simulate`.
 
 use crate::common;
 
@@ -259,9 +259,9 @@ fn every_object_the_server_sends_passes_the_strict_parser() {
 }
 
 #[test]
-fn hearth_simulate_runs_a_fleet() {
+fn hearth_dev_simulate_runs_a_fleet() {
     let s = TestServer::start();
-    let out = Command::new(env!("CARGO_BIN_EXE_hearth"))
+    let out = Command::new(env!("CARGO_BIN_EXE_hearth-dev"))
         .args([
             "simulate",
             "--server",

@@ -6,9 +6,11 @@
 //! - `hearth-dev bench-stop`: how long `hearth serve` takes to stop (SIGTERM) holding N
 //!   thermostats whose energy history changes every minute ([`bench::stop`]);
 //! - `hearth-dev crash-test`: SIGKILL during mixed writes, and no acknowledged write lost
-//!   ([`bench::crash`]).
+//!   ([`bench::crash`]);
+//! - `hearth-dev simulate`: simulated thermostats against any server, printing one line per
+//!   event (the simulator itself stays in the library: `hearth demo` runs three).
 //!
-//! Both run a real `hearth serve` as a child process: by default the `hearth` beside this
+//! The benchmarks and the crash test run a real `hearth serve` as a child process: by default the `hearth` beside this
 //! executable (cargo builds both into one directory), or the one `--server` names.
 //! `scripts/bench.sh` and `scripts/crash-test.sh` build and run them.
 
@@ -16,12 +18,14 @@ mod bench;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::time::Duration;
 
 use argh::FromArgs;
+use hearth::simulator::fleet::Fleet;
 
 #[derive(FromArgs)]
-/// hearth's developer tools: benchmarks and the crash test, against a `hearth serve` child
-/// process on 127.0.0.1
+/// hearth's developer tools: benchmarks and the crash test (against a `hearth serve` child
+/// process on 127.0.0.1), and simulated thermostats
 struct Cli {
     #[argh(subcommand)]
     command: Command,
@@ -34,6 +38,7 @@ enum Command {
     BenchEnergy(BenchEnergyArgs),
     BenchStop(BenchStopArgs),
     CrashTest(CrashTestArgs),
+    Simulate(SimulateArgs),
 }
 
 #[derive(FromArgs)]
@@ -128,6 +133,27 @@ struct BenchArgs {
     server: Option<PathBuf>,
 }
 
+#[derive(FromArgs)]
+#[argh(subcommand, name = "simulate")]
+/// run simulated thermostats against a server, printing one line per event
+struct SimulateArgs {
+    /// the server's device-port origin (default http://127.0.0.1:8000)
+    #[argh(option, default = "String::from(\"http://127.0.0.1:8000\")")]
+    server: String,
+    /// how many thermostats (default 1)
+    #[argh(option, default = "1")]
+    devices: usize,
+    /// serial prefix; each serial is the prefix and a counter, 16 characters (default 02AA01AC51)
+    #[argh(option, default = "String::from(\"02AA01AC51\")")]
+    serial_prefix: String,
+    /// stop after this many seconds (default: run until interrupted)
+    #[argh(option)]
+    seconds: Option<u64>,
+    /// seconds between simulated temperature changes; 0 turns them off (default 0)
+    #[argh(option, default = "0")]
+    drift_seconds: u64,
+}
+
 fn main() -> ExitCode {
     let cli: Cli = argh::from_env();
     hearth::cli::init_logging(false);
@@ -136,6 +162,7 @@ fn main() -> ExitCode {
         Command::BenchEnergy(args) => bench_energy(args),
         Command::BenchStop(args) => bench_stop(args),
         Command::CrashTest(args) => crash_test(args),
+        Command::Simulate(args) => simulate(args),
     }
 }
 
@@ -274,4 +301,21 @@ fn bench_stop(args: BenchStopArgs) -> ExitCode {
         }
     }
     ExitCode::SUCCESS
+}
+
+fn simulate(args: SimulateArgs) -> ExitCode {
+    let fleet = Fleet {
+        server: args.server,
+        devices: args.devices,
+        serial_prefix: args.serial_prefix,
+        seconds: args.seconds,
+        drift_every: (args.drift_seconds > 0).then(|| Duration::from_secs(args.drift_seconds)),
+    };
+    match fleet.run() {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("hearth-dev simulate: {e}");
+            ExitCode::from(2)
+        }
+    }
 }

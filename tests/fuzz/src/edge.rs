@@ -8,7 +8,7 @@ use std::os::unix::net::UnixStream;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use hearth::http::parsers::{Input, Timing};
+use hearth::http::parsers::{Input, Stream, Timing};
 
 /// The most bytes a target sends through [`input_of`] (a socket pair buffers about 200 KiB
 /// before a write would wait for a reader).
@@ -25,7 +25,9 @@ pub fn input_of(bytes: &[u8]) -> Input {
     client
         .shutdown(Shutdown::Write)
         .expect("the client's side closed");
-    Input::new(Arc::new(TcpStream::from(OwnedFd::from(server))))
+    Input::new(Stream::plain(Arc::new(TcpStream::from(OwnedFd::from(
+        server,
+    )))))
 }
 
 /// The timing of a connection's first request, with deadlines no input waits for (the stream

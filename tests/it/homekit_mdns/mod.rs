@@ -1,12 +1,19 @@
-//! The `_hap._tcp` advertisement as a controller on the network sees it: found with the TXT
-//! record HAP requires, announced again when the pairing state or the configuration number
-//! changes, withdrawn when the server stops.
+//! The `_hap._tcp` advertisement as a controller on the network sees it.
 //!
-//! It needs multicast to loop back to this machine over an interface with multicast (mDNS
-//! responders skip the loopback interface). Where a multicast datagram sent here does not
-//! come back, the test says so and skips, unless `HEARTH_REQUIRE_MDNS=1` (then it fails). It
-//! uses a port other than 5353, so it neither announces to the network's responders nor
-//! collides with one running here.
+//! Here, with `mdns-sd` as the browser (an implementation independent of hearth's responder):
+//! found with the TXT record HAP requires, announced again when the pairing state or the
+//! configuration number changes, withdrawn when the server stops. It needs multicast to loop
+//! back to this machine over an interface with multicast (mDNS responders skip the loopback
+//! interface). Where a multicast datagram sent here does not come back, the test says so and
+//! skips, unless `HEARTH_REQUIRE_MDNS=1` (then it fails). It uses a port other than 5353, so it
+//! neither announces to the network's responders nor collides with one running here.
+//!
+//! In [`netns`], on port 5353 in network namespaces of the tests' own ([`lan`]): the
+//! addresses each link is told, legacy queries, an address that changes and an interface that
+//! appears, the goodbye, a second bridge of the same name, and aiohomekit with python-zeroconf.
+
+mod lan;
+mod netns;
 
 use crate::common;
 
