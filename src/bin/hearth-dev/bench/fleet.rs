@@ -15,6 +15,19 @@ use crossbeam_channel::{Receiver, Sender, unbounded};
 
 use hearth::simulator::{Event, Observer, Options, Thermostat, fleet};
 
+/// The scheduling priority of the thermostats' threads.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum Priority {
+    /// As the bench's own threads: a thermostat reads a push as soon as it comes, so a
+    /// command's latency is timed to the moment it is read.
+    Normal,
+    /// Nice 19: they run only when the server leaves a core idle. For what is timed on the
+    /// server alone (its stop), where ten thousand threads waking to read the end of their
+    /// subscribes would otherwise take a third of this machine's two cores from it, which
+    /// ten thousand thermostats, each a box of its own, never do.
+    Lowest,
+}
+
 pub struct HeldFleet {
     pub serials: Vec<String>,
     stop: Arc<AtomicBool>,
@@ -32,16 +45,17 @@ impl HeldFleet {
     /// Starts `count` thermostats against the device port at `origin` and waits until each has
     /// uploaded its state and holds a subscribe.
     pub fn start(origin: &str, prefix: &str, count: usize) -> Result<HeldFleet, String> {
-        Self::start_with(origin, prefix, count, &|_| {})
+        Self::start_with(origin, prefix, count, &|_| {}, Priority::Normal)
     }
 
     /// Like [`HeldFleet::start`], each thermostat first set up by `setup` (what it reports
-    /// before its boot uploads it: its fan running, say).
+    /// before its boot uploads it: its fan running, say), its thread at `priority`.
     pub fn start_with(
         origin: &str,
         prefix: &str,
         count: usize,
         setup: &dyn Fn(&mut Thermostat),
+        priority: Priority,
     ) -> Result<HeldFleet, String> {
         let stop = Arc::new(AtomicBool::new(false));
         let held = Arc::new(Mutex::new(HashSet::new()));
@@ -60,6 +74,12 @@ impl HeldFleet {
             let thread = thread::Builder::new()
                 .stack_size(256 * 1024)
                 .spawn(move || {
+                    if priority == Priority::Lowest {
+                        // On Linux the nice value is the calling thread's, not the process's.
+                        if let Err(e) = rustix::process::setpriority_process(None, 19) {
+                            log::warn!("a thermostat's thread keeps its priority: {e}");
+                        }
+                    }
                     sim.run(&|| !stop.load(Ordering::SeqCst), None);
                     // Nothing is ever sent: this returns once `release` is dropped.
                     let _ = released.recv();

@@ -20,7 +20,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use hearth::process::{ServerProcess, Signal};
 use serde_json::json;
 
-use super::fleet::HeldFleet;
+use super::fleet::{HeldFleet, Priority};
 use super::{ONE_ADDRESS, TempDir};
 
 /// SIGTERM this many seconds after the minute (its flush just written)...
@@ -52,6 +52,11 @@ pub struct Figures {
     /// The server's own account of each stop, in trial order (its log's "stopped in" line:
     /// the time of each stage), so a slow stop says where it went.
     pub stages: Vec<String>,
+    /// The next start on the same data directory, to `/health` answering (ms), and what it
+    /// loaded (its log's "loaded" line: the snapshot, and the journal records it replayed),
+    /// each trial: what a stop that leaves the journal to the start costs there.
+    pub restart_ms: Vec<f64>,
+    pub loaded: Vec<String>,
     /// `strace -c`'s counts per call, over one minute and over the stop.
     pub minute_calls: Vec<(String, u64)>,
     pub stop_calls: Vec<(String, u64)>,
@@ -84,7 +89,9 @@ impl Figures {
              RSS before the fleet              {} kB\n\
              RSS with every one held           {} kB ({} per held thermostat)\n\
              threads with every one held       {}\n\
-             the server's stages, each trial:\n{}",
+             the next start, to /health        {} ms\n\
+             the server's stages, each trial:\n{}\n\
+             what each next start loaded:\n{}",
             self.thermostats,
             ms(&self.after_flush_ms),
             ms(&self.before_flush_ms),
@@ -102,7 +109,9 @@ impl Figures {
                 .collect::<Vec<_>>()
                 .join(", "),
             list(&self.held_threads),
+            ms(&self.restart_ms),
             self.stages.join("\n"),
+            self.loaded.join("\n"),
         )
     }
 }
@@ -116,6 +125,8 @@ pub fn run(opts: &Options) -> Result<Figures, String> {
         held_rss_kb: Vec::new(),
         held_threads: Vec::new(),
         stages: Vec::new(),
+        restart_ms: Vec::new(),
+        loaded: Vec::new(),
         minute_calls: Vec::new(),
         stop_calls: Vec::new(),
     };
@@ -133,6 +144,10 @@ pub fn run(opts: &Options) -> Result<Figures, String> {
             figures
                 .stages
                 .push(format!("  {case} a flush: {}", stop.stages));
+            figures.restart_ms.push(stop.restart_ms);
+            figures
+                .loaded
+                .push(format!("  {case} a flush: {}", stop.loaded));
         }
     }
     if opts.strace {
@@ -154,9 +169,13 @@ fn settled(
         .map_err(|log| format!("the server did not start:\n{log}"))?;
     let idle_rss_kb = server.status_field("VmRSS:").unwrap_or(0);
     let origin = format!("http://{}", server.device);
-    let fleet = HeldFleet::start_with(&origin, "02AA01AC96", n, &|sim| {
-        sim.report("shared", "hvac_fan_state", json!(true));
-    })?;
+    let fleet = HeldFleet::start_with(
+        &origin,
+        "02AA01AC96",
+        n,
+        &|sim| sim.report("shared", "hvac_fan_state", json!(true)),
+        Priority::Lowest,
+    )?;
     // The next minute's flush writes every thermostat for the first time (making its files);
     // the one after is the steady state.
     sleep_until_second(second, Duration::from_secs(65));
@@ -172,11 +191,15 @@ struct Stop {
     idle_rss_kb: u64,
     held_rss_kb: u64,
     held_threads: u64,
+    /// The next start on the same data directory, to `/health` answering, and its log's
+    /// "loaded" line.
+    restart_ms: f64,
+    loaded: String,
 }
 
 /// SIGTERM at `second` past a minute.
 fn timed_stop(exe: &Path, n: usize, second: u64) -> Result<Stop, String> {
-    let (mut server, fleet, _dir, idle_rss_kb) = settled(exe, n, second)?;
+    let (mut server, fleet, dir, idle_rss_kb) = settled(exe, n, second)?;
     let held_rss_kb = server.status_field("VmRSS:").unwrap_or(0);
     let held_threads = server.status_field("Threads:").unwrap_or(0);
     // Told first, so the server's going is no problem to them.
@@ -190,21 +213,20 @@ fn timed_stop(exe: &Path, n: usize, second: u64) -> Result<Stop, String> {
     if !status.success() {
         return Err(format!("the server exited with {status}"));
     }
-    let log = server.log();
-    let stages = log
-        .lines()
-        .rev()
-        .find_map(|l| {
-            l.split_once("stopped in ")
-                .map(|(_, rest)| rest.to_string())
-        })
-        .unwrap_or_else(|| "(no \"stopped in\" line in its log)".to_string());
+    let stages = last_line_after(&server.log(), "stopped in ");
+    let (mut again, restart) = super::load::start_and_time(exe, &dir.0)?;
+    let loaded = last_line_after(&again.log(), "loaded ");
+    again
+        .terminate()
+        .map_err(|e| format!("stopping the restarted server: {e}"))?;
     Ok(Stop {
         ms,
         stages,
         idle_rss_kb,
         held_rss_kb,
         held_threads,
+        restart_ms: restart.as_secs_f64() * 1000.0,
+        loaded,
     })
 }
 
@@ -286,4 +308,12 @@ fn sleep_until_second(second: u64, min: Duration) {
         minute + 60_000
     };
     thread::sleep(Duration::from_millis(target.saturating_sub(now_ms())));
+}
+
+/// What follows `marker` on the last line of `log` that has it.
+fn last_line_after(log: &str, marker: &str) -> String {
+    log.lines()
+        .rev()
+        .find_map(|l| l.split_once(marker).map(|(_, rest)| rest.to_string()))
+        .unwrap_or_else(|| format!("(no \"{marker}\" line in its log)"))
 }
