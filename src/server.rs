@@ -52,10 +52,12 @@
 //!    stages 3 and 4 and is waited for with them.
 //! 3. **Pushes**: the hub's notifier and the event streams. After everything that can commit
 //!    a change, so every push is written before held subscribes and streams are ended.
-//! 4. **Store**: a final snapshot, so the next start replays no journal. Nothing that can
-//!    commit is left once stage 3 begins, so it is written on its own thread (`snapshot`)
-//!    while the pushes end: with 10,000 held thermostats the two, one after the other, were
-//!    most of a stop.
+//! 4. **Store**: a final snapshot, so the next start replays little or no journal: written
+//!    when the journal since the last one is an eighth of its size or more (or one is due),
+//!    else the next start replays that journal, in less time than the snapshot would take
+//!    here ([`crate::store::Store::snapshot_due_at_stop`]; with 10,000 thermostats a snapshot
+//!    is some 0.3 s of a stop). Nothing that can commit is left once stage 3 begins, so it is
+//!    written on its own thread (`snapshot`) while the pushes end.
 
 use std::fmt;
 use std::io;
@@ -286,8 +288,8 @@ impl Server {
 
     /// Stops the server in the order written down in the module's documentation: triggers
     /// each stage of the shutdown signal and waits for the threads that must end before the
-    /// next; then ends the pushes, writes the final snapshot and lets history write its last
-    /// minute, all three at once.
+    /// next; then ends the pushes, writes the final snapshot (when it is worth it) and lets
+    /// history write its last minute, all three at once.
     pub fn shutdown(self) {
         let Server {
             app,
@@ -341,29 +343,43 @@ impl Server {
         Stage::Pushes.of(&shutdown).trigger();
         let snapshot = || {
             let took = Stopwatch::start();
+            let (due, journal, last) = app.state().snapshot_due_at_stop();
+            if !due {
+                return format!(
+                    "no snapshot: the next start replays the journal's {} kB (the snapshot is {} kB)",
+                    journal / 1024,
+                    last / 1024
+                );
+            }
             if let Err(e) = app.state().snapshot() {
                 log::error!("final snapshot failed (the journal still holds every change): {e}");
             }
-            ms(&took)
+            format!("snapshot took {} ms", ms(&took))
         };
-        let store = thread::scope(|scope| {
+        let (pushes, last_minute, store) = thread::scope(|scope| {
             let writing = thread::Builder::new()
                 .name("snapshot".into())
                 .spawn_scoped(scope, snapshot)
                 .map_err(|e| log::warn!("writing the final snapshot on this thread: {e}"));
             let _ = notifier.join();
             let _ = events.join();
+            let pushes = ms(&stage);
             if let Some(history) = history {
                 history.join();
             }
-            match writing {
-                Ok(writing) => writing.join().unwrap_or_default(),
+            let last_minute = ms(&stage);
+            let store = match writing {
+                Ok(writing) => writing
+                    .join()
+                    .unwrap_or_else(|_| "the snapshot's thread panicked".into()),
                 Err(()) => snapshot(),
-            }
+            };
+            (pushes, last_minute, store)
         });
         log::info!(
             "stopped in {} ms: intake {intake} ms, bridges {bridges} ms, then pushes, history and \
-             snapshot at once {} ms (snapshot {store} ms)",
+             snapshot at once {} ms (pushes ended at {pushes} ms, history at {last_minute} ms; \
+             {store})",
             ms(&began),
             ms(&stage)
         );

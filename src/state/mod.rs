@@ -343,6 +343,14 @@ impl State {
         self.store.snapshot_due()
     }
 
+    /// Whether a stopping server should write the final snapshot
+    /// ([`crate::store::Store::snapshot_due_at_stop`]), and the journal's and the last
+    /// snapshot's sizes in bytes, for its log.
+    pub fn snapshot_due_at_stop(&self) -> (bool, u64, u64) {
+        let (journal, snapshot) = self.store.journal_beside_snapshot();
+        (self.store.snapshot_due_at_stop(), journal, snapshot)
+    }
+
     /// Writes the whole state to `state.json` and drops the journal it covers.
     pub fn snapshot(&self) -> Result<(), StoreError> {
         let _one_at_a_time = self.snapshotting.lock();
@@ -442,6 +450,80 @@ mod tests {
         });
         assert_eq!(n, Some(Some(serde_json::json!(2))));
         drop(state);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}
+
+/// What a stop's snapshot costs beside the next start's replay of the journal it would fold,
+/// printed, not asserted (a measurement, not a test; `Store::snapshot_due_at_stop` rests on
+/// it): `cargo test --release --lib state::measure -- --ignored --nocapture`.
+#[cfg(test)]
+mod measure {
+    use super::*;
+    use crate::util::JsonMap;
+    use crate::util::clock::Stopwatch;
+    use serde_json::json;
+
+    #[test]
+    #[ignore = "a measurement: run it with --release --ignored --nocapture"]
+    fn snapshot_against_replay() {
+        let dir = std::env::temp_dir().join(format!("hearth-state-measure-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let open = || State::open(&dir, Arc::new(Hub::new())).unwrap();
+        let serials: Vec<String> = (0..2000).map(|n| format!("02AA01AC{n:08}")).collect();
+        // Each thermostat's device bucket about 3 KB, as a Gen2's is once booted.
+        let device: JsonMap = (0..100)
+            .map(|i| {
+                (
+                    format!("field_name_{i:03}"),
+                    json!(format!("value-{i}-abcdefgh")),
+                )
+            })
+            .collect();
+        let state = open().0;
+        for serial in &serials {
+            let _: Result<(), StoreError> = state.update_device(serial, Origin::Device, |txn| {
+                txn.merge(&format!("device.{serial}"), &device, Stamp::IfChanged);
+                Ok(())
+            });
+        }
+        let took = Stopwatch::start();
+        state.snapshot().unwrap();
+        let (_, snapshot_bytes) = state.store.journal_beside_snapshot();
+        let write_ms = took.elapsed().as_secs_f64() * 1000.0;
+        // A journal after it: one small change to each thermostat, three times.
+        for n in 0..3 {
+            for serial in &serials {
+                let _: Result<(), StoreError> =
+                    state.update_device(serial, Origin::Device, |txn| {
+                        let set: JsonMap = [(
+                            "current_temperature".to_string(),
+                            json!(20.0 + n as f64 / 10.0),
+                        )]
+                        .into_iter()
+                        .collect();
+                        txn.merge(&format!("shared.{serial}"), &set, Stamp::IfChanged);
+                        Ok(())
+                    });
+            }
+        }
+        let (journal_bytes, _) = state.store.journal_beside_snapshot();
+        drop(state);
+        let took = Stopwatch::start();
+        let (state, report) = open();
+        let with_journal_ms = took.elapsed().as_secs_f64() * 1000.0;
+        state.snapshot().unwrap();
+        drop(state);
+        let took = Stopwatch::start();
+        let _ = open();
+        let snapshot_only_ms = took.elapsed().as_secs_f64() * 1000.0;
+        println!(
+            "{} thermostats: a {snapshot_bytes}-byte snapshot written in {write_ms:.1} ms; \
+             a start loading it took {snapshot_only_ms:.1} ms, and {with_journal_ms:.1} ms with \
+             {} records ({journal_bytes} bytes) of journal to replay",
+            serials.len(),
+            report.replayed_records
+        );
         let _ = std::fs::remove_dir_all(&dir);
     }
 }

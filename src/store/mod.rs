@@ -42,6 +42,10 @@ pub trait Replay: Default + DeserializeOwned {
 /// Journal bytes after which a snapshot is due.
 const SNAPSHOT_AFTER_BYTES: u64 = 4 * 1024 * 1024;
 
+/// At a stop, a journal smaller than this part of the snapshot is left for the next start
+/// to replay ([`Store::snapshot_due_at_stop`]).
+const STOP_SNAPSHOT_PART: u64 = 8;
+
 pub struct Store {
     dir: PathBuf,
     /// Held for the life of the store: the flock on `<dir>/LOCK`.
@@ -71,6 +75,8 @@ struct Commit {
     /// Set when a failed write could not be undone; every later write fails.
     poisoned: Option<String>,
     bytes_since_snapshot: u64,
+    /// The size of the snapshot on disk (0 without one).
+    snapshot_bytes: u64,
     /// Records appended and fsyncs done, since open.
     records: u64,
     flushes: u64,
@@ -144,6 +150,7 @@ impl Store {
         };
         let file = files::open_append(&path).map_err(|e| StoreError::io(&path, e))?;
         files::sync_dir(dir).map_err(|e| StoreError::io(dir, e))?;
+        let snapshot_bytes = fs::metadata(dir.join(snapshot::FILE)).map_or(0, |m| m.len());
 
         let store = Store {
             dir: dir.to_path_buf(),
@@ -160,6 +167,7 @@ impl Store {
                 failed: Vec::new(),
                 poisoned: None,
                 bytes_since_snapshot,
+                snapshot_bytes,
                 records: 0,
                 flushes: 0,
             }),
@@ -300,6 +308,27 @@ impl Store {
         self.commit.lock().bytes_since_snapshot >= SNAPSHOT_AFTER_BYTES
     }
 
+    /// Whether a stopping server should write a snapshot: when one is due, and also when the
+    /// journal since the last is an eighth of its size or more ([`STOP_SNAPSHOT_PART`]), or
+    /// there is none yet. A smaller journal is left for the next start to replay, which costs
+    /// the start less than the snapshot would have cost the stop: a byte of journal replays
+    /// in six to seven times what a byte of snapshot takes to write (`state::measure`: 1.1 MB
+    /// of small records replayed in 17–20 ms, a 7.6 MB snapshot written in 19–22 ms). With
+    /// 10,000 thermostats the snapshot, 29 MB, was half of a stop. A stop with nothing
+    /// journaled writes nothing.
+    pub fn snapshot_due_at_stop(&self) -> bool {
+        let c = self.commit.lock();
+        c.bytes_since_snapshot > 0
+            && (c.bytes_since_snapshot >= SNAPSHOT_AFTER_BYTES
+                || c.bytes_since_snapshot.saturating_mul(STOP_SNAPSHOT_PART) >= c.snapshot_bytes)
+    }
+
+    /// Journal bytes since the last snapshot, and that snapshot's size.
+    pub fn journal_beside_snapshot(&self) -> (u64, u64) {
+        let c = self.commit.lock();
+        (c.bytes_since_snapshot, c.snapshot_bytes)
+    }
+
     /// Starts a new journal segment and returns the last sequence before it. Call only when no
     /// append is in progress (the state's snapshot gate guarantees that).
     pub fn rotate(&self) -> Result<(u64, u64), StoreError> {
@@ -320,6 +349,7 @@ impl Store {
     /// Writes a snapshot (already encoded) and deletes journal segments older than `keep_from`.
     pub fn write_snapshot(&self, bytes: &[u8], keep_from: u64) -> Result<(), StoreError> {
         snapshot::write(&self.dir, bytes)?;
+        self.commit.lock().snapshot_bytes = bytes.len() as u64;
         for (first, path) in journal::list_segments(&self.dir)? {
             if first < keep_from {
                 files::remove_if_present(&path).map_err(|e| StoreError::io(&path, e))?;
@@ -529,6 +559,52 @@ mod tests {
         assert_eq!(
             value_of(&data, "SERIAL0001").unwrap().value.to_map()["n"],
             serde_json::json!(5)
+        );
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn a_stop_snapshots_a_journal_an_eighth_of_the_snapshot_or_more() {
+        let dir = tempdir("stop-snap");
+        let (store, _, _) = Store::open::<Data>(&dir).unwrap();
+        assert!(
+            !store.snapshot_due_at_stop(),
+            "nothing journaled: nothing to fold"
+        );
+        store.append(&[merge("SERIAL0001", 1)]).unwrap();
+        assert!(store.snapshot_due_at_stop(), "no snapshot yet");
+        // A snapshot of many thermostats, then one record: far under an eighth of it.
+        let mut data = Data::default();
+        for n in 0..64 {
+            data.apply(&merge(&format!("SERIAL{n:04}"), 1));
+        }
+        let (last, keep_from) = store.rotate().unwrap();
+        store
+            .write_snapshot(&snapshot::encode(&data, last, 0).unwrap(), keep_from)
+            .unwrap();
+        assert!(!store.snapshot_due_at_stop(), "nothing journaled since");
+        store.append(&[merge("SERIAL0001", 2)]).unwrap();
+        let (journal, snapshot) = store.journal_beside_snapshot();
+        assert!(
+            journal * STOP_SNAPSHOT_PART < snapshot,
+            "{journal} {snapshot}"
+        );
+        assert!(!store.snapshot_due_at_stop(), "the next start replays it");
+        // The journal grows to an eighth of the snapshot: the stop folds it.
+        while {
+            let (journal, snapshot) = store.journal_beside_snapshot();
+            journal * STOP_SNAPSHOT_PART < snapshot
+        } {
+            store.append(&[merge("SERIAL0001", 3)]).unwrap();
+        }
+        assert!(store.snapshot_due_at_stop());
+        // And the size it compares with is the one on disk after a restart too.
+        drop(store);
+        let (store, _, _) = Store::open::<Data>(&dir).unwrap();
+        assert!(store.snapshot_due_at_stop());
+        assert_eq!(
+            store.journal_beside_snapshot().1,
+            std::fs::metadata(dir.join(snapshot::FILE)).unwrap().len()
         );
         let _ = std::fs::remove_dir_all(&dir);
     }

@@ -1,6 +1,6 @@
 //! Durability, tested on the real binary: every acknowledged write survives SIGKILL; a torn last
 //! journal line is dropped; a corrupt file stops startup with its name and is left untouched;
-//! SIGTERM writes a snapshot; a second process cannot open the same data directory.
+//! SIGTERM writes a snapshot (a fresh store's journal is all there is); a second process cannot open the same data directory.
 
 use crate::common;
 

@@ -11,7 +11,8 @@
 //!    one at a time to its own quarter of the N thermostats, each command timed until the
 //!    thermostat has read the pushed object off its held subscribe (journal fsync included):
 //!    p50, p99, max.
-//! 4. Start-up: the server is stopped (SIGTERM, which writes a snapshot) and started again on
+//! 4. Start-up: the server is stopped (SIGTERM, which writes a snapshot: the journal is the
+//!    whole store's) and started again on
 //!    the same data directory, now holding N thermostats' state, and timed from spawn to the
 //!    first 200 from `/health`, once the simulated thermostats' threads have ended.
 //! 5. Acknowledged (durable) `POST /command` per second from 8 keep-alive clients, against
