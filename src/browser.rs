@@ -24,7 +24,8 @@
 //!   origin nor in `ALLOWED_ORIGINS` (`null` is never either), or that carries
 //!   `Sec-Fetch-Site: cross-site` without an allowed `Origin`, gets 403. "Its own origin" has
 //!   `Host`'s host and port (a page on the same host and port is served by the same socket, so
-//!   by hearth or the proxy in front of it). When `Host` has no port, it is the scheme hearth
+//!   by hearth or the proxy in front of it). Such a refusal is logged once a minute per
+//!   address ([`RefusalLog`]): a page open in a browser can send thousands a second. When `Host` has no port, it is the scheme hearth
 //!   serves (`https` with `CERT_DIR`, else `http`) at that scheme's default port; the other
 //!   scheme at its default port passes only for a name in `ALLOWED_HOSTS` (a reverse proxy that
 //!   terminates TLS: the page is `https`, hearth sees plain HTTP) and through `INGRESS_PROXY`.
@@ -39,7 +40,7 @@
 //! (`homekit::http`).
 
 use std::fmt;
-use std::net::IpAddr;
+use std::net::{IpAddr, Ipv4Addr};
 
 use parking_lot::Mutex;
 
@@ -171,6 +172,9 @@ pub struct Browsers {
     ingress_proxy: Option<IpAddr>,
     /// The refused `Host` names logged lately, for [`Browsers::log`].
     refused_hosts: Mutex<RefusalLog<RefusedName>>,
+    /// The addresses whose cross-site requests were logged lately: a page in a browser can
+    /// send thousands a second.
+    refused_pages: Mutex<RefusalLog>,
     clock: Clock,
 }
 
@@ -198,27 +202,39 @@ impl Browsers {
             allowed_origins: config.allowed_origins.clone(),
             ingress_proxy: config.ingress_proxy,
             refused_hosts: Mutex::default(),
+            refused_pages: Mutex::default(),
             clock: config.clock.clone(),
         }
     }
 
-    /// Logs `refusal` of `request` for `port` ("device port", "control port"): a refused `Host`
-    /// once a minute per name, within the refusal log's line budget, with the `ALLOWED_HOSTS`
-    /// value that would admit it; a refused page each time, as a warning.
+    /// Logs `refusal` of `request` for `port` ("device port", "control port"), as a warning
+    /// within the refusal logs' line budget: a refused `Host` once a minute per name, with the
+    /// `ALLOWED_HOSTS` value that would admit it; a refused page once a minute per address.
     pub fn log(&self, port: &str, request: &Request, refusal: &Refusal) {
+        let now = self.clock.now();
+        let level = (module_path!(), log::Level::Warn);
         match refusal {
             Refusal::Host(host) => {
-                let name = RefusedName::of(host);
-                let lines = self.refused_hosts.lock().refused(name, self.clock.now());
-                lines.write((module_path!(), log::Level::Warn), port, &HostRefused(host));
+                let lines = self
+                    .refused_hosts
+                    .lock()
+                    .refused(RefusedName::of(host), now);
+                lines.write(level, port, &HostRefused(host));
             }
-            Refusal::Origin(_) | Refusal::CrossSite => log::warn!(
-                "{port}: {} {} refused ({}): {}",
-                request.method.as_str(),
-                logged(&request.path),
-                refusal.status(),
-                logged(&refusal.message())
-            ),
+            Refusal::Origin(_) | Refusal::CrossSite => {
+                let from = request
+                    .remote
+                    .map_or(IpAddr::V4(Ipv4Addr::UNSPECIFIED), |a| {
+                        crate::util::client_key(a.ip())
+                    });
+                let lines = self.refused_pages.lock().refused(from, now);
+                let what = PageRefused {
+                    request,
+                    refusal,
+                    from,
+                };
+                lines.write(level, port, &what);
+            }
         }
     }
 
@@ -352,6 +368,27 @@ impl Key for RefusedName {
 /// The log line of a refused `Host` (the header's value): quoted and escaped, since a page or
 /// a client wrote it, and the `ALLOWED_HOSTS` value that would admit it, when it is a DNS name.
 struct HostRefused<'a>(&'a str);
+
+/// A cross-site request refused, as its log line says it.
+struct PageRefused<'a> {
+    request: &'a Request,
+    refusal: &'a Refusal,
+    from: IpAddr,
+}
+
+impl fmt::Display for PageRefused<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{} {} from {} refused ({}): {}",
+            self.request.method.as_str(),
+            logged(&self.request.path),
+            self.from,
+            self.refusal.status(),
+            logged(&self.refusal.message())
+        )
+    }
+}
 
 impl fmt::Display for HostRefused<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {

@@ -419,6 +419,48 @@ fn the_name_a_router_gives_the_box_is_answered_without_settings() {
     );
 }
 
+/// A page in a browser can send thousands of requests a second: each cross-site one is
+/// refused, and logged once a minute per address, the next line counting the rest (the log
+/// of a box on an SD card is not a page's to fill).
+#[test]
+fn refused_pages_are_logged_once_a_minute_per_address() {
+    let clock = hearth::util::clock::ManualClock::starting_now();
+    let s = TestServer::start_with(|c| c.clock = clock.clock());
+    let host = host_of(s.control());
+    let path = "/logged-once-a-minute";
+    let line = format!("{path} from 127.0.0.1 refused (403)");
+    // The log is kept from before the first refusal (it would show a line if one came).
+    assert!(common::log_capture::lines(&line).is_empty());
+    let refuse = || {
+        let r = send(
+            s.control(),
+            &format!("POST {path} HTTP/1.1"),
+            &[
+                ("Host", &host),
+                ("Origin", "http://evil.example"),
+                ("Content-Type", "application/json"),
+            ],
+            "{}",
+        );
+        assert_eq!(r.status, 403, "{}", r.body);
+    };
+    for _ in 0..30 {
+        refuse();
+    }
+    // Each refusal is logged before its answer is written: every answer is in.
+    let lines = common::log_capture::lines(&line);
+    assert_eq!(lines.len(), 1, "{lines:#?}");
+    assert!(lines[0].contains("control port: POST "), "{lines:?}");
+    clock.advance(std::time::Duration::from_secs(60));
+    refuse();
+    let lines = common::log_capture::lines(&line);
+    assert_eq!(lines.len(), 2, "{lines:#?}");
+    assert!(
+        lines[1].ends_with("(29 more from 127.0.0.1 not logged in the last minute)"),
+        "{lines:?}"
+    );
+}
+
 #[test]
 fn a_page_of_another_origin_gets_403_and_changes_nothing() {
     let s = TestServer::start();
