@@ -62,6 +62,7 @@
 use std::fmt;
 use std::io;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, TcpListener};
+use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::thread::{self, JoinHandle};
@@ -743,8 +744,8 @@ fn start_maintenance(
         .map_or(Duration::from_secs(5), |f| f.min(Duration::from_secs(5)))
         .max(Duration::from_millis(100));
     // With `CERT_DIR` the ports speak TLS: the probe does too, trusting our own certificate.
-    let probe_tls = match app.config().cert_dir.as_deref().map(tls::self_probe) {
-        Some(Err(e)) => {
+    let prober = match HealthProbe::new(app.config().cert_dir.as_deref()) {
+        Err(e) => {
             log::error!("the watchdog cannot probe the TLS ports ({e}); it is off");
             return spawn("maintenance", move || {
                 let mut trimmer = memory::Trimmer::default();
@@ -754,16 +755,9 @@ fn start_maintenance(
                 }
             });
         }
-        Some(Ok(config)) => Some(config),
-        None => None,
+        Ok(prober) => prober,
     };
-    let probe = move |addr: SocketAddr| {
-        let timeout = Duration::from_secs(5);
-        match &probe_tls {
-            Some(config) => tls::health(loopback(addr), config, timeout),
-            None => health(addr, timeout),
-        }
-    };
+    let probe = move |addr: SocketAddr| prober.health(addr, Duration::from_secs(5));
     spawn("maintenance", move || {
         let mut watchdog = Watchdog::new(listeners);
         // The watchdog's probes are about the machine, so real time paces them.
@@ -911,10 +905,10 @@ fn snapshot_if_due(app: &App) {
     }
 }
 
-/// `GET /health` on a listener of ours bound to `addr` (an unspecified address is asked on
-/// loopback): the status it answered, or why there was none within `timeout` per step. The
-/// watchdog's self-probe and `hearth healthcheck` (the image's `HEALTHCHECK`).
-pub fn health(addr: SocketAddr, timeout: Duration) -> Result<u16, String> {
+/// `GET /health` over plain HTTP on a listener of ours bound to `addr` (an unspecified
+/// address is asked on loopback): the status it answered, or why there was none within
+/// `timeout` per step ([`HealthProbe`] without `CERT_DIR`).
+fn health(addr: SocketAddr, timeout: Duration) -> Result<u16, String> {
     let ip = loopback(addr).ip();
     let host = match ip {
         IpAddr::V4(v4) => v4.to_string(),
@@ -928,6 +922,28 @@ pub fn health(addr: SocketAddr, timeout: Duration) -> Result<u16, String> {
     client::request(&url, "GET", &[], &[], timeout)
         .map(|r| r.status)
         .map_err(|e| e.to_string())
+}
+
+/// How this machine asks a listener of this server for `/health`: the watchdog's self-probe
+/// and `hearth healthcheck`. With `CERT_DIR` both ports speak TLS, and so does the probe,
+/// trusting the server's own certificate; else plain HTTP.
+pub struct HealthProbe(Option<Arc<rustls::ClientConfig>>);
+
+impl HealthProbe {
+    /// The probe for a server with `cert_dir` (`CERT_DIR`), or an error naming the
+    /// certificate that cannot be read.
+    pub fn new(cert_dir: Option<&Path>) -> Result<HealthProbe, tls::TlsError> {
+        cert_dir.map(tls::self_probe).transpose().map(HealthProbe)
+    }
+
+    /// The status `/health` answered on the listener bound to `addr` (asked on loopback when
+    /// it is bound to every address), each step within `timeout`.
+    pub fn health(&self, addr: SocketAddr, timeout: Duration) -> Result<u16, String> {
+        match &self.0 {
+            Some(config) => tls::health(loopback(addr), config, timeout),
+            None => health(addr, timeout),
+        }
+    }
 }
 
 /// Where to reach a listener bound to `addr` from this machine: an unspecified address is

@@ -1,6 +1,7 @@
 //! `hearth healthcheck`: whether the hearth serving here answers, for a container's
 //! `HEALTHCHECK` (the add-on's image is `FROM scratch`: no shell or curl to ask with). It asks
-//! the control port's `/health` on loopback, as the server's own watchdog does, and exits 0
+//! the control port's `/health` on loopback, as the server's own watchdog does (over TLS with
+//! `CERT_DIR`, trusting the server's certificate: [`crate::server::HealthProbe`]), and exits 0
 //! (healthy) or 1 (unhealthy), the two codes Docker gives a meaning to.
 
 use std::net::SocketAddr;
@@ -11,7 +12,8 @@ use argh::{CommandInfo, EarlyExit, FromArgs, SubCommand};
 
 use super::options::{self, Spec, Takes};
 use crate::config::Config;
-use crate::config::settings::{Setting, ip, number};
+use crate::config::settings::{Setting, ip, number, text};
+use crate::server::HealthProbe;
 
 /// Each of connecting, sending and reading the answer: well inside the image's `HEALTHCHECK
 /// --timeout`, so an answer that never comes is reported by hearth rather than killed by
@@ -29,6 +31,10 @@ const SETTINGS: &[(&Setting, &str)] = &[
         "the address the control port listens on, as for serve",
     ),
     (number("CONTROL_PORT").setting, "the control port"),
+    (
+        text("CERT_DIR").setting,
+        "the directory of the server's certificate, as for serve: the port speaks HTTPS",
+    ),
 ];
 
 const HEALTHCHECK: Spec = Spec {
@@ -65,8 +71,15 @@ pub fn run(args: HealthcheckArgs) -> ExitCode {
         }
     };
     let addr = SocketAddr::new(config.control_bind, config.control_port);
+    let probe = match HealthProbe::new(config.cert_dir.as_deref()) {
+        Ok(probe) => probe,
+        Err(e) => {
+            println!("unhealthy: cannot ask the control port {addr} over HTTPS: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
     // 503 is the listener over its connection caps: busy, not dead (as for the watchdog).
-    match crate::server::health(addr, STEP_TIMEOUT) {
+    match probe.health(addr, STEP_TIMEOUT) {
         Ok(status @ (200 | 503)) => {
             println!("healthy: the control port {addr} answered /health with {status}");
             ExitCode::SUCCESS

@@ -70,6 +70,46 @@ fn a_serving_hearth_is_healthy() {
     );
 }
 
+/// With `CERT_DIR` the control port speaks HTTPS only: the check asks over TLS, trusting the
+/// server's own certificate, as the watchdog does; asked over plain HTTP it would fail.
+#[test]
+fn a_hearth_serving_https_is_healthy() {
+    let certs = TempDir::new("healthcheck-certs");
+    crate::common::tls::make_certificates(certs.path(), crate::common::tls::KeyKind::Sec1Ec);
+    let dir = certs.path().to_path_buf();
+    let server = TestServer::start_with(move |c| c.cert_dir = Some(dir));
+    let port = server.control().port().to_string();
+    let cert_dir = certs.path().to_str().unwrap();
+    let plain = [
+        ("CONTROL_PORT", port.as_str()),
+        ("CONTROL_HOST", "127.0.0.1"),
+    ];
+    // Without CERT_DIR the question is plain HTTP, which this port does not answer.
+    let out = healthcheck(&plain, &[]);
+    assert_eq!(out.status.code(), Some(1), "{}", says(&out));
+    let out = healthcheck(&[plain[0], plain[1], ("CERT_DIR", cert_dir)], &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", says(&out));
+    assert!(
+        says(&out).starts_with(&format!(
+            "healthy: the control port 127.0.0.1:{port} answered /health with 200"
+        )),
+        "{}",
+        says(&out)
+    );
+    // A certificate directory that holds none: unhealthy, saying why.
+    let empty = TempDir::new("healthcheck-empty");
+    let out = healthcheck(
+        &[
+            plain[0],
+            plain[1],
+            ("CERT_DIR", empty.path().to_str().unwrap()),
+        ],
+        &[],
+    );
+    assert_eq!(out.status.code(), Some(1), "{}", says(&out));
+    assert!(says(&out).starts_with("unhealthy: "), "{}", says(&out));
+}
+
 #[test]
 fn nothing_listening_is_unhealthy() {
     let port = closed_port().to_string();
