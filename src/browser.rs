@@ -25,8 +25,9 @@
 //!   `Sec-Fetch-Site: cross-site` without an allowed `Origin`, gets 403. "Its own origin" has
 //!   `Host`'s host and port (a page on the same host and port is served by the same socket, so
 //!   by hearth or the proxy in front of it). Such a refusal is logged once a minute per
-//!   address ([`RefusalLog`]): a page open in a browser can send thousands a second. When `Host` has no port, it is the scheme hearth
-//!   serves (`https` with `CERT_DIR`, else `http`) at that scheme's default port; the other
+//!   address ([`RefusalLog`]): a page open in a browser can send thousands a second. When
+//!   `Host` has no port, it is the scheme hearth serves (`https` with `CERT_DIR`, else
+//!   `http`) at that scheme's default port; the other
 //!   scheme at its default port passes only for a name in `ALLOWED_HOSTS` (a reverse proxy that
 //!   terminates TLS: the page is `https`, hearth sees plain HTTP) and through `INGRESS_PROXY`.
 //!   Else another app on the same host at the other default port would pass as hearth.
@@ -369,6 +370,23 @@ impl Key for RefusedName {
 /// a client wrote it, and the `ALLOWED_HOSTS` value that would admit it, when it is a DNS name.
 struct HostRefused<'a>(&'a str);
 
+impl fmt::Display for HostRefused<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "refused Host {} (DNS-rebinding guard); ",
+            logged(&shown(self.0))
+        )?;
+        match allowed_hosts_value(self.0) {
+            Some(value) => write!(
+                f,
+                "if this is a name of this box, set ALLOWED_HOSTS={value}"
+            ),
+            None => write!(f, "it is not a host name ALLOWED_HOSTS could list"),
+        }
+    }
+}
+
 /// A cross-site request refused, as its log line says it.
 struct PageRefused<'a> {
     request: &'a Request,
@@ -387,23 +405,6 @@ impl fmt::Display for PageRefused<'_> {
             self.refusal.status(),
             logged(&self.refusal.message())
         )
-    }
-}
-
-impl fmt::Display for HostRefused<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "refused Host {} (DNS-rebinding guard); ",
-            logged(&shown(self.0))
-        )?;
-        match allowed_hosts_value(self.0) {
-            Some(value) => write!(
-                f,
-                "if this is a name of this box, set ALLOWED_HOSTS={value}"
-            ),
-            None => write!(f, "it is not a host name ALLOWED_HOSTS could list"),
-        }
     }
 }
 
