@@ -21,6 +21,9 @@ pub struct AlertConfig {
     /// `filter` after this many seconds of heating and cooling since the last reset; `None`
     /// turns it off.
     pub filter_after_s: Option<i64>,
+    /// `not_applied` after a change has waited this long for the thermostat to take it;
+    /// `None` turns the rule off.
+    pub not_applied_after: Option<Duration>,
     /// ntfy's topic URL.
     pub ntfy_url: Option<String>,
     pub webhook_url: Option<String>,
@@ -36,6 +39,7 @@ impl Default for AlertConfig {
             offline_after: Some(Duration::from_secs(30 * 60)),
             no_effect_after: Some(Duration::from_secs(90 * 60)),
             filter_after_s: None,
+            not_applied_after: Some(Duration::from_secs(15 * 60)),
             ntfy_url: None,
             webhook_url: None,
             webhook_secret: None,
@@ -71,6 +75,7 @@ pub(super) fn alerts(sources: &Sources<'_>) -> Result<AlertConfig, ConfigError> 
         filter_after_s: sources
             .text(const { text("FILTER_REMINDER_HOURS") }, span)?
             .and_then(|h| (h > 0.0).then(|| (h * 3600.0).round().max(1.0) as i64)),
+        not_applied_after: d.not_applied_after,
         ntfy_url: sources.text(const { text("NTFY_URL") }, super::parse_http_url)?,
         webhook_url: sources.text(const { text("WEBHOOK_URL") }, super::parse_http_url)?,
         webhook_secret: sources.text(const { text("WEBHOOK_SECRET") }, super::any_text)?,

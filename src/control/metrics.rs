@@ -69,6 +69,7 @@ impl<'a> Shown<'a> {
             battery_volts: _,
             battery_percent: _,
             reported: _,
+            change: _,
         } = reading;
         Shown {
             serial,

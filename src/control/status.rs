@@ -14,11 +14,11 @@ use super::input;
 use crate::accounts::Viewer;
 use crate::app::App;
 use crate::http::{Request, Response};
-use crate::thermostat::Reported;
 use crate::thermostat::reading::{
     Bounds, Capabilities, Diagnostics, Eco, Fan, Hvac, Lock, Outside, Reading, Safety, Targets,
 };
 use crate::thermostat::readings::Stamp;
+use crate::thermostat::{Change, Reported};
 use crate::util::clock;
 
 /// A thermostat's status record: the fields of the record, in the documented order (which
@@ -72,6 +72,9 @@ pub struct Record<'a> {
     outdoor_temperature: Option<f64>,
     /// The battery's charge (%), `null` until the thermostat reports its voltage.
     battery_percent: Option<u8>,
+    /// The latest change made to it and whether it has taken it (`crate::thermostat::taken`);
+    /// `null` before the first.
+    last_change: Option<Change>,
 }
 
 #[derive(Serialize)]
@@ -158,6 +161,7 @@ impl<'a> Record<'a> {
             battery_volts: _,
             battery_percent,
             reported: _,
+            change,
         } = reading;
         let Lock {
             enabled,
@@ -216,6 +220,7 @@ impl<'a> Record<'a> {
             temperature_bounds: bounds,
             outdoor_temperature: *weather,
             battery_percent: *battery_percent,
+            last_change: *change,
         }
     }
 }
@@ -431,7 +436,7 @@ mod tests {
             safety_temp_activating_hvac learning_mode preconditioning_enabled \
             backplate_temperature local_ip mac_address structure_id away schedule_mode \
             fan_timer_duration temperature_lock temperature_bounds outdoor_temperature \
-            battery_percent";
+            battery_percent last_change";
         assert_eq!(keys, before.split_whitespace().collect::<Vec<_>>());
         let bounds = &r["temperature_bounds"];
         assert_eq!(bounds, &json!({"low": 7.222, "high": 35.0}));

@@ -66,6 +66,7 @@ impl<'a> Observed<'a> {
             battery_volts: _,
             battery_percent: _,
             reported: _,
+            change: _,
         } = reading;
         Observed {
             serial,

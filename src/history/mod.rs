@@ -105,6 +105,7 @@ impl Sample {
             battery_volts: _,
             battery_percent: _,
             reported: _,
+            change: _,
         } = reading;
         Sample {
             t,

@@ -153,6 +153,7 @@ pub fn home_assistant(s: &Snapshot, now_s: i64) -> Vec<(&'static str, String)> {
         battery_volts: _,
         battery_percent,
         reported: _,
+        change,
     } = &*s.reading;
     let mut out = Topics::default();
 
@@ -253,6 +254,14 @@ pub fn home_assistant(s: &Snapshot, now_s: i64) -> Vec<(&'static str, String)> {
         some(compressor_lockout_timeout),
     );
     out.put("local_ip", some(local_ip));
+
+    // The latest change and whether the thermostat has taken it: its state (`sent`, `waiting`
+    // or `taken`) and the whole record as `/status` has it.
+    out.put("last_change", change.map(|c| Value::from(c.state())));
+    out.put(
+        "last_change_json",
+        change.and_then(|c| serde_json::to_value(c).ok()),
+    );
 
     // A thermostat with a fan: the minutes its timer has left and the length of a fan run.
     if *has_fan {

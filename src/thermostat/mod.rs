@@ -20,6 +20,7 @@ pub(crate) mod readings;
 pub(crate) mod refusal;
 pub mod schedule;
 pub(crate) mod settings;
+pub(crate) mod taken;
 pub(crate) mod view;
 
 /// A reading's availability (what `crate::presence` tells).
@@ -33,6 +34,7 @@ pub use plan::{BucketKind, Write, fan_run_seconds, json_number, plan};
 pub use reading::{NoWeather, Reading, Reported, read};
 pub use readings::Readings;
 pub use refusal::{Error, MODES, Refusal};
+pub use taken::{Change, Taken};
 pub use view::View;
 
 use crate::state::State;

@@ -17,6 +17,7 @@ use serde_json::Value;
 use super::intent::Mode;
 use super::names;
 use super::plan::{fan_run_seconds, fan_running};
+use super::taken::Change;
 use super::view::{View, truthy};
 use crate::presence::Availability;
 use crate::util::clock;
@@ -167,6 +168,9 @@ pub struct Reading {
     /// temperature, which only the thermostat writes (a command before then may create the
     /// bucket with a setpoint, not with this).
     pub reported: bool,
+    /// The latest change a person made to it, and whether it has taken it
+    /// ([`super::taken`]); `None` before the first.
+    pub change: Option<Change>,
 }
 
 /// The setpoints, as stored: one in heat or cool mode, low and high in heat-cool.
@@ -471,6 +475,7 @@ pub fn read(
             .and_then(Value::as_f64)
             .map(battery_percent),
         reported: sh("current_temperature").is_some(),
+        change: view.last_change.as_ref().map(Change::of),
     }
 }
 
