@@ -87,6 +87,9 @@ async function filterChanged(b) {
 }
 
 function showAlerts(active, recent) {
+  lateSerials.clear();
+  for (const a of active) if (a.kind === "not_applied") lateSerials.add(a.serial);
+  for (const c of cards.values()) updateTaken(c, c.data);
   const list = document.getElementById("alerts");
   const ids = new Set(active.map((a) => a.id));
   for (const [id, b] of alertBanners) if (!ids.has(id)) { b.root.remove(); alertBanners.delete(id); }

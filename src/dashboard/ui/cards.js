@@ -50,6 +50,8 @@ function buildCard(d) {
   c.high = setpoint("high", "Cool to");
   c.setpoints = el("div", { class: "setpoints", role: "group", "aria-label": "Setpoint" }, c.single, c.low, c.high);
   c.setError = el("p", { class: "error", id: id("setpoint-error"), role: "alert" });
+  // Whether the thermostat took the latest change; its line is always there, so nothing moves.
+  c.taken = el("p", { class: "taken", id: id("taken"), role: "status" });
   // Buttons, not a drop-down: arrowing through a closed <select> would send every mode on the way.
   c.modes = el("div", { class: "group", role: "group", id: id("mode"), "aria-labelledby": id("mode-label") });
   c.modeLabel = el("span", { class: "what", id: id("mode-label") }, "Mode");
@@ -73,7 +75,7 @@ function buildCard(d) {
   settings.addEventListener("toggle", () => {
     if (!settings.open) { c.st.dirtyEco = false; c.st.dirtyName = false; updateSettings(c); }
   });
-  c.live = [c.setpoints, c.setError, c.controls, c.controlError, c.chart, details, buildEnergy(c), settings];
+  c.live = [c.setpoints, c.taken, c.setError, c.controls, c.controlError, c.chart, details, buildEnergy(c), settings];
   c.root = el("article", { class: "card", id: id("card"), "data-serial": s, "aria-labelledby": id("name") },
     el("div", { class: "head" }, c.name, c.presence),
     el("div", { class: "now" }, c.temp, el("div", { class: "doing" }, c.action, c.humidity, c.outside)),
@@ -189,6 +191,7 @@ function updateCard(d) {
   setAttr(c.atHome, "aria-label", "Home for " + name);
   setAttr(c.presenceGroup, "aria-label", "Home or away: " + name);
   updateFan(c);
+  updateTaken(c, d);
   showPlan(c, d, eco || waiting);
   // Each chart's history once; the stream and the timer keep it current from then on.
   if (!waiting && !c.historyAsked) {
@@ -199,6 +202,39 @@ function updateCard(d) {
   updateSettings(c);
   labelEditor(c);
   labelEnergy(c);
+}
+
+// ---- whether the thermostat took the latest change (docs/control-api.md) ----
+const CHANGE_WORDS = { setpoint: "Temperature", mode: "Mode", fan: "Fan", away: "Home or away",
+  eco: "Eco temperatures", schedule: "Schedule", settings: "Settings", lock: "Lock", name: "Name", dialog: "Dialog" };
+// A change taken or sent this long ago is no longer news; one still waiting always is.
+const CHANGE_NEWS_MS = 3600000;
+// Thermostats whose change is late: the server's not_applied alert (alerts.js keeps it).
+const lateSerials = new Set();
+
+// Quiet while the thermostat may still take it or once it has; loud once the server says it
+// is late (its not_applied alert).
+function updateTaken(c, d) {
+  const ch = d.last_change;
+  let text = "", late = false;
+  if (ch && ch.sent_at) {
+    const what = CHANGE_WORDS[ch.kind] || "Change";
+    const sent = clockTime(ch.sent_at);
+    const recent = (iso) => Date.now() - Date.parse(iso) < CHANGE_NEWS_MS;
+    if (ch.state === "waiting" && lateSerials.has(c.serial)) {
+      late = true;
+      text = `${what} sent ${sent} has not been taken: the thermostat reports but is not following changes`;
+    } else if (ch.state === "waiting") {
+      text = `${what} sent ${sent} · waiting for the thermostat`;
+    } else if (ch.state === "taken" && recent(ch.taken_at)) {
+      text = `${what} on the thermostat · ${clockTime(ch.taken_at)}`;
+    } else if (ch.state === "sent" && recent(ch.sent_at)) {
+      text = `${what} sent to the thermostat · ${sent}`;
+    }
+  }
+  setText(c.taken, text);
+  c.taken.classList.toggle("late", late);
+  c.taken.dataset.state = ch ? ch.state : "";
 }
 
 // ---- the schedule at a glance: its next change, or the manual setting holding until then ----
