@@ -390,7 +390,7 @@ mod tests {
         assert_eq!(z.offset(year_3000_july), 7200);
     }
 
-    const SLIM: &[u8] = include_bytes!("../../tests/it/zones/Hearth/Slim");
+    const SLIM: &[u8] = include_bytes!("../tests/it/zones/Hearth/Slim");
 
     /// The fixture is what the tests take it for: one transition (1970's first daylight saving
     /// time), then only the footer. The old reader of these files, which ignored footers, kept

@@ -277,6 +277,7 @@ impl Engine {
             battery_percent: _,
             reported: _,
             change,
+            course: _,
         } = &*reading;
         let filter_s = match app.config().alerts.filter_after_s {
             Some(_) => self

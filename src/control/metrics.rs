@@ -70,6 +70,7 @@ impl<'a> Shown<'a> {
             battery_percent: _,
             reported: _,
             change: _,
+            course: _,
         } = reading;
         Shown {
             serial,

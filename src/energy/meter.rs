@@ -67,6 +67,7 @@ impl<'a> Observed<'a> {
             battery_percent: _,
             reported: _,
             change: _,
+            course: _,
         } = reading;
         Observed {
             serial,

@@ -106,6 +106,7 @@ impl Sample {
             battery_percent: _,
             reported: _,
             change: _,
+            course: _,
         } = reading;
         Sample {
             t,

@@ -130,6 +130,7 @@ pub fn thermostat(aid: u64, reading: &Reading) -> Accessory {
         battery_percent,
         reported: _,
         change: _,
+        course: _,
     } = reading;
     let setpoints = setpoint_bounds(bounds);
     let within = |v: &Reported, fallback: f64| {

@@ -145,6 +145,7 @@ impl Beside {
             battery_percent,
             reported: _,
             change,
+            course: _,
         } = reading;
         Beside {
             outdoor_temperature: *weather,

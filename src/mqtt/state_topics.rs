@@ -154,6 +154,7 @@ pub fn home_assistant(s: &Snapshot, now_s: i64) -> Vec<(&'static str, String)> {
         battery_percent,
         reported: _,
         change,
+        course: _,
     } = &*s.reading;
     let mut out = Topics::default();
 
@@ -328,7 +329,8 @@ mod tests {
     fn snapshot(device: Value, shared: Value) -> Snapshot {
         let view = crate::thermostat::view::tests::view(shared, device);
         let available = crate::thermostat::reading::tests::available();
-        let reading = crate::thermostat::read(&view, available, &NoWeather, 0);
+        let reading =
+            crate::thermostat::read(&view, available, &NoWeather, &crate::zone::Zone::utc(), 0);
         Snapshot {
             view,
             reading: Arc::new(reading),

@@ -10,6 +10,7 @@
 //! then a line of parsing per surface.
 
 pub(crate) mod commit;
+pub(crate) mod course;
 pub mod document;
 pub(crate) mod intent;
 pub(crate) mod names;

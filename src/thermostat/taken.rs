@@ -29,7 +29,9 @@ use crate::util::clock;
 /// What the change `intent` is called on every surface.
 pub fn kind(intent: &Intent) -> ChangeKind {
     match intent {
-        Intent::Target { .. } | Intent::Range { .. } => ChangeKind::Setpoint,
+        Intent::Target { .. } | Intent::Range { .. } | Intent::ResumeSchedule(_) => {
+            ChangeKind::Setpoint
+        }
         Intent::Mode(_) => ChangeKind::Mode,
         Intent::Fan(_) => ChangeKind::Fan,
         Intent::Away(_) => ChangeKind::Away,

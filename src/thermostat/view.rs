@@ -43,6 +43,8 @@ pub struct View {
     pub api_key: Option<String>,
     /// The revision of its schedule bucket, if it has one.
     pub schedule_revision: Option<i64>,
+    /// Its schedule bucket's value, if it has one.
+    pub schedule: Option<Fields>,
     /// Whether it has a dialog bucket (`device_alert_dialog`: "confirm pairing").
     pub alert_dialog: bool,
     /// The latest change a person made to it ([`super::taken`]).
@@ -72,6 +74,7 @@ impl View {
             id: meta.map(|m| m.id.clone()),
             api_key: meta.and_then(|m| m.api_key.clone()),
             schedule_revision: bucket(&format!("schedule.{serial}")).map(|b| b.revision),
+            schedule: value(&format!("schedule.{serial}")),
             alert_dialog: bucket(&format!("device_alert_dialog.{serial}")).is_some(),
             last_change: last_change.cloned(),
         }
