@@ -5,8 +5,8 @@
 
 use super::ControlError;
 use super::input;
-use crate::app::App;
 use crate::accounts::Viewer;
+use crate::app::App;
 use crate::energy::report::{self, Home, Period, Report};
 use crate::http::{Request, Response};
 

@@ -326,11 +326,17 @@ mod tests {
             })
         );
         let t = Totals::of(&days, period);
-        assert_eq!((t.period.heat_s, t.period.cool_s, t.period.days), (10_800, 24, 3));
+        assert_eq!(
+            (t.period.heat_s, t.period.cool_s, t.period.days),
+            (10_800, 24, 3)
+        );
         let before = t.before.unwrap();
         assert_eq!((before.heat_s, before.cool_s, before.days), (10_800, 15, 3));
         // Before the first row: nothing, said as no days.
-        let early = Totals::of(&days, Period::parse(Some("1970-01-01"), Some("1970-01-02")).unwrap());
+        let early = Totals::of(
+            &days,
+            Period::parse(Some("1970-01-01"), Some("1970-01-02")).unwrap(),
+        );
         assert_eq!(early.before, Some(Sum::default()));
         assert_eq!(Totals::of(&days, Period::default()).before, None);
         let mut out = Map::new();

@@ -202,10 +202,17 @@ fn the_energy_section_draws_weeks_months_and_a_year_and_gives_the_csv() {
     assert_eq!(api["home"]["thermostats"], json!(2), "{api}");
     assert_eq!(
         shown["home-heating"],
-        json!([api["home"]["total"]["heat_s"], api["home"]["before"]["heat_s"]]),
+        json!([
+            api["home"]["total"]["heat_s"],
+            api["home"]["before"]["heat_s"]
+        ]),
         "{shown} {api}"
     );
-    assert_eq!(api["home"]["total"]["heat_s"], json!((17 + 12) * 3600), "{api}");
+    assert_eq!(
+        api["home"]["total"]["heat_s"],
+        json!((17 + 12) * 3600),
+        "{api}"
+    );
     let cells = b.js(&format!(
         "return [...document.querySelectorAll('#energy-totals-{s} tr')].map((tr) => tr.textContent)"
     ));
@@ -314,7 +321,10 @@ fn the_energy_section_draws_weeks_months_and_a_year_and_gives_the_csv() {
         b.painted();
         let labels = colliding_labels(&b);
         assert_eq!(labels["bad"], json!([]), "{view}: {labels}");
-        assert!(labels["labels"].as_array().unwrap().len() >= 4, "{view}: {labels}");
+        assert!(
+            labels["labels"].as_array().unwrap().len() >= 4,
+            "{view}: {labels}"
+        );
     }
     b.screenshot("energy-360.png");
 
