@@ -10,6 +10,8 @@
 const ENERGY_VIEWS = [["week", "7 days", "Last 7 days", "the 7 days before", 6],
   ["month", "30 days", "Last 30 days", "the 30 days before", 29],
   ["year", "12 months", "Last 12 months", "the 12 months before", 364]];
+// The period before's column heading: "7 days before".
+const beforeHeading = (v) => v[3].replace(/^the /, "").replace(/^./, (c) => c.toUpperCase());
 const ENERGY_H = 176, ENERGY_REFRESH_MS = 300000;
 const MONTHS = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"];
 const energyView = (key) => ENERGY_VIEWS.find((v) => v[0] === key);
@@ -192,10 +194,9 @@ function drawTotals(c) {
     row("Home heating", t.home, "heat_s");
     if (t.home.total.cool_s > 0 || (t.home.before && t.home.before.cool_s > 0)) row("Home cooling", t.home, "cool_s");
   }
-  const before = v[3].charAt(0).toUpperCase() + v[3].slice(1);
   e.totals.replaceChildren(
     el("caption", { class: "sr" }, "Hours of heating and cooling of " + nameOf(c) + ", " + v[2].toLowerCase() + " and " + v[3]),
-    el("tr", {}, el("td", {}), el("th", { scope: "col" }, v[2]), el("th", { scope: "col" }, before)),
+    el("tr", {}, el("td", {}), el("th", { scope: "col" }, v[2]), el("th", { scope: "col" }, beforeHeading(v))),
     ...rows);
 }
 

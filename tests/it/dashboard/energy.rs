@@ -219,7 +219,7 @@ fn the_energy_section_draws_weeks_months_and_a_year_and_gives_the_csv() {
     assert_eq!(
         cells,
         json!([
-            "Last 7 daysThe 7 days before",
+            "Last 7 days7 days before",
             "Heating17 h22 h",
             "Cooling0 h0 h",
             "Home heating29 h36 h"
