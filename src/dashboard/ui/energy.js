@@ -150,7 +150,7 @@ function hoursText(s) {
   return s === 0 ? "0 h" : h >= 10 ? Math.round(h) + " h" : h >= 1 ? h.toFixed(1) + " h" : Math.round(s / 60) + " min";
 }
 
-// "Heating ran 3 h less than the 7 days before; it was 2° warmer outside.": the server's totals
+// "Heating ran 3 h less than in the 7 days before; it was 2° warmer outside.": the server's totals
 // of the chosen period against those of the period before it, as far as the history goes.
 function energySentence(c) {
   const e = c.energy, d = c.data, a = e.answer.total, b = e.answer.before;
