@@ -32,13 +32,13 @@ function buildCard(d) {
   c.humidity = el("span", { class: "humidity", id: id("humidity") });
   c.outside = el("span", { class: "humidity", id: id("outside") });
   c.waitNote = el("p", { class: "waiting", id: id("waiting"), role: "status" });
-  // Eco (away): the leaf, the range it holds, and the way back home in place of the setpoints.
+  // Eco (away): the leaf and the range it holds, in the setpoints' place (the way back is the
+  // card's one Home/Away control).
   c.ecoText = el("span", { id: id("eco-text") });
-  c.home = el("button", { type: "button", class: "primary", id: id("home"), onclick: () => setAway(c, false) }, "I'm home");
-  c.eco = el("div", { class: "eco", id: id("eco") }, el("span", { class: "eco-badge" }, leaf(), "Eco"), c.ecoText, c.home);
+  c.eco = el("div", { class: "eco", id: id("eco") }, el("span", { class: "eco-badge" }, leaf(), "Eco"), c.ecoText);
   c.planText = el("span", { id: id("plan") });
   c.resume = el("button", { type: "button", class: "resume", id: id("resume"),
-    onclick: () => queue(c, "resume_schedule", null, c.controlError) }, "Resume schedule");
+    onclick: () => queue(c, "resume_schedule", null, c.controlError) }, "Resume");
   c.plan = el("div", { class: "plan" }, c.planText, c.resume);
   const setpoint = (which, label) => {
     const out = el("output", { id: id(which), "aria-labelledby": id(which + "-label") + " " + id(which) });
@@ -52,6 +52,8 @@ function buildCard(d) {
   c.low = setpoint("low", "Heat to");
   c.high = setpoint("high", "Cool to");
   c.setpoints = el("div", { class: "setpoints", role: "group", "aria-label": "Setpoint" }, c.single, c.low, c.high);
+  // The setpoints or eco, one place of one height, so away and home move nothing.
+  c.slot = el("div", { class: "slot" }, c.setpoints, c.eco);
   c.setError = el("p", { class: "error", id: id("setpoint-error"), role: "alert" });
   // Whether the thermostat took the latest change; its line is always there, so nothing moves.
   c.taken = el("p", { class: "taken", id: id("taken"), role: "status" });
@@ -62,7 +64,8 @@ function buildCard(d) {
   c.atHome = el("button", { type: "button", id: id("at-home"), "aria-pressed": "false", onclick: () => setAway(c, false) }, "Home");
   c.away = el("button", { type: "button", id: id("away"), "aria-pressed": "false", onclick: () => setAway(c, true) }, "Away");
   c.presenceGroup = el("div", { class: "group segmented", role: "group", id: id("presence") }, c.atHome, c.away);
-  c.controls = el("div", { class: "controls" }, el("div", { class: "group" }, c.modeLabel, c.modes), c.presenceGroup, fanControl(c));
+  // Home/Away first, so it is in the same place on every card whatever its modes.
+  c.controls = el("div", { class: "controls" }, c.presenceGroup, el("div", { class: "group" }, c.modeLabel, c.modes), fanControl(c));
   c.controlError = el("p", { class: "error", id: id("control-error"), role: "alert" });
   c.chart = el("figure", { class: "history" });
   c.schedule = el("div", { class: "editor" });
@@ -78,12 +81,11 @@ function buildCard(d) {
   settings.addEventListener("toggle", () => {
     if (!settings.open) { c.st.dirtyEco = false; c.st.dirtyName = false; updateSettings(c); }
   });
-  c.live = [c.setpoints, c.taken, c.setError, c.controls, c.controlError, c.chart, details, buildEnergy(c), settings];
+  c.live = [c.slot, c.taken, c.setError, c.controls, c.controlError, c.chart, details, buildEnergy(c), settings];
   c.root = el("article", { class: "card", id: id("card"), "data-serial": s, "aria-labelledby": id("name") },
     el("div", { class: "head" }, c.name, c.presence),
     el("div", { class: "now" }, c.temp, el("div", { class: "doing" }, c.action, c.humidity, c.outside)),
     c.waitNote,
-    c.eco,
     c.plan,
     ...c.live);
   cards.set(s, c);
@@ -122,9 +124,9 @@ function doing(c, d, eco) {
 function ecoRange(d) {
   const e = d.eco_temperatures || {};
   const u = unit(d);
-  if (d.mode === "heat" || d.mode === "emergency") return isNum(e.low) ? `Keeps it at ${deg(e.low, d).slice(0, -1)}${u} or warmer` : "";
-  if (d.mode === "cool") return isNum(e.high) ? `Keeps it at ${deg(e.high, d).slice(0, -1)}${u} or cooler` : "";
-  if (d.mode === "range" && isNum(e.low) && isNum(e.high)) return `Keeps it between ${deg(e.low, d).slice(0, -1)} and ${deg(e.high, d).slice(0, -1)}${u}`;
+  if (d.mode === "heat" || d.mode === "emergency") return isNum(e.low) ? `keeps it at ${deg(e.low, d).slice(0, -1)}${u} or warmer` : "";
+  if (d.mode === "cool") return isNum(e.high) ? `keeps it at ${deg(e.high, d).slice(0, -1)}${u} or cooler` : "";
+  if (d.mode === "range" && isNum(e.low) && isNum(e.high)) return `keeps it at ${deg(e.low, d).slice(0, -1)}–${deg(e.high, d).slice(0, -1)}${u}`;
   return d.mode === "off" ? "The system is off" : "";
 }
 
@@ -158,11 +160,11 @@ function updateCard(d) {
 
   c.eco.hidden = !eco;
   setText(c.ecoText, ecoRange(d));
-  setAttr(c.home, "aria-label", `I'm home: end eco on ${name}`);
 
   const range = d.mode === "range";
   const off = d.mode === "off";
   c.setpoints.hidden = waiting || eco || off;
+  c.slot.classList.toggle("off", off && !eco);
   c.single.hidden = range || off;
   c.low.hidden = c.high.hidden = !range;
   const values = { target: d.target_temperature, low: d.target_temperature_low, high: d.target_temperature_high };
@@ -207,7 +209,7 @@ function updateCard(d) {
 }
 
 // ---- whether the thermostat took the latest change (docs/control-api.md) ----
-const CHANGE_WORDS = { setpoint: "Temperature", mode: "Mode", fan: "Fan", away: "Home or away",
+const CHANGE_WORDS = { setpoint: "Temperature", mode: "Mode", fan: "Fan", away: "Home/Away",
   eco: "Eco temperatures", schedule: "Schedule", settings: "Settings", lock: "Lock", name: "Name", dialog: "Dialog" };
 // A change taken or sent this long ago is no longer news; one still waiting always is.
 const CHANGE_NEWS_MS = 3600000;
@@ -227,11 +229,11 @@ function updateTaken(c, d) {
       late = true;
       text = `${what} sent ${sent} has not been taken: the thermostat reports but is not following changes`;
     } else if (ch.state === "waiting") {
-      text = `${what} sent ${sent} · waiting for the thermostat`;
+      text = `${what} sent ${sent} · waiting…`;
     } else if (ch.state === "taken" && recent(ch.taken_at)) {
-      text = `${what} on the thermostat · ${clockTime(ch.taken_at)}`;
+      text = `On the thermostat · ${clockTime(ch.taken_at)}`;
     } else if (ch.state === "sent" && recent(ch.sent_at)) {
-      text = `${what} sent to the thermostat · ${sent}`;
+      text = `${what} sent · ${sent}`;
     }
   }
   setText(c.taken, text);
@@ -265,10 +267,12 @@ function planText(d, now) {
 }
 
 function showPlan(c, d, quiet) {
-  const text = quiet ? "" : planText(d, new Date());
+  const eco = !c.eco.hidden;
+  const text = !hasReported(d) ? "" : eco ? "The schedule resumes when eco ends" : planText(d, new Date());
   const holding = !quiet && !!d.hold;
   setText(c.planText, text);
-  c.plan.hidden = !text;
+  // The line keeps its place, empty or not, so a tap that starts or ends a hold moves nothing.
+  c.plan.hidden = !hasReported(d);
   c.plan.classList.toggle("holding", holding);
   // Kept in its place while hidden, so the line does not grow or shrink under a tap.
   c.resume.style.visibility = holding ? "visible" : "hidden";

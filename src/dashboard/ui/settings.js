@@ -16,7 +16,8 @@ function fanControl(c) {
   c.fanFor = el("select", { id: id("fan-for"), onchange: () => { c.fanChosen = true; } },
     ...FAN_RUNS.map(([secs, text]) => el("option", { value: String(secs) }, "for " + text)));
   c.fanNote = el("span", { class: "note", id: id("fan-note"), role: "status" });
-  c.fanControl = el("div", { class: "group" }, c.fan, c.fanFor, c.fanNote);
+  // How long, or until when: one place, so starting the fan moves nothing.
+  c.fanControl = el("div", { class: "group" }, c.fan, el("span", { class: "fan-when" }, c.fanFor, c.fanNote));
   return c.fanControl;
 }
 
@@ -31,9 +32,10 @@ function updateFan(c) {
     const own = FAN_RUNS.find(([secs]) => secs === d.fan_timer_duration);
     c.fanFor.value = String(own ? own[0] : 3600);
   }
-  c.fanFor.hidden = running;
+  c.fanFor.style.visibility = running ? "hidden" : "visible";
+  c.fanFor.disabled = running;
   setText(c.fanNote, running && typeof d.fan_timer_timeout === "number"
-    ? "until " + new Date(d.fan_timer_timeout * 1000).toLocaleTimeString([], { hour: "2-digit", minute: "2-digit", hour12: false })
+    ? "until " + clockTime(new Date(d.fan_timer_timeout * 1000))
     : "");
 }
 

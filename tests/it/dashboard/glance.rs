@@ -50,7 +50,7 @@ fn ok(r: hearth::http::client::ClientResponse) {
 /// time, which is the structure's here: both UTC). Returns the time of the change to 17.0, as the page
 /// writes it ("tomorrow" before it when that is past midnight, which it may no longer be by the
 /// time the page reads it, so the caller accepts both).
-fn schedule_around_now(b: &Browser, s: &TestServer) -> String {
+pub(super) fn schedule_around_now(b: &Browser, s: &TestServer) -> String {
     let now = b.js("const n = new Date(); return n.getHours() * 3600 + n.getMinutes() * 60");
     let now = now.as_i64().unwrap();
     let before = (now - 3600).rem_euclid(86400);
@@ -221,26 +221,27 @@ fn a_card_at_a_glance_and_under_a_thumb() {
         "Heating to 23.0°"
     );
 
-    // Away: the leaf, "Eco", the range it holds, the way back home instead of − and +.
+    // Away: the leaf, "Eco" and the range it holds instead of − and +; the way back is the
+    // card's one Home/Away control.
     b.click(&format!("#away-{TEST_SERIAL}"));
     b.wait_for(
         "the eco card",
-        &format!("return document.getElementById('eco-text-{TEST_SERIAL}').textContent === 'Keeps it at 12.5°C or warmer'"),
+        &format!("return document.getElementById('eco-text-{TEST_SERIAL}').textContent === 'keeps it at 12.5°C or warmer'"),
     );
     wait_until("away stored", || record(app)["away"] == json!(true));
     let eco = b.js(&format!(
         "const q = (id) => document.getElementById(id + '-{TEST_SERIAL}');
          return {{ badge: !!q('eco').querySelector('svg.leaf') && q('eco').textContent.includes('Eco'),
                    setpoints: !!q('target').closest('[hidden]'),
-                   plan: !!q('plan').closest('[hidden]'),
-                   home: q('home').offsetParent !== null,
+                   plan: q('plan').textContent,
+                   home: !q('home') && q('at-home').offsetParent !== null,
                    action: q('action').textContent,
                    away: q('away').getAttribute('aria-pressed'),
                    atHome: q('at-home').getAttribute('aria-pressed') }}"
     ));
     assert_eq!(
         eco,
-        json!({"badge": true, "setpoints": true, "plan": true, "home": true,
+        json!({"badge": true, "setpoints": true, "plan": "The schedule resumes when eco ends", "home": true,
                "action": "Heating to 12.5°", "away": "true", "atHome": "false"})
     );
     let labels = b.js(&format!("{}{}", super::SHOWN, super::UNLABELLED));
@@ -250,7 +251,7 @@ fn a_card_at_a_glance_and_under_a_thumb() {
     b.as_phone();
     b.screenshot("card-eco-360.png");
     b.viewport(1280, 900, false);
-    b.click(&format!("#home-{TEST_SERIAL}"));
+    b.click(&format!("#at-home-{TEST_SERIAL}"));
     wait_until("home stored", || record(app)["away"] == json!(false));
     b.wait_for(
         "the setpoints back",

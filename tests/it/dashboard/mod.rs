@@ -19,6 +19,7 @@ mod house;
 mod install;
 mod removal;
 mod schedule;
+mod still;
 mod taken;
 
 use std::sync::Arc;

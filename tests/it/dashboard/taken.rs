@@ -65,7 +65,7 @@ fn a_normal_thermostat_shows_the_change_on_the_thermostat() {
         "the change on the thermostat",
         &format!(
             "const t = document.getElementById('taken-{TEST_SERIAL}').textContent; \
-             return t.startsWith('Temperature on the thermostat') ? t : null"
+             return t.startsWith('On the thermostat') ? t : null"
         ),
     );
     let record = hearth::control::status::record(s.app(), TEST_SERIAL).unwrap();
@@ -97,7 +97,7 @@ fn a_thermostat_that_ignores_pushes_is_waiting_then_late() {
         "the change waiting",
         &format!(
             "const e = document.getElementById('taken-{TEST_SERIAL}'); \
-             return e.textContent.includes('waiting for the thermostat') && !e.classList.contains('late')"
+             return e.textContent.includes('waiting…') && !e.classList.contains('late')"
         ),
     );
     // Two minutes on, the thermostat still in touch (it holds its subscribe): the alert starts
