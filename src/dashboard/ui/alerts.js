@@ -38,7 +38,7 @@ function alertPlace(a) {
 function alertTime(iso) {
   const t = new Date(iso);
   if (isNaN(t)) return "";
-  const time = t.toLocaleTimeString([], { hour: "numeric", minute: "2-digit" });
+  const time = clockTime(t);
   const days = (Date.now() - t.getTime()) / 86400000;
   if (t.toDateString() === new Date().toDateString()) return time;
   if (days < 6) return t.toLocaleDateString([], { weekday: "short" }) + " " + time;

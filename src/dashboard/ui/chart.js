@@ -109,10 +109,7 @@ function chartReading(s, d) {
   const doing = s.heating ? "heating" : s.cooling ? "cooling" : s.fan ? "fan" : null;
   return { time: chartClock(s.t), values, short, doing };
 }
-const chartClock = (t) => {
-  const when = new Date(t * 1000);
-  return String(when.getHours()).padStart(2, "0") + ":" + String(when.getMinutes()).padStart(2, "0");
-};
+const chartClock = (t) => clockTime(new Date(t * 1000));
 
 // Shows (or, with null, hides) the reading of sample `i`: a line, a dot and the values above.
 function chartPointAt(c, i) {
@@ -265,7 +262,7 @@ function drawChart(c, h) {
     parts.push(svg("line", { class: "hour", x1: tx, y1: B, x2: tx, y2: B + 4 }));
     if (tx < L + 16 || tx > R - 48) continue;
     const label = svg("text", { class: "tick x", x: tx, y: B + 17, "text-anchor": "middle" });
-    label.textContent = String(when.getHours()).padStart(2, "0") + ":00";
+    label.textContent = clockHour(when);
     parts.push(label);
   }
   const nowLabel = svg("text", { class: "tick x now", x: R, y: B + 17, "text-anchor": "end" });

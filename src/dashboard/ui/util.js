@@ -60,6 +60,10 @@ function clockTime(t) {
   const d = t instanceof Date ? t : new Date(t);
   return isNaN(d) ? "" : d.toLocaleTimeString([], { hour: "numeric", minute: "2-digit" });
 }
+// An hour on an axis, in the same format: "4 PM", "16 Uhr", "16".
+function clockHour(d) {
+  return d.toLocaleTimeString([], { hour: "numeric" });
+}
 function hhmm(t) {
   return String(Math.floor(t / 3600)).padStart(2, "0") + ":" + String(Math.floor(t % 3600 / 60)).padStart(2, "0");
 }
