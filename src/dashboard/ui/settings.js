@@ -61,6 +61,8 @@ function buildSettings(c) {
     const input = el("input", { type: "number", id: id(part), inputmode: "decimal" });
     return [input, el("label", { for: input.id }, label)];
   };
+  // A label and its field, kept together on one line when the row wraps.
+  const pair = (label, input, ...after) => el("span", { class: "pair" }, label, input, ...after);
 
   // Name
   st.name = el("input", { type: "text", id: id("rename"), maxlength: "60", autocomplete: "off" });
@@ -82,7 +84,7 @@ function buildSettings(c) {
   st.ecoSave = el("button", { type: "submit" }, "Save eco temperatures");
   const ecoForm = form("Eco temperatures", eco,
     el("p", { class: "note" }, "While eco (away) is on, the thermostat keeps the house between these."),
-    el("div", { class: "controls" }, ecoLowLabel, ecoLow, ecoHighLabel, ecoHigh, st.ecoUnit = el("span", {}), st.ecoSave));
+    el("div", { class: "controls" }, pair(ecoLowLabel, ecoLow), pair(ecoHighLabel, ecoHigh, st.ecoUnit = el("span", {})), st.ecoSave));
   ecoForm.addEventListener("submit", async (ev) => {
     ev.preventDefault();
     start(eco);
@@ -98,7 +100,7 @@ function buildSettings(c) {
 
   // Temperature lock
   st.lockState = el("p", {});
-  st.pin = el("input", { type: "password", id: id("lock-pin"), inputmode: "numeric", maxlength: "4", autocomplete: "off" });
+  st.pin = el("input", { type: "password", id: id("lock-pin"), class: "pin", inputmode: "numeric", maxlength: "4", autocomplete: "off" });
   const [lockLow, lockLowLabel] = number("lock-low", "Lowest");
   const [lockHigh, lockHighLabel] = number("lock-high", "Highest");
   st.lockLow = lockLow; st.lockHigh = lockHigh;
@@ -107,8 +109,8 @@ function buildSettings(c) {
     start(locked);
     if (await queue(c, "set_temperature_lock", { enabled: false }, locked.error)) done(locked, "Temperature lock off.", true);
   } }, "Unlock");
-  st.lockFields = el("div", { class: "controls" }, el("label", { for: st.pin.id }, "4-digit PIN"), st.pin,
-    lockLowLabel, lockLow, lockHighLabel, lockHigh, st.lockUnit = el("span", {}), st.lockOn);
+  st.lockFields = el("div", { class: "controls" }, pair(el("label", { for: st.pin.id }, "4-digit PIN"), st.pin),
+    pair(lockLowLabel, lockLow), pair(lockHighLabel, lockHigh, st.lockUnit = el("span", {})), st.lockOn);
   const lockForm = form("Temperature lock", locked, st.lockState, st.lockFields, el("div", { class: "controls" }, st.lockOff));
   lockForm.addEventListener("submit", async (ev) => {
     ev.preventDefault();

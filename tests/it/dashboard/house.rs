@@ -492,6 +492,22 @@ pub fn lock_and_rename(b: &Browser, app: &App, shots: bool) {
     b.type_into(&format!("#lock-pin-{s}"), "1234");
     set_input(b, &format!("#lock-low-{s}"), "18");
     set_input(b, &format!("#lock-high-{s}"), "24");
+    // Each label stays beside its field at a phone's width.
+    b.as_phone();
+    let apart = b.js(&format!(
+        "return ['lock-pin', 'lock-low', 'lock-high'].filter((f) => {{
+           const input = document.getElementById(f + '-{s}');
+           const label = document.querySelector('label[for=\"' + input.id + '\"]').getBoundingClientRect();
+           const box = input.getBoundingClientRect();
+           return Math.abs((label.top + label.bottom) - (box.top + box.bottom)) > 4;
+         }})"
+    ));
+    assert_eq!(apart, json!([]), "labels on another line than their fields");
+    if shots {
+        scroll_to(b, &format!("#lock-pin-{s}"));
+        b.screenshot("settings-lock-360.png");
+    }
+    b.viewport(1280, 900, false);
     b.click("button[aria-label='Lock the temperature of Test Room']");
     b.wait_for(
         "the lock on",

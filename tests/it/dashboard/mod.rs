@@ -244,8 +244,9 @@ fn the_dashboard_in_a_real_browser() {
         "away pressed",
         &format!("return document.getElementById('away-{TEST_SERIAL}').getAttribute('aria-pressed') === 'true'"),
     );
-    // Away is eco: the setpoints give way to the way back home, which the keyboard reaches too.
-    tab_to(&b, "I'm home: end eco on Test Room");
+    // Away is eco: the setpoints give way to eco; Home, in the same place, is the way back,
+    // which the keyboard reaches too.
+    tab_to(&b, "Home for Test Room");
     b.press("\u{E007}");
     b.wait_for(
         "home again, with the setpoints back",
