@@ -325,6 +325,45 @@ impl PublicOrigin {
     pub fn cloud_register_url(&self) -> String {
         format!("{}/entry", self.with_port)
     }
+
+    /// Whether it names this machine's loopback (`127.0.0.1`, `localhost`, `::1`), which only
+    /// this machine can reach.
+    pub fn is_loopback(&self) -> bool {
+        self.ip.parse::<IpAddr>().is_ok_and(|ip| ip.is_loopback())
+    }
+}
+
+/// Why what the page shows a person to hand to a thermostat or a phone cannot work from
+/// another machine, said plainly; `None` when nothing says so. The one place the page's Add
+/// and Apple Home panels learn it (`/api/config`, `/api/homekit`).
+pub fn unreachable_from_lan(what: Reach, origin: &PublicOrigin, config: &Config) -> Option<String> {
+    match what {
+        Reach::Thermostats if config.device_bind.is_loopback() => Some(format!(
+            "hearth's device port listens only on {} (SERVER_HOST), so no thermostat can reach \
+             it: set SERVER_HOST to 0.0.0.0 or this machine's LAN address.",
+            config.device_bind
+        )),
+        Reach::Thermostats if origin.is_loopback() => Some(format!(
+            "{} is this machine's own loopback address: a thermostat cannot reach it. Set \
+             API_ORIGIN to this machine's LAN address (http://192.168.1.10:8000, say).",
+            origin.raw
+        )),
+        Reach::Phones if config.control_bind.is_loopback() => Some(format!(
+            "The bridge listens only on {} (CONTROL_HOST), so no phone can pair or reach it: \
+             set CONTROL_HOST to 0.0.0.0 or this machine's LAN address.",
+            config.control_bind
+        )),
+        Reach::Thermostats | Reach::Phones => None,
+    }
+}
+
+/// Who must reach what the page shows.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Reach {
+    /// Thermostats, at the address they register at (the device port).
+    Thermostats,
+    /// Phones, at the HomeKit bridge.
+    Phones,
 }
 
 /// The address this machine uses to reach other hosts: connecting a UDP socket picks the
@@ -380,5 +419,43 @@ mod tests {
         let p = PublicOrigin::resolve(None, 18000, false);
         assert!(p.with_port.starts_with("http://"), "{}", p.with_port);
         assert!(p.with_port.ends_with(":18000"), "{}", p.with_port);
+    }
+
+    #[test]
+    fn what_cannot_work_from_another_machine_is_said() {
+        let lan = PublicOrigin::resolve(
+            ApiOrigin::parse("http://192.168.1.10").ok().as_ref(),
+            8000,
+            false,
+        );
+        let mut config = Config::local("/nonexistent");
+        let open: IpAddr = "0.0.0.0".parse().unwrap();
+        config.device_bind = open;
+        config.control_bind = open;
+        assert_eq!(
+            unreachable_from_lan(Reach::Thermostats, &lan, &config),
+            None
+        );
+        assert_eq!(unreachable_from_lan(Reach::Phones, &lan, &config), None);
+        for name in ["http://localhost", "http://127.0.0.1", "http://[::1]"] {
+            let own = PublicOrigin::resolve(ApiOrigin::parse(name).ok().as_ref(), 8000, false);
+            let said = unreachable_from_lan(Reach::Thermostats, &own, &config).unwrap_or_default();
+            assert!(
+                said.contains("loopback address: a thermostat cannot reach it"),
+                "{name}: {said}"
+            );
+        }
+        config.device_bind = IpAddr::V4(std::net::Ipv4Addr::LOCALHOST);
+        config.control_bind = IpAddr::V4(std::net::Ipv4Addr::LOCALHOST);
+        let said = unreachable_from_lan(Reach::Thermostats, &lan, &config).unwrap_or_default();
+        assert!(
+            said.starts_with("hearth's device port listens only on 127.0.0.1 (SERVER_HOST)"),
+            "{said}"
+        );
+        let said = unreachable_from_lan(Reach::Phones, &lan, &config).unwrap_or_default();
+        assert!(
+            said.starts_with("The bridge listens only on 127.0.0.1 (CONTROL_HOST)"),
+            "{said}"
+        );
     }
 }

@@ -72,6 +72,12 @@ pub fn config(app: &App) -> Response {
         &json!({
             "api_origin": app.origin().raw,
             "cloudregisterurl": app.origin().cloud_register_url(),
+            // Why that address cannot work from a thermostat, if it cannot.
+            "cloudregisterurl_warning": crate::app::unreachable_from_lan(
+                crate::app::Reach::Thermostats,
+                app.origin(),
+                app.config(),
+            ),
             "require_device_pairing": app.config().require_device_pairing,
             "entry_key_ttl_seconds": app.config().entry_key_ttl_secs,
         }),

@@ -40,6 +40,12 @@ pub fn homekit(app: &App) -> Response {
             "name": app.config().homekit.name,
             // The port it listens on (null if its listener could not start).
             "port": app.homekit().port(),
+            // Why no phone can reach it, if none can.
+            "warning": crate::app::unreachable_from_lan(
+                crate::app::Reach::Phones,
+                app.origin(),
+                app.config(),
+            ),
             "paired": pairings > 0,
             "pairings": pairings,
             // Too many wrong setup codes: every pair-setup is refused until an unlock.

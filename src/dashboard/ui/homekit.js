@@ -15,6 +15,10 @@ async function loadHomekit() {
 // The panel for an answer of GET /api/homekit (POST /api/homekit/unlock answers the same).
 function showHomekit(h) {
   homekitPanel.hidden = false;
+  // Said plainly when no phone could reach the bridge (the server decides).
+  const warning = document.getElementById("homekit-warning");
+  warning.textContent = h.warning || "";
+  warning.hidden = !h.warning;
   const paired = h.paired;
   const locked = !paired && h.locked;
   document.getElementById("homekit-unpaired").hidden = paired || locked;

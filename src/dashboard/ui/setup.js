@@ -6,6 +6,10 @@ async function loadConfig() {
   if (!r.ok) return;
   config = r.body;
   document.getElementById("register-url").value = config.cloudregisterurl || "";
+  // Said plainly when no thermostat could reach that address (the server decides).
+  const warning = document.getElementById("register-url-warning");
+  warning.textContent = config.cloudregisterurl_warning || "";
+  warning.hidden = !config.cloudregisterurl_warning;
   document.getElementById("pairing").hidden = !config.require_device_pairing;
 }
 

@@ -63,6 +63,16 @@ fn the_panel_shows_the_code_until_a_controller_pairs() {
     );
     let size = b.js("const r = document.getElementById('homekit-qr').getBoundingClientRect(); return [r.width, r.height]");
     assert_eq!(size, json!([176, 176]));
+    // The test's bridge listens on 127.0.0.1 only: the panel says no phone can reach it.
+    let warning = b.js(
+        "const w = document.getElementById('homekit-warning'); return !w.hidden && w.textContent",
+    );
+    assert!(
+        warning
+            .as_str()
+            .is_some_and(|w| w.starts_with("The bridge listens only on 127.0.0.1 (CONTROL_HOST)")),
+        "{warning}"
+    );
 
     // Named, reachable, readable; at 1280 and 360 px, light and dark.
     let labels = b.js(&format!("{SHOWN}{UNLABELLED}"));

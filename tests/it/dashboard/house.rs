@@ -127,6 +127,16 @@ pub fn setup_panel(b: &Browser, app: &App, fake: &SettingsApi, shots: bool) {
         "return document.getElementById('register-url').value",
     );
     assert_eq!(url, json!(app.origin().cloud_register_url()));
+    // The test's device port listens on 127.0.0.1 only: the panel says no thermostat can reach it.
+    let warning = b.js(
+        "const w = document.getElementById('register-url-warning'); return !w.hidden && w.textContent",
+    );
+    assert!(
+        warning.as_str().is_some_and(|w| w.starts_with(
+            "hearth's device port listens only on 127.0.0.1 (SERVER_HOST), so no thermostat can reach it"
+        )),
+        "{warning}"
+    );
     b.type_into("#scan-subnet", "127.77.90.0/24");
     b.click("#scan-button");
     b.wait_for(
