@@ -258,7 +258,7 @@ fn the_schedule_in_24_hours_and_the_fan_on_the_card() {
         &format!(
             "return document.getElementById('fan-{BEDROOM}').getAttribute('aria-pressed') === 'true'
                && document.getElementById('fan-note-{BEDROOM}').textContent.startsWith('until ')
-               && document.getElementById('fan-for-{BEDROOM}').hidden"
+               && getComputedStyle(document.getElementById('fan-for-{BEDROOM}')).visibility === 'hidden'"
         ),
     );
     let until = record(app, BEDROOM)["fan_timer_timeout"].as_i64().unwrap();
@@ -273,7 +273,7 @@ fn the_schedule_in_24_hours_and_the_fan_on_the_card() {
         "the fan back on auto",
         &format!(
             "return document.getElementById('fan-{BEDROOM}').getAttribute('aria-pressed') === 'false'
-               && !document.getElementById('fan-for-{BEDROOM}').hidden"
+               && getComputedStyle(document.getElementById('fan-for-{BEDROOM}')).visibility === 'visible'"
         ),
     );
     assert_eq!(record(app, BEDROOM)["fan_timer_active"], json!(false));
