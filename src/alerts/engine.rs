@@ -116,6 +116,7 @@ fn run(
 ) {
     let clock = app.config().clock.clone();
     let moved = clock.moves();
+    let settings = engine.settings.changes();
     let tick_ms = TICK.as_millis() as i64;
     let mut due = clock.now_ms();
     loop {
@@ -143,6 +144,8 @@ fn run(
                 Err(_) => break,
             },
             recv(moved) -> _ => due = clock.now_ms(),
+            // New settings: every thermostat is looked at with them now.
+            recv(settings) -> _ => due = clock.now_ms(),
             default(clock.wait_time_ms(due)) => {}
         }
     }

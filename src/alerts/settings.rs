@@ -14,6 +14,7 @@ use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use crossbeam_channel::{Receiver, Sender};
 use parking_lot::{Mutex, RwLock};
 use serde_json::{Map, Value, json};
 
@@ -34,6 +35,8 @@ pub struct Settings {
     now: RwLock<Arc<Effective>>,
     /// Held while a test is sent: one at a time.
     testing: Mutex<()>,
+    /// Told of each change, so the rules look at every thermostat at once with it.
+    changed: (Sender<()>, Receiver<()>),
 }
 
 /// Why a change was refused; nothing was changed.
@@ -86,7 +89,13 @@ impl Settings {
             saved: Mutex::new(saved),
             now: RwLock::new(Arc::new(now)),
             testing: Mutex::new(()),
+            changed: crossbeam_channel::bounded(1),
         })
+    }
+
+    /// Says when the settings change (at most one signal waits).
+    pub fn changes(&self) -> Receiver<()> {
+        self.changed.1.clone()
     }
 
     /// The settings in force now.
@@ -142,6 +151,8 @@ impl Settings {
         }
         let effective = Arc::new(effective);
         *self.now.write() = Arc::clone(&effective);
+        // Full: a look is due already, which will read this change.
+        let _ = self.changed.0.try_send(());
         Ok(effective)
     }
 
