@@ -382,7 +382,8 @@ impl Run {
 
     /// One attempt. The error says what went wrong without the URL, the secret or the body.
     fn send(&self, d: &Delivery) -> Result<(), String> {
-        let config = self.settings.config();
+        let in_force = self.settings.now();
+        let config = &in_force.config;
         let post = match d.target {
             Target::Ntfy => {
                 let Some(url) = &config.ntfy_url else {

@@ -171,7 +171,8 @@ impl Engine {
             }
             return;
         }
-        let config = &self.settings.config();
+        let in_force = self.settings.now();
+        let config = &in_force.config;
         let Some(facts) = self.facts(app, config, serial, now_ms, timed) else {
             return;
         };
@@ -221,7 +222,7 @@ impl Engine {
     ) -> std::io::Result<()> {
         let notice = Notice { event, alert };
         // Owed to the receivers set now (on the page too).
-        let targets = deliver::targets(&self.settings.config());
+        let targets = deliver::targets(&self.settings.now().config);
         let written = self.record.lock().notice(notice.clone(), now_ms, &targets);
         let deliveries = written.inspect_err(|e| {
             log::error!(

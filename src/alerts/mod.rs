@@ -189,7 +189,7 @@ impl Alerts {
     }
 
     /// Acknowledges the active alert `id` (see [`engine::Engine::ack`]); `None` when the
-    /// rules are not running (their record could not be opened).
+    /// rules are not running (their record or settings could not be read).
     pub fn ack(&self, app: &dyn Context, id: &str) -> Option<Result<Alert, engine::AckError>> {
         self.engine.get().map(|e| e.ack(app, id))
     }

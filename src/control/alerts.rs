@@ -55,13 +55,7 @@ pub fn ack(app: &App, body: &[u8]) -> Result<Response, ControlError> {
     {
         return Err(unknown());
     }
-    let outcome = app
-        .alerts()
-        .ack(app, id)
-        .ok_or_else(|| ControlError::Refused {
-            status: 503,
-            message: "Alerts are off: their record could not be opened (see hearth's log)".into(),
-        })?;
+    let outcome = app.alerts().ack(app, id).ok_or_else(alerts_off)?;
     match outcome {
         Ok(alert) => Ok(Response::json(200, &json!({ "alert": alert }))),
         Err(AckError::Unknown) => Err(unknown()),
@@ -80,11 +74,12 @@ pub fn ack(app: &App, body: &[u8]) -> Result<Response, ControlError> {
     }
 }
 
-/// The answer while the rules are not running (their record or settings could not be opened).
+/// The answer while the rules are not running (their record or settings could not be read).
 fn alerts_off() -> ControlError {
     ControlError::Refused {
         status: 503,
-        message: "Alerts are off: their record could not be opened (see hearth's log)".into(),
+        message: "Alerts are off: their record or settings could not be read (see hearth's log)"
+            .into(),
     }
 }
 

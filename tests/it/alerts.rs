@@ -546,6 +546,16 @@ fn bad_alert_settings_stop_startup_naming_the_setting() {
         ("ALERT_HIGH_C", "2", "must be below ALERT_HIGH_C"),
         ("ALERT_OFFLINE_MINUTES", "soon", "ALERT_OFFLINE_MINUTES"),
         ("FILTER_REMINDER_HOURS", "-3", "FILTER_REMINDER_HOURS"),
+        (
+            "ALERT_NOT_APPLIED_MINUTES",
+            "soon",
+            "ALERT_NOT_APPLIED_MINUTES (--alert-not-applied-minutes)",
+        ),
+        (
+            "ALERT_RULES_OFF",
+            "offline,cold",
+            "ALERT_RULES_OFF (--alert-rules-off): has \"cold\", which is no rule",
+        ),
         ("NTFY_URL", "ntfy.sh/house", "NTFY_URL (--ntfy-url)"),
         // The prefix alone, or with no host: refused at start, not at the first alert.
         ("NTFY_URL", "http://", "NTFY_URL (--ntfy-url)"),
@@ -820,7 +830,7 @@ fn a_damaged_record_turns_the_alerts_off_and_nothing_else() {
         (r.status, r.json()),
         (
             503,
-            json!({"error": "Alerts are off: their record could not be opened (see hearth's log)"})
+            json!({"error": "Alerts are off: their record or settings could not be read (see hearth's log)"})
         )
     );
     let r = call(server.control_addr(), "GET", "/api/alerts/ack", "");

@@ -471,3 +471,32 @@ fn with_a_key_required_they_want_one() {
         assert_eq!(r.status, 401, "{method} {target}: {}", r.text());
     }
 }
+
+#[test]
+fn a_damaged_settings_file_turns_the_alerts_off_and_nothing_else() {
+    let dir = TestServer::start().stop();
+    std::fs::create_dir_all(dir.path().join("alerts")).unwrap();
+    let damaged = br#"{"alert_low_c": "warm"}"#;
+    std::fs::write(dir.path().join("alerts/settings.json"), damaged).unwrap();
+    let server = restart(&dir);
+    assert_eq!(get(server.control_addr(), "/health").status, 200);
+    let off = json!({"error": "Alerts are off: their record or settings could not be read (see hearth's log)"});
+    for (method, target) in [
+        ("GET", SETTINGS),
+        ("PUT", SETTINGS),
+        ("POST", "/api/alerts/test"),
+    ] {
+        let r = call(server.control_addr(), method, target, "{}");
+        assert_eq!(
+            (r.status, r.json()),
+            (503, off.clone()),
+            "{method} {target}"
+        );
+    }
+    server.shutdown();
+    // Left as it was, for a person to look at.
+    assert_eq!(
+        std::fs::read(dir.path().join("alerts/settings.json")).unwrap(),
+        damaged
+    );
+}
