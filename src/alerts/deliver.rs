@@ -8,6 +8,10 @@
 //! Every request is bounded (connect [`CONNECT_TIMEOUT`], whole request [`TIMEOUT`]), its
 //! answer's body is read up to [`MAX_ANSWER`] and thrown away, never logged; the URLs (which may
 //! hold an ntfy token) and the secret are never logged either.
+//!
+//! The page's "Send a test" ([`test`]) goes through the same agent and the same request
+//! building, and reports only each receiver's status (or why it could not be reached, in a
+//! word) and the time it took.
 
 use std::collections::VecDeque;
 use std::io::Read;

@@ -76,7 +76,7 @@ impl Settings {
             Err(e) => return Err(io::Error::new(e.kind(), format!("{}: {e}", path.display()))),
         };
         let now =
-            fields::effective(&config.alerts, &config.alert_sources, &saved).map_err(|e| {
+            fields::effective(&config.alerts, &config.alert_sources, &saved, &[]).map_err(|e| {
                 io::Error::new(
                     io::ErrorKind::InvalidData,
                     format!("{}: {} {}", path.display(), e.setting.name, e.message),
@@ -115,6 +115,7 @@ impl Settings {
     pub fn change(&self, body: &Map<String, Value>) -> Result<Arc<Effective>, ChangeError> {
         let mut saved = self.saved.lock();
         let mut next = saved.clone();
+        let mut changed = Vec::new();
         for (name, value) in body {
             let setting = fields::field(name).ok_or_else(|| {
                 ChangeError::Invalid(format!(
@@ -129,6 +130,7 @@ impl Settings {
                     setting.option
                 )));
             }
+            changed.push(setting.variable);
             match text_of(setting, value) {
                 Err(why) => return Err(ChangeError::Invalid(format!("{name} {why}"))),
                 Ok(None) => {
@@ -139,7 +141,7 @@ impl Settings {
                 }
             }
         }
-        let effective = fields::effective(&self.base, &self.given, &next).map_err(
+        let effective = fields::effective(&self.base, &self.given, &next, &changed).map_err(
             |FieldError { setting, message }| {
                 ChangeError::Invalid(format!("{} {message}", setting.name))
             },
@@ -324,6 +326,10 @@ mod tests {
             (
                 json!({"alert_high_c": 50, "alert_low_c": 60}),
                 "alert_low_c must be below",
+            ),
+            (
+                json!({"alert_high_c": 4}),
+                "alert_high_c must be above ALERT_LOW_C (4 is not above 4.5)",
             ),
             (
                 json!({"ntfy_url": 5}),

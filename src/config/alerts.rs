@@ -177,10 +177,14 @@ pub struct FieldError {
 /// defaults, as `given` says) with the values `saved` on the page. The one place the
 /// precedence is decided: a flag wins, then a saved value, then the options file or the
 /// environment, then the default.
+///
+/// `changed`: the variables a change of the page is setting, so a clash of the two limits is
+/// named by the one it set.
 pub fn effective(
     base: &AlertConfig,
     given: &AlertSources,
     saved: &Saved,
+    changed: &[&str],
 ) -> Result<Effective, FieldError> {
     let mut config = base.clone();
     let mut sources = BTreeMap::new();
@@ -199,17 +203,34 @@ pub fn effective(
         };
         sources.insert(variable, source);
     }
-    limits_in_order(&config).map_err(|message| {
-        // Named by the limit saved on the page, the one the page can change.
+    if let Err(message) = limits_in_order(&config) {
+        // Named by the limit just changed, else by the one saved on the page (the one the page
+        // can change), else the low one.
         let low_saved = sources.get("ALERT_LOW_C") == Some(&Source::Saved);
         let high_saved = sources.get("ALERT_HIGH_C") == Some(&Source::Saved);
-        let setting = if high_saved && !low_saved {
-            declared("ALERT_HIGH_C")
-        } else {
-            declared("ALERT_LOW_C")
+        let high = match (
+            changed.contains(&"ALERT_LOW_C"),
+            changed.contains(&"ALERT_HIGH_C"),
+        ) {
+            (false, true) => true,
+            (true, _) => false,
+            (false, false) => high_saved && !low_saved,
         };
-        FieldError { setting, message }
-    })?;
+        return Err(if high {
+            FieldError {
+                setting: declared("ALERT_HIGH_C"),
+                message: format!(
+                    "must be above ALERT_LOW_C ({} is not above {})",
+                    config.high_c, config.low_c
+                ),
+            }
+        } else {
+            FieldError {
+                setting: declared("ALERT_LOW_C"),
+                message,
+            }
+        });
+    }
     Ok(Effective { config, sources })
 }
 
@@ -377,7 +398,7 @@ mod tests {
             ("ALERT_RULES_OFF", "filter, offline".to_string()),
         ]
         .into();
-        let e = effective(&c.alerts, &c.alert_sources, &saved).unwrap();
+        let e = effective(&c.alerts, &c.alert_sources, &saved, &[]).unwrap();
         assert_eq!(e.config.low_c, 4.0, "saved beats the environment");
         assert_eq!(e.config.high_c, 32.0, "the flag beats the saved value");
         assert_eq!(
@@ -400,7 +421,7 @@ mod tests {
             ["default", "saved"]
         );
         // Nothing saved: what was given at start.
-        let none = effective(&c.alerts, &c.alert_sources, &Saved::new()).unwrap();
+        let none = effective(&c.alerts, &c.alert_sources, &Saved::new(), &[]).unwrap();
         assert_eq!(none.config, c.alerts);
         // A saved value that does not fit is refused naming its setting.
         for (saved, variable, says) in [
@@ -422,7 +443,7 @@ mod tests {
             ),
         ] {
             let saved: Saved = [(saved.0, saved.1.to_string())].into();
-            let err = effective(&c.alerts, &c.alert_sources, &saved).unwrap_err();
+            let err = effective(&c.alerts, &c.alert_sources, &saved, &[]).unwrap_err();
             assert_eq!(err.setting.variable, variable);
             assert!(err.message.contains(says), "{}", err.message);
         }
