@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Writes src/energy/zones.txt: every IANA time zone name (zones and links, `US/Eastern` too)
+# Writes src/zones.txt: every IANA time zone name (zones and links, `US/Eastern` too)
 # with its current rule as a POSIX TZ string, the table hearth falls back on where the system has
 # no tz database (its container images and Home Assistant add-on are FROM scratch; OpenWrt keeps
 # none). The rule of each name is the footer of its TZif file (version 2 or later: the last
@@ -11,7 +11,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 zoneinfo="${1:-/usr/share/zoneinfo}"
-out=src/energy/zones.txt
+out=src/zones.txt
 zi="$zoneinfo/tzdata.zi"
 [ -f "$zi" ] || { echo "$zi is missing: is tzdata installed?" >&2; exit 1; }
 version=$(sed -n '1s/^# version //p' "$zi")

@@ -194,8 +194,22 @@ impl App {
         availability: Availability,
     ) -> Option<(Arc<Reading>, Stamp)> {
         let now_ms = self.config.clock.now_ms();
-        self.readings
-            .get(&self.state, serial, availability, now_ms, &self.weather)
+        self.readings.get(
+            &self.state,
+            serial,
+            availability,
+            now_ms,
+            &self.weather,
+            &self.config.zoneinfo,
+        )
+    }
+
+    /// The time now on the clock of `serial`'s structure (its time zone, as its reading names
+    /// it; UTC without one).
+    pub fn local_time(&self, serial: &str) -> crate::thermostat::course::Local {
+        let name = self.reading(serial).and_then(|r| r.time_zone.clone());
+        let zone = self.readings.zone(name.as_deref(), &self.config.zoneinfo);
+        crate::thermostat::course::Local::at(&zone, self.config.clock.now_ms())
     }
 
     /// What `serial`'s reading would be made from now (to tell whether something made from an

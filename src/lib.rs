@@ -74,6 +74,8 @@ pub mod thermostat;
 pub mod util;
 #[cfg_attr(not(hearth_internals), doc(hidden))]
 pub mod weather;
+#[cfg_attr(not(hearth_internals), doc(hidden))]
+pub mod zone;
 
 pub use config::Config;
 pub use server::{Server, StartError};

@@ -95,9 +95,12 @@ pub fn start(app: &Arc<dyn Context>, shutdown: &Shutdown) -> std::io::Result<Thr
     // Set once per App; a second start (never done) keeps the first.
     let _ = app.alerts().engine.set(Arc::clone(&engine));
     let _ = app.alerts().settings.set(settings);
-    // Readings, HVAC state and setpoints live in these two buckets.
+    // Readings, HVAC state and setpoints live in these two buckets; a change made or taken
+    // is `change.<serial>`.
     let changes = app.state().hub().watch_if(Box::new(|e: &ChangeEvent| {
-        e.change.key.starts_with("shared.") || e.change.key.starts_with("device.")
+        ["shared.", "device.", "change."]
+            .iter()
+            .any(|p| e.change.key.starts_with(p))
     }));
     let stopped = shutdown.receiver();
     let app = Arc::clone(app);
@@ -295,6 +298,8 @@ impl Engine {
             battery_volts,
             battery_percent: _,
             reported: _,
+            change,
+            course: _,
         } = &*reading;
         let filter_s = match config.filter_after_s {
             Some(_) => self
@@ -314,6 +319,7 @@ impl Engine {
             battery_v: *battery_volts,
             safety_shutoff: *shutoff,
             filter_s,
+            waiting: change.and_then(|c| Some((c.kind, c.waiting_since()?))),
         })
     }
 

@@ -39,10 +39,13 @@ pub enum Kind {
     Filter,
     LowBattery,
     SafetyShutoff,
+    /// A change the thermostat has not taken while it still reports (reads work, control
+    /// does not).
+    NotApplied,
 }
 
 impl Kind {
-    pub const ALL: [Kind; 8] = [
+    pub const ALL: [Kind; 9] = [
         Kind::LowTemperature,
         Kind::HighTemperature,
         Kind::Offline,
@@ -51,6 +54,7 @@ impl Kind {
         Kind::Filter,
         Kind::LowBattery,
         Kind::SafetyShutoff,
+        Kind::NotApplied,
     ];
 
     /// The wire name (`low_temperature`, …), as in `GET /api/alerts`, MQTT topics and the
@@ -65,6 +69,7 @@ impl Kind {
             Kind::Filter => "filter",
             Kind::LowBattery => "low_battery",
             Kind::SafetyShutoff => "safety_shutoff",
+            Kind::NotApplied => "not_applied",
         }
     }
 
@@ -83,6 +88,7 @@ impl Kind {
             Kind::Filter => "Filter due",
             Kind::LowBattery => "Battery low",
             Kind::SafetyShutoff => "Safety shut-off",
+            Kind::NotApplied => "Change not taken",
         }
     }
 

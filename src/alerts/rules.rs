@@ -7,6 +7,7 @@
 //! the room is [`HYSTERESIS_C`] back inside its limit.
 
 use crate::config::AlertConfig;
+use crate::state::ChangeKind;
 
 use super::Kind;
 
@@ -43,6 +44,9 @@ pub struct Facts {
     pub safety_shutoff: Option<bool>,
     /// Seconds of heating and cooling since the filter was last reset; `None` if unknown.
     pub filter_s: Option<i64>,
+    /// The latest change, while it waits for the thermostat to take it: its kind and when it
+    /// was sent (ms).
+    pub waiting: Option<(ChangeKind, i64)>,
 }
 
 /// What the rules remember of a thermostat between readings: where the room was when the
@@ -116,7 +120,23 @@ pub fn wanted(
             })
         }
         Kind::SafetyShutoff => r.safety_shutoff,
+        Kind::NotApplied => not_applied(r, config, now_ms),
     }
+}
+
+/// A change waiting `ALERT_NOT_APPLIED_MINUTES` for a thermostat that is in touch all the
+/// while: it reports, so it could have taken it. Out of touch, nothing is judged (that is the
+/// `offline` alert's business); taken, replaced by a change of a kind it never confirms, or
+/// none, it is clear.
+fn not_applied(r: &Facts, config: &AlertConfig, now_ms: i64) -> Option<bool> {
+    let (Some(limit), Some((_, sent_ms))) = (config.not_applied_after, r.waiting) else {
+        return Some(false);
+    };
+    if r.in_touch != Some(true) {
+        return None;
+    }
+    let limit_ms = i64::try_from(limit.as_millis()).unwrap_or(i64::MAX);
+    Some(now_ms.saturating_sub(sent_ms) >= limit_ms)
 }
 
 /// Heating (`sign` 1) or cooling (`sign` -1) that has run `ALERT_NOT_HEATING_MINUTES` since
@@ -222,6 +242,16 @@ pub fn message(kind: Kind, r: &Facts, config: &AlertConfig) -> String {
         ),
         Kind::SafetyShutoff => {
             format!("{name} has shut its heating and cooling off for safety")
+        }
+        Kind::NotApplied => {
+            let what = r.waiting.map_or("change", |(kind, _)| match kind {
+                ChangeKind::Setpoint => "temperature change",
+                _ => "change",
+            });
+            format!(
+                "{name} has not taken the {what} sent {} ago: it still reports to hearth but is not following changes",
+                minutes(config.not_applied_after)
+            )
         }
     }
 }
@@ -395,6 +425,41 @@ mod tests {
         assert_eq!(check(Kind::SafetyShutoff, &r, false), None);
         r.safety_shutoff = Some(true);
         assert_eq!(check(Kind::SafetyShutoff, &r, false), Some(true));
+    }
+
+    #[test]
+    fn a_change_waiting_while_in_touch_is_not_applied_after_the_limit() {
+        let mut r = room(20.0);
+        let at = |r: &Facts, min: i64| {
+            wanted(
+                Kind::NotApplied,
+                r,
+                false,
+                &mut Memory::default(),
+                &config(),
+                min * MIN,
+            )
+        };
+        assert_eq!(at(&r, 100), Some(false), "no change waiting");
+        r.waiting = Some((ChangeKind::Setpoint, 10 * MIN));
+        assert_eq!(at(&r, 24), Some(false), "14 minutes");
+        assert_eq!(at(&r, 25), Some(true), "15 minutes");
+        r.in_touch = Some(false);
+        assert_eq!(
+            at(&r, 30),
+            None,
+            "out of touch: the offline alert's business"
+        );
+        r.in_touch = None;
+        assert_eq!(at(&r, 30), None);
+        let off = AlertConfig {
+            not_applied_after: None,
+            ..config()
+        };
+        assert_eq!(
+            wanted(Kind::NotApplied, &r, true, &mut Memory::default(), &off, 0),
+            Some(false)
+        );
     }
 
     #[test]

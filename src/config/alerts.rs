@@ -25,8 +25,8 @@ pub struct AlertConfig {
     pub offline_after: Option<Duration>,
     /// `not_heating` / `not_cooling` after this long without effect; `None` turns them off.
     pub no_effect_after: Option<Duration>,
-    /// `not_applied` after a change has not reached its thermostat for this long; `None` turns
-    /// the rule off.
+    /// `not_applied` after a change has waited this long for the thermostat to take it;
+    /// `None` turns the rule off.
     pub not_applied_after: Option<Duration>,
     /// `filter` after this many seconds of heating and cooling since the last reset; `None`
     /// turns it off.

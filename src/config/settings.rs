@@ -499,7 +499,7 @@ pub const SETTINGS: &[Setting] = &[
             unset: Unset::Is("15"),
         },
         help: "a `not_applied` [alert](alerts.md) when a change sent to a thermostat has not \
-               reached it after this long",
+               been taken after this long, while it stays in touch",
     },
     Setting {
         name: "filter_reminder_hours",

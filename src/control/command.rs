@@ -14,6 +14,7 @@ use super::input;
 use crate::accounts::Viewer;
 use crate::app::App;
 use crate::http::Response;
+use crate::thermostat::course::Local;
 use crate::thermostat::{
     self, Fan, Intent, Lock, MAX_FAN_SECONDS, MODES, Mode, ScheduleMode, ScheduleRevision,
     SetpointMode, Step, schedule, settings,
@@ -32,6 +33,7 @@ pub enum Command {
     SetDeviceSetting,
     SetName,
     SetTemperatureLock,
+    ResumeSchedule,
 }
 
 impl Command {
@@ -47,6 +49,7 @@ impl Command {
             "set_device_setting" => Command::SetDeviceSetting,
             "set_name" => Command::SetName,
             "set_temperature_lock" => Command::SetTemperatureLock,
+            "resume_schedule" => Command::ResumeSchedule,
             _ => return None,
         })
     }
@@ -78,7 +81,7 @@ pub fn run(app: &App, body: &[u8]) -> Result<Response, ControlError> {
     let visibility = app.visibility();
     thermostat::admit(app.state(), &serial, visibility, Viewer::Lan)
         .map_err(|e| ControlError::of(e, &serial))?;
-    let mut intent = intent(command, value)?;
+    let mut intent = intent(command, value, || app.local_time(&serial))?;
     if let Some(asked) = body.get("if_revision") {
         let Intent::Schedule { only_over, .. } = &mut intent else {
             return Err(invalid("if_revision goes only with set_schedule"));
@@ -122,7 +125,12 @@ fn invalid(text: &str) -> ControlError {
 
 /// What `command` with `value` asks for. Setpoints are taken as sent (°C, clamped to the
 /// thermostat's bounds, not rounded) and leave the mode alone, as the Python server did.
-pub fn intent(command: Command, value: &Value) -> Result<Intent, ControlError> {
+/// `local` is the time on the structure's clock, for `resume_schedule` (which takes no value).
+pub fn intent(
+    command: Command,
+    value: &Value,
+    local: impl FnOnce() -> Local,
+) -> Result<Intent, ControlError> {
     Ok(match command {
         Command::SetTemperature => match value {
             Value::Object(range) => {
@@ -191,6 +199,7 @@ pub fn intent(command: Command, value: &Value) -> Result<Intent, ControlError> {
             Intent::Name(thermostat::intent::name(name)?)
         }
         Command::SetTemperatureLock => Intent::Lock(lock(value)?),
+        Command::ResumeSchedule => Intent::ResumeSchedule(local()),
     })
 }
 
@@ -262,7 +271,23 @@ mod tests {
     use serde_json::json;
 
     fn parse(command: &str, value: Value) -> Result<Intent, String> {
-        intent(Command::of(command).unwrap(), &value).map_err(|e| e.status_and_message().1)
+        let noon = || Local {
+            day: 20_000,
+            secs: 43_200,
+        };
+        intent(Command::of(command).unwrap(), &value, noon).map_err(|e| e.status_and_message().1)
+    }
+
+    #[test]
+    fn resume_schedule_takes_the_structures_time_and_no_value() {
+        let noon = Local {
+            day: 20_000,
+            secs: 43_200,
+        };
+        assert_eq!(
+            parse("resume_schedule", Value::Null),
+            Ok(Intent::ResumeSchedule(noon))
+        );
     }
 
     #[test]

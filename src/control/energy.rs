@@ -1,11 +1,13 @@
 //! `GET /api/energy?serial=S[&from=YYYY-MM-DD][&to=YYYY-MM-DD][&format=csv]`: a thermostat's
 //! energy history per local day (see [`crate::energy`] and docs/energy.md), as JSON or, with
-//! `format=csv` or `Accept: text/csv`, as CSV.
+//! `format=csv` or `Accept: text/csv`, as CSV. The JSON carries the period's totals, those of
+//! the period before, and the same for the home: every thermostat the control port lists.
 
 use super::ControlError;
 use super::input;
+use crate::accounts::Viewer;
 use crate::app::App;
-use crate::energy::report::{self, Period, Report};
+use crate::energy::report::{self, Home, Period, Report};
 use crate::http::{Request, Response};
 
 pub fn energy(app: &App, req: &Request) -> Result<Response, ControlError> {
@@ -30,12 +32,19 @@ pub fn energy(app: &App, req: &Request) -> Result<Response, ControlError> {
         ControlError::EnergyUnreadable
     })?;
     if csv {
-        Ok(Response {
+        return Ok(Response {
             status: 200,
             headers: vec![("Content-Type".into(), report::CSV.into())],
             body: report.to_csv().into_bytes(),
-        })
-    } else {
-        Ok(Response::json(200, &report.to_json()))
+        });
     }
+    let listed = app
+        .visibility()
+        .listed(app.state(), app.state().serials(), Viewer::Lan);
+    // A thermostat whose history cannot be read leaves the home's totals out, not the answer.
+    let home = Home::read(app.energy(), &listed, period).unwrap_or_else(|e| {
+        log::warn!("could not read the home's energy history: {e}");
+        None
+    });
+    Ok(Response::json(200, &report.to_json(home.as_ref())))
 }

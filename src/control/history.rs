@@ -9,7 +9,6 @@ use super::input;
 use crate::app::App;
 use crate::history::{self, MAX_HOURS};
 use crate::http::{Request, Response};
-use crate::util::clock;
 
 const DEFAULT_HOURS: i64 = 24;
 
@@ -17,7 +16,8 @@ pub fn history(app: &App, req: &Request) -> Result<Response, ControlError> {
     let serial = input::query_serial(req)?;
     let hours = hours(req)?;
     let serial = input::shown(app, serial)?;
-    let now = clock::now_ms().div_euclid(1000);
+    // The server's clock, as the recorder's and the energy history's (a test's manual one).
+    let now = app.config().clock.now_ms().div_euclid(1000);
     let samples = history::file::read_since(
         &history::dir(&app.config().data_dir),
         &serial,

@@ -69,6 +69,8 @@ impl<'a> Shown<'a> {
             battery_volts: _,
             battery_percent: _,
             reported: _,
+            change: _,
+            course: _,
         } = reading;
         Shown {
             serial,

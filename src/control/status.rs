@@ -14,11 +14,12 @@ use super::input;
 use crate::accounts::Viewer;
 use crate::app::App;
 use crate::http::{Request, Response};
-use crate::thermostat::Reported;
+use crate::thermostat::course::Step;
 use crate::thermostat::reading::{
     Bounds, Capabilities, Diagnostics, Eco, Fan, Hvac, Lock, Outside, Reading, Safety, Targets,
 };
 use crate::thermostat::readings::Stamp;
+use crate::thermostat::{Change, Reported};
 use crate::util::clock;
 
 /// A thermostat's status record: the fields of the record, in the documented order (which
@@ -72,6 +73,36 @@ pub struct Record<'a> {
     outdoor_temperature: Option<f64>,
     /// The battery's charge (%), `null` until the thermostat reports its voltage.
     battery_percent: Option<u8>,
+    /// The latest change made to it and whether it has taken it (`crate::thermostat::taken`);
+    /// `null` before the first.
+    last_change: Option<Change>,
+    /// The manual setting it holds against its schedule, until when and what follows
+    /// (`crate::thermostat::course`); `null` when it follows its schedule or has none.
+    hold: Option<HoldRecord>,
+    /// Following its schedule: the schedule's next change; `null` otherwise.
+    next_step: Option<StepRecord>,
+}
+
+#[derive(Serialize)]
+struct HoldRecord {
+    setpoints: Vec<f64>,
+    until: Option<String>,
+    then: Option<Vec<f64>>,
+}
+
+#[derive(Serialize)]
+struct StepRecord {
+    at: String,
+    setpoints: Vec<f64>,
+}
+
+impl StepRecord {
+    fn of(step: &Step) -> StepRecord {
+        StepRecord {
+            at: clock::iso8601_ms(step.at_ms),
+            setpoints: step.setpoints.clone(),
+        }
+    }
 }
 
 #[derive(Serialize)]
@@ -158,6 +189,8 @@ impl<'a> Record<'a> {
             battery_volts: _,
             battery_percent,
             reported: _,
+            change,
+            course,
         } = reading;
         let Lock {
             enabled,
@@ -216,6 +249,19 @@ impl<'a> Record<'a> {
             temperature_bounds: bounds,
             outdoor_temperature: *weather,
             battery_percent: *battery_percent,
+            last_change: *change,
+            hold: course
+                .as_ref()
+                .and_then(|c| c.hold.as_ref())
+                .map(|(held, ends)| HoldRecord {
+                    setpoints: held.clone(),
+                    until: ends.as_ref().map(|s| clock::iso8601_ms(s.at_ms)),
+                    then: ends.as_ref().map(|s| s.setpoints.clone()),
+                }),
+            next_step: course
+                .as_ref()
+                .and_then(|c| c.next.as_ref())
+                .map(StepRecord::of),
         }
     }
 }
@@ -369,6 +415,7 @@ mod tests {
             view,
             crate::thermostat::reading::tests::available(),
             &NoWeather,
+            &crate::zone::Zone::utc(),
             now,
         );
         serde_json::to_value(Record::of(&reading)).unwrap()
@@ -415,6 +462,7 @@ mod tests {
             &View::default(),
             crate::thermostat::reading::tests::available(),
             &NoWeather,
+            &crate::zone::Zone::utc(),
             0,
         );
         let r = serde_json::to_string(&Record::of(&reading)).unwrap();
@@ -431,7 +479,7 @@ mod tests {
             safety_temp_activating_hvac learning_mode preconditioning_enabled \
             backplate_temperature local_ip mac_address structure_id away schedule_mode \
             fan_timer_duration temperature_lock temperature_bounds outdoor_temperature \
-            battery_percent";
+            battery_percent last_change hold next_step";
         assert_eq!(keys, before.split_whitespace().collect::<Vec<_>>());
         let bounds = &r["temperature_bounds"];
         assert_eq!(bounds, &json!({"low": 7.222, "high": 35.0}));

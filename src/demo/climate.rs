@@ -1,10 +1,12 @@
 //! The demo's weather and rooms. A room warms while its heating runs, cools while its air
 //! conditioning runs, and otherwise drifts towards the weather outside, faster when the wind
 //! blows or a door stands open; the sun through its windows and the people in it warm it. The
-//! weather follows the time of day (coldest around 03:00 UTC), with clouds passing and wind
-//! rising and falling over minutes; people come and go in the hours they are usually home. The
-//! thermostat reads the air by its sensor, which moves a little with the air around it, and
-//! switches its HVAC with a dead band, as a real one does.
+//! house has one weather ([`HOME`]), which every room leaks to: it follows the seasons (warmest
+//! in mid-July), warmer and colder spells from one day to the next, and the time of day
+//! (coldest around 03:00 UTC), with clouds passing and wind rising and falling over minutes;
+//! people come and go in the hours they are usually home. The thermostat reads the air by its
+//! sensor, which moves a little with the air around it, and switches its HVAC with a dead band,
+//! as a real one does.
 //!
 //! The rooms are small and their furnaces strong, so that a visitor sees them move: a heating
 //! cycle takes minutes rather than an hour, and every reading changes within a minute.
@@ -30,15 +32,30 @@ const BLOCK: i64 = 600;
 /// A door opened by someone coming or going stays open this long.
 const DOOR_SECONDS: i64 = 45;
 
-/// The climate a demo thermostat lives in.
+/// The weather outside the house.
 #[derive(Clone, Copy, Debug)]
 pub struct Weather {
-    /// Outside temperature at its daily mean, and how far it swings (°C).
+    /// The year's mean outside temperature, how far the seasons move a day's mean from it and
+    /// how far a day swings either side of its mean (°C).
     pub mean: f64,
+    pub seasons: f64,
     pub swing: f64,
-    /// Indoor humidity's daily mean (%), if the thermostat reports it.
-    pub humidity: Option<f64>,
 }
+
+/// The demo house's weather: every demo thermostat's room leaks to it, and its energy history's
+/// outdoor readings are of it. Mild enough that a sunny room needs cooling on an autumn
+/// afternoon, cold enough that the hallway heats on a summer night.
+pub const HOME: Weather = Weather {
+    mean: 14.0,
+    seasons: 8.0,
+    swing: 6.0,
+};
+
+/// The house around a room with inside walls, whatever the weather (°C).
+const HOUSE: f64 = 20.0;
+
+/// How far a warm or cold spell moves a day's mean, either way (°C).
+const SPELLS: f64 = 2.5;
 
 /// Fraction of the day at Unix time `t`, 0 at midnight UTC.
 fn day(t: i64) -> f64 {
@@ -50,11 +67,39 @@ fn wave(t: i64, period: f64, phase: f64) -> f64 {
     (2.0 * PI * (t.rem_euclid(86_400 * 7) as f64 / period) + phase).sin()
 }
 
+/// The season on `date` (days since 1970-01-01): -1 in mid-January, 1 in mid-July. 365.2425
+/// days a year from day 0, which was January 1st, is near enough for a season.
+pub fn season(date: f64) -> f64 {
+    (2.0 * PI * (date.rem_euclid(365.2425) - 105.0) / 365.2425).sin()
+}
+
+/// A number in [0, 1) that depends only on `date`, `seed` and `salt`.
+pub fn noise(date: i64, seed: u64, salt: u64) -> f64 {
+    let mut x = (date as u64)
+        ^ seed.wrapping_mul(0x9E37_79B9_7F4A_7C15)
+        ^ salt.wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    x ^= x >> 30;
+    x = x.wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    x ^= x >> 27;
+    x = x.wrapping_mul(0x94D0_49BB_1331_11EB);
+    x ^= x >> 31;
+    (x >> 11) as f64 / (1u64 << 53) as f64
+}
+
 impl Weather {
-    /// Outside temperature at Unix time `t`: coldest around 03:00 UTC, warmest around 15:00,
-    /// a little warmer in the sun and cooler under a passing cloud.
+    /// The day's mean outside at `date` (days since 1970-01-01, fractional): the season's, and a
+    /// warm or cold spell that moves smoothly from one day's to the next's.
+    pub fn day_mean(&self, date: f64) -> f64 {
+        let (d, f) = (date.floor() as i64, date - date.floor());
+        let spell = |d: i64| SPELLS * 2.0 * (noise(d, 0, 1) - 0.5);
+        self.mean + self.seasons * season(date) + spell(d) + (spell(d + 1) - spell(d)) * f
+    }
+
+    /// Outside temperature at Unix time `t`: the day's mean, coldest around 03:00 UTC and
+    /// warmest around 15:00, a little warmer in the sun and cooler under a passing cloud.
     pub fn outside(&self, t: i64) -> f64 {
-        self.mean - self.swing * (2.0 * PI * (day(t) - 0.125)).cos() + 1.5 * self.sunshine(t)
+        self.day_mean(t as f64 / 86_400.0) - self.swing * (2.0 * PI * (day(t) - 0.125)).cos()
+            + 1.5 * self.sunshine(t)
     }
 
     /// How high the sun stands, 0 (night, 18:00 to 06:00 UTC) to 1 (noon).
@@ -73,12 +118,11 @@ impl Weather {
     pub fn wind(&self, t: i64) -> f64 {
         (0.5 + 0.3 * wave(t, 1_130.0, 2.0) + 0.2 * wave(t, 290.0, 0.5)).clamp(0.0, 1.0)
     }
+}
 
-    /// Indoor humidity at Unix time `t` (whole percent), if the thermostat reports it.
-    pub fn humidity(&self, t: i64) -> Option<f64> {
-        self.humidity
-            .map(|h| (h + 6.0 * (2.0 * PI * day(t)).sin() + 2.0 * wave(t, 370.0, 0.0)).round())
-    }
+/// Indoor humidity around a daily mean `mean` at Unix time `t` (whole percent).
+pub fn humidity(mean: f64, t: i64) -> f64 {
+    (mean + 6.0 * (2.0 * PI * day(t)).sin() + 2.0 * wave(t, 370.0, 0.0)).round()
 }
 
 /// The room a demo thermostat hangs in.
@@ -91,6 +135,9 @@ pub struct Room {
     pub people: u8,
     /// Whether it has a door to the outside, opened whenever someone comes or goes.
     pub door: bool,
+    /// The share of its walls it shares with the heated house ([`HOUSE`]) rather than with
+    /// the outside, 0 to 1.
+    pub interior: f64,
     /// Makes the room's comings and goings its own.
     pub seed: u64,
 }
@@ -99,6 +146,8 @@ pub struct Room {
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Conditions {
     pub outside: f64,
+    /// What the room drifts towards: the outside, and the house beyond its inside walls.
+    pub around: f64,
     /// Per second, per degree of difference from outside.
     pub leak: f64,
     /// Degrees per second from the sun and the people.
@@ -137,8 +186,10 @@ impl Room {
         let people = self.people_at(t);
         let door_open = self.door_open(t);
         let draught = if door_open { DOOR_OPEN } else { 1.0 };
+        let outside = weather.outside(t);
         Conditions {
-            outside: weather.outside(t),
+            outside,
+            around: outside + (HOUSE - outside) * self.interior,
             leak: LEAK * (0.6 + 0.8 * weather.wind(t)) * draught,
             gain: self.sun * weather.sunshine(t) + PERSON * f64::from(people),
             people,
@@ -206,7 +257,7 @@ pub fn decide(temp: f64, setting: &Setting, now: Hvac) -> Hvac {
 
 /// The room's temperature `dt` seconds later (`dt` short enough that what acts on it holds).
 pub fn advance(temp: f64, now: &Conditions, hvac: Hvac, dt: f64) -> f64 {
-    let mut next = temp + (now.outside - temp) * now.leak * dt + now.gain * dt;
+    let mut next = temp + (now.around - temp) * now.leak * dt + now.gain * dt;
     if hvac.heating {
         next += HVAC_RATE * dt;
     }
@@ -326,7 +377,7 @@ mod tests {
 
     #[test]
     fn the_sun_warms_by_day_and_clouds_pass() {
-        let w = profiles()[1].weather;
+        let w = HOME;
         assert_eq!(w.sun(MIDNIGHT), 0.0);
         assert_eq!(w.sunshine(MIDNIGHT + 20 * 3600), 0.0);
         let day: Vec<f64> = (0..120)
@@ -352,8 +403,8 @@ mod tests {
             .collect();
         assert!(evening.iter().all(|n| (1..=room.people).contains(n)));
         assert!(evening.windows(2).any(|w| w[0] != w[1]), "{evening:?}");
-        let night = room.conditions(&p.weather, MIDNIGHT + 3 * 3600);
-        let busy = room.conditions(&p.weather, MIDNIGHT + 20 * 3600);
+        let night = room.conditions(&HOME, MIDNIGHT + 3 * 3600);
+        let busy = room.conditions(&HOME, MIDNIGHT + 20 * 3600);
         assert_eq!(night.gain, 0.0);
         assert!(busy.gain >= PERSON, "{busy:?}");
         // The hallway's front door opens when someone comes or goes, and lets the cold in.
@@ -366,10 +417,8 @@ mod tests {
             assert!(!hallway.room.door_open(start + DOOR_SECONDS));
             if changed {
                 opened += 1;
-                let open = hallway.room.conditions(&hallway.weather, start);
-                let shut = hallway
-                    .room
-                    .conditions(&hallway.weather, start + DOOR_SECONDS);
+                let open = hallway.room.conditions(&HOME, start);
+                let shut = hallway.room.conditions(&HOME, start + DOOR_SECONDS);
                 assert!(
                     open.door_open && open.leak > 3.0 * shut.leak,
                     "{open:?} {shut:?}"
@@ -424,6 +473,7 @@ mod tests {
         };
         let cold = Conditions {
             outside: 5.0,
+            around: 5.0,
             leak: LEAK,
             gain: 0.0,
             people: 0,
@@ -433,12 +483,7 @@ mod tests {
         let idle = advance(20.0, &cold, Hvac::default(), 60.0);
         assert!(idle < 20.0 && idle > 19.5);
         assert_eq!(reading(20.04), 20.0);
-        let w = Weather {
-            mean: 8.0,
-            swing: 5.0,
-            humidity: Some(45.0),
-        };
-        let humidity: Vec<f64> = (0..10).filter_map(|m| w.humidity(m * 60)).collect();
+        let humidity: Vec<f64> = (0..10).map(|m| humidity(45.0, m * 60)).collect();
         assert!(humidity.windows(2).any(|p| p[0] != p[1]), "{humidity:?}");
     }
 }

@@ -6,9 +6,12 @@
 //! does (a pushed setpoint changes what the HVAC does on the next tick). The rooms move on the
 //! server's clock (`Config::clock`), fast enough that the page changes within a minute.
 //!
-//! So that the history chart has something to show at once, the demo first replays the last
-//! 24 hours of the same model into the history directory; those samples are simulated, like
-//! everything else in the demo.
+//! So that the history chart has something to show at once, the demo first replays the same
+//! model from yesterday's midnight (UTC: the demo's thermostats have no time zone) to now into
+//! the history directory, and counts what it replays as the energy history's yesterday and
+//! today, so the card's "Last 24 h" and the Energy section's days are the same runs; the year
+//! before them is made up to match ([`year`]). All of it is simulated, like everything else in
+//! the demo.
 
 pub(crate) mod climate;
 pub(crate) mod year;
@@ -23,11 +26,12 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 
 use crate::config::{ApiOrigin, Config};
+use crate::energy::day::{DAY_S, Day};
 use crate::history::{self, Sample};
 use crate::server::{Server, StartError};
 use crate::simulator::{Event, Options, Thermostat};
 use crate::util::clock::Clock;
-use climate::{Hvac, Room, Setting, Weather};
+use climate::{Hvac, Room, Setting};
 
 /// How often each demo room is stepped and its readings reported.
 pub const TICK: Duration = Duration::from_secs(5);
@@ -47,10 +51,13 @@ pub struct Profile {
     pub can_cool: bool,
     pub has_fan: bool,
     pub scale: &'static str,
-    pub weather: Weather,
+    /// Indoor humidity's daily mean (%), if the thermostat reports it.
+    pub humidity: Option<f64>,
     pub room: Room,
     pub setting: Setting,
-    /// The room's temperature 24 hours ago, where the replay starts.
+    /// How long its heating and cooling run in a day of its year of history.
+    pub runs: year::Runs,
+    /// The room's temperature at yesterday's midnight, where the replay starts.
     pub start_temp: f64,
 }
 
@@ -68,20 +75,22 @@ pub fn profiles() -> Vec<Profile> {
             can_cool: false,
             has_fan: false,
             scale: "C",
-            weather: Weather {
-                mean: 6.0,
-                swing: 5.0,
-                humidity: None,
-            },
+            humidity: None,
             // A front door, and people passing through morning and evening.
             room: Room {
                 sun: 0.0005,
                 occupied: &[(6, 9), (16, 23)],
                 people: 3,
                 door: true,
+                interior: 0.0,
                 seed: 1,
             },
             setting: setting("heat", 20.5, 19.0, 24.0),
+            runs: year::Runs {
+                heat_per_degree: 0.4,
+                heat_below: 2.0,
+                ..year::Runs::default()
+            },
             start_temp: 20.3,
         },
         Profile {
@@ -90,20 +99,23 @@ pub fn profiles() -> Vec<Profile> {
             can_cool: true,
             has_fan: false,
             scale: "C",
-            weather: Weather {
-                mean: 23.0,
-                swing: 7.0,
-                humidity: None,
-            },
+            humidity: None,
             // Big windows to the south, and the family in the evening.
             room: Room {
                 sun: 0.003,
                 occupied: &[(7, 9), (12, 14), (17, 23)],
                 people: 4,
                 door: false,
+                interior: 0.0,
                 seed: 2,
             },
             setting: setting("range", 21.0, 20.0, 24.0),
+            runs: year::Runs {
+                heat_per_degree: 0.23,
+                heat_below: 0.0,
+                cool_per_degree: 0.27,
+                cool_below: 15.0,
+            },
             start_temp: 22.0,
         },
         Profile {
@@ -112,20 +124,23 @@ pub fn profiles() -> Vec<Profile> {
             can_cool: true,
             has_fan: true,
             scale: "F",
-            weather: Weather {
-                mean: 27.0,
-                swing: 5.0,
-                humidity: Some(50.0),
-            },
-            // Slept in at night, the afternoon sun on its window.
+            humidity: Some(50.0),
+            // Slept in at night, under the roof with the afternoon sun on its window, between
+            // heated rooms.
             room: Room {
-                sun: 0.0015,
+                sun: 0.005,
                 occupied: &[(21, 7), (14, 15)],
                 people: 2,
                 door: false,
+                interior: 0.6,
                 seed: 3,
             },
             setting: setting("cool", 23.5, 20.0, 25.0),
+            runs: year::Runs {
+                cool_per_degree: 0.11,
+                cool_below: 27.0,
+                ..year::Runs::default()
+            },
             start_temp: 23.6,
         },
     ]
@@ -162,13 +177,19 @@ impl Demo {
         let now = clock.now_ms().div_euclid(1000);
         let mut rooms = Vec::new();
         let energy_dir = crate::energy::dir(&config.data_dir);
+        let mut today = Vec::new();
         for profile in profiles() {
-            let room = replay(&history_dir, &profile, now, interval).map_err(StartError::Thread)?;
-            // The demo's thermostats have no time zone: their days are UTC days.
-            year::write(&energy_dir, &profile, now.div_euclid(86_400))
-                .map_err(StartError::Thread)?;
+            let (room, [yesterday, live]) =
+                replay(&history_dir, &profile, now, interval).map_err(StartError::Thread)?;
+            year::write(&energy_dir, &profile, &yesterday).map_err(StartError::Thread)?;
+            today.push((profile.serial, live));
             rooms.push((profile, room));
         }
+        // Today so far as the thermostats' live rows, which the server carries on from.
+        let rows: Vec<(&str, &Day)> = today.iter().map(|(s, d)| (*s, d)).collect();
+        crate::energy::store::Store::new(energy_dir)
+            .write(&rows)
+            .map_err(StartError::Thread)?;
         let server = Server::start(config)?;
         let url = format!("http://127.0.0.1:{}", server.device_addr().port());
         let stop = Arc::new(AtomicBool::new(false));
@@ -217,6 +238,11 @@ impl Demo {
 }
 
 impl Profile {
+    /// Indoor humidity at Unix time `t` (whole percent), if the thermostat reports it.
+    pub fn humidity(&self, t: i64) -> Option<f64> {
+        self.humidity.map(|h| climate::humidity(h, t))
+    }
+
     /// The room from Unix time `t` to `t + dt` (`dt` at most a few seconds) under `setting`:
     /// the thermostat decides on what its sensor reads at `t`, then the room moves.
     pub fn step(&self, temp: f64, hvac: Hvac, setting: &Setting, t: i64, dt: f64) -> (f64, Hvac) {
@@ -224,28 +250,54 @@ impl Profile {
         if !self.can_cool {
             hvac.cooling = false;
         }
-        let now = self.room.conditions(&self.weather, t);
+        let now = self.room.conditions(&climate::HOME, t);
         (climate::advance(temp, &now, hvac, dt), hvac)
     }
 }
 
-/// Writes 24 hours of simulated samples ending at `now`: one every `interval` seconds and one
-/// at every change of HVAC state. Returns the room as it ends (temperature, HVAC).
-fn replay(dir: &Path, profile: &Profile, now: i64, interval: i64) -> io::Result<(f64, Hvac)> {
+/// Writes simulated samples from yesterday's midnight (UTC) to `now`: one every `interval`
+/// seconds and one at every change of HVAC state. Returns the room as it ends (temperature,
+/// HVAC) and what ran yesterday and today so far, counted as the samples say (each one's state
+/// until the next), as the energy history's rows.
+fn replay(
+    dir: &Path,
+    profile: &Profile,
+    now: i64,
+    interval: i64,
+) -> io::Result<((f64, Hvac), [Day; 2])> {
     let (mut temp, mut hvac) = (profile.start_temp, Hvac::default());
     let mut segment = history::file::inspect(dir, profile.serial)?;
-    let mut t = now - 24 * 3600;
+    let today = now.div_euclid(DAY_S);
+    let mut days = [Day::new(today - 1), Day::new(today)];
+    let mut t = (today - 1) * DAY_S;
     while t < now {
         let (next_temp, next) = profile.step(temp, hvac, &profile.setting, t, STEP as f64);
         let on_the_interval = t.rem_euclid(interval) < STEP;
+        let sensed = climate::sensed(temp, t);
+        let day = &mut days[usize::from(t >= today * DAY_S)];
         if next != hvac || on_the_interval {
-            let sample = sample(profile, t, climate::sensed(temp, t), next);
+            let sample = sample(profile, t, sensed, next);
             segment = history::file::append(dir, profile.serial, segment, &sample)?;
+        }
+        if on_the_interval {
+            day.add_indoor(sensed);
+            day.add_outdoor(climate::reading(climate::HOME.outside(t)));
+        }
+        let ms = STEP.min(now - t) * 1000;
+        let fan = profile.has_fan && (next.heating || next.cooling);
+        for (on, total) in [
+            (next.heating, &mut day.heat_ms),
+            (next.cooling, &mut day.cool_ms),
+            (fan, &mut day.fan_ms),
+        ] {
+            if on {
+                *total += ms;
+            }
         }
         (temp, hvac) = (next_temp, next);
         t += STEP;
     }
-    Ok((temp, hvac))
+    Ok(((temp, hvac), days))
 }
 
 /// A week in the thermostat's own mode, so the page has a next change to show: the demo's
@@ -299,7 +351,7 @@ fn sample(profile: &Profile, t: i64, temp: f64, hvac: Hvac) -> Sample {
         target: Some(s.target),
         low: Some(s.low),
         high: Some(s.high),
-        humidity: profile.weather.humidity(t),
+        humidity: profile.humidity(t),
         mode: Some(s.mode.clone()),
         heating: hvac.heating,
         cooling: hvac.cooling,
@@ -350,7 +402,7 @@ impl DemoThermostat {
         device.report("schedule", "days", days);
         device.report("device", "has_fan", json!(profile.has_fan));
         device.report("device", "temperature_scale", json!(profile.scale));
-        if profile.weather.humidity.is_none() {
+        if profile.humidity.is_none() {
             device.report("device", "current_humidity", Value::Null);
         }
         let mut demo = DemoThermostat {
@@ -436,7 +488,7 @@ impl DemoThermostat {
         d.report("shared", "hvac_heater_state", json!(self.hvac.heating));
         d.report("shared", "hvac_ac_state", json!(self.hvac.cooling));
         d.report("shared", "hvac_fan_state", json!(fan));
-        if let Some(h) = self.profile.weather.humidity(now) {
+        if let Some(h) = self.profile.humidity(now) {
             d.report("device", "current_humidity", json!(h));
         }
     }

@@ -5,75 +5,87 @@
 //! running with the heating and cooling it serves. Written through the energy store, in its
 //! format, so the bytes per day of `docs/energy.md` are the demo's own.
 
-use std::f64::consts::PI;
 use std::io;
 use std::path::Path;
 
 use super::Profile;
+use super::climate::{HOME, noise};
 use crate::energy::day::Day;
 use crate::energy::store;
 
-/// How many days before today are written (today's row is the live one).
+/// How many made-up days are written before yesterday (which, with today, the demo replays).
 pub const DAYS: i64 = 400;
-
-/// Roughly the day of the year (0 is January 1st) of a date in days since 1970-01-01, which
-/// was day 0 of its year: 365.2425 days a year is near enough for a season.
-fn day_of_year(date: i64) -> f64 {
-    (date as f64).rem_euclid(365.2425)
-}
 
 /// 0 for Monday … 6 for Sunday (1970-01-01 was a Thursday).
 fn weekday(date: i64) -> i64 {
     (date + 3).rem_euclid(7)
 }
 
-/// A number in [0, 1) that depends only on the day and the thermostat.
-fn noise(date: i64, seed: u64, salt: u64) -> f64 {
-    let mut x = (date as u64)
-        ^ seed.wrapping_mul(0x9E37_79B9_7F4A_7C15)
-        ^ salt.wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    x ^= x >> 30;
-    x = x.wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    x ^= x >> 27;
-    x = x.wrapping_mul(0x94D0_49BB_1331_11EB);
-    x ^= x >> 31;
-    (x >> 11) as f64 / (1u64 << 53) as f64
+/// How long a room's heating and cooling run in a day, for the day's mean outside: fitted to
+/// the room's climate model ([`super::climate`]), so the year's days look like the days the
+/// demo replays and runs (`typical_days_are_the_models` checks it).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Runs {
+    /// Hours of heating per degree the day's mean outside is below the heat setpoint less
+    /// `heat_below`, and likewise of cooling above the cool setpoint less `cool_below`.
+    pub heat_per_degree: f64,
+    pub heat_below: f64,
+    pub cool_per_degree: f64,
+    pub cool_below: f64,
 }
 
-/// One made-up day of `profile` on `date`.
-pub fn day(profile: &Profile, date: i64) -> Day {
-    let seed = profile.room.seed;
+/// `x` when it is large, a little above 0 when it is below 0, smooth between (a room runs its
+/// heating on a cold night of a mild day).
+fn soft(x: f64) -> f64 {
+    2.0 * (1.0 + (x / 2.0).exp()).ln()
+}
+
+/// Hours of heating and of cooling on a usual day (not away, not a weekend) with the day's
+/// mean outside at `outside`.
+pub fn typical(profile: &Profile, outside: f64) -> (f64, f64) {
     let s = &profile.setting;
-    // The day's mean outside: the demo's own climate two degrees up, swinging 8 degrees with
-    // the seasons, and a few degrees either way from one day to the next.
-    let season = (2.0 * PI * (day_of_year(date) - 105.0) / 365.2425).sin();
-    let outside = profile.weather.mean + 2.0 + 8.0 * season + 5.0 * (noise(date, seed, 1) - 0.5);
+    let r = &profile.runs;
     let (heat_to, cool_to) = match s.mode.as_str() {
         "range" => (Some(s.low), Some(s.high)),
         "cool" => (None, Some(s.target)),
         "off" => (None, None),
         _ => (Some(s.target), None),
     };
+    let heat = heat_to.map_or(0.0, |t| {
+        r.heat_per_degree * soft(t - r.heat_below - outside)
+    });
+    let cool = cool_to.filter(|_| profile.can_cool).map_or(0.0, |t| {
+        r.cool_per_degree * soft(outside - t + r.cool_below)
+    });
+    (heat, cool)
+}
+
+/// One made-up day of `profile` on `date`.
+pub fn day(profile: &Profile, date: i64) -> Day {
+    let seed = profile.room.seed;
+    let s = &profile.setting;
+    // The day's mean outside: the house's weather, the same for every room.
+    let outside = HOME.day_mean(date as f64 + 0.5);
     let weekend = weekday(date) >= 5;
     // A summer holiday (the two weeks around day 200 of the year) and one day in twenty away.
-    let holiday = (193.0..207.0).contains(&day_of_year(date));
+    let holiday = (193.0..207.0).contains(&(date as f64).rem_euclid(365.2425));
     let away = holiday || noise(date, seed, 2) < 0.05;
     let mut factor = if weekend { 1.12 } else { 1.0 };
     if away {
         factor *= 0.35;
     }
-    let hours = |x: f64| (x.clamp(0.0, 22.0) * factor * 3600.0) as i64 * 1000;
-    let heat_ms = heat_to.map_or(0, |t| hours((t - 2.0 - outside) * 0.9));
-    let cool_ms = match cool_to {
-        Some(t) if profile.can_cool => hours((outside - t + 3.0) * 1.1),
-        _ => 0,
-    };
+    let hours = |h: f64| (h.clamp(0.0, 22.0) * factor * 3600.0) as i64 * 1000;
+    let (heat, cool) = typical(profile, outside);
+    let (heat_ms, cool_ms) = (hours(heat), hours(cool));
     let fan_ms = if profile.has_fan {
         heat_ms + cool_ms
     } else {
         0
     };
-    let setpoint = heat_to.or(cool_to).unwrap_or(20.0);
+    let setpoint = match s.mode.as_str() {
+        "range" => s.low,
+        _ => s.target,
+    };
     let indoor =
         setpoint + if cool_ms > heat_ms { 0.4 } else { -0.3 } + (noise(date, seed, 3) - 0.5) * 0.6;
     let mut row = Day::new(date);
@@ -91,9 +103,14 @@ pub fn day(profile: &Profile, date: i64) -> Day {
     row
 }
 
-/// Writes the [`DAYS`] days before `today` for `profile` into the energy directory.
-pub fn write(energy_dir: &Path, profile: &Profile, today: i64) -> io::Result<()> {
-    let days: Vec<Day> = (1..=DAYS).rev().map(|k| day(profile, today - k)).collect();
+/// Writes `profile`'s finished days into the energy directory: `yesterday` (replayed by the
+/// demo) and the [`DAYS`] days before it, made up.
+pub fn write(energy_dir: &Path, profile: &Profile, yesterday: &Day) -> io::Result<()> {
+    let mut days: Vec<Day> = (1..=DAYS)
+        .rev()
+        .map(|k| day(profile, yesterday.date - k))
+        .collect();
+    days.push(yesterday.clone());
     store::replace_days(energy_dir, profile.serial, &days)
 }
 
@@ -101,6 +118,44 @@ pub fn write(energy_dir: &Path, profile: &Profile, today: i64) -> io::Result<()>
 mod tests {
     use super::*;
     use crate::demo::profiles;
+
+    /// The rooms' day in the climate model, against [`typical`]: within an hour or a third.
+    /// `cargo test --lib demo::year -- --nocapture` prints them, to fit [`Runs`] again after
+    /// the model changes.
+    #[test]
+    fn typical_days_are_the_models() {
+        use crate::demo::{STEP, climate::Hvac};
+        for p in profiles() {
+            // Mid-January, April, July and October 2026.
+            for date in [20_468, 20_558, 20_649, 20_741] {
+                let (mut temp, mut hvac) = (p.start_temp, Hvac::default());
+                let (mut heat, mut cool) = (0, 0);
+                let mut t = (date - 1) * 86_400;
+                while t < (date + 1) * 86_400 {
+                    (temp, hvac) = p.step(temp, hvac, &p.setting, t, STEP as f64);
+                    if t >= date * 86_400 {
+                        heat += if hvac.heating { STEP } else { 0 };
+                        cool += if hvac.cooling { STEP } else { 0 };
+                    }
+                    t += STEP;
+                }
+                let outside = HOME.day_mean(date as f64 + 0.5);
+                let (heat, cool) = (heat as f64 / 3600.0, cool as f64 / 3600.0);
+                let (h, c) = typical(&p, outside);
+                println!(
+                    "{} on {date}, outside {outside:.1}: the model heats {heat:.2} h, cools {cool:.2} h; the year {h:.2} h, {c:.2} h",
+                    p.name
+                );
+                for (model, year) in [(heat, h), (cool, c)] {
+                    assert!(
+                        (model - year).abs() <= (model / 3.0).max(1.0),
+                        "{} on {date}: the model {model:.2} h, the year {year:.2} h",
+                        p.name
+                    );
+                }
+            }
+        }
+    }
 
     #[test]
     fn the_year_has_seasons_weekends_and_days_away() {

@@ -46,6 +46,7 @@ pub fn put(
                         continue;
                     }
                 }
+                crate::thermostat::taken::observe(txn, &obj.key, &obj.value, obj.holds);
                 // One object too large refuses the whole PUT (nothing of it is written).
                 let written = txn.checked_merge(
                     &obj.key,

@@ -19,6 +19,7 @@ use crate::hub::{Origin, Sink};
 use crate::state::{
     Bucket, Compact, DeviceTxn, Fields, Stamp, WireObject, WireObjects, structure_id, user_key,
 };
+use crate::thermostat::taken;
 use crate::util::JsonMap;
 
 /// Fields whose presence in an immediate answer earns `X-nl-disable-defer-window`, so the
@@ -129,6 +130,7 @@ fn outdated_objects(
             let mut outdated: Vec<(String, Bucket)> = Vec::new();
             for obj in &sub.objects {
                 if let (true, Some(value)) = (writable, &obj.value) {
+                    taken::observe(txn, &obj.key, value, Some(obj.revision));
                     acknowledge_target_change(txn, &obj.key, value);
                     if obj.is_inline_update() {
                         txn.checked_merge(

@@ -119,6 +119,8 @@ pub struct PutObject {
     /// `if_object_revision`: write only if the stored revision equals this. `Some(None)` is a
     /// condition that cannot match (present but not an integer).
     pub if_revision: Option<Option<i64>>,
+    /// The revision it says it holds (`if_object_revision`, else `base_object_revision`).
+    pub holds: Option<i64>,
     pub value: JsonMap,
 }
 
@@ -131,6 +133,9 @@ pub fn parse_put(body: &JsonMap) -> Vec<PutObject> {
         None | Some(Value::Null) => None,
         Some(v) => Some(integer(Some(v))),
     };
+    let holds = |o: &JsonMap| {
+        integer(o.get("if_object_revision")).or_else(|| integer(o.get("base_object_revision")))
+    };
     match body.get("objects") {
         Some(Value::Array(items)) => items
             .iter()
@@ -139,6 +144,7 @@ pub fn parse_put(body: &JsonMap) -> Vec<PutObject> {
                 Some(PutObject {
                     key: o.get("object_key")?.as_str()?.to_string(),
                     if_revision: condition(o),
+                    holds: holds(o),
                     value: o
                         .get("value")
                         .and_then(Value::as_object)
@@ -155,6 +161,7 @@ pub fn parse_put(body: &JsonMap) -> Vec<PutObject> {
                 Some(PutObject {
                     key: o.get("object_key")?.as_str()?.to_string(),
                     if_revision: condition(o),
+                    holds: holds(o),
                     value: o
                         .iter()
                         .filter(|(k, _)| !META.contains(&k.as_str()))

@@ -2,8 +2,7 @@
 
 use serde_json::{Value, json};
 
-/// Seconds in a day: dates are whole days since 1970-01-01 (local).
-pub const DAY_S: i64 = 86_400;
+pub use crate::zone::DAY_S;
 
 /// A local day's totals. Run times are kept in milliseconds while the day is live (so a flush
 /// every minute loses nothing to rounding); the disk and the API see whole seconds.

@@ -66,6 +66,8 @@ impl<'a> Observed<'a> {
             battery_volts: _,
             battery_percent: _,
             reported: _,
+            change: _,
+            course: _,
         } = reading;
         Observed {
             serial,

@@ -19,7 +19,7 @@ pub mod live;
 pub mod meter;
 pub mod report;
 pub mod store;
-pub mod zone;
+pub use crate::zone;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};

@@ -1,7 +1,10 @@
 //! The rows a surface answers with (`GET /api/energy`, the hosted API's `.../energy`): the
 //! stored days and the live one, in a period, as JSON or CSV. Each surface parses its own
 //! request and words its own errors; the period's rules and the rows are the same for all.
+//! The period's totals and those of the period before it ([`Sum`]) are added here, once, for a
+//! thermostat and for a home of them: the page shows these numbers, never sums of its own.
 
+use std::collections::BTreeMap;
 use std::io;
 use std::path::Path;
 
@@ -43,6 +46,147 @@ impl Period {
     fn holds(&self, date: i64) -> bool {
         self.from.is_none_or(|f| date >= f) && self.to.is_none_or(|t| date <= t)
     }
+
+    /// The period of as many days just before this one: `None` unless both ends are given.
+    pub fn before(&self) -> Option<Period> {
+        let (from, to) = (self.from?, self.to?);
+        Some(Period {
+            from: Some(from - (to - from + 1)),
+            to: Some(from - 1),
+        })
+    }
+}
+
+/// What ran in a period, in whole seconds (each day's row rounded down on its own, so a sum is
+/// the sum of the rows the period lists), and how many days of it have a row.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Sum {
+    pub heat_s: i64,
+    pub cool_s: i64,
+    pub fan_s: i64,
+    pub aux_s: i64,
+    pub away_s: i64,
+    pub days: u32,
+    /// The outdoor readings of the days' periodic samples: their sum and count.
+    pub outdoor_sum: f64,
+    pub outdoor_n: u64,
+}
+
+impl Sum {
+    /// The days of `days` that `period` holds.
+    pub fn of<'a>(days: impl IntoIterator<Item = &'a Day>, period: Period) -> Sum {
+        days.into_iter()
+            .filter(|d| period.holds(d.date))
+            .fold(Sum::default(), |s, d| Sum {
+                heat_s: s.heat_s.saturating_add(d.heat_ms / 1000),
+                cool_s: s.cool_s.saturating_add(d.cool_ms / 1000),
+                fan_s: s.fan_s.saturating_add(d.fan_ms / 1000),
+                aux_s: s.aux_s.saturating_add(d.aux_ms / 1000),
+                away_s: s.away_s.saturating_add(d.away_ms / 1000),
+                days: s.days.saturating_add(1),
+                outdoor_sum: s.outdoor_sum + d.outdoor_sum,
+                outdoor_n: s.outdoor_n + u64::from(d.outdoor_n),
+            })
+    }
+
+    pub fn plus(self, o: Sum) -> Sum {
+        Sum {
+            heat_s: self.heat_s.saturating_add(o.heat_s),
+            cool_s: self.cool_s.saturating_add(o.cool_s),
+            fan_s: self.fan_s.saturating_add(o.fan_s),
+            aux_s: self.aux_s.saturating_add(o.aux_s),
+            away_s: self.away_s.saturating_add(o.away_s),
+            days: self.days.saturating_add(o.days),
+            outdoor_sum: self.outdoor_sum + o.outdoor_sum,
+            outdoor_n: self.outdoor_n + o.outdoor_n,
+        }
+    }
+
+    /// `{"from","to","days","heat_s","cool_s","fan_s","aux_s","away_s","outdoor_avg_c"}`
+    /// (`from`, `to`: the period's ends as dates, null where open; the outdoor average over
+    /// every periodic sample of its days, to a hundredth, null with none).
+    fn to_json(self, period: Period) -> Value {
+        let date = |d: Option<i64>| d.map(day::date_text);
+        let outdoor = (self.outdoor_n > 0)
+            .then(|| (self.outdoor_sum / self.outdoor_n as f64 * 100.0).round() / 100.0);
+        json!({
+            "from": date(period.from),
+            "to": date(period.to),
+            "days": self.days,
+            "heat_s": self.heat_s,
+            "cool_s": self.cool_s,
+            "fan_s": self.fan_s,
+            "aux_s": self.aux_s,
+            "away_s": self.away_s,
+            "outdoor_avg_c": outdoor,
+        })
+    }
+}
+
+/// A period's and the period before's totals (see [`Period::before`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Totals {
+    pub period: Sum,
+    pub before: Option<Sum>,
+}
+
+impl Totals {
+    fn of(days: &BTreeMap<i64, Day>, period: Period) -> Totals {
+        Totals {
+            period: Sum::of(days.values(), period),
+            before: period.before().map(|b| Sum::of(days.values(), b)),
+        }
+    }
+
+    fn plus(self, o: Totals) -> Totals {
+        Totals {
+            period: self.period.plus(o.period),
+            before: match (self.before, o.before) {
+                (Some(a), Some(b)) => Some(a.plus(b)),
+                (a, b) => a.or(b),
+            },
+        }
+    }
+
+    /// `"total"` and `"before"` (null without both ends) into `out`.
+    fn put(self, period: Period, out: &mut Map<String, Value>) {
+        out.insert("total".into(), self.period.to_json(period));
+        let before = match (self.before, period.before()) {
+            (Some(sum), Some(b)) => sum.to_json(b),
+            _ => Value::Null,
+        };
+        out.insert("before".into(), before);
+    }
+}
+
+/// The most thermostats a home's totals are summed over: each is a read of its files.
+pub const HOME_MAX: usize = 64;
+
+/// The totals of a home: every thermostat in `serials` (those the caller lists), summed; `None`
+/// when there are more than [`HOME_MAX`] of them.
+pub struct Home {
+    pub thermostats: usize,
+    pub totals: Totals,
+}
+
+impl Home {
+    pub fn read(live: &Live, serials: &[String], period: Period) -> io::Result<Option<Home>> {
+        if serials.len() > HOME_MAX {
+            return Ok(None);
+        }
+        let mut totals = Totals::default();
+        for serial in serials {
+            let (_, days) = live.days(serial)?;
+            totals = totals.plus(Totals::of(&days, period));
+        }
+        if period.before().is_none() {
+            totals.before = None;
+        }
+        Ok(Some(Home {
+            thermostats: serials.len(),
+            totals,
+        }))
+    }
 }
 
 /// A thermostat's energy history in a period: the zone its days are counted in and the days,
@@ -50,7 +194,9 @@ impl Period {
 pub struct Report {
     pub serial: String,
     pub zone: Named,
+    pub period: Period,
     pub days: Vec<Day>,
+    pub totals: Totals,
 }
 
 impl Report {
@@ -69,6 +215,8 @@ impl Report {
         Ok(Report {
             serial: serial.to_string(),
             zone,
+            period,
+            totals: Totals::of(&days, period),
             days: days
                 .into_values()
                 .filter(|d| period.holds(d.date))
@@ -76,12 +224,21 @@ impl Report {
         })
     }
 
-    /// `{"serial","time_zone","time_zone_source","structure_time_zone","days"}`: the control
-    /// port's answer.
-    pub fn to_json(&self) -> Value {
+    /// `{"serial","time_zone","time_zone_source","structure_time_zone","total","before",
+    /// "home","days"}`: the control port's answer, with the totals of `home` (null when there
+    /// are too many thermostats to sum).
+    pub fn to_json(&self, home: Option<&Home>) -> Value {
         let mut out = Map::new();
         out.insert("serial".into(), json!(self.serial));
         self.zone.put(&mut out);
+        self.totals.put(self.period, &mut out);
+        let home = home.map_or(Value::Null, |h| {
+            let mut o = Map::new();
+            o.insert("thermostats".into(), json!(h.thermostats));
+            h.totals.put(self.period, &mut o);
+            Value::Object(o)
+        });
+        out.insert("home".into(), home);
         out.insert("days".into(), Value::Array(self.days_json()));
         Value::Object(out)
     }
@@ -151,6 +308,45 @@ mod tests {
     }
 
     #[test]
+    fn a_period_and_the_one_before_are_summed_from_the_rows() {
+        let days: BTreeMap<i64, Day> = (0..10)
+            .map(|d| {
+                let mut day = Day::new(d);
+                day.heat_ms = 3_600_500; // an hour and half a second: the row says 3600
+                day.cool_ms = d * 1000;
+                (d, day)
+            })
+            .collect();
+        let period = Period::parse(Some("1970-01-08"), Some("1970-01-10")).unwrap();
+        assert_eq!(
+            period.before(),
+            Some(Period {
+                from: Some(4),
+                to: Some(6)
+            })
+        );
+        let t = Totals::of(&days, period);
+        assert_eq!(
+            (t.period.heat_s, t.period.cool_s, t.period.days),
+            (10_800, 24, 3)
+        );
+        let before = t.before.unwrap();
+        assert_eq!((before.heat_s, before.cool_s, before.days), (10_800, 15, 3));
+        // Before the first row: nothing, said as no days.
+        let early = Totals::of(
+            &days,
+            Period::parse(Some("1970-01-01"), Some("1970-01-02")).unwrap(),
+        );
+        assert_eq!(early.before, Some(Sum::default()));
+        assert_eq!(Totals::of(&days, Period::default()).before, None);
+        let mut out = Map::new();
+        t.put(period, &mut out);
+        assert_eq!(out["total"]["from"], json!("1970-01-08"));
+        assert_eq!(out["before"]["to"], json!("1970-01-07"));
+        assert_eq!(out["before"]["cool_s"], json!(15));
+    }
+
+    #[test]
     fn csv_is_asked_for_by_format_or_accept() {
         assert_eq!(wants_csv(Some("csv"), None), Ok(true));
         assert_eq!(wants_csv(None, Some("text/html, text/csv;q=0.9")), Ok(true));
@@ -166,7 +362,9 @@ mod tests {
         let r = Report {
             serial: "S".into(),
             zone: Zone::utc().named,
+            period: Period::default(),
             days: vec![day],
+            totals: Totals::default(),
         };
         assert_eq!(
             r.to_csv(),

@@ -105,6 +105,8 @@ impl Sample {
             battery_volts: _,
             battery_percent: _,
             reported: _,
+            change: _,
+            course: _,
         } = reading;
         Sample {
             t,

@@ -129,6 +129,8 @@ pub fn thermostat(aid: u64, reading: &Reading) -> Accessory {
         battery_volts,
         battery_percent,
         reported: _,
+        change: _,
+        course: _,
     } = reading;
     let setpoints = setpoint_bounds(bounds);
     let within = |v: &Reported, fallback: f64| {

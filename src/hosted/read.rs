@@ -11,7 +11,7 @@ use crate::energy::report::{self, Period, Report};
 use crate::http::{Request, Response};
 use crate::state::ApiKey;
 use crate::thermostat::reading::{Outside, Reading};
-use crate::thermostat::{self, View, document, names, pin};
+use crate::thermostat::{self, Change, View, document, names, pin};
 
 /// `{"id","serial","name"}`: the id is the thermostat's stable UUID (its serial if it has none
 /// yet); the name is what the user called it, or null.
@@ -93,6 +93,7 @@ pub fn status(app: &App, target: &Target, key: &ApiKey) -> Result<Response, Host
                 "state": state,
                 "outdoor_temperature": beside.outdoor_temperature,
                 "battery_percent": beside.battery_percent,
+                "last_change": beside.last_change,
             })
         })
         .ok_or(HostedError::DeviceNotFound)?;
@@ -104,6 +105,7 @@ pub fn status(app: &App, target: &Target, key: &ApiKey) -> Result<Response, Host
 struct Beside {
     outdoor_temperature: Option<f64>,
     battery_percent: Option<u8>,
+    last_change: Option<Change>,
 }
 
 impl Beside {
@@ -142,10 +144,13 @@ impl Beside {
             battery_volts: _,
             battery_percent,
             reported: _,
+            change,
+            course: _,
         } = reading;
         Beside {
             outdoor_temperature: *weather,
             battery_percent: *battery_percent,
+            last_change: *change,
         }
     }
 }

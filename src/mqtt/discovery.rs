@@ -170,6 +170,13 @@ fn sensors(f: &Fingerprint) -> Vec<Entity> {
             "local_ip",
             json!({"entity_category": diagnostic}),
         ),
+        (
+            "sensor",
+            "last_change",
+            "Last change",
+            "last_change",
+            json!({"device_class": "enum", "options": ["sent", "waiting", "taken"], "entity_category": diagnostic}),
+        ),
     ];
     if has_fan {
         list.push((

@@ -153,6 +153,8 @@ pub fn home_assistant(s: &Snapshot, now_s: i64) -> Vec<(&'static str, String)> {
         battery_volts: _,
         battery_percent,
         reported: _,
+        change,
+        course: _,
     } = &*s.reading;
     let mut out = Topics::default();
 
@@ -254,6 +256,14 @@ pub fn home_assistant(s: &Snapshot, now_s: i64) -> Vec<(&'static str, String)> {
     );
     out.put("local_ip", some(local_ip));
 
+    // The latest change and whether the thermostat has taken it: its state (`sent`, `waiting`
+    // or `taken`) and the whole record as `/status` has it.
+    out.put("last_change", change.map(|c| Value::from(c.state())));
+    out.put(
+        "last_change_json",
+        change.and_then(|c| serde_json::to_value(c).ok()),
+    );
+
     // A thermostat with a fan: the minutes its timer has left and the length of a fan run.
     if *has_fan {
         let until = timer_timeout.as_i64().unwrap_or(0);
@@ -319,7 +329,8 @@ mod tests {
     fn snapshot(device: Value, shared: Value) -> Snapshot {
         let view = crate::thermostat::view::tests::view(shared, device);
         let available = crate::thermostat::reading::tests::available();
-        let reading = crate::thermostat::read(&view, available, &NoWeather, 0);
+        let reading =
+            crate::thermostat::read(&view, available, &NoWeather, &crate::zone::Zone::utc(), 0);
         Snapshot {
             view,
             reading: Arc::new(reading),

@@ -28,6 +28,8 @@ pub struct Fleet {
     pub serial_prefix: String,
     pub seconds: Option<u64>,
     pub drift_every: Option<Duration>,
+    /// Each thermostat receives pushes but applies none ([`Options::ignore_pushes`]).
+    pub ignore_pushes: bool,
 }
 
 impl Fleet {
@@ -40,7 +42,8 @@ impl Fleet {
             let _ = writeln!(out, "{serial} {event}");
         });
         for i in 1..=self.devices {
-            let opts = Options::new(&self.server, &serial(&self.serial_prefix, i));
+            let mut opts = Options::new(&self.server, &serial(&self.serial_prefix, i));
+            opts.ignore_pushes = self.ignore_pushes;
             let (stop, print, drift) = (Arc::clone(&stop), Arc::clone(&print), self.drift_every);
             thread::Builder::new()
                 .name(format!("thermostat-{i}"))

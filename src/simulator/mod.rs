@@ -40,6 +40,10 @@ pub struct Options {
     pub equal_timestamp_in_sync: bool,
     /// Connect and read timeout for ordinary requests.
     pub timeout: Duration,
+    /// A broken thermostat: it keeps reporting and receives every push (its next subscribe
+    /// names the pushed revision) but applies and acknowledges none of them, as a thermostat
+    /// whose reads work and whose control does not.
+    pub ignore_pushes: bool,
 }
 
 impl Options {
@@ -50,6 +54,7 @@ impl Options {
             strict_key_order: true,
             equal_timestamp_in_sync: false,
             timeout: Duration::from_secs(10),
+            ignore_pushes: false,
         }
     }
 }
@@ -589,6 +594,15 @@ impl Thermostat {
                     key,
                     timestamp: pushed.timestamp,
                     why,
+                });
+                continue;
+            }
+            if self.opts.ignore_pushes {
+                self.versions.insert(key.clone(), pushed);
+                self.emit(Event::Ignored {
+                    key,
+                    timestamp: pushed.timestamp,
+                    why: "ignoring pushes",
                 });
                 continue;
             }

@@ -4,6 +4,7 @@ use indexmap::IndexMap;
 use serde::{Deserialize, Serialize};
 
 use super::bucket::Bucket;
+use crate::util::JsonMap;
 
 /// A thermostat's buckets (in the order they first appeared) and its metadata.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -12,6 +13,9 @@ pub struct DeviceData {
     pub meta: Option<DeviceMeta>,
     #[serde(default)]
     pub buckets: IndexMap<String, Bucket>,
+    /// The latest change a person made to it, and whether it has taken it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_change: Option<LastChange>,
 }
 
 impl DeviceData {
@@ -31,4 +35,63 @@ pub struct DeviceMeta {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub api_key: Option<String>,
     pub created_ms: i64,
+}
+
+/// The latest change a person made to a thermostat (through any surface), kept so every surface
+/// can say whether the thermostat has taken it. What counts as taken is decided in
+/// `crate::thermostat::taken`; this is only what is kept.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct LastChange {
+    pub kind: ChangeKind,
+    /// When it was committed (and so pushed, or queued for the thermostat's next subscribe).
+    pub sent_ms: i64,
+    /// The `shared` fields whose report by the thermostat counts as taking it; empty for a kind
+    /// the thermostat never confirms (then it is only ever "sent").
+    #[serde(default, skip_serializing_if = "JsonMap::is_empty")]
+    pub expect: JsonMap,
+    /// The revision of `shared` that carried them: a report for an older one is not this
+    /// change's.
+    #[serde(default)]
+    pub revision: i64,
+    /// When the thermostat's own report showed it had taken the change.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub taken_ms: Option<i64>,
+}
+
+/// What a change was, as every surface names it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ChangeKind {
+    /// A setpoint, or the heat-cool pair (with the mode when it switched with them).
+    Setpoint,
+    Mode,
+    Fan,
+    /// Away (manual eco) on the thermostat's structure.
+    Away,
+    /// The eco temperatures.
+    Eco,
+    Schedule,
+    /// Device settings, the fan's run time, the schedule's mode.
+    Settings,
+    Lock,
+    Name,
+    /// A dialog on its screen dismissed.
+    Dialog,
+}
+
+impl ChangeKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ChangeKind::Setpoint => "setpoint",
+            ChangeKind::Mode => "mode",
+            ChangeKind::Fan => "fan",
+            ChangeKind::Away => "away",
+            ChangeKind::Eco => "eco",
+            ChangeKind::Schedule => "schedule",
+            ChangeKind::Settings => "settings",
+            ChangeKind::Lock => "lock",
+            ChangeKind::Name => "name",
+            ChangeKind::Dialog => "dialog",
+        }
+    }
 }

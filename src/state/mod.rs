@@ -38,11 +38,11 @@ pub use accounts::{
 };
 pub use bucket::{Bucket, WireObject, WireObjects};
 pub use compact::Compact;
-pub use device::{DeviceData, DeviceMeta};
+pub use device::{ChangeKind, DeviceData, DeviceMeta, LastChange};
 pub use fields::Fields;
 pub use limits::TooLarge;
 pub use ops::Op;
-pub use txn::{AccountsTxn, DeviceTxn, Stamp, Written};
+pub use txn::{AccountsTxn, DeviceTxn, Stamp, Written, change_key};
 
 use crate::hub::{Hub, Origin};
 use crate::store::{LoadReport, Replay, Store, StoreError, snapshot};

@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 use super::accounts::{Accounts, ApiKey, EntryKey, Owner, Share, User};
 use super::bucket::Bucket;
 use super::compact::Compact;
-use super::device::{DeviceData, DeviceMeta};
+use super::device::{DeviceData, DeviceMeta, LastChange};
 use crate::util::JsonMap;
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -34,6 +34,11 @@ pub enum Op {
     DeviceMeta {
         serial: String,
         meta: DeviceMeta,
+    },
+    /// The latest change a person made to a thermostat, or its state now (taken).
+    LastChange {
+        serial: String,
+        change: LastChange,
     },
     /// Forget a thermostat's buckets and metadata (its owner and entry keys are accounts).
     /// Nothing writes it any more: removing a thermostat releases it and keeps what it has
@@ -103,6 +108,7 @@ impl Op {
             Op::Merge { serial, .. }
             | Op::Replace { serial, .. }
             | Op::DeviceMeta { serial, .. }
+            | Op::LastChange { serial, .. }
             | Op::DeleteDevice { serial } => Some(serial),
             Op::AddUser { .. }
             | Op::RemoveUser { .. }
@@ -162,6 +168,7 @@ impl DeviceData {
                 }
             }
             Op::DeviceMeta { meta, .. } => self.meta = Some(meta.clone()),
+            Op::LastChange { change, .. } => self.last_change = Some(change.clone()),
             Op::DeleteDevice { .. } => *self = DeviceData::default(),
             Op::AddUser { .. }
             | Op::RemoveUser { .. }
@@ -263,6 +270,7 @@ impl Accounts {
             Op::Merge { .. }
             | Op::Replace { .. }
             | Op::DeviceMeta { .. }
+            | Op::LastChange { .. }
             | Op::DeleteDevice { .. } => {}
         }
     }

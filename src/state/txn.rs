@@ -6,7 +6,7 @@ use indexmap::IndexMap;
 
 use super::accounts::Accounts;
 use super::bucket::Bucket;
-use super::device::{DeviceData, DeviceMeta};
+use super::device::{DeviceData, DeviceMeta, LastChange};
 use super::fields::Fields;
 use super::limits::{self, TooLarge};
 use super::ops::{Op, apply_to_bucket};
@@ -41,6 +41,7 @@ pub struct DeviceTxn<'a> {
     base: &'a DeviceData,
     pending: IndexMap<String, Bucket>,
     meta: Option<DeviceMeta>,
+    last_change: Option<LastChange>,
     ops: Vec<Op>,
     changes: Vec<BucketChange>,
     now: i64,
@@ -53,6 +54,7 @@ impl<'a> DeviceTxn<'a> {
             base,
             pending: IndexMap::new(),
             meta: None,
+            last_change: None,
             ops: Vec::new(),
             changes: Vec::new(),
             now,
@@ -102,6 +104,41 @@ impl<'a> DeviceTxn<'a> {
             meta: meta.clone(),
         });
         self.meta = Some(meta);
+    }
+
+    /// The latest change a person made to the thermostat, as this transaction sees it.
+    pub fn last_change(&self) -> Option<&LastChange> {
+        self.last_change.as_ref().or(self.base.last_change.as_ref())
+    }
+
+    /// Records the latest change (a new one, or the same one now taken). It is reported to the
+    /// change watchers as a change of the object `change.<serial>` (which no thermostat is
+    /// sent: it is not a bucket), so the event stream, MQTT and the alerts hear of it even
+    /// when no bucket changed.
+    pub fn set_last_change(&mut self, change: LastChange) {
+        if self.last_change() == Some(&change) {
+            return;
+        }
+        self.ops.push(Op::LastChange {
+            serial: self.serial.to_string(),
+            change: change.clone(),
+        });
+        let key = change_key(self.serial);
+        self.changes.retain(|c| c.key != key);
+        self.changes.push(BucketChange {
+            key,
+            revision: 0,
+            timestamp: change.taken_ms.unwrap_or(change.sent_ms),
+            changed: vec![
+                if change.taken_ms.is_some() {
+                    "taken"
+                } else {
+                    "sent"
+                }
+                .to_string(),
+            ],
+        });
+        self.last_change = Some(change);
     }
 
     /// [`DeviceTxn::merge`] for a write from outside (a thermostat, a command): refused, with
@@ -255,9 +292,23 @@ impl<'a> DeviceTxn<'a> {
         }
     }
 
-    pub(super) fn finish(self) -> (Vec<Op>, Vec<BucketChange>) {
+    /// The operations to make durable, and the changes to publish: the buckets' in the order
+    /// they were written, then the latest change's (`change.<serial>`), so a watcher hears of a
+    /// value before it hears it was sent or taken.
+    pub(super) fn finish(mut self) -> (Vec<Op>, Vec<BucketChange>) {
+        let key = change_key(self.serial);
+        if let Some(i) = self.changes.iter().position(|c| c.key == key) {
+            let change = self.changes.remove(i);
+            self.changes.push(change);
+        }
         (self.ops, self.changes)
     }
+}
+
+/// The object key under which a change to a thermostat's [`LastChange`] reaches the change
+/// watchers.
+pub fn change_key(serial: &str) -> String {
+    format!("change.{serial}")
 }
 
 /// A change to accounts (users, owners, entry keys), worked on a draft copy.

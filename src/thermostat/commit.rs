@@ -4,6 +4,7 @@
 
 use super::plan::{BucketKind, plan};
 use super::refusal::{Error, Refusal};
+use super::taken;
 use super::view::View;
 use super::{Intent, ScheduleRevision};
 use crate::accounts::{Viewer, Visibility};
@@ -108,6 +109,10 @@ pub fn commit(
                 timestamp: written.timestamp,
             });
         }
-        Ok(Committed { writes: applied })
+        let committed = Committed { writes: applied };
+        if !committed.writes.is_empty() {
+            txn.set_last_change(taken::record(intent, &committed, txn.now_ms()));
+        }
+        Ok(committed)
     })
 }

@@ -7,6 +7,7 @@
 //! server's exact values and leaves the mode alone), the intent says which, so the rule itself
 //! is written once.
 
+use super::course::Local;
 use super::refusal::Refusal;
 use crate::util::JsonMap;
 
@@ -56,6 +57,9 @@ pub enum Intent {
     Name(String),
     /// Empty the dialog its screen shows ("confirm pairing"), if it shows one.
     DismissDialog,
+    /// End a manual hold: the setpoints the schedule has in force at this time on the
+    /// structure's clock ([`super::course`]).
+    ResumeSchedule(Local),
 }
 
 /// Longest name, in characters: a card title and a Home Assistant entity name stay readable.

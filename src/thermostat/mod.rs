@@ -10,6 +10,7 @@
 //! then a line of parsing per surface.
 
 pub(crate) mod commit;
+pub(crate) mod course;
 pub mod document;
 pub(crate) mod intent;
 pub(crate) mod names;
@@ -20,6 +21,7 @@ pub(crate) mod readings;
 pub(crate) mod refusal;
 pub mod schedule;
 pub(crate) mod settings;
+pub(crate) mod taken;
 pub(crate) mod view;
 
 /// A reading's availability (what `crate::presence` tells).
@@ -33,6 +35,7 @@ pub use plan::{BucketKind, Write, fan_run_seconds, json_number, plan};
 pub use reading::{NoWeather, Reading, Reported, read};
 pub use readings::Readings;
 pub use refusal::{Error, MODES, Refusal};
+pub use taken::{Change, Taken};
 pub use view::View;
 
 use crate::state::State;

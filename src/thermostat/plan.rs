@@ -3,6 +3,7 @@
 
 use serde_json::Value;
 
+use super::course::{self, Local};
 use super::intent::{Fan, Intent, Lock, MAX_FAN_SECONDS, Mode, SetpointMode, Step};
 use super::refusal::Refusal;
 use super::view::View;
@@ -110,6 +111,7 @@ pub fn plan(intent: &Intent, view: &View, now_ms: i64) -> Result<Vec<Write>, Ref
             one("schedule_mode", Value::from(mode.as_str())),
         ),
         Intent::Settings(settings) => (BucketKind::Device, settings.clone()),
+        Intent::ResumeSchedule(local) => (BucketKind::Shared, resume(view, *local)?),
         Intent::Lock(lock) => (BucketKind::Device, lock_writes(view, lock)?),
         // `label` is the field every surface reads first (see `names`), and the thermostat
         // never sends it: `shared.name` would be overwritten by the `"name": ""` a thermostat
@@ -176,6 +178,44 @@ fn target_range(
     range(view, (low, high), fields, step, &mut values)?;
     if switch_mode {
         values.insert("target_temperature_type".into(), Value::from("range"));
+    }
+    values.insert("target_change_pending".into(), Value::Bool(true));
+    Ok(values)
+}
+
+/// The setpoints the schedule has in force now, ending a manual hold; refused when there is
+/// nothing to resume (no schedule for the mode it runs in, or it already follows it).
+fn resume(view: &View, local: Local) -> Result<JsonMap, Refusal> {
+    let nothing = |why: &str| Refusal::Invalid(format!("Nothing to resume: {why}"));
+    let schedule = view
+        .schedule
+        .as_ref()
+        .ok_or_else(|| nothing("the thermostat has no schedule"))?;
+    let mode = view.mode().unwrap_or("off");
+    let scheduled = course::in_force(schedule, mode, local).ok_or_else(|| {
+        nothing(&format!(
+            "its schedule has no setpoint for the mode it runs in ({mode})"
+        ))
+    })?;
+    let fields: &[&str] = if mode == "range" {
+        &["target_temperature_low", "target_temperature_high"]
+    } else {
+        &["target_temperature"]
+    };
+    let now: Option<Vec<f64>> = fields
+        .iter()
+        .map(|f| view.field(f).and_then(Value::as_f64))
+        .collect();
+    if now.is_some_and(|now| {
+        now.iter()
+            .zip(&scheduled)
+            .all(|(a, b)| (a - b).abs() <= course::TOLERANCE_C)
+    }) {
+        return Err(nothing("the thermostat already follows its schedule"));
+    }
+    let mut values = JsonMap::new();
+    for (field, c) in fields.iter().zip(&scheduled) {
+        values.insert(field.to_string(), json_number(view.clamp(field, *c)));
     }
     values.insert("target_change_pending".into(), Value::Bool(true));
     Ok(values)
@@ -759,6 +799,68 @@ mod tests {
         assert_eq!(
             Mode::parse("turbo"),
             Err(Refusal::UnknownMode("turbo".into()))
+        );
+    }
+
+    #[test]
+    fn resume_sets_what_the_schedule_has_in_force_and_ends_the_hold() {
+        let schedule = json!({"schedule_mode": "HEAT", "days": {"0": [
+            {"time": 25200, "type": "HEAT", "temp": 21.0},
+            {"time": 79200, "type": "HEAT", "temp": 17.0},
+        ]}});
+        // Monday (day 0: 1970-01-05 was a Monday), 12:00 on the structure's clock.
+        let noon = Local {
+            day: 4,
+            secs: 43_200,
+        };
+        let mut v = view(
+            json!({"target_temperature": 22.5, "target_temperature_type": "heat"}),
+            json!({}),
+        );
+        v.schedule = schedule.as_object().map(crate::state::Fields::from_map);
+        let writes = plan(&Intent::ResumeSchedule(noon), &v, NOW).unwrap();
+        assert_eq!(writes[0].bucket, BucketKind::Shared);
+        assert_eq!(
+            Value::Object(writes[0].values.clone()),
+            json!({"target_temperature": 21.0, "target_change_pending": true})
+        );
+        let following = view(
+            json!({"target_temperature": 21.0, "target_temperature_type": "heat"}),
+            json!({}),
+        );
+        let following = View {
+            schedule: v.schedule.clone(),
+            ..following
+        };
+        assert_eq!(
+            plan(&Intent::ResumeSchedule(noon), &following, NOW),
+            Err(Refusal::Invalid(
+                "Nothing to resume: the thermostat already follows its schedule".into()
+            ))
+        );
+        let cooling = View {
+            schedule: v.schedule.clone(),
+            ..view(
+                json!({"target_temperature": 25.0, "target_temperature_type": "cool"}),
+                json!({}),
+            )
+        };
+        assert_eq!(
+            plan(&Intent::ResumeSchedule(noon), &cooling, NOW),
+            Err(Refusal::Invalid(
+                "Nothing to resume: its schedule has no setpoint for the mode it runs in (cool)"
+                    .into()
+            ))
+        );
+        assert_eq!(
+            plan(
+                &Intent::ResumeSchedule(noon),
+                &view(json!({"target_temperature": 22.5}), json!({})),
+                NOW
+            ),
+            Err(Refusal::Invalid(
+                "Nothing to resume: the thermostat has no schedule".into()
+            ))
         );
     }
 }

@@ -14,13 +14,16 @@
 use serde::Serialize;
 use serde_json::Value;
 
+use super::course::{Course, course};
 use super::intent::Mode;
 use super::names;
 use super::plan::{fan_run_seconds, fan_running};
+use super::taken::Change;
 use super::view::{View, truthy};
 use crate::presence::Availability;
 use crate::util::clock;
 pub use crate::weather::Outdoor;
+use crate::zone::Zone;
 
 /// A value as the thermostat reported it: passed on unchanged (it serializes to the bytes it
 /// was read from), read with typed accessors. `Null` when it is missing or null. Compact: a
@@ -167,6 +170,13 @@ pub struct Reading {
     /// temperature, which only the thermostat writes (a command before then may create the
     /// bucket with a setpoint, not with this).
     pub reported: bool,
+    /// The latest change a person made to it, and whether it has taken it
+    /// ([`super::taken`]); `None` before the first.
+    pub change: Option<Change>,
+    /// Where its schedule stands now, in its structure's time zone: a manual setting holding
+    /// and what follows it, or the next change ([`super::course`]); `None` without a schedule
+    /// for the mode it runs in.
+    pub course: Option<Course>,
 }
 
 /// The setpoints, as stored: one in heat or cool mode, low and high in heat-cool.
@@ -335,12 +345,29 @@ fn outdoor_temperature(view: &View, outdoor: &dyn Outdoor) -> Option<f64> {
     outdoor.celsius(postal, if country.is_empty() { "US" } else { country })
 }
 
+/// The schedule's course for the setpoints of the mode the thermostat runs in.
+fn course_of(view: &View, zone: &Zone, now_ms: i64) -> Option<Course> {
+    let schedule = view.schedule.as_ref()?;
+    let mode = view.mode()?;
+    let number = |f: &str| view.field(f).and_then(Value::as_f64);
+    let setpoints = if mode == "range" {
+        vec![
+            number("target_temperature_low")?,
+            number("target_temperature_high")?,
+        ]
+    } else {
+        vec![number("target_temperature")?]
+    };
+    course(schedule, mode, &setpoints, zone, now_ms)
+}
+
 /// The one way a reading is made: from the thermostat's buckets, its availability, and the
 /// weather hearth holds (`outdoor`), at `now_ms` (whether its fan timer runs).
 pub fn read(
     view: &View,
     availability: Availability,
     outdoor: &dyn Outdoor,
+    zone: &Zone,
     now_ms: i64,
 ) -> Reading {
     let serial = view.serial.as_str();
@@ -471,6 +498,8 @@ pub fn read(
             .and_then(Value::as_f64)
             .map(battery_percent),
         reported: sh("current_temperature").is_some(),
+        change: view.last_change.as_ref().map(Change::of),
+        course: course_of(view, zone, now_ms),
     }
 }
 
@@ -503,7 +532,13 @@ pub mod tests {
 
     /// The reading of a view of serial `S` with these buckets, available, without weather.
     pub fn reading(shared: Value, device: Value) -> Reading {
-        read(&view(shared, device), available(), &NoWeather, 0)
+        read(
+            &view(shared, device),
+            available(),
+            &NoWeather,
+            &Zone::utc(),
+            0,
+        )
     }
 
     pub fn available() -> Availability {

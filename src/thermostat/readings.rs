@@ -16,6 +16,7 @@
 //! about 1.5 KB).
 
 use std::collections::HashMap;
+use std::path::Path;
 use std::sync::Arc;
 
 use parking_lot::Mutex;
@@ -25,6 +26,7 @@ use super::reading::{Outdoor, Reading, read};
 use super::view::View;
 use crate::presence::Availability;
 use crate::state::State;
+use crate::zone::Zone;
 
 /// Thermostats whose readings are kept.
 pub const KEPT: usize = 64;
@@ -67,19 +69,28 @@ pub struct Stamp {
     sources: Sources,
     fan_timeout: Option<f64>,
     fan_running: bool,
+    /// Until when its schedule's course stands ([`super::course::Course::until_ms`]).
+    course_until: Option<i64>,
 }
 
 impl Stamp {
     /// Whether a reading made then would be the same now.
     pub fn still(&self, now: &Sources, now_ms: i64) -> bool {
-        self.sources == *now && self.fan_running == fan_running_until(self.fan_timeout, now_ms)
+        self.sources == *now
+            && self.fan_running == fan_running_until(self.fan_timeout, now_ms)
+            && self.course_until.is_none_or(|until| now_ms < until)
     }
 }
 
 #[derive(Default)]
 pub struct Readings {
     kept: Mutex<Kept>,
+    /// Time zones by name, resolved once ([`Zone::resolve`] reads the tz database).
+    zones: Mutex<HashMap<String, Arc<Zone>>>,
 }
+
+/// Zone names kept resolved; a home has one, a fleet a few.
+const ZONES_KEPT: usize = 32;
 
 /// The readings kept, and a count of the reads (which of them was read last).
 #[derive(Default)]
@@ -135,6 +146,7 @@ impl Readings {
         availability: Availability,
         now_ms: i64,
         outdoor: &dyn Outdoor,
+        zoneinfo: &Path,
     ) -> Option<(Arc<Reading>, Stamp)> {
         let Some(sources) = Sources::now(state, serial, availability, outdoor) else {
             self.kept.lock().by_serial.remove(serial);
@@ -151,12 +163,17 @@ impl Readings {
         let (version, view) = state.read_device_versioned(serial, |data, version| {
             (version, View::of(serial, data, owner))
         })?;
-        let reading = Arc::new(read(&view, availability, outdoor, now_ms));
+        let zone = self.zone(
+            view.device_field("time_zone").and_then(|v| v.as_str()),
+            zoneinfo,
+        );
+        let reading = Arc::new(read(&view, availability, outdoor, &zone, now_ms));
         let fan = &reading.fan;
         let stamp = Stamp {
             sources: Sources { version, ..sources },
             fan_timeout: fan.timer_timeout.as_f64(),
             fan_running: fan.timer_active,
+            course_until: reading.course.as_ref().and_then(|c| c.until_ms),
         };
         let made = Made {
             read: 0,
@@ -165,6 +182,25 @@ impl Readings {
         };
         self.kept.lock().keep(serial, made);
         Some((reading, stamp))
+    }
+}
+
+impl Readings {
+    /// The zone `name` names (its structure's), resolved once.
+    pub fn zone(&self, name: Option<&str>, zoneinfo: &Path) -> Arc<Zone> {
+        let Some(name) = name else {
+            return Arc::new(Zone::utc());
+        };
+        let mut zones = self.zones.lock();
+        if let Some(zone) = zones.get(name) {
+            return Arc::clone(zone);
+        }
+        if zones.len() >= ZONES_KEPT {
+            zones.clear();
+        }
+        let zone = Arc::new(Zone::resolve(Some(name), zoneinfo));
+        zones.insert(name.to_string(), Arc::clone(&zone));
+        zone
     }
 }
 
@@ -188,6 +224,7 @@ mod tests {
                 },
                 fan_timeout: None,
                 fan_running: false,
+                course_until: None,
             },
             reading: Arc::new(r),
         }

@@ -5,7 +5,9 @@
 
 use serde_json::Value;
 
-use crate::state::{Bucket, DeviceData, DeviceMeta, DeviceTxn, Fields, structure_key, user_key};
+use crate::state::{
+    Bucket, DeviceData, DeviceMeta, DeviceTxn, Fields, LastChange, structure_key, user_key,
+};
 
 /// Setpoints outside these are clamped (45–95 °F), unless the thermostat reports its own
 /// `safety_temp_min` / `safety_temp_max`.
@@ -41,8 +43,12 @@ pub struct View {
     pub api_key: Option<String>,
     /// The revision of its schedule bucket, if it has one.
     pub schedule_revision: Option<i64>,
+    /// Its schedule bucket's value, if it has one.
+    pub schedule: Option<Fields>,
     /// Whether it has a dialog bucket (`device_alert_dialog`: "confirm pairing").
     pub alert_dialog: bool,
+    /// The latest change a person made to it ([`super::taken`]).
+    pub last_change: Option<LastChange>,
 }
 
 impl View {
@@ -51,7 +57,7 @@ impl View {
     pub fn build<'a>(
         serial: &str,
         owner: Option<&str>,
-        meta: Option<&DeviceMeta>,
+        (meta, last_change): (Option<&DeviceMeta>, Option<&LastChange>),
         bucket: impl Fn(&str) -> Option<&'a Bucket>,
     ) -> View {
         let structure_key = structure_key(owner);
@@ -68,18 +74,22 @@ impl View {
             id: meta.map(|m| m.id.clone()),
             api_key: meta.and_then(|m| m.api_key.clone()),
             schedule_revision: bucket(&format!("schedule.{serial}")).map(|b| b.revision),
+            schedule: value(&format!("schedule.{serial}")),
             alert_dialog: bucket(&format!("device_alert_dialog.{serial}")).is_some(),
+            last_change: last_change.cloned(),
         }
     }
 
     /// The view of stored data.
     pub fn of(serial: &str, data: &DeviceData, owner: Option<&str>) -> View {
-        View::build(serial, owner, data.meta.as_ref(), |k| data.buckets.get(k))
+        let kept = (data.meta.as_ref(), data.last_change.as_ref());
+        View::build(serial, owner, kept, |k| data.buckets.get(k))
     }
 
     /// The view a transaction sees (its own writes included).
     pub fn of_txn(txn: &DeviceTxn<'_>, owner: Option<&str>) -> View {
-        View::build(txn.serial(), owner, txn.meta(), |k| txn.bucket(k))
+        let kept = (txn.meta(), txn.last_change());
+        View::build(txn.serial(), owner, kept, |k| txn.bucket(k))
     }
 
     /// A field from `shared`, else `device`.

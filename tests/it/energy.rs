@@ -256,6 +256,81 @@ fn csv_is_given_for_accept_and_a_target_change_is_counted() {
     assert!(r.text().starts_with("date,heat_s,"), "{}", r.text());
 }
 
+/// The totals of a period, of as many days before it, and of the home (every thermostat the
+/// control port lists), each the sum of the rows the API gives for those days.
+#[test]
+fn a_period_has_its_totals_the_period_befores_and_the_homes() {
+    use common::energy::{SeedDay, seed_days};
+    let dir = TempDir::new("energy-totals");
+    // SERIAL heated k hours on day k (1 to 10 days ago) and cooled 10 minutes; OTHER heated
+    // an hour on each of days 1 to 4.
+    let days = |n: i64, heat: &dyn Fn(i64) -> i64, cool_s: i64| -> Vec<SeedDay> {
+        (1..=n)
+            .rev()
+            .map(|k| SeedDay {
+                days_ago: k,
+                heat_s: heat(k),
+                cool_s,
+                ..SeedDay::default()
+            })
+            .collect()
+    };
+    seed_days(dir.path(), SERIAL, &days(10, &|k| 3600 * k, 600));
+    seed_days(dir.path(), OTHER, &days(4, &|_| 3600, 0));
+    let time = ManualClock::at(
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_millis() as i64,
+    );
+    let s = server_at(dir, &time);
+    for serial in [SERIAL, OTHER] {
+        s.server_change(serial, &format!("shared.{serial}"), json!({"name": serial}));
+    }
+    let today = common::energy::utc_today();
+    let date = |k: i64| hearth::energy::day::date_text(today - k);
+    // The 3 days ending yesterday (days 1 to 3) against days 4 to 6.
+    let (status, body) = energy(
+        &s,
+        &format!("serial={SERIAL}&from={}&to={}", date(3), date(1)),
+    );
+    assert_eq!(status, 200, "{body}");
+    let rows: i64 = body["days"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d["heat_s"].as_i64().unwrap())
+        .sum();
+    assert_eq!(rows, 3600 * (1 + 2 + 3));
+    assert_eq!(
+        body["total"],
+        json!({"from": date(3), "to": date(1), "days": 3, "heat_s": rows, "cool_s": 1800,
+               "fan_s": 0, "aux_s": 0, "away_s": 0, "outdoor_avg_c": null})
+    );
+    assert_eq!(body["before"]["from"], json!(date(6)));
+    assert_eq!(body["before"]["to"], json!(date(4)));
+    assert_eq!(body["before"]["heat_s"], json!(3600 * (4 + 5 + 6)));
+    assert_eq!(body["before"]["days"], json!(3));
+    assert_eq!(body["home"]["thermostats"], json!(2));
+    assert_eq!(body["home"]["total"]["heat_s"], json!(3600 * (6 + 3)));
+    assert_eq!(body["home"]["total"]["cool_s"], json!(1800));
+    assert_eq!(body["home"]["before"]["heat_s"], json!(3600 * (15 + 1)));
+    // Before the first recorded day: a period before with no days.
+    let (_, early) = energy(
+        &s,
+        &format!("serial={OTHER}&from={}&to={}", date(4), date(1)),
+    );
+    assert_eq!(early["total"]["heat_s"], json!(4 * 3600));
+    assert_eq!(early["before"]["days"], json!(0));
+    assert_eq!(early["before"]["heat_s"], json!(0));
+    // An open period has its total and no period before.
+    let (_, open) = energy(&s, &format!("serial={SERIAL}"));
+    assert_eq!(open["total"]["heat_s"], json!(3600 * 55));
+    assert_eq!(open["total"]["from"], Value::Null);
+    assert_eq!(open["before"], Value::Null);
+    assert_eq!(open["home"]["before"], Value::Null);
+}
+
 #[test]
 fn bad_energy_queries_are_refused_and_change_nothing() {
     let time = ManualClock::at(LATE_EVENING_MS);

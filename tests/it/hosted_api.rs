@@ -1125,8 +1125,11 @@ fn the_control_api_can_require_a_key_of_the_household() {
     assert_eq!(stream.status, 200);
     assert_eq!(stream.next_chunk().unwrap().unwrap(), b": connected\n\n");
     assert_eq!(control("POST", "/command", Some(&write), &cmd).status, 200);
-    let event = String::from_utf8(stream.next_chunk().unwrap().unwrap()).unwrap();
-    assert!(event.starts_with("data: "), "{event:?}");
+    // The setpoint, then that the change was sent.
+    for _ in 0..2 {
+        let event = String::from_utf8(stream.next_chunk().unwrap().unwrap()).unwrap();
+        assert!(event.starts_with("data: "), "{event:?}");
+    }
     let id = s
         .app()
         .state()

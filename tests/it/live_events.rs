@@ -43,14 +43,22 @@ fn a_command_and_a_thermostats_own_put_each_make_an_event() {
         .filter_map(Value::as_str)
         .collect();
     assert!(changed.contains(&"target_temperature"), "{changed:?}");
+    // Then that a change was sent (tests/it/taken.rs).
+    let e = next_event(&mut stream);
+    assert_eq!(e["object_key"], json!(format!("change.{SERIAL}")));
+    assert_eq!(e["changed"], json!(["sent"]));
 
-    // The thermostat applies the push and acknowledges it with a PUT of its own.
+    // The thermostat applies the push and acknowledges it with a PUT of its own, which takes
+    // the change.
     let (chunk, _) = next_push(&mut held);
     sim.apply_chunk(&chunk).unwrap();
     let e = next_event(&mut stream);
     assert_eq!(e["origin"], json!("device"));
     assert_eq!(e["object_key"], json!(shared));
     assert_eq!(e["changed"], json!(["target_change_pending"]));
+    let e = next_event(&mut stream);
+    assert_eq!(e["object_key"], json!(format!("change.{SERIAL}")));
+    assert_eq!(e["changed"], json!(["taken"]));
 
     // The user turns the dial: the thermostat's PUT is an event too.
     sim.turn_dial(19.5);

@@ -56,6 +56,7 @@ mod removal;
 mod simulator;
 mod state_limits;
 mod system_service;
+mod taken;
 mod tls;
 mod transport;
 mod visibility;

@@ -403,7 +403,13 @@ fn the_hosted_status_carries_the_outdoor_temperature_beside_the_buckets() {
     let keys: Vec<&String> = after.as_object().unwrap().keys().collect();
     assert_eq!(
         keys,
-        ["device", "state", "outdoor_temperature", "battery_percent"]
+        [
+            "device",
+            "state",
+            "outdoor_temperature",
+            "battery_percent",
+            "last_change"
+        ]
     );
     assert_eq!(after["state"], before["state"], "no bucket gained a field");
 }

@@ -152,6 +152,9 @@ struct SimulateArgs {
     /// seconds between simulated temperature changes; 0 turns them off (default 0)
     #[argh(option, default = "0")]
     drift_seconds: u64,
+    /// thermostats that keep reporting but apply no pushed change (to see `not_applied`)
+    #[argh(switch)]
+    ignore_pushes: bool,
 }
 
 fn main() -> ExitCode {
@@ -310,6 +313,7 @@ fn simulate(args: SimulateArgs) -> ExitCode {
         serial_prefix: args.serial_prefix,
         seconds: args.seconds,
         drift_every: (args.drift_seconds > 0).then(|| Duration::from_secs(args.drift_seconds)),
+        ignore_pushes: args.ignore_pushes,
     };
     match fleet.run() {
         Ok(()) => ExitCode::SUCCESS,

@@ -10,8 +10,8 @@
   const panel = document.getElementById("alert-settings");
   const body = document.getElementById("alert-settings-body");
   const error = document.getElementById("alert-settings-error");
-  // The kinds' titles are alerts.js's; a rule this page knows before alerts.js does keeps its own.
-  const RULE_TITLES = Object.assign({ not_applied: "Change not applied" }, ALERT_TITLES);
+  // The kinds' titles are alerts.js's (a rule it does not know is shown by its name).
+  const RULE_TITLES = ALERT_TITLES;
   // [name, label]
   const RECEIVERS = [["ntfy_url", "ntfy topic URL"], ["webhook_url", "Webhook URL"]];
   const LIMITS = [
@@ -19,7 +19,7 @@
     ["alert_high_c", "Too hot above", "°C", "0.5"],
     ["alert_offline_minutes", "Offline after", "min", "any"],
     ["alert_not_heating_minutes", "Not heating or cooling after", "min", "any"],
-    ["alert_not_applied_minutes", "Change not applied after", "min", "any"],
+    ["alert_not_applied_minutes", "Change not taken after", "min", "any"],
     ["filter_reminder_hours", "Filter reminder after", "hours", "any"],
   ];
   const WHERE = { environment: "environment's", option: "add-on option's", default: "default" };

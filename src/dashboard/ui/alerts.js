@@ -8,6 +8,7 @@ const ALERT_TITLES = {
   low_temperature: "Too cold", high_temperature: "Too hot", offline: "Thermostat offline",
   not_heating: "Not heating", not_cooling: "Not cooling", filter: "Filter due",
   low_battery: "Battery low", safety_shutoff: "Safety shut-off",
+  not_applied: "Change not taken",
 };
 // What threatens the house or the equipment stands out (as ntfy's high priority does).
 const SAFETY_KINDS = ["low_temperature", "high_temperature", "not_heating", "not_cooling", "safety_shutoff"];
@@ -86,6 +87,9 @@ async function filterChanged(b) {
 }
 
 function showAlerts(active, recent) {
+  lateSerials.clear();
+  for (const a of active) if (a.kind === "not_applied") lateSerials.add(a.serial);
+  for (const c of cards.values()) updateTaken(c, c.data);
   const list = document.getElementById("alerts");
   const ids = new Set(active.map((a) => a.id));
   for (const [id, b] of alertBanners) if (!ids.has(id)) { b.root.remove(); alertBanners.delete(id); }

@@ -36,7 +36,10 @@ function buildCard(d) {
   c.ecoText = el("span", { id: id("eco-text") });
   c.home = el("button", { type: "button", class: "primary", id: id("home"), onclick: () => setAway(c, false) }, "I'm home");
   c.eco = el("div", { class: "eco", id: id("eco") }, el("span", { class: "eco-badge" }, leaf(), "Eco"), c.ecoText, c.home);
-  c.plan = el("p", { class: "plan", id: id("plan") });
+  c.planText = el("span", { id: id("plan") });
+  c.resume = el("button", { type: "button", class: "resume", id: id("resume"),
+    onclick: () => queue(c, "resume_schedule", null, c.controlError) }, "Resume schedule");
+  c.plan = el("div", { class: "plan" }, c.planText, c.resume);
   const setpoint = (which, label) => {
     const out = el("output", { id: id(which), "aria-labelledby": id(which + "-label") + " " + id(which) });
     const lower = el("button", { class: "step", type: "button", onclick: () => nudge(c, which, -1) }, "−");
@@ -50,6 +53,8 @@ function buildCard(d) {
   c.high = setpoint("high", "Cool to");
   c.setpoints = el("div", { class: "setpoints", role: "group", "aria-label": "Setpoint" }, c.single, c.low, c.high);
   c.setError = el("p", { class: "error", id: id("setpoint-error"), role: "alert" });
+  // Whether the thermostat took the latest change; its line is always there, so nothing moves.
+  c.taken = el("p", { class: "taken", id: id("taken"), role: "status" });
   // Buttons, not a drop-down: arrowing through a closed <select> would send every mode on the way.
   c.modes = el("div", { class: "group", role: "group", id: id("mode"), "aria-labelledby": id("mode-label") });
   c.modeLabel = el("span", { class: "what", id: id("mode-label") }, "Mode");
@@ -73,7 +78,7 @@ function buildCard(d) {
   settings.addEventListener("toggle", () => {
     if (!settings.open) { c.st.dirtyEco = false; c.st.dirtyName = false; updateSettings(c); }
   });
-  c.live = [c.setpoints, c.setError, c.controls, c.controlError, c.chart, details, buildEnergy(c), settings];
+  c.live = [c.setpoints, c.taken, c.setError, c.controls, c.controlError, c.chart, details, buildEnergy(c), settings];
   c.root = el("article", { class: "card", id: id("card"), "data-serial": s, "aria-labelledby": id("name") },
     el("div", { class: "head" }, c.name, c.presence),
     el("div", { class: "now" }, c.temp, el("div", { class: "doing" }, c.action, c.humidity, c.outside)),
@@ -83,7 +88,6 @@ function buildCard(d) {
     ...c.live);
   cards.set(s, c);
   document.getElementById("cards").append(c.root);
-  loadPlan(c).catch(() => {});
   return c;
 }
 
@@ -189,6 +193,7 @@ function updateCard(d) {
   setAttr(c.atHome, "aria-label", "Home for " + name);
   setAttr(c.presenceGroup, "aria-label", "Home or away: " + name);
   updateFan(c);
+  updateTaken(c, d);
   showPlan(c, d, eco || waiting);
   // Each chart's history once; the stream and the timer keep it current from then on.
   if (!waiting && !c.historyAsked) {
@@ -201,85 +206,83 @@ function updateCard(d) {
   labelEnergy(c);
 }
 
+// ---- whether the thermostat took the latest change (docs/control-api.md) ----
+const CHANGE_WORDS = { setpoint: "Temperature", mode: "Mode", fan: "Fan", away: "Home or away",
+  eco: "Eco temperatures", schedule: "Schedule", settings: "Settings", lock: "Lock", name: "Name", dialog: "Dialog" };
+// A change taken or sent this long ago is no longer news; one still waiting always is.
+const CHANGE_NEWS_MS = 3600000;
+// Thermostats whose change is late: the server's not_applied alert (alerts.js keeps it).
+const lateSerials = new Set();
+
+// Quiet while the thermostat may still take it or once it has; loud once the server says it
+// is late (its not_applied alert).
+function updateTaken(c, d) {
+  const ch = d.last_change;
+  let text = "", late = false;
+  if (ch && ch.sent_at) {
+    const what = CHANGE_WORDS[ch.kind] || "Change";
+    const sent = clockTime(ch.sent_at);
+    const recent = (iso) => Date.now() - Date.parse(iso) < CHANGE_NEWS_MS;
+    if (ch.state === "waiting" && lateSerials.has(c.serial)) {
+      late = true;
+      text = `${what} sent ${sent} has not been taken: the thermostat reports but is not following changes`;
+    } else if (ch.state === "waiting") {
+      text = `${what} sent ${sent} · waiting for the thermostat`;
+    } else if (ch.state === "taken" && recent(ch.taken_at)) {
+      text = `${what} on the thermostat · ${clockTime(ch.taken_at)}`;
+    } else if (ch.state === "sent" && recent(ch.sent_at)) {
+      text = `${what} sent to the thermostat · ${sent}`;
+    }
+  }
+  setText(c.taken, text);
+  c.taken.classList.toggle("late", late);
+  c.taken.dataset.state = ch ? ch.state : "";
+}
+
 // ---- the schedule at a glance: its next change, or the manual setting holding until then ----
-async function loadPlan(c) {
-  const r = await getJSON("api/schedule?serial=" + encodeURIComponent(c.serial));
-  if (!r.ok) return;
-  c.stored = r.body.schedule || null;
-  if (cards.get(c.serial) === c) showPlan(c, c.data, c.eco.hidden === false || !hasReported(c.data));
-}
-
-// A day's entries in time order, from the thermostat's object form ("0", "1", ...) or a list.
-function dayEntries(sched, day) {
-  const raw = (sched.days || {})[String(day)];
-  const list = Array.isArray(raw) ? raw : Object.values(raw || {});
-  return list.filter((e) => e && isNum(e.time)).sort((a, b) => a.time - b.time);
-}
-
-// Where the schedule stands at a moment (day 0 is Monday, as the thermostat counts; the page's
-// clock stands in for the thermostat's, which shares its time zone in a home), and what comes
-// next: the entry in force and the following ones, a week ahead.
-function planAt(sched, now) {
-  const day = (now.getDay() + 6) % 7;
-  const secs = now.getHours() * 3600 + now.getMinutes() * 60 + now.getSeconds();
-  let current = null, previous = null, since = 0;
-  for (let back = 0; back < 8 && !previous; back++) {
-    const entries = dayEntries(sched, (day - back + 7) % 7).filter((e) => back > 0 || e.time <= secs);
-    for (let i = entries.length - 1; i >= 0 && !previous; i--) {
-      if (!current) { current = entries[i]; since = back * 86400 + secs - current.time; } else previous = entries[i];
-    }
-  }
-  const upcoming = [];
-  for (let ahead = 0; ahead <= 7; ahead++) {
-    for (const e of dayEntries(sched, (day + ahead) % 7)) {
-      if (ahead === 0 && e.time <= secs) continue;
-      if (ahead === 7 && e.time > secs) continue;
-      upcoming.push({ ahead, entry: e });
-    }
-  }
-  return { current, previous, since, upcoming };
-}
-
-// How long after a schedule entry's time the thermostat may still show the setpoint before it.
-const TRANSITION_SLACK_S = 120;
-const entryValue = (e, type) => (type === "RANGE" ? [e["temp-min"], e["temp-max"]] : [e.temp]);
-const sameValue = (a, b, tolerance) => a.length === b.length && a.every((v, i) => isNum(v) && isNum(b[i]) && Math.abs(v - b[i]) <= tolerance);
+// The server works both out from the thermostat's reading in its structure's time zone
+// (`hold` and `next_step` of /status); the page only words them.
 function valueText(v, d) { return v.length === 2 ? deg(v[0], d).slice(0, -1) + "–" + deg(v[1], d) : deg(v[0], d); }
-function whenText(x, now) {
-  const t = hhmm(x.entry.time);
-  return x.ahead === 0 ? t : x.ahead === 1 ? "tomorrow " + t : DAYS[(now.getDay() + 6 + x.ahead) % 7].slice(0, 3) + " " + t;
+// "22:00" (or "10:00 PM") today, "tomorrow 07:00", "Wed 07:00" later in the week.
+function whenText(iso, now) {
+  const t = new Date(iso);
+  const days = Math.round((new Date(t.toDateString()) - new Date(now.toDateString())) / 86400000);
+  const time = clockTime(t);
+  if (days <= 0) return time;
+  if (days === 1) return "tomorrow " + time;
+  return t.toLocaleDateString([], { weekday: "short" }) + " " + time;
 }
 
-function planText(c, d, now) {
-  const sched = c.stored;
-  const type = { heat: "HEAT", cool: "COOL", range: "RANGE" }[d.mode];
-  if (!sched || !type || (sched.schedule_mode || "").toUpperCase() !== type) return "";
-  const { current, previous, since, upcoming } = planAt(sched, now);
-  if (!current) return "";
-  const scheduled = entryValue(current, type);
-  // A manual change holds until the schedule's next entry; the thermostat's record shows it as
-  // a setpoint other than the one in force (a quarter degree of slack, for °F rounding).
-  const setpoints = type === "RANGE" ? [d.target_temperature_low, d.target_temperature_high] : [d.target_temperature];
-  if (!setpoints.every(isNum)) return "";
-  const tolerance = isF(d) ? 0.3 : 0.25;
-  const transitions = upcoming.filter((x) => x.entry.entry_type !== "continuation");
-  // Just after an entry's time the thermostat may not have moved yet: not a hold.
-  if (since < TRANSITION_SLACK_S && previous && sameValue(setpoints, entryValue(previous, type), tolerance)) return "";
-  if (!sameValue(setpoints, scheduled, tolerance)) {
-    return transitions.length ? `Holding ${valueText(setpoints, d)} until ${whenText(transitions[0], now)}` : `Holding ${valueText(setpoints, d)}`;
+function planText(d, now) {
+  if (d.hold) {
+    const held = "Holding " + valueText(d.hold.setpoints, d);
+    if (!d.hold.until) return held;
+    const then = d.hold.then ? ", then " + valueText(d.hold.then, d) : "";
+    return `${held} until ${whenText(d.hold.until, now)}${then}`;
   }
-  const next = upcoming.find((x) => !sameValue(entryValue(x.entry, type), scheduled, 0.01));
-  return next ? `Next ${whenText(next, now)} → ${valueText(entryValue(next.entry, type), d)}` : "";
+  if (d.next_step) return `Next ${whenText(d.next_step.at, now)} → ${valueText(d.next_step.setpoints, d)}`;
+  return "";
 }
 
 function showPlan(c, d, quiet) {
-  const text = quiet ? "" : planText(c, d, new Date());
-  setText(c.plan, text);
+  const text = quiet ? "" : planText(d, new Date());
+  const holding = !quiet && !!d.hold;
+  setText(c.planText, text);
   c.plan.hidden = !text;
-  c.plan.className = "plan" + (text.startsWith("Holding") ? " holding" : "");
+  c.plan.classList.toggle("holding", holding);
+  // Kept in its place while hidden, so the line does not grow or shrink under a tap.
+  c.resume.style.visibility = holding ? "visible" : "hidden";
+  c.resume.disabled = !holding;
+  setAttr(c.resume, "aria-label", "Resume schedule on " + nameOf(c) + ": end the hold");
+  // The course changes at its next step: read the record again then (the server has made it
+  // again by that time).
+  clearTimeout(c.planTimer);
+  const at = d.hold ? d.hold.until : d.next_step ? d.next_step.at : null;
+  const due = at ? Date.parse(at) - Date.now() + 2000 : NaN;
+  if (due > 0 && due < 86400000) c.planTimer = setTimeout(() => refreshOne(c.serial), due);
 }
-// The next change comes due while nothing else happens: look again each minute.
-setInterval(() => { for (const c of cards.values()) showPlan(c, c.data, !c.eco.hidden || !hasReported(c.data)); }, 60000);
+// "tomorrow" becomes "today" at midnight without a change of the record: word it again hourly.
+setInterval(() => { for (const c of cards.values()) showPlan(c, c.data, !c.eco.hidden || !hasReported(c.data)); }, 3600000);
 
 // ---- controls: every change goes through /command; the card follows the event stream ----
 // One card's commands go one after another, so they reach the server in the order clicked.

@@ -192,6 +192,10 @@ function drawChart(c, h) {
 
   // The scale: the room's temperatures, and the targets held long enough to matter.
   const temps = samples.filter((s) => typeof s.temp === "number").map((s) => conv(s.temp));
+  // The card's reading is the latest, often newer than the last sample (one every few
+  // minutes): on the chart at "now" whatever it is, so the scale holds it.
+  const latest = typeof d.current_temperature === "number" ? d.current_temperature : null;
+  if (latest !== null) temps.push(conv(latest));
   const heldFor = new Map();
   samples.forEach((s, i) => {
     for (const k of CHART_TARGETS) {
@@ -216,23 +220,31 @@ function drawChart(c, h) {
   c.chartGeometry = { W, H, L, R, T, B, x, t: tOf, yClamped, samples };
 
   const parts = [];
-  // Bands: each run of heating (or cooling) samples as one rectangle, and a strong bar that does
-  // not rely on colour alone: heating along the bottom of the plot, cooling along the top.
+  // Bands: the day in spans of 15, 30 or 60 minutes (the fewest minutes that are 6 px wide),
+  // each shaded as high as the share of it the heating ran (from the bottom of the plot) or the
+  // cooling (from the top), with a strong bar along that edge wherever it ran at all, so a
+  // thermostat that cycles every few minutes reads as how much it ran, not as hairlines, and
+  // the bar does not rely on colour alone.
+  const bucket = [900, 1800, 3600].find((n) => (n * (R - L)) / (now - from) >= 6) || 3600;
+  // Counted back from now, so every bucket is whole (the day is a whole number of them).
+  const buckets = Math.ceil((now - from) / bucket), start = now - buckets * bucket;
   for (const kind of ["heating", "cooling"]) {
-    let start = null;
+    const ran = new Array(buckets).fill(0);
     samples.forEach((s, i) => {
-      const next = samples[i + 1];
-      const end = s.t + held(i);
-      if (s[kind] && start === null) start = s.t;
-      const continues = s[kind] && next && next[kind] && next.t - s.t <= gap;
-      if (start !== null && !continues) {
-        const x0 = Math.max(L, x(start)), x1 = Math.min(R, x(s[kind] ? end : s.t));
-        if (x1 > x0) {
-          parts.push(svg("rect", { class: "band " + kind, x: x0, y: T, width: x1 - x0, height: B - T }));
-          parts.push(svg("rect", { class: "bar " + kind, x: x0, y: kind === "heating" ? B - 4 : T, width: x1 - x0, height: 4 }));
-        }
-        start = null;
+      if (!s[kind]) return;
+      for (let a = Math.max(s.t, from), b = Math.min(s.t + held(i), now); a < b;) {
+        const k = Math.floor((a - start) / bucket), end = Math.min(b, start + (k + 1) * bucket);
+        if (k >= 0 && k < buckets) ran[k] += end - a;
+        a = end;
       }
+    });
+    ran.forEach((secs, k) => {
+      const t0 = Math.max(from, start + k * bucket), t1 = Math.min(now, start + (k + 1) * bucket);
+      if (secs <= 0 || t1 <= t0) return;
+      const x0 = x(t0), w = x(t1) - x0, share = Math.min(1, secs / (t1 - t0));
+      const h = Math.max(4, share * (B - T)), top = kind === "heating" ? B - h : T;
+      parts.push(svg("rect", { class: "band " + kind, x: x0, y: top, width: w, height: h, "data-share": share.toFixed(2) }));
+      parts.push(svg("rect", { class: "bar " + kind, x: x0, y: kind === "heating" ? B - 4 : T, width: w, height: 4 }));
     });
   }
   // Degrees: a line and a label at every step, with the unit.
@@ -297,7 +309,16 @@ function drawChart(c, h) {
     line("target", kind, "line target " + kind);
     line(kind === "heat" ? "low" : "high", kind, "line target-" + (kind === "heat" ? "low" : "high") + " " + kind);
   }
-  line("temp", null, "line temperature", chartColumns(samples, x, gap));
+  const columns = chartColumns(samples, x, gap);
+  const last = samples.length ? samples[samples.length - 1] : null;
+  // The line goes on to the latest reading when the last sample is recent enough to join it.
+  if (latest !== null && last && typeof last.temp === "number" && now - last.t <= gap && now > last.t) {
+    columns.push({ t: now, temp: latest, column: true });
+  }
+  line("temp", null, "line temperature", columns);
+  if (latest !== null) {
+    parts.push(svg("circle", { class: "latest", cx: x(now), cy: yClamped(latest), r: 3.5, "data-value": String(latest) }));
+  }
   for (const m of marks) {
     const mx = Math.max(L + 4, Math.min(R - 4, x((m.t0 + Math.min(m.t1, now)) / 2)));
     const up = m.side === "above";

@@ -64,10 +64,7 @@ function onEvent(text) {
     else devicesSoon();
     return;
   }
-  if (ev.object_key === "schedule." + ev.serial) {
-    scheduleChanged(cards.get(ev.serial), ev.revision);
-    loadPlan(cards.get(ev.serial)).catch(() => {});
-  }
+  if (ev.object_key === "schedule." + ev.serial) scheduleChanged(cards.get(ev.serial), ev.revision);
   refreshOne(ev.serial);
   // A change of HVAC state adds a history sample: redraw the chart soon after.
   if ((ev.changed || []).some((f) => f.startsWith("hvac_")) && !historyDue.has(ev.serial)) {

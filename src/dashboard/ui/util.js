@@ -54,6 +54,12 @@ const fromScale = (v, d) => (isF(d) ? (v - 32) * 5 / 9 : v);
 const inputValue = (c, d) => (isF(d) ? String(Math.round(toScale(c, d))) : String(Math.round(c * 10) / 10));
 const unit = (d) => (isF(d) ? "°F" : "°C");
 const nameOf = (c) => c.data.name || c.serial;
+// A time of day in the browser's own format ("22:00", "10:00 PM"), for an ISO time or a Date:
+// the one clock format of the page.
+function clockTime(t) {
+  const d = t instanceof Date ? t : new Date(t);
+  return isNaN(d) ? "" : d.toLocaleTimeString([], { hour: "numeric", minute: "2-digit" });
+}
 function hhmm(t) {
   return String(Math.floor(t / 3600)).padStart(2, "0") + ":" + String(Math.floor(t % 3600 / 60)).padStart(2, "0");
 }

@@ -268,13 +268,20 @@ pub struct TestThermostat {
 
 impl TestThermostat {
     pub fn start(origin: &str) -> TestThermostat {
+        TestThermostat::start_with(origin, |_| {})
+    }
+
+    /// [`TestThermostat::start`] with its options adjusted first.
+    pub fn start_with(origin: &str, adjust: impl FnOnce(&mut Options)) -> TestThermostat {
         let (tx, events) = unbounded();
         let (readings, inbox) = unbounded::<(String, Value)>();
         let stop = Arc::new(AtomicBool::new(false));
         let observer: hearth::simulator::Observer = Arc::new(move |_s: &str, e: &Event| {
             let _ = tx.send(e.clone());
         });
-        let mut sim = Thermostat::new(Options::new(origin, TEST_SERIAL), observer);
+        let mut opts = Options::new(origin, TEST_SERIAL);
+        adjust(&mut opts);
+        let mut sim = Thermostat::new(opts, observer);
         sim.report("shared", "name", json!("Test Room"));
         let running = Arc::clone(&stop);
         let handle = thread::spawn(move || {

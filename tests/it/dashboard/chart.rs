@@ -162,6 +162,42 @@ fn the_chart_reads_at_every_width_and_in_the_dark() {
     );
     assert_eq!(drawn["stroke"], colour(&b, "--heat"), "{drawn}");
 
+    // Heating that cycles every few minutes reads as bands as high as the share of each half
+    // hour it ran (here 50 minutes in every 5 hours), never as hairlines.
+    let bands = b.js(&format!(
+        "return [...document.querySelectorAll('#card-{HALLWAY} svg.chart rect.band.heating')]
+           .map((r) => [+r.getAttribute('width'), +r.dataset.share])"
+    ));
+    let bands = bands.as_array().unwrap();
+    assert!(bands.len() >= 4, "{bands:?}");
+    for band in bands {
+        assert!(band[0].as_f64().unwrap() >= 5.0, "{bands:?}");
+    }
+    assert!(
+        bands.iter().any(|b| b[1].as_f64() == Some(1.0)),
+        "{bands:?}"
+    );
+
+    // A reading newer than the last sample, far off the day's scale (the door left open): on
+    // the chart at "now", the scale widened to hold it.
+    let latest = b.js(&format!(
+        "const c = cards.get('{HALLWAY}'), was = c.data.current_temperature;
+         c.data.current_temperature = 5.2;
+         drawChart(c, c.history);
+         const s = document.querySelector('#card-{HALLWAY} svg.chart');
+         const dot = s.querySelector('circle.latest');
+         const [lo, hi] = s.dataset.scale.split(' ').map(Number);
+         const out = {{ lo, hi, value: dot && +dot.dataset.value, cy: dot && +dot.getAttribute('cy'),
+                       y: [...s.querySelectorAll('text.tick.y')].map((t) => t.textContent) }};
+         c.data.current_temperature = was;
+         drawChart(c, c.history);
+         return out"
+    ));
+    assert!(latest["lo"].as_f64().unwrap() <= 5.2, "{latest}");
+    assert_eq!(latest["value"].as_f64(), Some(5.2), "{latest}");
+    let cy = latest["cy"].as_f64().unwrap();
+    assert!((22.0..=152.0).contains(&cy), "{latest}");
+
     // The value under a mouse, then under a finger further left (earlier in the day).
     let plot = format!("#card-{HALLWAY} .plot");
     pointer(&b, "mouse", &plot, 60, &[]);

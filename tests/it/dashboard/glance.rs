@@ -47,7 +47,7 @@ fn ok(r: hearth::http::client::ClientResponse) {
 }
 
 /// Every day the same: `temp` from an hour ago, 17.0 from two hours on (the browser's local
-/// time, as the page reads the schedule). Returns the time of the change to 17.0, as the page
+/// time, which is the structure's here: both UTC). Returns the time of the change to 17.0, as the page
 /// writes it ("tomorrow" before it when that is past midnight, which it may no longer be by the
 /// time the page reads it, so the caller accepts both).
 fn schedule_around_now(b: &Browser, s: &TestServer) -> String {
@@ -69,7 +69,14 @@ fn schedule_around_now(b: &Browser, s: &TestServer) -> String {
         "set_schedule",
         json!({"ver": 2, "name": "", "schedule_mode": "HEAT", "days": days}),
     ));
-    format!("{:02}:{:02}", after / 3600, after % 3600 / 60)
+    // As the page writes a time: the browser's own format.
+    b.js(&format!(
+        "const d = new Date(); d.setHours(0, 0, 0, 0); d.setSeconds({after}); \
+         return d.toLocaleTimeString([], {{ hour: 'numeric', minute: '2-digit' }})"
+    ))
+    .as_str()
+    .unwrap()
+    .to_string()
 }
 
 /// `text` is `{start}{when}{end}`, `when` being `hhmm` today or tomorrow.
@@ -205,7 +212,10 @@ fn a_card_at_a_glance_and_under_a_thumb() {
         "the hold",
         &format!("const t = document.getElementById('plan-{TEST_SERIAL}').textContent; return t.startsWith('Holding 23.0°') && t"),
     );
-    assert!(says(&plan, "Holding 23.0° until ", &next, ""), "{plan}");
+    assert!(
+        says(&plan, "Holding 23.0° until ", &next, ", then 17.0°"),
+        "{plan}"
+    );
     assert_eq!(
         text(&b, &format!("#action-{TEST_SERIAL}")),
         "Heating to 23.0°"
@@ -317,6 +327,61 @@ fn a_card_at_a_glance_and_under_a_thumb() {
 
 /// The outdoor temperature of the thermostat's place, from the last weather answer, in one
 /// small line of the card.
+#[test]
+fn a_hold_says_what_follows_and_resume_ends_it() {
+    let Some(b) = Browser::launch() else {
+        return;
+    };
+    let s = TestServer::start();
+    let app = s.app();
+    let sim = TestThermostat::start(&s.origin());
+    wait_until("the thermostat's state", || {
+        hearth::control::status::record(app, TEST_SERIAL)
+            .is_some_and(|r| r["current_temperature"].is_number())
+    });
+    let next = schedule_around_now(&b, &s);
+    // Held at 22.5 against the schedule's 21.0, as a tap on the thermostat would.
+    sim.readings
+        .send(("target_temperature".into(), json!(22.5)))
+        .unwrap();
+    wait_until("the hold in the record", || !record(app)["hold"].is_null());
+    let hold = record(app)["hold"].clone();
+    assert_eq!(hold["setpoints"], json!([22.5]), "{hold}");
+    assert_eq!(hold["then"], json!([17.0]), "{hold}");
+    b.goto(&format!("http://{}/", s.control()));
+    let plan = b.wait_for(
+        "the hold and what follows",
+        &format!("const e = document.getElementById('plan-{TEST_SERIAL}'); return e && e.textContent.startsWith('Holding') && e.textContent"),
+    );
+    assert!(
+        says(&plan, "Holding 22.5° until ", &next, ", then 17.0°"),
+        "{plan}"
+    );
+    b.click(&format!("#resume-{TEST_SERIAL}"));
+    sim.expect_push("target_temperature");
+    wait_until("the schedule's setpoint", || {
+        record(app)["target_temperature"] == json!(21.0)
+    });
+    let plan = b.wait_for(
+        "the schedule followed again",
+        &format!("const t = document.getElementById('plan-{TEST_SERIAL}').textContent; return t.startsWith('Next') && t"),
+    );
+    assert!(says(&plan, "Next ", &next, " → 17.0°"), "{plan}");
+    assert_eq!(
+        b.js(&format!(
+            "return getComputedStyle(document.getElementById('resume-{TEST_SERIAL}')).visibility"
+        )),
+        json!("hidden")
+    );
+    // Nothing to resume now: the refusal in words, and nothing sent.
+    let r = command(s.control(), TEST_SERIAL, "resume_schedule", Value::Null);
+    assert_eq!(r.status, 400);
+    assert_eq!(
+        r.json()["message"],
+        json!("Nothing to resume: the thermostat already follows its schedule")
+    );
+}
+
 #[test]
 fn the_card_says_how_warm_it_is_outside() {
     let Some(b) = Browser::launch() else {

@@ -19,6 +19,7 @@ mod house;
 mod install;
 mod removal;
 mod schedule;
+mod taken;
 
 use std::sync::Arc;
 
@@ -37,6 +38,8 @@ fn target_of(app: &hearth::app::App, serial: &str) -> Value {
 const SHOWN: &str = r#"
 const shown = (el) => {
   if (el.offsetParent === null) return false;
+  // Kept in its place but not shown (so nothing moves when it is): not a control now.
+  if (getComputedStyle(el).visibility === "hidden") return false;
   for (let d = el.closest("details"); d; d = d.parentElement && d.parentElement.closest("details")) {
     if (!d.open && !(el.closest("summary") && el.closest("summary").parentElement === d)) return false;
   }

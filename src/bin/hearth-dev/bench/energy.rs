@@ -137,7 +137,13 @@ fn record(i: usize, r: usize) -> Reading {
         available: true,
         last_seen_ms: None,
     };
-    let mut reading = thermostat::read(&view, seen, &NoWeather, START_MS);
+    let mut reading = thermostat::read(
+        &view,
+        seen,
+        &NoWeather,
+        &hearth::zone::Zone::utc(),
+        START_MS,
+    );
     reading.outside.weather = Some(8.5);
     reading
 }

@@ -1,4 +1,5 @@
-//! The local day of a thermostat: its structure's IANA `time_zone`, resolved in this order:
+//! A thermostat's local time (its day for the energy history, its schedule's place in the week):
+//! its structure's IANA `time_zone`, resolved in this order:
 //!
 //! 1. the system's tz database (`/usr/share/zoneinfo`, [`crate::config::Config::zoneinfo`]):
 //!    the zone's TZif file, which has the zone's history, and the POSIX rule at its end (its
@@ -20,7 +21,8 @@ use jiff::Timestamp;
 use jiff::tz::TimeZone;
 use serde_json::{Map, Value, json};
 
-use super::day::DAY_S;
+/// Seconds in a day: local days are whole days since 1970-01-01 (local).
+pub const DAY_S: i64 = 86_400;
 
 /// The table of zone names and their current POSIX rules (see `scripts/zones.sh`).
 const TABLE: &str = include_str!("zones.txt");
@@ -388,7 +390,7 @@ mod tests {
         assert_eq!(z.offset(year_3000_july), 7200);
     }
 
-    const SLIM: &[u8] = include_bytes!("../../tests/it/zones/Hearth/Slim");
+    const SLIM: &[u8] = include_bytes!("../tests/it/zones/Hearth/Slim");
 
     /// The fixture is what the tests take it for: one transition (1970's first daylight saving
     /// time), then only the footer. The old reader of these files, which ignored footers, kept
