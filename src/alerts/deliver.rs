@@ -8,6 +8,10 @@
 //! Every request is bounded (connect [`CONNECT_TIMEOUT`], whole request [`TIMEOUT`]), its
 //! answer's body is read up to [`MAX_ANSWER`] and thrown away, never logged; the URLs (which may
 //! hold an ntfy token) and the secret are never logged either.
+//!
+//! The page's "Send a test" ([`test`]) goes through the same agent and the same request
+//! building, and reports only each receiver's status (or why it could not be reached, in a
+//! word) and the time it took.
 
 use std::collections::VecDeque;
 use std::io::Read;
@@ -19,6 +23,7 @@ use crossbeam_channel::{Receiver, TryRecvError, select};
 use parking_lot::Mutex;
 
 use super::record::{Delivery, Outcome, Record, Target};
+use super::settings::Settings;
 use super::{Event, Kind, Notice};
 use crate::config::AlertConfig;
 use crate::util::clock::Clock;
@@ -47,6 +52,147 @@ pub fn targets(config: &AlertConfig) -> Vec<Target> {
         targets.push(Target::Webhook);
     }
     targets
+}
+
+/// The agent every request to a receiver goes through, the delivery's and the page's tests
+/// alike: bounded ([`CONNECT_TIMEOUT`], [`TIMEOUT`]), following no redirect.
+pub fn agent() -> ureq::Agent {
+    crate::util::outbound::agent(CONNECT_TIMEOUT, TIMEOUT)
+}
+
+/// What a receiver answered, or why it could not be reached: never its body, the URL or the
+/// secret.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Answer {
+    /// The HTTP status it answered (a 3xx is its answer: redirects are not followed).
+    Status(u16),
+    /// `timeout`, `refused`, `dns` or `unreachable`.
+    Failed(&'static str),
+}
+
+/// One request to a receiver, as sent.
+struct Post<'a> {
+    url: &'a str,
+    headers: Vec<(&'static str, String)>,
+    body: Vec<u8>,
+}
+
+/// The request of `notice` to ntfy at `url`.
+fn ntfy_post<'a>(url: &'a str, notice: &Notice, id: &str) -> Post<'a> {
+    let (title, priority, tags, body) = ntfy_parts(notice);
+    Post {
+        url,
+        headers: vec![
+            ("Title", title),
+            ("Priority", priority.to_string()),
+            ("Tags", tags),
+            (DELIVERY_HEADER, id.to_string()),
+        ],
+        body: body.into_bytes(),
+    }
+}
+
+/// The request of `body` (JSON) to the webhook at `url`, signed with `secret` if set.
+fn webhook_post<'a>(url: &'a str, body: Vec<u8>, secret: Option<&str>, id: &str) -> Post<'a> {
+    let mut headers = vec![
+        ("Content-Type", "application/json".to_string()),
+        (DELIVERY_HEADER, id.to_string()),
+    ];
+    if let Some(secret) = secret {
+        headers.push((SIGNATURE_HEADER, signature(secret, &body)));
+    }
+    Post { url, headers, body }
+}
+
+/// Sends `post` through `agent`; a bounded part of the answer is read (so the connection ends
+/// cleanly) and thrown away, never kept or logged.
+fn send(agent: &ureq::Agent, post: &Post<'_>) -> Answer {
+    let mut request = agent.post(post.url);
+    for (name, value) in &post.headers {
+        request = request.set(name, value);
+    }
+    match request.send_bytes(&post.body) {
+        Ok(response) => {
+            let status = response.status();
+            let _ = std::io::copy(
+                &mut response.into_reader().take(MAX_ANSWER),
+                &mut std::io::sink(),
+            );
+            Answer::Status(status)
+        }
+        Err(ureq::Error::Status(status, response)) => {
+            let _ = std::io::copy(
+                &mut response.into_reader().take(MAX_ANSWER),
+                &mut std::io::sink(),
+            );
+            Answer::Status(status)
+        }
+        Err(ureq::Error::Transport(t)) => Answer::Failed(failure(&t)),
+    }
+}
+
+/// Why a request got no answer, in a word.
+fn failure(t: &ureq::Transport) -> &'static str {
+    let mut source = std::error::Error::source(t);
+    while let Some(e) = source {
+        if let Some(io) = e.downcast_ref::<std::io::Error>() {
+            match io.kind() {
+                std::io::ErrorKind::TimedOut | std::io::ErrorKind::WouldBlock => return "timeout",
+                std::io::ErrorKind::ConnectionRefused => return "refused",
+                _ => {}
+            }
+        }
+        source = e.source();
+    }
+    match t.kind() {
+        ureq::ErrorKind::Dns => "dns",
+        _ => "unreachable",
+    }
+}
+
+/// The outcome of a test sent to one receiver.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Tried {
+    pub target: Target,
+    pub answer: Answer,
+    /// How long it took, in milliseconds.
+    pub ms: u64,
+}
+
+/// What a test says to ntfy and the webhook.
+pub const TEST_MESSAGE: &str = "A test from hearth: its alerts will reach you here.";
+
+/// Sends a test to each receiver `config` sets, one after the other, and says what each
+/// answered: its status and how long it took, or why it could not be reached.
+pub fn test(agent: &ureq::Agent, config: &AlertConfig, id: &str) -> Vec<Tried> {
+    let mut tried = Vec::new();
+    for target in targets(config) {
+        let delivery = format!("{id}.test.{}", target.as_str());
+        let post = match target {
+            Target::Ntfy => Post {
+                url: config.ntfy_url.as_deref().unwrap_or_default(),
+                headers: vec![
+                    ("Title", "Test from hearth".to_string()),
+                    ("Priority", "default".to_string()),
+                    ("Tags", "test".to_string()),
+                    (DELIVERY_HEADER, delivery),
+                ],
+                body: TEST_MESSAGE.as_bytes().to_vec(),
+            },
+            Target::Webhook => webhook_post(
+                config.webhook_url.as_deref().unwrap_or_default(),
+                serde_json::to_vec(&serde_json::json!({"event": "test", "message": TEST_MESSAGE}))
+                    .unwrap_or_default(),
+                config.webhook_secret.as_deref(),
+                &delivery,
+            ),
+        };
+        let began = std::time::Instant::now();
+        let answer = send(agent, &post);
+        let ms = u64::try_from(began.elapsed().as_millis()).unwrap_or(u64::MAX);
+        tried.push(Tried { target, answer, ms });
+    }
+    tried
 }
 
 /// `sha256=<hex HMAC-SHA256 of body with secret>`.
@@ -87,7 +233,7 @@ pub struct Courier {
 impl Courier {
     /// Starts delivering what `record` owes, then what arrives on `fresh`.
     pub fn start(
-        config: &AlertConfig,
+        settings: Arc<Settings>,
         clock: Clock,
         record: Arc<Mutex<Record>>,
         fresh: Receiver<Delivery>,
@@ -95,8 +241,8 @@ impl Courier {
     ) -> std::io::Result<Courier> {
         let owed = record.lock().owed();
         let mut run = Run {
-            config: config.clone(),
-            agent: crate::util::outbound::agent(CONNECT_TIMEOUT, TIMEOUT),
+            settings,
+            agent: agent(),
             now: clock.now_ms(),
             clock,
             record,
@@ -130,7 +276,8 @@ struct Lane {
 }
 
 struct Run {
-    config: AlertConfig,
+    /// Read at each attempt: a receiver changed on the page is used from its next attempt.
+    settings: Arc<Settings>,
     agent: ureq::Agent,
     clock: Clock,
     now: i64,
@@ -239,56 +386,29 @@ impl Run {
 
     /// One attempt. The error says what went wrong without the URL, the secret or the body.
     fn send(&self, d: &Delivery) -> Result<(), String> {
-        let result = match d.target {
+        let in_force = self.settings.now();
+        let config = &in_force.config;
+        let post = match d.target {
             Target::Ntfy => {
-                let Some(url) = &self.config.ntfy_url else {
+                let Some(url) = &config.ntfy_url else {
                     return Err("NTFY_URL is no longer set".into());
                 };
-                let (title, priority, tags, body) = ntfy_parts(&d.notice);
-                self.agent
-                    .post(url)
-                    .set("Title", &title)
-                    .set("Priority", priority)
-                    .set("Tags", &tags)
-                    .set(DELIVERY_HEADER, &d.id)
-                    .send_bytes(body.as_bytes())
+                ntfy_post(url, &d.notice, &d.id)
             }
             Target::Webhook => {
-                let Some(url) = &self.config.webhook_url else {
+                let Some(url) = &config.webhook_url else {
                     return Err("WEBHOOK_URL is no longer set".into());
                 };
                 let body = serde_json::to_vec(&*d.notice).map_err(|e| e.to_string())?;
-                let mut request = self
-                    .agent
-                    .post(url)
-                    .set("Content-Type", "application/json")
-                    .set(DELIVERY_HEADER, &d.id);
-                if let Some(secret) = &self.config.webhook_secret {
-                    request = request.set(SIGNATURE_HEADER, &signature(secret, &body));
-                }
-                request.send_bytes(&body)
+                webhook_post(url, body, config.webhook_secret.as_deref(), &d.id)
             }
         };
-        match result {
-            Ok(response) => {
-                // ureq answers Ok for 3xx too when redirects are not followed (`redirects(0)`):
-                // only 2xx is delivered; a redirect (a proxy's login page, a moved topic) is
-                // retried like any other refusal.
-                let status = response.status();
-                // Read (a bounded part of) the answer so the connection ends cleanly; never
-                // kept or logged.
-                let _ = std::io::copy(
-                    &mut response.into_reader().take(MAX_ANSWER),
-                    &mut std::io::sink(),
-                );
-                if crate::util::outbound::succeeded(status) {
-                    Ok(())
-                } else {
-                    Err(format!("answered {status}"))
-                }
-            }
-            Err(ureq::Error::Status(status, _)) => Err(format!("answered {status}")),
-            Err(ureq::Error::Transport(t)) => Err(format!("unreachable ({})", t.kind())),
+        // Only 2xx is delivered: a redirect (a proxy's login page, a moved topic) is not
+        // followed, and is retried like any other refusal.
+        match send(&self.agent, &post) {
+            Answer::Status(status) if crate::util::outbound::succeeded(status) => Ok(()),
+            Answer::Status(status) => Err(format!("answered {status}")),
+            Answer::Failed(why) => Err(format!("unreachable ({why})")),
         }
     }
 }

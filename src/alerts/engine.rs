@@ -15,9 +15,11 @@ use crossbeam_channel::{Receiver, Sender, select};
 use parking_lot::Mutex;
 
 use super::deliver::{self, Courier};
-use super::record::{self, Delivery, Record, Target};
+use super::record::{self, Delivery, Record};
 use super::rules::{self, Facts, Memory};
+use super::settings::Settings;
 use super::{Alert, Context, Event, Kind, Notice};
+use crate::config::AlertConfig;
 use crate::hub::ChangeEvent;
 use crate::thermostat::reading::{Reading, Safety};
 use crate::util::clock::iso8601_ms;
@@ -32,7 +34,8 @@ const FILTER_READ_MS: i64 = 60_000;
 /// What the thread and `POST /api/alerts/ack` share.
 pub struct Engine {
     record: Arc<Mutex<Record>>,
-    targets: Vec<Target>,
+    /// The settings in force, read at each look (the receivers a notice is owed to, too).
+    settings: Arc<Settings>,
     outbox: Sender<Delivery>,
     memory: Mutex<HashMap<String, Memory>>,
     /// Per thermostat: its filter runtime (s, all time) and when it was read.
@@ -64,16 +67,19 @@ impl Threads {
     }
 }
 
-/// Opens the record, puts what it holds on the board, and starts both threads.
+/// Opens the record and the settings, puts what the record holds on the board, and starts both
+/// threads.
 pub fn start(app: &Arc<dyn Context>, shutdown: &Shutdown) -> std::io::Result<Threads> {
-    let record = Record::open(&app.config().data_dir.join(record::DIR))?;
+    let dir = app.config().data_dir.join(record::DIR);
+    let settings = Arc::new(Settings::open(app.config(), &dir)?);
+    let record = Record::open(&dir)?;
     for notice in record.notices() {
         app.alerts().note(notice);
     }
     let record = Arc::new(Mutex::new(record));
     let (outbox, fresh) = crossbeam_channel::unbounded();
     let courier = Courier::start(
-        &app.config().alerts,
+        Arc::clone(&settings),
         app.config().clock.clone(),
         Arc::clone(&record),
         fresh,
@@ -81,13 +87,14 @@ pub fn start(app: &Arc<dyn Context>, shutdown: &Shutdown) -> std::io::Result<Thr
     )?;
     let engine = Arc::new(Engine {
         record,
-        targets: deliver::targets(&app.config().alerts),
+        settings: Arc::clone(&settings),
         outbox,
         memory: Mutex::new(HashMap::new()),
         runtime: Mutex::new(HashMap::new()),
     });
     // Set once per App; a second start (never done) keeps the first.
     let _ = app.alerts().engine.set(Arc::clone(&engine));
+    let _ = app.alerts().settings.set(settings);
     // Readings, HVAC state and setpoints live in these two buckets; a change made or taken
     // is `change.<serial>`.
     let changes = app.state().hub().watch_if(Box::new(|e: &ChangeEvent| {
@@ -112,6 +119,7 @@ fn run(
 ) {
     let clock = app.config().clock.clone();
     let moved = clock.moves();
+    let settings = engine.settings.changes();
     let tick_ms = TICK.as_millis() as i64;
     let mut due = clock.now_ms();
     loop {
@@ -139,6 +147,8 @@ fn run(
                 Err(_) => break,
             },
             recv(moved) -> _ => due = clock.now_ms(),
+            // New settings: every thermostat is looked at with them now.
+            recv(settings) -> _ => due = clock.now_ms(),
             default(clock.wait_time_ms(due)) => {}
         }
     }
@@ -164,17 +174,23 @@ impl Engine {
             }
             return;
         }
-        let Some(facts) = self.facts(app, serial, now_ms, timed) else {
+        let in_force = self.settings.now();
+        let config = &in_force.config;
+        let Some(facts) = self.facts(app, config, serial, now_ms, timed) else {
             return;
         };
-        let config = &app.config().alerts;
         let memory = memory.entry(serial.to_string()).or_default();
         for kind in Kind::ALL {
             let current = active.iter().find(|a| a.kind == kind);
-            match (
-                rules::wanted(kind, &facts, current.is_some(), memory, config, now_ms),
-                current,
-            ) {
+            // A rule turned off starts nothing and clears what it started; it still reads the
+            // thermostat, so its memory is current when it is turned on again.
+            let wanted = rules::wanted(kind, &facts, current.is_some(), memory, config, now_ms);
+            let wanted = if config.rule_on(kind.as_str()) {
+                wanted
+            } else {
+                Some(false)
+            };
+            match (wanted, current) {
                 (Some(true), None) => {
                     let alert = Alert {
                         id: alert_id(serial, kind, now_ms),
@@ -208,10 +224,9 @@ impl Engine {
         now_ms: i64,
     ) -> std::io::Result<()> {
         let notice = Notice { event, alert };
-        let written = self
-            .record
-            .lock()
-            .notice(notice.clone(), now_ms, &self.targets);
+        // Owed to the receivers set now (on the page too).
+        let targets = deliver::targets(&self.settings.now().config);
+        let written = self.record.lock().notice(notice.clone(), now_ms, &targets);
         let deliveries = written.inspect_err(|e| {
             log::error!(
                 "alert record: could not write alert {}: {e}",
@@ -238,7 +253,14 @@ impl Engine {
 
     /// The thermostat as the rules see it: its reading's mapping, every field decided (see
     /// [`crate::thermostat::reading`]), with what the alerts know of it themselves.
-    fn facts(&self, app: &dyn Context, serial: &str, now_ms: i64, timed: bool) -> Option<Facts> {
+    fn facts(
+        &self,
+        app: &dyn Context,
+        config: &AlertConfig,
+        serial: &str,
+        now_ms: i64,
+        timed: bool,
+    ) -> Option<Facts> {
         let reading = app.reading(serial)?;
         let Reading {
             serial: _,
@@ -279,7 +301,7 @@ impl Engine {
             change,
             course: _,
         } = &*reading;
-        let filter_s = match app.config().alerts.filter_after_s {
+        let filter_s = match config.filter_after_s {
             Some(_) => self
                 .runtime_s(app, serial, now_ms, timed)
                 .map(|total| total - self.record.lock().filter_base(serial)),
@@ -292,7 +314,7 @@ impl Engine {
             cool_target: reading.cool_target(),
             heating: hvac.heating(),
             cooling: hvac.cooling(),
-            in_touch: in_touch(app, serial, now_ms),
+            in_touch: in_touch(app, config, serial, now_ms),
             available: availability.available,
             battery_v: *battery_volts,
             safety_shutoff: *shutoff,
@@ -351,8 +373,8 @@ impl Engine {
 /// Whether the thermostat is in touch for the offline rule: holding its long poll, or heard
 /// from within `ALERT_OFFLINE_MINUTES`. One not heard from since this process started counts
 /// from the start, and cannot be told until the limit has passed.
-fn in_touch(app: &dyn Context, serial: &str, now_ms: i64) -> Option<bool> {
-    let limit = app.config().alerts.offline_after?;
+fn in_touch(app: &dyn Context, config: &AlertConfig, serial: &str, now_ms: i64) -> Option<bool> {
+    let limit = config.offline_after?;
     let limit_ms = i64::try_from(limit.as_millis()).unwrap_or(i64::MAX);
     if app.state().hub().subscriptions_of(serial) > 0 {
         return Some(true);

@@ -12,6 +12,7 @@ pub mod deliver;
 pub mod engine;
 pub mod record;
 pub mod rules;
+pub mod settings;
 
 use std::collections::VecDeque;
 use std::sync::{Arc, OnceLock};
@@ -162,6 +163,8 @@ pub struct Alerts {
     watchers: Mutex<Vec<Sender<Arc<Notice>>>>,
     /// The rules' engine, once started ([`engine::start`]); `POST /api/alerts/ack` uses it.
     engine: OnceLock<Arc<engine::Engine>>,
+    /// The settings in force, once the rules started; the page reads and changes them.
+    settings: OnceLock<Arc<settings::Settings>>,
 }
 
 #[derive(Default)]
@@ -192,9 +195,15 @@ impl Alerts {
     }
 
     /// Acknowledges the active alert `id` (see [`engine::Engine::ack`]); `None` when the
-    /// rules are not running (their record could not be opened).
+    /// rules are not running (their record or settings could not be read).
     pub fn ack(&self, app: &dyn Context, id: &str) -> Option<Result<Alert, engine::AckError>> {
         self.engine.get().map(|e| e.ack(app, id))
+    }
+
+    /// The settings in force (`None` when the rules are not running: their record or settings
+    /// could not be opened).
+    pub fn settings(&self) -> Option<&Arc<settings::Settings>> {
+        self.settings.get()
     }
 
     /// Puts a notice on the board and tells the watchers. Called by the rules after the
@@ -269,6 +278,18 @@ mod tests {
         let recent = alerts.recent();
         assert_eq!(recent.len(), RECENT_KEEP);
         assert_eq!(recent[0].id, format!("a{}", RECENT_KEEP + 4));
+    }
+
+    /// `ALERT_RULES_OFF` (and the page's rule switches) take every kind's name.
+    #[test]
+    fn every_kind_is_a_rule_the_settings_can_turn_off() {
+        for kind in Kind::ALL {
+            assert!(
+                crate::config::alerts::RULES.contains(&kind.as_str()),
+                "{}",
+                kind.as_str()
+            );
+        }
     }
 
     #[test]

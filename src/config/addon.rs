@@ -85,10 +85,16 @@ pub const ADDON_OPTIONS: &[AddonOption] = &[
         "float(0,525600)",
     ),
     option(
+        "ALERT_NOT_APPLIED_MINUTES",
+        "Not applied alert after (minutes)",
+        "float(0,525600)",
+    ),
+    option(
         "FILTER_REMINDER_HOURS",
         "Filter reminder (hours)",
         "float(0,525600)",
     ),
+    option("ALERT_RULES_OFF", "Alert rules off", "str?"),
     option("NTFY_URL", "ntfy topic", "url?"),
     option("WEBHOOK_URL", "Webhook", "url?"),
     option("WEBHOOK_SECRET", "Webhook secret", "password?"),

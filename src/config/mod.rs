@@ -9,7 +9,8 @@
 
 #[cfg_attr(not(hearth_internals), doc(hidden))]
 pub mod addon;
-mod alerts;
+#[cfg_attr(not(hearth_internals), doc(hidden))]
+pub mod alerts;
 mod box_names;
 pub(crate) mod docs;
 mod homekit;
@@ -24,7 +25,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 pub use crate::weather::Provider as WeatherProvider;
-pub use alerts::AlertConfig;
+pub use alerts::{AlertConfig, AlertSources};
 pub use box_names::BoxNames;
 pub(crate) use box_names::is_dns_name;
 pub use homekit::HomekitConfig;
@@ -140,6 +141,9 @@ pub struct Config {
     pub energy_keep_days: u32,
     /// The alert rules' limits and receivers (see [`crate::alerts`]).
     pub alerts: AlertConfig,
+    /// Where each alert setting was given (the page's settings show it, and a flag wins over
+    /// the page: [`alerts::effective`]).
+    pub alert_sources: AlertSources,
     /// MQTT publishing and Home Assistant discovery; `None` (no `MQTT_HOST`) turns it off.
     pub mqtt: Option<MqttConfig>,
     /// The topic prefixes and client id given, also without `MQTT_HOST`: a broker found
@@ -306,6 +310,7 @@ impl Default for Config {
             ),
             energy_keep_days: const { number("ENERGY_KEEP_DAYS").default } as u32,
             alerts: AlertConfig::default(),
+            alert_sources: AlertSources::default(),
             mqtt: None,
             mqtt_names: MqttNames::default(),
             homekit: HomekitConfig::default(),
@@ -398,6 +403,7 @@ impl Config {
         let device_bind = sources
             .ip(const { ip("SERVER_HOST") })?
             .unwrap_or(d.device_bind);
+        let (alerts, alert_sources) = alerts::alerts(sources)?;
         Ok(Config {
             data_dir: sources
                 .text(const { text("DATA_DIR") }, any_text)?
@@ -471,7 +477,8 @@ impl Config {
             ),
             // At most 36,500 (the setting's bound): fits.
             energy_keep_days: sources.number(const { number("ENERGY_KEEP_DAYS") })? as u32,
-            alerts: alerts::alerts(sources)?,
+            alerts,
+            alert_sources,
             mqtt: mqtt(sources, &mqtt_names)?,
             mqtt_names,
             homekit: homekit::homekit(sources)?,
@@ -884,7 +891,13 @@ mod tests {
                 (_, "MQTT_TOPIC_PREFIX" | "MQTT_DISCOVERY_PREFIX") => "a/b".into(),
                 (_, "ALERT_LOW_C") => "3".into(),
                 (_, "ALERT_HIGH_C") => "30".into(),
-                (_, "ALERT_OFFLINE_MINUTES" | "ALERT_NOT_HEATING_MINUTES") => "1.5".into(),
+                (
+                    _,
+                    "ALERT_OFFLINE_MINUTES"
+                    | "ALERT_NOT_HEATING_MINUTES"
+                    | "ALERT_NOT_APPLIED_MINUTES",
+                ) => "1.5".into(),
+                (_, "ALERT_RULES_OFF") => "offline".into(),
                 (_, "FILTER_REMINDER_HOURS") => "1.5".into(),
                 (_, "NTFY_URL" | "WEBHOOK_URL") => "http://hook.example".into(),
                 (_, "OPTIONS_FILE") => options.display().to_string(),

@@ -491,6 +491,17 @@ pub const SETTINGS: &[Setting] = &[
                (cooled) this long and the room has not moved 0.5 °C toward the target",
     },
     Setting {
+        name: "alert_not_applied_minutes",
+        variable: "ALERT_NOT_APPLIED_MINUTES",
+        option: "--alert-not-applied-minutes",
+        kind: Kind::Text {
+            allowed: "minutes from 0 to 525600, fractions allowed; 0 turns the rule off",
+            unset: Unset::Is("15"),
+        },
+        help: "a `not_applied` [alert](alerts.md) when a change sent to a thermostat has not \
+               been taken after this long, while it stays in touch",
+    },
+    Setting {
         name: "filter_reminder_hours",
         variable: "FILTER_REMINDER_HOURS",
         option: "--filter-reminder-hours",
@@ -500,6 +511,18 @@ pub const SETTINGS: &[Setting] = &[
         },
         help: "a `filter` [alert](alerts.md) after this many hours of heating and cooling \
                since the last reset (`POST /api/alerts/ack`)",
+    },
+    Setting {
+        name: "alert_rules_off",
+        variable: "ALERT_RULES_OFF",
+        option: "--alert-rules-off",
+        kind: Kind::Text {
+            allowed: "[alert](alerts.md#the-rules) kinds separated by commas, such as \
+                      `offline,filter`",
+            unset: Unset::Means("every rule on"),
+        },
+        help: "the [alert](alerts.md) rules turned off: none of their alerts start, and theirs \
+               that are active clear",
     },
     Setting {
         name: "ntfy_url",

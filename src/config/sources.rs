@@ -65,6 +65,12 @@ impl<'a> Sources<'a> {
         (!value.is_empty()).then(|| (value.to_string(), given.1))
     }
 
+    /// The raw value given for `variable` and where (`None`: unset), for settings read as a
+    /// group (the alert settings, which record where each was given).
+    pub(super) fn raw(&self, variable: &str) -> Option<(String, Given)> {
+        self.get(variable)
+    }
+
     /// An error about `variable`'s value, naming where it was given.
     pub(super) fn error(&self, variable: &'static str, message: &str) -> ConfigError {
         let given = self.get(variable).map_or(Given::Environment, |(_, g)| g);

@@ -24,7 +24,7 @@ use crate::state::Scope;
 
 /// One route.
 pub(crate) struct Route {
-    /// `GET` (which serves `HEAD` too), `POST` or `DELETE`.
+    /// `GET` (which serves `HEAD` too), `POST`, `PUT` or `DELETE`.
     pub method: Method,
     /// The path, where `{name}` is one segment, not empty, and a last `{name..}` the rest of
     /// the path, whatever it is (empty, or holding `/`).
@@ -190,6 +190,32 @@ pub(crate) static ROUTES: &[Route] = &[
         key: Some(Scope::Write),
         shape: Shape::Error,
         handler: Handler::Plain(|c| full(alerts::ack(c.app, &c.req.body)?)),
+    },
+    // The alert settings hold the webhook's secret and the receivers' URLs, and the test calls
+    // them: as the accounts, only to a key that can write, reads included.
+    Route {
+        method: Method::Get,
+        path: "/api/alerts/settings",
+        guard: Guard::Full,
+        key: Some(Scope::Write),
+        shape: Shape::Error,
+        handler: Handler::Plain(|c| full(alerts::get_settings(c.app)?)),
+    },
+    Route {
+        method: Method::Put,
+        path: "/api/alerts/settings",
+        guard: Guard::Full,
+        key: Some(Scope::Write),
+        shape: Shape::Error,
+        handler: Handler::Plain(|c| full(alerts::put_settings(c.app, &c.req.body)?)),
+    },
+    Route {
+        method: Method::Post,
+        path: "/api/alerts/test",
+        guard: Guard::Full,
+        key: Some(Scope::Write),
+        shape: Shape::Error,
+        handler: Handler::Plain(|c| full(alerts::test(c.app, c.local)?)),
     },
     // HomeKit's setup code: whoever has it can pair a phone that controls every thermostat.
     Route {
@@ -618,7 +644,10 @@ mod tests {
             }
             // HEAD is a GET's; OPTIONS is the port's.
             assert!(
-                matches!(route.method, Method::Get | Method::Post | Method::Delete),
+                matches!(
+                    route.method,
+                    Method::Get | Method::Post | Method::Put | Method::Delete
+                ),
                 "{}",
                 route.path
             );

@@ -17,41 +17,41 @@ use hearth::util::clock::ManualClock;
 use parking_lot::Mutex;
 use serde_json::{Value, json};
 
-const SECRET: &str = "s3cret-for-tests";
+pub(crate) const SECRET: &str = "s3cret-for-tests";
 
 /// One request a receiver saw.
 #[derive(Clone, Debug)]
-struct Seen {
-    headers: Vec<(String, String)>,
-    body: Vec<u8>,
+pub(crate) struct Seen {
+    pub headers: Vec<(String, String)>,
+    pub body: Vec<u8>,
     /// The status it was answered.
-    status: u16,
+    pub status: u16,
 }
 
 impl Seen {
-    fn header(&self, name: &str) -> Option<&str> {
+    pub fn header(&self, name: &str) -> Option<&str> {
         hearth::http::find_header(&self.headers, name)
     }
 
-    fn json(&self) -> Value {
+    pub fn json(&self) -> Value {
         serde_json::from_slice(&self.body).unwrap()
     }
 
-    fn text(&self) -> String {
+    pub fn text(&self) -> String {
         String::from_utf8(self.body.clone()).unwrap()
     }
 }
 
 /// A local receiver (webhook or ntfy stand-in): records every request; answers 500 to the
 /// first `failing` ones, then 200.
-struct Receiver {
-    served: hearth::http::Served,
+pub(crate) struct Receiver {
+    pub served: hearth::http::Served,
     seen: Arc<Mutex<Vec<Seen>>>,
     left: Arc<AtomicUsize>,
 }
 
 impl Receiver {
-    fn start(failing: usize) -> Receiver {
+    pub fn start(failing: usize) -> Receiver {
         Receiver::on("127.0.0.1:0".parse().unwrap(), failing)
     }
 
@@ -60,7 +60,7 @@ impl Receiver {
     }
 
     /// Answers `refusal` (500, 302, ...) to the first `failing` requests, then 200.
-    fn refusing_with(addr: SocketAddr, failing: usize, refusal: u16) -> Receiver {
+    pub fn refusing_with(addr: SocketAddr, failing: usize, refusal: u16) -> Receiver {
         share_process();
         let seen = Arc::new(Mutex::new(Vec::new()));
         let left = Arc::new(AtomicUsize::new(failing));
@@ -87,11 +87,11 @@ impl Receiver {
         self.left.store(0, Ordering::SeqCst);
     }
 
-    fn url(&self) -> String {
+    pub fn url(&self) -> String {
         format!("http://{}/hook", self.served.addr())
     }
 
-    fn seen(&self) -> Vec<Seen> {
+    pub fn seen(&self) -> Vec<Seen> {
         self.seen.lock().clone()
     }
 
@@ -103,7 +103,7 @@ impl Receiver {
             .collect()
     }
 
-    fn wait_for(&self, n: usize) -> Vec<Seen> {
+    pub fn wait_for(&self, n: usize) -> Vec<Seen> {
         wait_until(&format!("{n} requests at the receiver"), || {
             self.seen.lock().len() >= n
         });
@@ -112,7 +112,7 @@ impl Receiver {
 }
 
 /// Checks `X-Hearth-Signature` against the body with [`SECRET`], independently of hearth.
-fn assert_signed(seen: &Seen) {
+pub(crate) fn assert_signed(seen: &Seen) {
     let header = seen.header("X-Hearth-Signature").expect("signed");
     let hex = header.strip_prefix("sha256=").expect("sha256=");
     let tag: Vec<u8> = (0..hex.len())
@@ -546,6 +546,16 @@ fn bad_alert_settings_stop_startup_naming_the_setting() {
         ("ALERT_HIGH_C", "2", "must be below ALERT_HIGH_C"),
         ("ALERT_OFFLINE_MINUTES", "soon", "ALERT_OFFLINE_MINUTES"),
         ("FILTER_REMINDER_HOURS", "-3", "FILTER_REMINDER_HOURS"),
+        (
+            "ALERT_NOT_APPLIED_MINUTES",
+            "soon",
+            "ALERT_NOT_APPLIED_MINUTES (--alert-not-applied-minutes)",
+        ),
+        (
+            "ALERT_RULES_OFF",
+            "offline,cold",
+            "ALERT_RULES_OFF (--alert-rules-off): has \"cold\", which is no rule",
+        ),
         ("NTFY_URL", "ntfy.sh/house", "NTFY_URL (--ntfy-url)"),
         // The prefix alone, or with no host: refused at start, not at the first alert.
         ("NTFY_URL", "http://", "NTFY_URL (--ntfy-url)"),
@@ -820,7 +830,7 @@ fn a_damaged_record_turns_the_alerts_off_and_nothing_else() {
         (r.status, r.json()),
         (
             503,
-            json!({"error": "Alerts are off: their record could not be opened (see hearth's log)"})
+            json!({"error": "Alerts are off: their record or settings could not be read (see hearth's log)"})
         )
     );
     let r = call(server.control_addr(), "GET", "/api/alerts/ack", "");

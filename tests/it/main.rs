@@ -12,6 +12,7 @@ mod common;
 mod addon;
 mod admission;
 mod alerts;
+mod alerts_settings;
 mod architecture;
 mod bad_input;
 mod browser;

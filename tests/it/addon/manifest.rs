@@ -237,6 +237,9 @@ fn the_pages_defaults_are_hearths() {
     let mut with_options = Config::resolve(&Sources::new(&env)).unwrap();
     assert_eq!(with_options.options_file.as_deref(), Some(path.as_path()));
     with_options.options_file = None;
+    // The values are the same; where the alert settings were given is not (the page says so).
+    assert!(with_options.alert_sources.of("ALERT_LOW_C").is_some());
+    with_options.alert_sources = Default::default();
     let nothing = |_: &str| None;
     let without = Config::resolve(&Sources::new(&nothing)).unwrap();
     assert_eq!(format!("{with_options:?}"), format!("{without:?}"));

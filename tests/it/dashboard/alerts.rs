@@ -268,3 +268,126 @@ fn filter_changed_acknowledges_the_filter_alert() {
     drop(b);
     server.shutdown();
 }
+
+/// The settings panel's rows: each setting's name, source and whether it offers "Use the …".
+const SETTING_ROWS: &str =
+    "return Object.fromEntries([...document.querySelectorAll('#alert-settings [data-setting]')]
+    .map((r) => [r.dataset.setting, [r.dataset.source, !!r.querySelector('button.back')]]))";
+
+#[test]
+fn alert_settings_are_set_on_the_page_and_a_test_reports_each_receivers_status() {
+    let Some(b) = Browser::launch() else {
+        return;
+    };
+    let ntfy = crate::alerts::Receiver::start(0);
+    let (_dir, server, sim) = page_with_thermostat(&b);
+    b.click("#alert-settings > summary");
+    b.wait_for(
+        "the settings",
+        "return !!document.getElementById('as-ntfy_url')",
+    );
+    let rows = b.js(SETTING_ROWS);
+    assert_eq!(rows["ntfy_url"], json!(["default", false]), "{rows}");
+    assert_eq!(rows["alert_low_c"], json!(["default", false]), "{rows}");
+    assert_eq!(
+        b.js("return document.getElementById('as-alert_offline_minutes').value"),
+        json!("30")
+    );
+
+    // A bad URL is refused naming its field, which is marked; nothing is saved.
+    b.type_into("#as-webhook_url", "hooks.lan/hearth");
+    b.click("#alert-settings-form button[type=submit]");
+    b.wait_for(
+        "the refusal",
+        "return document.getElementById('alert-settings-result').textContent.startsWith('webhook_url must be')",
+    );
+    assert_eq!(
+        b.js("const i = document.getElementById('as-webhook_url'); return [i.getAttribute('aria-invalid'), document.activeElement === i]"),
+        json!(["true", true])
+    );
+    assert_eq!(
+        server
+            .app()
+            .alerts()
+            .settings()
+            .unwrap()
+            .config()
+            .webhook_url,
+        None
+    );
+
+    // The ntfy URL and a low limit, saved: in force at once, each saying it was saved here.
+    b.type_into("#as-webhook_url", "");
+    b.type_into("#as-ntfy_url", &ntfy.url());
+    b.type_into("#as-alert_low_c", "10");
+    b.click("#alert-settings-form button[type=submit]");
+    b.wait_for(
+        "the saved note",
+        "return document.getElementById('alert-settings-result').textContent === 'Saved: in force now, no restart needed.'",
+    );
+    let config = server.app().alerts().settings().unwrap().config();
+    assert_eq!(
+        (config.ntfy_url.as_deref(), config.low_c),
+        (Some(ntfy.url().as_str()), 10.0)
+    );
+    let rows = b.js(SETTING_ROWS);
+    assert_eq!(rows["ntfy_url"], json!(["saved", true]), "{rows}");
+    assert_eq!(rows["alert_low_c"], json!(["saved", true]), "{rows}");
+    assert_eq!(
+        b.js("return document.getElementById('as-alert_low_c-source').textContent"),
+        json!("Saved here. The default value: 7.")
+    );
+
+    // Send a test: the receiver gets it, and the page says its status.
+    b.click("#alert-test");
+    let results = b.wait_for(
+        "the test's results",
+        "const l = document.getElementById('alert-test-results');
+         return l.hidden ? null : [...l.querySelectorAll('li')].map((li) => [li.dataset.target, li.dataset.ok, li.querySelector('.grow').textContent])",
+    );
+    assert_eq!(results, json!([["ntfy", "true", "ntfy answered 200"]]));
+    assert_eq!(
+        ntfy.wait_for(1)[0].header("Title"),
+        Some("Test from hearth")
+    );
+    assert_eq!(
+        b.js("return document.getElementById('alert-settings-result').textContent"),
+        json!("Test sent: 1 of 1 reached.")
+    );
+
+    // Named, reachable by the keyboard, readable; at 1280 and 360 px, light and dark.
+    let labels = b.js(&format!("{SHOWN}{UNLABELLED}"));
+    assert_eq!(labels["unlabelled"], json!([]), "{labels}");
+    assert_eq!(unreachable_by_tab(&b), Vec::<String>::new());
+    for (theme, is_dark) in [("", false), ("-dark", true)] {
+        b.dark(is_dark);
+        b.viewport(1280, 1000, false);
+        b.js("document.activeElement.blur(); document.getElementById('alert-settings').scrollIntoView(); return true");
+        b.painted();
+        let contrast = b.js(LOW_CONTRAST);
+        assert_eq!(contrast["bad"], json!([]), "{theme} {contrast}");
+        b.screenshot(&format!("alerts-settings-1280{theme}.png"));
+        b.as_phone();
+        b.js("document.getElementById('alert-settings').scrollIntoView(); return true");
+        b.painted();
+        let contrast = b.js(LOW_CONTRAST);
+        assert_eq!(contrast["bad"], json!([]), "{theme} 360 {contrast}");
+        b.screenshot(&format!("alerts-settings-360{theme}.png"));
+    }
+    b.dark(false);
+    b.viewport(1280, 1000, false);
+
+    // Cleared back to the default.
+    b.click("#alert-settings [data-setting=alert_low_c] button.back");
+    b.wait_for(
+        "the default again",
+        "return document.getElementById('as-alert_low_c') && document.getElementById('as-alert_low_c').value === '7'",
+    );
+    assert_eq!(
+        server.app().alerts().settings().unwrap().config().low_c,
+        7.0
+    );
+    drop(sim);
+    drop(b);
+    server.shutdown();
+}
