@@ -151,6 +151,18 @@ impl Zone {
         (t + self.offset(t)).div_euclid(DAY_S)
     }
 
+    /// Where Unix milliseconds `ms` fall in the local week: the day, 0 being Monday (a
+    /// schedule's day keys, as the firmware counts them), and the seconds since local midnight.
+    pub fn week_time(&self, ms: i64) -> (i64, i64) {
+        let t = ms.div_euclid(1000);
+        let local = t + self.offset(t);
+        // 1970-01-01 was a Thursday: day 3 counting from Monday.
+        (
+            (local.div_euclid(DAY_S) + 3).rem_euclid(7),
+            local.rem_euclid(DAY_S),
+        )
+    }
+
     /// The first Unix millisecond of the local day after the one `ms` is in.
     pub fn next_midnight_ms(&self, ms: i64) -> i64 {
         let t = ms.div_euclid(1000);
@@ -281,6 +293,15 @@ mod tests {
     /// 2026-01-15 and 2026-07-15, 12:00 UTC.
     const JANUARY: i64 = 1_768_478_400;
     const JULY: i64 = 1_784_116_800;
+
+    #[test]
+    fn the_week_starts_on_monday_in_the_zone() {
+        // 2026-01-15 is a Thursday; 12:00 UTC is 01:00 on Friday in Auckland (UTC+13).
+        assert_eq!(Zone::utc().week_time(JANUARY * 1000), (3, 12 * 3600));
+        let auckland = Zone::resolve(Some("Pacific/Auckland"), Path::new(NONE));
+        assert_eq!(auckland.week_time(JANUARY * 1000), (4, 3600));
+        assert_eq!(Zone::utc().week_time(-1), (2, DAY_S - 1));
+    }
 
     #[test]
     fn utc_days_split_at_midnight() {
