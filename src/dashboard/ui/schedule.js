@@ -205,6 +205,7 @@ function renderWeek(c) {
     el("div", {}, ...[0, 6, 12, 18].map((h) => placed(el("span", {}, hhmm(h * 3600)), { left: pct(h * 3600) + "%" }))));
   ed.week.replaceChildren(axis, ...ed.model.days.map((_, i) => renderDay(c, i)));
   ed.labelled = nameOf(c);
+  for (const track of ed.week.querySelectorAll(".wk-track")) fitEnds(track);
   placeNow(c);
   if (ed.listed) markInvalid(c, scheduleProblems(c));
   if (focused) {
@@ -274,7 +275,8 @@ function handle(c, i, entry, field) {
   const ed = c.ed, e = entry.e;
   const kind = field === "temp-min" ? "heat" : field === "temp-max" ? "cool" : e.type === "COOL" ? "cool" : "heat";
   const selected = ed.selected.entry === entry && ed.selected.which === field;
-  const h = el("div", { class: `wk-handle ${kind}${selected ? " selected" : ""}`, role: "slider", tabindex: "0",
+  const end = field === "temp-min" ? " low" : field === "temp-max" ? " high" : "";
+  const h = el("div", { class: `wk-handle ${kind}${end}${selected ? " selected" : ""}`, role: "slider", tabindex: "0",
     "data-focus-key": handleKey(entry, field), "data-entry": String(entry.id), "data-field": field,
     "aria-valuemin": "0", "aria-valuemax": String(LAST_S / 60) }, deg(e[field], c.data));
   placeHandle(c, i, entry, field, h);
@@ -292,6 +294,21 @@ function placeHandle(c, i, entry, field, h) {
   setAttr(h, "aria-label", text);
   setAttr(h, "aria-valuenow", String(entry.e.time / 60));
   setAttr(h, "aria-valuetext", text);
+}
+
+// A range's pair of handles, side by side at its time, is moved in from the row's ends so
+// neither is cut off (the handles' time is still where the pair meets).
+function fitEnds(track) {
+  const w = track.clientWidth;
+  if (!w) return;
+  for (const high of track.querySelectorAll(".wk-handle.high")) {
+    const low = track.querySelector(`.wk-handle.low[data-entry="${high.dataset.entry}"]`);
+    if (!low) continue;
+    const x = (parseFloat(high.style.left) / 100) * w;
+    const over = x + 1 + high.offsetWidth - (w + 14), under = x - 1 - low.offsetWidth + 4;
+    const shift = over > 0 ? -over : under < 0 ? -under : 0;
+    for (const h of [low, high]) h.style.marginLeft = shift ? shift + "px" : "";
+  }
 }
 
 // The next free time of a day from `t` on in steps of `dir` (another setpoint's time is
@@ -380,6 +397,7 @@ function dragging(c, i, entry, field, h) {
       if (other.dataset.entry === String(entry.id)) placeHandle(c, i, entry, other.dataset.field, other);
     }
     drawLines(c, i, h.parentElement.querySelector(".wk-lines"));
+    fitEnds(h.parentElement);
   });
   const end = (ev) => {
     if (!start) return;

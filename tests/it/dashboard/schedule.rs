@@ -356,6 +356,46 @@ fn a_week_by_hand() {
         assert_eq!(setpoints(app, &d.to_string()), monday, "day {d}");
     }
 
+    // A heat·cool schedule: two handles per setpoint, heat-to kept below cool-to; a mouse
+    // drags as a finger does. Discarded, the stored schedule is back.
+    b.js(&format!(
+        "const m = document.getElementById('schedule-mode-{TEST_SERIAL}'); m.value = 'RANGE';
+         m.dispatchEvent(new Event('change')); return true"
+    ));
+    let monday = b.js("return [...document.querySelectorAll('.wk-row[data-day=\"0\"] [role=slider]')].map((h) => h.getAttribute('aria-label'))");
+    assert_eq!(monday[2], json!("Monday 08:00, heat to 21.0°C"));
+    assert_eq!(monday[3], json!("Monday 08:00, cool to 24.0°C"));
+    b.js(&format!(
+        "document.getElementById('schedule-{TEST_SERIAL}').scrollTop = 0; return true"
+    ));
+    let h = handle_at(&b, "Monday 08:00, heat to 21.0°C");
+    b.drag(
+        "mouse",
+        &[(h[0], h[1]), (h[0], h[1] - h[5] / 2.0), (h[0], h[1] - h[5])],
+    );
+    b.wait_for(
+        "heat-to up against cool-to",
+        "return !!document.querySelector('[role=slider][aria-label=\"Monday 08:00, heat to 23.5°C\"]')",
+    );
+    let h = handle_at(&b, "Monday 08:00, cool to 24.0°C");
+    let step = h[4] / 96.0;
+    b.drag(
+        "mouse",
+        &[(h[0], h[1]), (h[0] - step, h[1]), (h[0] - 2.0 * step, h[1])],
+    );
+    b.wait_for(
+        "both ends at 07:30",
+        "return !!document.querySelector('[role=slider][aria-label=\"Monday 07:30, cool to 24.0°C\"]')
+           && !!document.querySelector('[role=slider][aria-label=\"Monday 07:30, heat to 23.5°C\"]')",
+    );
+    b.painted();
+    b.screenshot("schedule-range-360.png");
+    b.click(&format!("#schedule-discard-{TEST_SERIAL}"));
+    b.wait_for(
+        "the stored schedule again",
+        "return !!document.querySelector('[role=slider][aria-label=\"Monday 08:00, 21.0°C\"]')",
+    );
+
     // Closed: the page is as it was (the screenshots' changes of width moved it, so it is
     // counted again). A shift would have been seen: one made on purpose is.
     b.painted();
