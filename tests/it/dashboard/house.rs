@@ -456,7 +456,11 @@ pub fn fahrenheit(b: &Browser, app: &App) {
     b.click(&format!("{card} section[data-day='4'] .wk-day"));
     b.click("button[aria-label='Add a setpoint on Friday to Bedroom']");
     assert!(focused(b).starts_with("Friday 23:00, "), "{}", focused(b));
-    let up = focused(b) < "Friday 23:00, 68°F".to_string();
+    let now: f64 = focused(b)["Friday 23:00, ".len()..]
+        .trim_end_matches("°F")
+        .parse()
+        .unwrap();
+    let up = now < 68.0;
     press_until(b, if up { UP } else { DOWN }, "Friday 23:00, 68°F");
     focus_handle(b, "Saturday 07:00, 74°F");
     press_until(b, DOWN, "Saturday 07:00, 71°F");
