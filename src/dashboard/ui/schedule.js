@@ -158,7 +158,7 @@ function buildEditor(c) {
   c.schedule.replaceChildren(
     el("div", { class: "controls" }, el("label", { for: ed.modeSelect.id }, "Schedule mode"), ed.modeSelect),
     ed.banner, ed.week,
-    el("p", { class: "note", id: "schedule-help-" + s }, `Drag a setpoint across to change its time, up or down to change its temperature (${unit(d)}, ${show(lowest(lim), d)} to ${show(highest(lim), d)}); tap a day's line to add one. With the keyboard: ← → move 15 minutes, ↑ ↓ change the temperature, Delete removes.${zone}`),
+    el("p", { class: "note", id: "schedule-help-" + s }, `Drag a setpoint across to change its time, up or down to change its temperature (${unit(d)}, ${show(lowest(lim), d)} to ${show(highest(lim), d)}); tap an empty place in a day's row to add one. With the keyboard: ← → move 15 minutes, ↑ ↓ change the temperature, Delete removes.${zone}`),
     ed.panel, ed.message,
     el("div", { class: "controls" }, ed.save, ed.discard),
     ed.status);
@@ -341,8 +341,10 @@ function handleKey_(c, i, entry, field, ev) {
   const e = entry.e, d = c.data;
   let changed = false;
   if (ev.key === "ArrowLeft" || ev.key === "ArrowRight") {
+    // To the next quarter hour that way: 07:10 goes on to 07:15 and back to 07:00.
     const dir = ev.key === "ArrowRight" ? 1 : -1;
-    const t = freeTime(c, i, entry, Math.round(e.time / STEP_S) * STEP_S + dir * STEP_S, dir);
+    const next = dir > 0 ? Math.floor(e.time / STEP_S) * STEP_S + STEP_S : Math.ceil(e.time / STEP_S) * STEP_S - STEP_S;
+    const t = freeTime(c, i, entry, next, dir);
     if (t !== null) { e.time = t; changed = true; }
   } else if (ev.key === "ArrowUp" || ev.key === "ArrowDown") {
     changed = setTemp(c, entry, field, half(stepped(e[field], d, ev.key === "ArrowUp" ? 1 : -1)));
@@ -378,17 +380,20 @@ function dragging(c, i, entry, field, h) {
   h.addEventListener("pointermove", (ev) => {
     if (!start || !h.hasPointerCapture(ev.pointerId)) return;
     const ed = c.ed, d = c.data;
+    // Across in quarter hours (onto the quarter-hour grid), up the row warmer in the
+    // thermostat's own steps; back where it started, the stored value exactly as it was.
     const steps = Math.round(((ev.clientX - start.x) / start.track.width) * 96);
-    const wanted = Math.min(LAST_S, Math.max(0, start.time + steps * STEP_S));
+    const wanted = steps ? Math.min(LAST_S, Math.max(0, Math.round(start.time / STEP_S + steps) * STEP_S)) : start.time;
     const dir = wanted >= entry.e.time ? 1 : -1;
     const t = freeTime(c, i, entry, wanted, dir) ?? freeTime(c, i, entry, wanted, -dir);
-    // Up the row is warmer: the pointer's height in the thermostat's own steps.
     const perScale = (76 / 100) * start.track.height / (toScale(ed.scale.hi, d) - toScale(ed.scale.lo, d));
-    const steps2 = Math.round((start.y - ev.clientY) / perScale / (isF(d) ? 1 : 0.5));
-    const inScale = isF(d) ? Math.round(toScale(start.temp, d)) + steps2 : half(start.temp) + steps2 * 0.5;
+    const rise = Math.round((start.y - ev.clientY) / perScale / (isF(d) ? 1 : 0.5));
+    const inScale = isF(d) ? Math.round(toScale(start.temp, d)) + rise : half(start.temp) + rise * 0.5;
     let moved = false;
     if (t !== null && t !== entry.e.time) { entry.e.time = t; moved = true; }
-    if (setTemp(c, entry, field, half(fromScale(inScale, d)))) moved = true;
+    if (!rise) {
+      if (entry.e[field] !== start.temp) { entry.e[field] = start.temp; moved = true; }
+    } else if (setTemp(c, entry, field, half(fromScale(inScale, d)))) moved = true;
     if (!moved) return;
     start.moved = true;
     ed.dirty = true;
