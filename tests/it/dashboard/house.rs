@@ -186,11 +186,18 @@ fn choose(b: &Browser, serial: &str, button: &str) {
     ));
 }
 
+/// Opens the schedule and waits for the editor it loads (one from an earlier opening stays on
+/// show until the stored schedule comes back, then is replaced).
 fn open_schedule(b: &Browser, serial: &str) {
+    b.js(&format!(
+        "const s = document.getElementById('schedule-save-{serial}'); if (s) s.dataset.before = '1'; return true"
+    ));
     b.click(&format!("#schedule-open-{serial}"));
     b.wait_for(
         "the schedule editor",
-        &format!("return !!document.getElementById('schedule-save-{serial}')"),
+        &format!(
+            "const s = document.getElementById('schedule-save-{serial}'); return !!s && !s.dataset.before"
+        ),
     );
 }
 
