@@ -14,6 +14,11 @@ const SCHEDULE_MODES = { HEAT: "Heat", COOL: "Cool", RANGE: "Heat · Cool" };
 let entryIds = 0;
 // The week in seconds, and the step a setpoint moves by in time.
 const WEEK_S = 7 * 86400, STEP_S = 900, LAST_S = 86400 - STEP_S;
+// A time of day (seconds since midnight) in the browser's own clock format, as the rest of the
+// page writes times ("22:00", "10:00 PM"), and an hour of the axis the same way ("18", "6 PM").
+const dayClock = (t) => new Date(2000, 0, 3, Math.floor(t / 3600), Math.floor((t % 3600) / 60));
+const dayTime = (t) => dayClock(t).toLocaleTimeString([], { hour: "numeric", minute: "2-digit" });
+const dayHour = (h) => dayClock(h * 3600).toLocaleTimeString([], { hour: "numeric" });
 // Carried-over entry first, then by time: the order a day is shown in.
 const inOrder = (a, b) => (b.carried - a.carried) || (a.e.time - b.e.time);
 function allowedModes(d) {
@@ -202,7 +207,7 @@ function renderWeek(c) {
   const active = document.activeElement;
   const focused = active && ed.week.contains(active) ? active.dataset.focusKey : null;
   const axis = el("div", { class: "wk-axis", "aria-hidden": "true" }, el("span", {}),
-    el("div", {}, ...[0, 6, 12, 18].map((h) => placed(el("span", {}, hhmm(h * 3600)), { left: pct(h * 3600) + "%" }))));
+    el("div", {}, ...[0, 6, 12, 18].map((h) => placed(el("span", {}, dayHour(h)), { left: pct(h * 3600) + "%" }))));
   ed.week.replaceChildren(axis, ...ed.model.days.map((_, i) => renderDay(c, i)));
   ed.labelled = nameOf(c);
   for (const track of ed.week.querySelectorAll(".wk-track")) fitEnds(track);
@@ -231,7 +236,7 @@ function renderDay(c, i) {
     // Said, not drawn as a handle: the day before's last setting, carried over.
     const e = carried.e;
     const temp = e.type === "RANGE" ? `${show(e["temp-min"], d)}–${show(e["temp-max"], d)}` : show(e.temp, d);
-    track.append(el("span", { class: "sr" }, `00:00 ${temp}, carried over from ${DAYS[(i + 6) % 7]}`));
+    track.append(el("span", { class: "sr" }, `${dayTime(0)} ${temp}, carried over from ${DAYS[(i + 6) % 7]}`));
   }
   for (const entry of entries) if (!entry.carried) for (const field of handleFields(entry.e)) track.append(handle(c, i, entry, field));
   if (!entries.some((x) => !x.carried)) track.append(el("span", { class: "sr" }, "No setpoints"));
@@ -268,7 +273,7 @@ function drawLines(c, i, lines) {
 
 function handleText(c, i, entry, field) {
   const d = c.data;
-  return `${DAYS[i]} ${hhmm(entry.e.time)}, ${fieldName[field]}${show(entry.e[field], d)}`;
+  return `${DAYS[i]} ${dayTime(entry.e.time)}, ${fieldName[field]}${show(entry.e[field], d)}`;
 }
 
 function handle(c, i, entry, field) {
@@ -429,7 +434,7 @@ function placeNow(c) {
     track.prepend(line);
   }
   line.style.left = pct(now % 86400) + "%";
-  line.title = "Now, " + hhmm(now % 86400);
+  line.title = "Now, " + dayTime(now % 86400);
 }
 // The line moves on while the dialog is open.
 setInterval(() => { for (const c of cards.values()) if (c.ed && c.scheduleDetails && c.scheduleDetails.open) placeNow(c); }, 30000);
@@ -461,9 +466,9 @@ function renderPanel(c) {
   if (chosen) {
     const e = chosen.e;
     const temp = e.type === "RANGE" ? `heat to ${show(e["temp-min"], d)}, cool to ${show(e["temp-max"], d)}` : show(e.temp, d);
-    parts.push(el("div", { class: "controls" }, el("span", {}, `${hhmm(e.time)}: ${temp}`),
+    parts.push(el("div", { class: "controls" }, el("span", {}, `${dayTime(e.time)}: ${temp}`),
       el("button", { type: "button", class: "remove", "data-focus-key": "remove",
-        "aria-label": `Remove ${hhmm(e.time)} on ${day} from ${name}`, onclick: () => removeEntry(c, i, chosen) }, "Remove setpoint")));
+        "aria-label": `Remove ${dayTime(e.time)} on ${day} from ${name}`, onclick: () => removeEntry(c, i, chosen) }, "Remove setpoint")));
   }
   const add = el("button", { type: "button", "data-focus-key": "add", "aria-label": `Add a setpoint on ${day} to ${name}`,
     onclick: () => addEntry(c, i) }, "Add setpoint");
@@ -570,7 +575,7 @@ function addAt(c, i, time, temp) {
   touched(c);
   renderWeek(c);
   focusHandle(c, entry, handleFields(e)[0]);
-  ed.status.textContent = `Added ${hhmm(t)} on ${DAYS[i]}. Save to send it to the thermostat.`;
+  ed.status.textContent = `Added ${dayTime(t)} on ${DAYS[i]}. Save to send it to the thermostat.`;
 }
 
 // The Add button: an hour after the day's last setpoint (else 06:00), at its temperature.
@@ -590,7 +595,7 @@ function removeEntry(c, i, entry) {
   ed.selected = { day: i, entry: null, which: null };
   touched(c);
   renderWeek(c);
-  ed.status.textContent = `Removed ${hhmm(entry.e.time)} on ${DAYS[i]}.`;
+  ed.status.textContent = `Removed ${dayTime(entry.e.time)} on ${DAYS[i]}.`;
   const next = ed.week.querySelector(`.wk-track[data-day="${i}"] .wk-handle`) || ed.panel.querySelector('[data-focus-key="add"]');
   next.focus();
 }
@@ -630,7 +635,7 @@ function scheduleProblems(c) {
     for (const entry of entries) {
       if (entry.carried) continue;
       const e = entry.e;
-      const at = hhmm(e.time);
+      const at = dayTime(e.time);
       if (seen.has(e.time)) out.push({ entry, field: handleFields(e)[0], text: `${day}: two setpoints at ${at}; move or remove one.` });
       seen.add(e.time);
       let ok = true;

@@ -215,6 +215,19 @@ impl Browser {
         self.call("DELETE", "/actions", Value::Null);
     }
 
+    /// `text` with each time of day written `HH:MM` written as the page writes times, in the
+    /// browser's own clock format ("22:00", or "10:00 PM").
+    pub fn clock(&self, text: &str) -> String {
+        let v = self.call(
+            "POST",
+            "/execute/sync",
+            json!({"script": "return arguments[0].replace(/\\b(\\d\\d):(\\d\\d)\\b/g, (_, h, m) =>
+                new Date(2000, 0, 3, +h, +m).toLocaleTimeString([], { hour: 'numeric', minute: '2-digit' }))",
+                "args": [text]}),
+        );
+        v.as_str().unwrap().to_string()
+    }
+
     /// The page as a phone or desktop of this size would lay it out.
     pub fn viewport(&self, width: u32, height: u32, mobile: bool) {
         self.call(

@@ -262,24 +262,24 @@ pub fn schedule_editor(b: &Browser, app: &App, control: SocketAddr, sim: &TestTh
           return true");
     let monday = text_of(b, &format!("{card} section[data-day='0']"));
     assert!(
-        monday.contains("00:00 19.0°C, carried over from Sunday"),
+        monday.contains(&b.clock("00:00 19.0°C, carried over from Sunday")),
         "{monday}"
     );
 
     // Add on Tuesday, then move it to 12:30 and 22.5 °C.
     b.click(&format!("{card} section[data-day='1'] .wk-day"));
     b.click("button[aria-label='Add a setpoint on Tuesday to Test Room']");
-    assert_eq!(focused(b), "Tuesday 23:00, 19.0°C");
-    press_until(b, LEFT, "Tuesday 12:30, 19.0°C");
-    press_until(b, UP, "Tuesday 12:30, 22.5°C");
+    assert_eq!(focused(b), b.clock("Tuesday 23:00, 19.0°C"));
+    press_until(b, LEFT, &b.clock("Tuesday 12:30, 19.0°C"));
+    press_until(b, UP, &b.clock("Tuesday 12:30, 22.5°C"));
     // Change Monday's 07:00, remove Wednesday's 22:00, copy Tuesday to Thursday and Friday.
-    focus_handle(b, "Monday 07:00, 21.0°C");
+    focus_handle(b, &b.clock("Monday 07:00, 21.0°C"));
     b.press(DOWN);
-    assert_eq!(focused(b), "Monday 07:00, 20.5°C");
-    b.click(&format!(
+    assert_eq!(focused(b), b.clock("Monday 07:00, 20.5°C"));
+    b.click(&b.clock(&format!(
         "{card} [role=slider][aria-label='Wednesday 22:00, 19.0°C']"
-    ));
-    b.click("button[aria-label='Remove 22:00 on Wednesday from Test Room']");
+    )));
+    b.click(&b.clock("button[aria-label='Remove 22:00 on Wednesday from Test Room']"));
     b.click(&format!("{card} section[data-day='1'] .wk-day"));
     b.click("button[aria-label='Copy Tuesday of Test Room to other days']");
     b.click(&format!("#copy-{s}-1-3"));
@@ -302,13 +302,12 @@ pub fn schedule_editor(b: &Browser, app: &App, control: SocketAddr, sim: &TestTh
         &format!("return document.getElementById('schedule-error-{s}').textContent"),
     );
     assert!(
-        problem
-            .as_str()
-            .unwrap()
-            .contains("Tuesday 12:30: 22.5°C is above the highest this thermostat allows, 22.0°C"),
+        problem.as_str().unwrap().contains(
+            &b.clock("Tuesday 12:30: 22.5°C is above the highest this thermostat allows, 22.0°C")
+        ),
         "{problem}"
     );
-    assert_eq!(focused(b), "Tuesday 12:30, 22.5°C");
+    assert_eq!(focused(b), b.clock("Tuesday 12:30, 22.5°C"));
     assert_eq!(b.js("return window.__sent"), sent);
     assert_eq!(stored(app, s, "schedule").0, before);
     // Fixed, the problem leaves the list.
@@ -317,7 +316,7 @@ pub fn schedule_editor(b: &Browser, app: &App, control: SocketAddr, sim: &TestTh
     ));
     b.press(DOWN);
     b.press(UP);
-    assert_eq!(focused(b), "Tuesday 12:30, 22.5°C");
+    assert_eq!(focused(b), b.clock("Tuesday 12:30, 22.5°C"));
     assert_eq!(text_of(b, &format!("#schedule-error-{s}")), "");
 
     // Save: the whole schedule, durable and pushed to the thermostat's held subscribe.
@@ -345,7 +344,7 @@ pub fn schedule_editor(b: &Browser, app: &App, control: SocketAddr, sim: &TestTh
     assert_eq!(day(&schedule, "3"), thursday);
     assert!(
         text_of(b, &format!("{card} section[data-day='3']"))
-            .contains("00:00 21.0°C, carried over from Wednesday")
+            .contains(&b.clock("00:00 21.0°C, carried over from Wednesday"))
     );
     assert_eq!(
         day(&schedule, "0"),
@@ -366,8 +365,8 @@ pub fn schedule_editor(b: &Browser, app: &App, control: SocketAddr, sim: &TestTh
     b.js(&format!(
         "cards.get('{s}').ed.limits.high = 40; return true"
     ));
-    focus_handle(b, "Monday 07:00, 20.5°C");
-    press_until(b, UP, "Monday 07:00, 35.0°C");
+    focus_handle(b, &b.clock("Monday 07:00, 20.5°C"));
+    press_until(b, UP, &b.clock("Monday 07:00, 35.0°C"));
     b.click(&format!("#schedule-save-{s}"));
     let refusal = b.wait_for(
         "the server's refusal",
@@ -379,19 +378,19 @@ pub fn schedule_editor(b: &Browser, app: &App, control: SocketAddr, sim: &TestTh
             "Not saved: Day 0 entry 1: temp 35 is outside 4.5–32 °C. Your changes are still here."
         )
     );
-    focus_handle(b, "Monday 07:00, 35.0°C");
+    focus_handle(b, &b.clock("Monday 07:00, 35.0°C"));
     assert_eq!(stored(app, s, "schedule").0, before);
     // Discard: what is stored comes back.
     b.click(&format!("#schedule-discard-{s}"));
     b.wait_for(
         "the stored schedule again",
-        "return !!document.querySelector(\"dialog:modal [role=slider][aria-label='Monday 07:00, 20.5°C']\")",
+        &b.clock("return !!document.querySelector(\"dialog:modal [role=slider][aria-label='Monday 07:00, 20.5°C']\")"),
     );
 
     // Changed elsewhere while the edit is open: said, and nothing is overwritten until the
     // person chooses.
-    focus_handle(b, "Monday 07:00, 20.5°C");
-    press_until(b, UP, "Monday 07:00, 21.5°C");
+    focus_handle(b, &b.clock("Monday 07:00, 20.5°C"));
+    press_until(b, UP, &b.clock("Monday 07:00, 21.5°C"));
     let mut elsewhere = schedule.clone();
     elsewhere["days"]["6"] = json!({"0": {"time": 30600, "type": "HEAT", "temp": 18.0}});
     let r = command(control, s, "set_schedule", elsewhere);
@@ -415,8 +414,8 @@ pub fn schedule_editor(b: &Browser, app: &App, control: SocketAddr, sim: &TestTh
     assert_eq!(day(&schedule, "6").len(), 3, "the person chose their edit");
 
     // Or the person takes the thermostat's: the edit goes, what is stored comes back.
-    focus_handle(b, "Monday 07:00, 21.5°C");
-    press_until(b, DOWN, "Monday 07:00, 18.0°C");
+    focus_handle(b, &b.clock("Monday 07:00, 21.5°C"));
+    press_until(b, DOWN, &b.clock("Monday 07:00, 18.0°C"));
     let mut elsewhere = schedule.clone();
     elsewhere["days"]["0"]["1"]["temp"] = json!(23.0);
     let r = command(control, s, "set_schedule", elsewhere);
@@ -428,7 +427,7 @@ pub fn schedule_editor(b: &Browser, app: &App, control: SocketAddr, sim: &TestTh
     choose(b, s, "Load the new schedule");
     b.wait_for(
         "the thermostat's schedule in the editor",
-        "return !!document.querySelector(\"dialog:modal [role=slider][aria-label='Monday 07:00, 23.0°C']\")",
+        &b.clock("return !!document.querySelector(\"dialog:modal [role=slider][aria-label='Monday 07:00, 23.0°C']\")"),
     );
     assert_eq!(
         day(&stored(app, s, "schedule").1, "0")[1],
@@ -438,8 +437,8 @@ pub fn schedule_editor(b: &Browser, app: &App, control: SocketAddr, sim: &TestTh
     // A change the page never heard of (its event stream was away) is still not overwritten:
     // the server refuses the save, and the page asks.
     b.js("window.scheduleChanged = () => {}; return true");
-    focus_handle(b, "Monday 07:00, 23.0°C");
-    press_until(b, DOWN, "Monday 07:00, 18.0°C");
+    focus_handle(b, &b.clock("Monday 07:00, 23.0°C"));
+    press_until(b, DOWN, &b.clock("Monday 07:00, 18.0°C"));
     let (before, mut unseen) = stored(app, s, "schedule");
     unseen["days"]["0"]["1"]["temp"] = json!(24.0);
     assert_eq!(command(control, s, "set_schedule", unseen).status, 200);
@@ -462,15 +461,23 @@ pub fn fahrenheit(b: &Browser, app: &App) {
     open_schedule(b, s);
     b.click(&format!("{card} section[data-day='4'] .wk-day"));
     b.click("button[aria-label='Add a setpoint on Friday to Bedroom']");
-    assert!(focused(b).starts_with("Friday 23:00, "), "{}", focused(b));
-    let now: f64 = focused(b)["Friday 23:00, ".len()..]
+    assert!(
+        focused(b).starts_with(&b.clock("Friday 23:00, ")),
+        "{}",
+        focused(b)
+    );
+    let now: f64 = focused(b)[b.clock("Friday 23:00, ").len()..]
         .trim_end_matches("°F")
         .parse()
         .unwrap();
     let up = now < 68.0;
-    press_until(b, if up { UP } else { DOWN }, "Friday 23:00, 68°F");
-    focus_handle(b, "Saturday 07:00, 74°F");
-    press_until(b, DOWN, "Saturday 07:00, 71°F");
+    press_until(
+        b,
+        if up { UP } else { DOWN },
+        &b.clock("Friday 23:00, 68°F"),
+    );
+    focus_handle(b, &b.clock("Saturday 07:00, 74°F"));
+    press_until(b, DOWN, &b.clock("Saturday 07:00, 71°F"));
     save_schedule(b, s);
     let (_, schedule) = stored(app, s, "schedule");
     let friday = day(&schedule, "4");

@@ -222,17 +222,20 @@ fn a_week_by_hand() {
     let monday = b.js("return [...document.querySelectorAll('.wk-row[data-day=\"0\"] [role=slider]')].map((h) => h.getAttribute('aria-label'))");
     assert_eq!(
         monday,
-        json!(["Monday 08:00, 21.0°C", "Monday 22:00, 17.0°C"])
+        json!([
+            b.clock("Monday 08:00, 21.0°C"),
+            b.clock("Monday 22:00, 17.0°C")
+        ])
     );
     assert!(
         b.js("return document.querySelector('.wk-row[data-day=\"0\"]').textContent")
             .as_str()
             .unwrap()
-            .contains("00:00 17.0°C, carried over from Sunday")
+            .contains(&b.clock("00:00 17.0°C, carried over from Sunday"))
     );
 
     // By finger: Monday's 22:00 dragged half an hour on, and 07:00 tapped in.
-    let h = handle_at(&b, "Monday 22:00, 17.0°C");
+    let h = handle_at(&b, &b.clock("Monday 22:00, 17.0°C"));
     let step = h[4] / 96.0;
     b.drag(
         "touch",
@@ -240,7 +243,9 @@ fn a_week_by_hand() {
     );
     b.wait_for(
         "the setpoint at 22:30",
-        "return !!document.querySelector('[role=slider][aria-label=\"Monday 22:30, 17.0°C\"]')",
+        &b.clock(
+            "return !!document.querySelector('[role=slider][aria-label=\"Monday 22:30, 17.0°C\"]')",
+        ),
     );
     // A height of Monday's row at 07:00 that no handle covers.
     let x = h[2] + h[4] * 7.0 / 24.0;
@@ -261,10 +266,13 @@ fn a_week_by_hand() {
     b.drag("touch", &[(x, y)]);
     let added = b.wait_for(
         "the tapped setpoint",
-        "const h = document.activeElement; return h.getAttribute('role') === 'slider' && h.getAttribute('aria-label').startsWith('Monday 07:00') && h.getAttribute('aria-label')",
+        &b.clock("const h = document.activeElement; return h.getAttribute('role') === 'slider' && h.getAttribute('aria-label').startsWith('Monday 07:00') && h.getAttribute('aria-label')"),
     );
     assert!(
-        added.as_str().unwrap().starts_with("Monday 07:00, "),
+        added
+            .as_str()
+            .unwrap()
+            .starts_with(&b.clock("Monday 07:00, ")),
         "{added}"
     );
     no_sideways_scroll(&b, TEST_SERIAL);
@@ -277,24 +285,24 @@ fn a_week_by_hand() {
 
     // By keyboard: Tuesday's 22:00 to 22:30 and half a degree up, a setpoint added and moved
     // to 07:00, 08:00 removed.
-    super::tab_to(&b, "Tuesday 22:00, 17.0°C");
+    super::tab_to(&b, &b.clock("Tuesday 22:00, 17.0°C"));
     b.press(&format!("{RIGHT}{RIGHT}{UP}"));
-    assert_eq!(focused_label(&b), json!("Tuesday 22:30, 17.5°C"));
+    assert_eq!(focused_label(&b), json!(b.clock("Tuesday 22:30, 17.5°C")));
     let tuesday = b.js("return document.querySelector('.wk-row[data-day=\"1\"] .wk-day').getAttribute('aria-label')");
     super::tab_to(&b, tuesday.as_str().unwrap());
     b.press(ENTER);
     super::tab_to(&b, "Add a setpoint on Tuesday to Test Room");
     b.press(ENTER);
-    assert_eq!(focused_label(&b), json!("Tuesday 23:30, 17.5°C"));
+    assert_eq!(focused_label(&b), json!(b.clock("Tuesday 23:30, 17.5°C")));
     for _ in 0..100 {
-        if focused_label(&b) == json!("Tuesday 07:00, 17.5°C") {
+        if focused_label(&b) == json!(b.clock("Tuesday 07:00, 17.5°C")) {
             break;
         }
         b.press(LEFT);
     }
-    assert_eq!(focused_label(&b), json!("Tuesday 07:00, 17.5°C"));
+    assert_eq!(focused_label(&b), json!(b.clock("Tuesday 07:00, 17.5°C")));
     b.press(&format!("{UP}{UP}"));
-    super::tab_to(&b, "Tuesday 08:00, 21.0°C");
+    super::tab_to(&b, &b.clock("Tuesday 08:00, 21.0°C"));
     b.press(DELETE);
     super::tab_to(&b, "Save the schedule of Test Room");
     let sent = sent_schedules(&b);
@@ -316,13 +324,13 @@ fn a_week_by_hand() {
     );
 
     // The selected setpoint's Remove button; then the pictures, at 360 and 1280, light and dark.
-    b.click("[role=slider][aria-label='Wednesday 08:00, 21.0°C']");
-    b.click("button[aria-label='Remove 08:00 on Wednesday from Test Room']");
+    b.click(&b.clock("[role=slider][aria-label='Wednesday 08:00, 21.0°C']"));
+    b.click(&b.clock("button[aria-label='Remove 08:00 on Wednesday from Test Room']"));
     assert_eq!(
         b.js("return document.querySelectorAll('.wk-row[data-day=\"2\"] [role=slider]').length"),
         json!(1)
     );
-    b.js("[...document.querySelectorAll('[role=slider]')].find((h) => h.getAttribute('aria-label').startsWith('Monday 07:00')).focus(); return true");
+    b.js(&b.clock("[...document.querySelectorAll('[role=slider]')].find((h) => h.getAttribute('aria-label').startsWith('Monday 07:00')).focus(); return true"));
     b.press(ENTER);
     b.js(&format!(
         "document.getElementById('schedule-{TEST_SERIAL}').scrollTop = 0; return true"
@@ -364,21 +372,21 @@ fn a_week_by_hand() {
          m.dispatchEvent(new Event('change')); return true"
     ));
     let monday = b.js("return [...document.querySelectorAll('.wk-row[data-day=\"0\"] [role=slider]')].map((h) => h.getAttribute('aria-label'))");
-    assert_eq!(monday[2], json!("Monday 08:00, heat to 21.0°C"));
-    assert_eq!(monday[3], json!("Monday 08:00, cool to 24.0°C"));
+    assert_eq!(monday[2], json!(b.clock("Monday 08:00, heat to 21.0°C")));
+    assert_eq!(monday[3], json!(b.clock("Monday 08:00, cool to 24.0°C")));
     b.js(&format!(
         "document.getElementById('schedule-{TEST_SERIAL}').scrollTop = 0; return true"
     ));
-    let h = handle_at(&b, "Monday 08:00, heat to 21.0°C");
+    let h = handle_at(&b, &b.clock("Monday 08:00, heat to 21.0°C"));
     b.drag(
         "mouse",
         &[(h[0], h[1]), (h[0], h[1] - h[5] / 2.0), (h[0], h[1] - h[5])],
     );
     b.wait_for(
         "heat-to up against cool-to",
-        "return !!document.querySelector('[role=slider][aria-label=\"Monday 08:00, heat to 23.5°C\"]')",
+        &b.clock("return !!document.querySelector('[role=slider][aria-label=\"Monday 08:00, heat to 23.5°C\"]')"),
     );
-    let h = handle_at(&b, "Monday 08:00, cool to 24.0°C");
+    let h = handle_at(&b, &b.clock("Monday 08:00, cool to 24.0°C"));
     let step = h[4] / 96.0;
     b.drag(
         "mouse",
@@ -386,15 +394,17 @@ fn a_week_by_hand() {
     );
     b.wait_for(
         "both ends at 07:30",
-        "return !!document.querySelector('[role=slider][aria-label=\"Monday 07:30, cool to 24.0°C\"]')
-           && !!document.querySelector('[role=slider][aria-label=\"Monday 07:30, heat to 23.5°C\"]')",
+        &b.clock("return !!document.querySelector('[role=slider][aria-label=\"Monday 07:30, cool to 24.0°C\"]')
+           && !!document.querySelector('[role=slider][aria-label=\"Monday 07:30, heat to 23.5°C\"]')"),
     );
     b.painted();
     b.screenshot("schedule-range-360.png");
     b.click(&format!("#schedule-discard-{TEST_SERIAL}"));
     b.wait_for(
         "the stored schedule again",
-        "return !!document.querySelector('[role=slider][aria-label=\"Monday 08:00, 21.0°C\"]')",
+        &b.clock(
+            "return !!document.querySelector('[role=slider][aria-label=\"Monday 08:00, 21.0°C\"]')",
+        ),
     );
 
     // Closed: the page is as it was (the screenshots' changes of width moved it, so it is
