@@ -207,9 +207,13 @@ impl App {
     /// The time now on the clock of `serial`'s structure (its time zone, as its reading names
     /// it; UTC without one).
     pub fn local_time(&self, serial: &str) -> crate::thermostat::course::Local {
+        crate::thermostat::course::Local::at(&self.zone_of(serial), self.config.clock.now_ms())
+    }
+
+    /// The time zone of `serial`'s structure, as its reading names it (resolved once per name).
+    pub fn zone_of(&self, serial: &str) -> Arc<crate::zone::Zone> {
         let name = self.reading(serial).and_then(|r| r.time_zone.clone());
-        let zone = self.readings.zone(name.as_deref(), &self.config.zoneinfo);
-        crate::thermostat::course::Local::at(&zone, self.config.clock.now_ms())
+        self.readings.zone(name.as_deref(), &self.config.zoneinfo)
     }
 
     /// What `serial`'s reading would be made from now (to tell whether something made from an

@@ -27,6 +27,12 @@ pub const DAY_S: i64 = 86_400;
 /// The table of zone names and their current POSIX rules (see `scripts/zones.sh`).
 const TABLE: &str = include_str!("zones.txt");
 
+/// The day of the week of a local date (days since 1970-01-01), 0 being Monday as a schedule's
+/// day keys count: 1970-01-01 was a Thursday.
+pub fn weekday(day: i64) -> i64 {
+    (day + 3).rem_euclid(7)
+}
+
 /// Where a zone's rules came from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Source {
@@ -151,6 +157,21 @@ impl Zone {
     pub fn day_of(&self, ms: i64) -> i64 {
         let t = ms.div_euclid(1000);
         (t + self.offset(t)).div_euclid(DAY_S)
+    }
+
+    /// The local date of Unix milliseconds `ms` (days since 1970-01-01) and the seconds since
+    /// local midnight.
+    pub fn local(&self, ms: i64) -> (i64, i64) {
+        let t = ms.div_euclid(1000);
+        let local = t + self.offset(t);
+        (local.div_euclid(DAY_S), local.rem_euclid(DAY_S))
+    }
+
+    /// Where Unix milliseconds `ms` fall in the local week: the day, 0 being Monday (a
+    /// schedule's day keys, as the firmware counts them), and the seconds since local midnight.
+    pub fn week_time(&self, ms: i64) -> (i64, i64) {
+        let (day, secs) = self.local(ms);
+        (weekday(day), secs)
     }
 
     /// The first Unix millisecond of the local day after the one `ms` is in.
@@ -283,6 +304,15 @@ mod tests {
     /// 2026-01-15 and 2026-07-15, 12:00 UTC.
     const JANUARY: i64 = 1_768_478_400;
     const JULY: i64 = 1_784_116_800;
+
+    #[test]
+    fn the_week_starts_on_monday_in_the_zone() {
+        // 2026-01-15 is a Thursday; 12:00 UTC is 01:00 on Friday in Auckland (UTC+13).
+        assert_eq!(Zone::utc().week_time(JANUARY * 1000), (3, 12 * 3600));
+        let auckland = Zone::resolve(Some("Pacific/Auckland"), Path::new(NONE));
+        assert_eq!(auckland.week_time(JANUARY * 1000), (4, 3600));
+        assert_eq!(Zone::utc().week_time(-1), (2, DAY_S - 1));
+    }
 
     #[test]
     fn utc_days_split_at_midnight() {

@@ -21,7 +21,7 @@ pub fn schedule(app: &App, req: &Request) -> Result<Response, ControlError> {
     let limits = thermostat::view(app.state(), &serial)
         .map(|v| schedule::limits(&v, schedule::CONTROL_LAST_TIME))
         .ok_or(ControlError::DeviceNotFound)?;
-    let body = match found {
+    let mut body = match found {
         Some(b) => json!({
             "serial": serial,
             "schedule": b.value,
@@ -31,7 +31,21 @@ pub fn schedule(app: &App, req: &Request) -> Result<Response, ControlError> {
         }),
         None => json!({"serial": serial, "schedule": null, "limits": limits}),
     };
+    body["now"] = now_in_week(app, &serial);
     Ok(Response::json(200, &body))
+}
+
+/// Where the thermostat's week stands now, in its structure's time zone (an editor's "today"
+/// and line at now): `{"day","time","time_zone","time_zone_source","structure_time_zone"}`,
+/// `day` 0 being Monday as the schedule's day keys count, `time` seconds since local midnight.
+fn now_in_week(app: &App, serial: &str) -> serde_json::Value {
+    let zone = app.zone_of(serial);
+    let (day, time) = zone.week_time(app.config().clock.now_ms());
+    let mut out = serde_json::Map::new();
+    out.insert("day".into(), json!(day));
+    out.insert("time".into(), json!(time));
+    zone.named.put(&mut out);
+    serde_json::Value::Object(out)
 }
 
 /// `POST /notify-device {"serial"}`: sends every bucket, unchanged, to the thermostat's held

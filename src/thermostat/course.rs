@@ -58,17 +58,13 @@ pub struct Local {
 
 impl Local {
     pub fn at(zone: &Zone, now_ms: i64) -> Local {
-        let t = now_ms.div_euclid(1000);
-        let local = t + zone.offset(t);
-        Local {
-            day: local.div_euclid(DAY_S),
-            secs: local.rem_euclid(DAY_S),
-        }
+        let (day, secs) = zone.local(now_ms);
+        Local { day, secs }
     }
 
-    /// The firmware's day number: 0 is Monday (1970-01-01 was a Thursday).
+    /// The firmware's day number: 0 is Monday.
     pub fn weekday(self) -> i64 {
-        (self.day + 3).rem_euclid(7)
+        crate::zone::weekday(self.day)
     }
 }
 

@@ -194,6 +194,38 @@ fn devices_stats_config_and_schedule() {
     );
 }
 
+/// `/api/schedule`'s `now`: where the thermostat's week stands in its structure's time zone
+/// (day 0 is Monday, as the schedule's day keys count), UTC said to be a fallback until the
+/// structure has a zone.
+#[test]
+fn the_schedule_says_where_the_week_stands_in_the_structure_zone() {
+    // Thursday 2026-01-15 12:00 UTC: Friday 01:00 in Auckland (UTC+13 in summer).
+    let time = ManualClock::at(1_768_478_400_000);
+    let s = TestServer::start_with(|c| {
+        c.clock = time.clock();
+        c.zoneinfo = "/nonexistent".into();
+    });
+    let (_sim, _events, _held) = booted_and_held(&s, SERIAL);
+    let now = || get(s.control(), &format!("/api/schedule?serial={SERIAL}")).json()["now"].clone();
+    assert_eq!(
+        now(),
+        json!({"day": 3, "time": 43_200, "time_zone": "UTC", "time_zone_source": "fallback",
+               "structure_time_zone": null})
+    );
+    s.server_change(
+        SERIAL,
+        &format!("device.{SERIAL}"),
+        json!({"time_zone": "Pacific/Auckland"}),
+    );
+    assert_eq!(
+        now(),
+        json!({"day": 4, "time": 3600, "time_zone": "Pacific/Auckland",
+               "time_zone_source": "built-in", "structure_time_zone": "Pacific/Auckland"})
+    );
+    time.advance(Duration::from_secs(23 * 3600));
+    assert_eq!(now()["day"], json!(5));
+}
+
 #[test]
 fn notify_repushes_every_bucket_and_delete_unlists_the_thermostat() {
     let s = TestServer::start();

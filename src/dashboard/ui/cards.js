@@ -68,14 +68,8 @@ function buildCard(d) {
   c.controls = el("div", { class: "controls" }, c.presenceGroup, el("div", { class: "group" }, c.modeLabel, c.modes), fanControl(c));
   c.controlError = el("p", { class: "error", id: id("control-error"), role: "alert" });
   c.chart = el("figure", { class: "history" });
-  c.schedule = el("div", { class: "editor" });
-  const details = el("details", {}, el("summary", {}, "Schedule"), c.schedule);
-  c.scheduleDetails = details;
-  // Opening loads what is stored; an edit in progress is kept while the section is closed.
-  details.addEventListener("toggle", () => {
-    c.root.classList.toggle("wide", details.open);
-    if (details.open && !(c.ed && c.ed.dirty)) loadSchedule(c);
-  });
+  // The schedule opens in a dialog of its own (schedule.js): the card does not change size.
+  const details = scheduleSection(c);
   const settings = el("details", { class: "more" }, el("summary", {}, "Settings"), buildSettings(c));
   // Closed, unsaved typing is let go: the fields show the thermostat's values again.
   settings.addEventListener("toggle", () => {

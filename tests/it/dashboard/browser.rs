@@ -196,6 +196,38 @@ impl Browser {
         );
     }
 
+    /// A pointer (`"mouse"` or `"touch"`) pressed at the first point (viewport CSS pixels),
+    /// moved through the others and let go at the last: a drag, or with one point a tap.
+    pub fn drag(&self, pointer: &str, points: &[(f64, f64)]) {
+        let at = |(x, y): (f64, f64)| {
+            json!({"type": "pointerMove", "duration": 50, "origin": "viewport",
+            "x": x.round() as i64, "y": y.round() as i64})
+        };
+        let mut actions = vec![at(points[0]), json!({"type": "pointerDown", "button": 0})];
+        actions.extend(points[1..].iter().map(|p| at(*p)));
+        actions.push(json!({"type": "pointerUp", "button": 0}));
+        self.call(
+            "POST",
+            "/actions",
+            json!({"actions": [{"type": "pointer", "id": pointer,
+                "parameters": {"pointerType": pointer}, "actions": actions}]}),
+        );
+        self.call("DELETE", "/actions", Value::Null);
+    }
+
+    /// `text` with each time of day written `HH:MM` written as the page writes times, in the
+    /// browser's own clock format ("22:00", or "10:00 PM").
+    pub fn clock(&self, text: &str) -> String {
+        let v = self.call(
+            "POST",
+            "/execute/sync",
+            json!({"script": "return arguments[0].replace(/\\b(\\d\\d):(\\d\\d)\\b/g, (_, h, m) =>
+                new Date(2000, 0, 3, +h, +m).toLocaleTimeString([], { hour: 'numeric', minute: '2-digit' }))",
+                "args": [text]}),
+        );
+        v.as_str().unwrap().to_string()
+    }
+
     /// The page as a phone or desktop of this size would lay it out.
     pub fn viewport(&self, width: u32, height: u32, mobile: bool) {
         self.call(
