@@ -374,11 +374,13 @@ impl Engine {
 /// from within `ALERT_OFFLINE_MINUTES`. One not heard from since this process started counts
 /// from the start, and cannot be told until the limit has passed.
 fn in_touch(app: &dyn Context, config: &AlertConfig, serial: &str, now_ms: i64) -> Option<bool> {
-    let limit = config.offline_after?;
-    let limit_ms = i64::try_from(limit.as_millis()).unwrap_or(i64::MAX);
     if app.state().hub().subscriptions_of(serial) > 0 {
         return Some(true);
     }
+    // With the offline rule off (0), `not_applied` still needs to know: heard from within its
+    // own limit.
+    let limit = config.offline_after.or(config.not_applied_after)?;
+    let limit_ms = i64::try_from(limit.as_millis()).unwrap_or(i64::MAX);
     let last = app.last_seen(serial);
     let since = last.unwrap_or(app.started_ms()).max(app.started_ms());
     if now_ms - since > limit_ms {

@@ -210,14 +210,28 @@ fn value_of(config: &AlertConfig, setting: &Setting) -> Map<String, Value> {
         "ALERT_NOT_APPLIED_MINUTES" => minutes(config.not_applied_after),
         "FILTER_REMINDER_HOURS" => number(config.filter_after_s.unwrap_or(0) as f64 / 3600.0),
         "ALERT_RULES_OFF" => json!(config.rules_off),
-        "NTFY_URL" => json!(config.ntfy_url),
-        "WEBHOOK_URL" => json!(config.webhook_url),
+        "NTFY_URL" => json!(config.ntfy_url.as_deref().map(masked)),
+        "WEBHOOK_URL" => json!(config.webhook_url.as_deref().map(masked)),
         "WEBHOOK_SECRET" => {
             return Map::from_iter([("set".into(), json!(config.webhook_secret.is_some()))]);
         }
         _ => Value::Null,
     };
     Map::from_iter([("value".into(), value)])
+}
+
+/// A target URL as the page may show it: a user and password, or a query (where tokens
+/// live), are shown as `…`, never returned; the scheme, host and path say which it is.
+fn masked(url: &str) -> String {
+    let (scheme, rest) = url.split_once("://").unwrap_or(("", url));
+    let (authority, path) = rest.find('/').map_or((rest, ""), |i| rest.split_at(i));
+    let host = authority
+        .rsplit_once('@')
+        .map_or_else(|| authority.to_string(), |(_, host)| format!("…@{host}"));
+    let path = path
+        .split_once('?')
+        .map_or_else(|| path.to_string(), |(p, _)| format!("{p}?…"));
+    format!("{scheme}://{host}{path}")
 }
 
 /// A number as people write it: whole numbers without `.0`, at most 4 decimals.
@@ -284,6 +298,22 @@ fn parse_file(bytes: &[u8]) -> Result<Saved, String> {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn target_urls_are_shown_without_their_tokens() {
+        assert_eq!(
+            super::masked("https://ntfy.sh/house"),
+            "https://ntfy.sh/house"
+        );
+        assert_eq!(
+            super::masked("https://user:pw@ntfy.example/house?auth=tk"),
+            "https://…@ntfy.example/house?…"
+        );
+        assert_eq!(
+            super::masked("http://hook.lan:8123"),
+            "http://hook.lan:8123"
+        );
+    }
+
     use super::*;
 
     fn dir(tag: &str) -> PathBuf {

@@ -155,7 +155,7 @@ impl AlertSources {
 
 /// Values saved on the page, by variable, as text: what the environment would hold (numbers as
 /// JSON writes them, the rules off separated by commas). An empty text setting (a URL, the
-/// secret) is saved as "none", which the environment cannot say.
+/// secret) is saved empty and means none, which the environment cannot say.
 pub type Saved = BTreeMap<&'static str, String>;
 
 /// The alert settings in force, and where each comes from.

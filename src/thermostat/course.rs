@@ -120,7 +120,8 @@ fn day_entries(schedule: &Fields, day: i64, kind: &str) -> Vec<Entry> {
     entries
 }
 
-fn same(a: &[f64], b: &[f64], tolerance: f64) -> bool {
+/// Two sets of setpoints alike within `tolerance` (°C).
+pub(crate) fn same(a: &[f64], b: &[f64], tolerance: f64) -> bool {
     a.len() == b.len() && a.iter().zip(b).all(|(x, y)| (x - y).abs() <= tolerance)
 }
 

@@ -206,11 +206,7 @@ fn resume(view: &View, local: Local) -> Result<JsonMap, Refusal> {
         .iter()
         .map(|f| view.field(f).and_then(Value::as_f64))
         .collect();
-    if now.is_some_and(|now| {
-        now.iter()
-            .zip(&scheduled)
-            .all(|(a, b)| (a - b).abs() <= course::TOLERANCE_C)
-    }) {
+    if now.is_some_and(|now| course::same(&now, &scheduled, course::TOLERANCE_C)) {
         return Err(nothing("the thermostat already follows its schedule"));
     }
     let mut values = JsonMap::new();

@@ -89,16 +89,24 @@ pub fn observe(
     {
         return;
     }
+    // Still pending on its side: it has the values, it has not applied them.
+    if reported.get(PENDING) == Some(&Value::Bool(true)) {
+        return;
+    }
+    let acknowledged = reported.get(PENDING) == Some(&Value::Bool(false));
+    // Holding the pushed revision, its acknowledgement is enough, whatever values come with it
+    // (rounded to its °F dial, or already moved on by its schedule or its dial).
+    let holds_it = holds.is_some_and(|r| r >= change.revision);
     let mut carried = 0;
     for (field, want) in &change.expect {
         match reported.get(field) {
             None => {}
             Some(got) if same(want, got) => carried += 1,
-            // It holds something else: not this change (yet).
+            // It holds something else: not this change (yet), unless it says it took it.
+            Some(_) if holds_it && acknowledged => {}
             Some(_) => return,
         }
     }
-    let acknowledged = reported.get(PENDING) == Some(&Value::Bool(false));
     if acknowledged || carried == change.expect.len() {
         let mut taken = change.clone();
         taken.taken_ms = Some(txn.now_ms());
@@ -106,14 +114,19 @@ pub fn observe(
     }
 }
 
-/// The same value as the thermostat reports it: numbers within a hundredth (it writes five
-/// decimals of what it was sent), anything else exactly.
+/// The same value as the thermostat reports it: numbers within [`REPORTED_C`] (it writes
+/// five decimals of what it was sent, and a °F dial rounds to its whole degrees), anything
+/// else exactly.
 fn same(want: &Value, got: &Value) -> bool {
     match (want.as_f64(), got.as_f64()) {
-        (Some(a), Some(b)) => (a - b).abs() < 0.01,
+        (Some(a), Some(b)) => (a - b).abs() <= REPORTED_C,
         _ => want == got,
     }
 }
+
+/// How far a reported setpoint may be from the one sent and still be it: half a °F and a
+/// little, so a °F dial's rounding counts.
+const REPORTED_C: f64 = 0.3;
 
 /// Where the latest change stands, as every surface says it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -334,6 +347,39 @@ mod tests {
         // Five decimals of what it was sent.
         assert!(
             f.report("shared.S", json!({"target_temperature": 22.50000}), None)
+                .is_some()
+        );
+    }
+
+    #[test]
+    fn an_acknowledgement_of_the_revision_takes_it_whatever_values_come_with_it() {
+        let f = Fixture::new(setpoint(7));
+        // Its schedule moved on in the same report: still the acknowledgement of this push.
+        assert!(
+            f.report(
+                "shared.S",
+                json!({"target_temperature": 17.0, "target_change_pending": false}),
+                Some(7)
+            )
+            .is_some()
+        );
+    }
+
+    #[test]
+    fn values_still_pending_on_its_side_or_a_rounded_dial() {
+        let f = Fixture::new(setpoint(7));
+        assert_eq!(
+            f.report(
+                "shared.S",
+                json!({"target_temperature": 22.5, "target_change_pending": true}),
+                Some(7)
+            ),
+            None,
+            "received, not applied"
+        );
+        // 72.5 °F shown as 73 °F: 22.78 °C.
+        assert!(
+            f.report("shared.S", json!({"target_temperature": 22.7778}), None)
                 .is_some()
         );
     }

@@ -34,16 +34,7 @@ function alertPlace(a) {
   const c = cards.get(a.serial);
   return c ? nameOf(c) : a.serial;
 }
-// "10:02" today, "Tue 10:02" this week, "3 Nov, 10:02" before.
-function alertTime(iso) {
-  const t = new Date(iso);
-  if (isNaN(t)) return "";
-  const time = clockTime(t);
-  const days = (Date.now() - t.getTime()) / 86400000;
-  if (t.toDateString() === new Date().toDateString()) return time;
-  if (days < 6) return t.toLocaleDateString([], { weekday: "short" }) + " " + time;
-  return t.toLocaleDateString([], { day: "numeric", month: "short" }) + ", " + time;
-}
+const alertTime = (iso) => whenWords(new Date(iso), new Date());
 
 function buildBanner(a) {
   const safety = SAFETY_KINDS.includes(a.kind);

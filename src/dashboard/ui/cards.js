@@ -239,15 +239,7 @@ function updateTaken(c, d) {
 // The server works both out from the thermostat's reading in its structure's time zone
 // (`hold` and `next_step` of /status); the page only words them.
 function valueText(v, d) { return v.length === 2 ? deg(v[0], d).slice(0, -1) + "–" + deg(v[1], d) : deg(v[0], d); }
-// "22:00" (or "10:00 PM") today, "tomorrow 07:00", "Wed 07:00" later in the week.
-function whenText(iso, now) {
-  const t = new Date(iso);
-  const days = Math.round((new Date(t.toDateString()) - new Date(now.toDateString())) / 86400000);
-  const time = clockTime(t);
-  if (days <= 0) return time;
-  if (days === 1) return "tomorrow " + time;
-  return t.toLocaleDateString([], { weekday: "short" }) + " " + time;
-}
+const whenText = (iso, now) => whenWords(new Date(iso), now);
 
 function planText(d, now) {
   if (d.hold) {

@@ -77,9 +77,12 @@ function daysAgo(n, zone) {
 }
 const dateOf = (text) => new Date(text + "T12:00:00Z");
 
-// The days a view shows, as the API takes them: the last 7, 30 or 365 days, today included.
+// The days a view shows, as the API takes them: the last 7, 30 or 365 whole days, up to
+// yesterday. Today is not over: counted in, it would make every period look shorter than the
+// whole one before it (the card's "Last 24 h" says today's).
 function energyPeriod(view, zone) {
-  return { from: daysAgo(energyView(view)[4], zone), to: daysAgo(0, zone) };
+  const n = energyView(view)[4];
+  return { from: daysAgo(n + 1, zone), to: daysAgo(1, zone) };
 }
 
 // Loads the chosen view's period; an answer for a view no longer chosen is dropped (the load

@@ -64,8 +64,16 @@ function clockTime(t) {
 function clockHour(d) {
   return d.toLocaleTimeString([], { hour: "numeric" });
 }
-function hhmm(t) {
-  return String(Math.floor(t / 3600)).padStart(2, "0") + ":" + String(Math.floor(t % 3600 / 60)).padStart(2, "0");
+// A moment as people say it from `now`: "10:02 PM" the same day, "tomorrow 7:00 AM", "Tue
+// 10:02 PM" within the week either way, "3 Nov, 10:02 PM" further.
+function whenWords(t, now) {
+  if (isNaN(t)) return "";
+  const time = clockTime(t);
+  const days = Math.round((new Date(t.toDateString()) - new Date(now.toDateString())) / 86400000);
+  if (days === 0) return time;
+  if (days === 1) return "tomorrow " + time;
+  if (Math.abs(days) < 7) return t.toLocaleDateString([], { weekday: "short" }) + " " + time;
+  return t.toLocaleDateString([], { day: "numeric", month: "short" }) + ", " + time;
 }
 // The lowest and highest setpoints on the 0.5 °C grid within the editor's limits.
 const lowest = (lim) => Math.ceil(lim.low * 2 - 1e-9) / 2;

@@ -187,7 +187,8 @@ fn the_energy_section_draws_weeks_months_and_a_year_and_gives_the_csv() {
     ));
     assert_eq!(
         week,
-        json!("Heating ran 5 h less than in the 7 days before."),
+        // The 7 whole days up to yesterday (20 h) against the 7 before them (24 h).
+        json!("Heating ran 4 h less than in the 7 days before."),
         "the sentence compares the seeded weeks"
     );
     // The numbers are the API's for the same days: this thermostat's and the home's.
@@ -198,7 +199,7 @@ fn the_energy_section_draws_weeks_months_and_a_year_and_gives_the_csv() {
         json!([api["total"]["heat_s"], api["before"]["heat_s"]]),
         "{shown} {api}"
     );
-    assert_eq!(api["total"]["heat_s"], json!(17 * 3600), "{api}");
+    assert_eq!(api["total"]["heat_s"], json!(20 * 3600), "{api}");
     assert_eq!(api["home"]["thermostats"], json!(2), "{api}");
     assert_eq!(
         shown["home-heating"],
@@ -210,7 +211,7 @@ fn the_energy_section_draws_weeks_months_and_a_year_and_gives_the_csv() {
     );
     assert_eq!(
         api["home"]["total"]["heat_s"],
-        json!((17 + 12) * 3600),
+        json!((20 + 14) * 3600),
         "{api}"
     );
     let cells = b.js(&format!(
@@ -220,9 +221,9 @@ fn the_energy_section_draws_weeks_months_and_a_year_and_gives_the_csv() {
         cells,
         json!([
             "Last 7 days7 days before",
-            "Heating17 h22 h",
+            "Heating20 h24 h",
             "Cooling0 h0 h",
-            "Home heating29 h36 h"
+            "Home heating34 h38 h"
         ]),
         "{cells}"
     );

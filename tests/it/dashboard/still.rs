@@ -12,12 +12,19 @@ use crate::common::*;
 /// Records every layout shift from now on, with the elements that moved.
 const WATCH_SHIFTS: &str = r#"
 window.__shifts = [];
-new PerformanceObserver((list) => {
-  for (const e of list.getEntries()) window.__shifts.push({
+const note = (entries) => {
+  for (const e of entries) window.__shifts.push({
     value: e.value, afterInput: e.hadRecentInput, during: window.__step,
     moved: (e.sources || []).map((s) => s.node ? (s.node.id || s.node.className || s.node.nodeName) : "?"),
   });
-}).observe({ type: "layout-shift" });
+};
+window.__observer = new PerformanceObserver((list) => note(list.getEntries()));
+window.__observer.observe({ type: "layout-shift" });
+// Every shift so far, those the observer has not handed over yet included.
+window.__allShifts = () => new Promise((ok) => requestAnimationFrame(() => requestAnimationFrame(() => {
+  note(window.__observer.takeRecords());
+  ok(window.__shifts);
+})));
 return true;
 "#;
 
@@ -122,8 +129,18 @@ fn taps_and_away_move_nothing_at_360_and_1280() {
         tap(&b, &s, &format!("#fan-{TEST_SERIAL}"), "fan auto", |r| {
             r["fan_timer_active"] == json!(false)
         });
-        let shifts = b.js("return window.__shifts");
+        let shifts = b.js("return window.__allShifts()");
         assert_eq!(shifts, json!([]), "at {width} px");
+        // It would have seen one: a line put above the card moves it.
+        b.js("window.__step = 'a line above'; \
+              document.getElementById('cards').before(Object.assign(document.createElement('p'), \
+                { id: 'pushed', textContent: 'A line that moves everything below it' })); return true");
+        let seen = b.js("return window.__allShifts()");
+        assert!(
+            seen.as_array().is_some_and(|s| !s.is_empty()),
+            "the observer saw no shift at {width} px"
+        );
+        b.js("document.getElementById('pushed').remove(); return true");
         if width == 360 {
             b.screenshot("card-360.png");
         }
