@@ -344,6 +344,28 @@ mod tests {
     }
 
     #[test]
+    fn the_latest_change_and_whether_it_was_taken() {
+        let mut s = snapshot(json!({}), json!({}));
+        let out = home_assistant(&s, 0);
+        assert_eq!(find(&out, "last_change"), None, "before the first change");
+        let mut reading = (*s.reading).clone();
+        reading.change = Some(crate::thermostat::Change {
+            kind: crate::state::ChangeKind::Setpoint,
+            sent_ms: 1_000,
+            taken: crate::thermostat::Taken::At(2_000),
+        });
+        s.reading = Arc::new(reading);
+        let out = home_assistant(&s, 0);
+        assert_eq!(find(&out, "last_change"), Some("taken"));
+        let record: Value = serde_json::from_str(find(&out, "last_change_json").unwrap()).unwrap();
+        assert_eq!(
+            record,
+            json!({"kind": "setpoint", "state": "taken",
+                   "sent_at": "1970-01-01T00:00:01.000Z", "taken_at": "1970-01-01T00:00:02.000Z"})
+        );
+    }
+
+    #[test]
     fn payloads_are_plain_text_json_numbers_and_empty_for_null() {
         assert_eq!(payload(&json!(true)), "true");
         assert_eq!(payload(&json!(false)), "false");
