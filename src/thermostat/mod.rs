@@ -3,7 +3,8 @@
 //! ([`plan()`]), its refusals ([`Refusal`]), the one commit through the state's mutation path
 //! ([`commit()`]), the one reading every surface reads a thermostat through ([`Reading`], kept
 //! per thermostat by [`Readings`]), and its buckets as the interface document lists them
-//! ([`document`]).
+//! ([`document`]); where its schedule stands now ([`course`]) and whether it took the latest
+//! change ([`taken`]).
 //!
 //! A surface (the device protocol aside) only parses its own dialect into intents and maps
 //! refusals to its own wire errors; a new control is one intent and one planner rule here,
