@@ -191,14 +191,16 @@ impl Readings {
         let Some(name) = name else {
             return Arc::new(Zone::utc());
         };
-        let mut zones = self.zones.lock();
-        if let Some(zone) = zones.get(name) {
+        if let Some(zone) = self.zones.lock().get(name) {
             return Arc::clone(zone);
         }
+        // Read from the tz database with no lock held: a reading of another thermostat never
+        // waits on the disk for this one.
+        let zone = Arc::new(Zone::resolve(Some(name), zoneinfo));
+        let mut zones = self.zones.lock();
         if zones.len() >= ZONES_KEPT {
             zones.clear();
         }
-        let zone = Arc::new(Zone::resolve(Some(name), zoneinfo));
         zones.insert(name.to_string(), Arc::clone(&zone));
         zone
     }
