@@ -42,6 +42,8 @@ pub struct App {
     answered: Answered,
     /// When this process started serving, by the server's clock (`/metrics`).
     started_ms: i64,
+    /// The presence rule (`crate::people`).
+    people: crate::people::People,
     homekit: HomeKit,
 }
 
@@ -81,6 +83,7 @@ impl App {
     pub fn new(config: Config, state: State, origin: PublicOrigin) -> App {
         let events = EventStreams::new(config.event_keep_alive, config.clock.clone());
         let started_ms = config.clock.now_ms();
+        let config_away_after = config.away_after;
         let energy = crate::energy::Live::new(crate::energy::dir(&config.data_dir));
         // Outdoor readings are kept by place in the data directory (see `crate::weather`).
         let weather = Weather::new(
@@ -112,6 +115,7 @@ impl App {
             events,
             readings: Readings::default(),
             answered: Answered::default(),
+            people: crate::people::People::new(config_away_after),
             started_ms,
         }
     }
@@ -132,6 +136,11 @@ impl App {
     /// The browser rule both ports apply before routing.
     pub(crate) fn browsers(&self) -> &Browsers {
         &self.browsers
+    }
+
+    /// The presence rule's handle: its wait, and the nudge that makes it decide again.
+    pub fn people(&self) -> &crate::people::People {
+        &self.people
     }
 
     pub fn presence(&self) -> &Presence {

@@ -24,7 +24,7 @@ use serde::Serialize;
 
 use crate::alerts::Notice;
 use crate::http::ChunkedWriter;
-use crate::hub::{ChangeEvent, Interest, Origin};
+use crate::hub::{ChangeEvent, Interest};
 use crate::util::clock::Clock;
 use crate::util::shutdown::Shutdown;
 
@@ -192,7 +192,8 @@ struct EventData<'a> {
     revision: i64,
     timestamp: i64,
     changed: &'a [String],
-    /// `device` (the thermostat reported it) or `server` (a command or claim).
+    /// `device` (the thermostat reported it), `server` (a command or claim) or `presence` (the
+    /// presence rule: `crate::people`).
     origin: &'static str,
 }
 
@@ -204,10 +205,7 @@ pub fn format_event(event: &ChangeEvent) -> Vec<u8> {
         revision: event.change.revision,
         timestamp: event.change.timestamp,
         changed: &event.change.changed,
-        origin: match event.origin {
-            Origin::Device => "device",
-            Origin::Server => "server",
-        },
+        origin: event.origin.as_str(),
     };
     let json = serde_json::to_string(&data).unwrap_or_else(|_| "{}".into());
     format!("data: {json}\n\n").into_bytes()
@@ -535,7 +533,7 @@ impl Streams<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::hub::BucketChange;
+    use crate::hub::{BucketChange, Origin};
 
     #[test]
     fn at_most_max_streams_are_admitted_and_places_come_back() {

@@ -56,6 +56,7 @@ pub mod metrics;
 pub(crate) mod migrate;
 pub(crate) mod mqtt;
 pub(crate) mod onboarding;
+pub mod people;
 pub(crate) mod presence;
 #[cfg_attr(not(hearth_internals), doc(hidden))]
 pub mod process;

@@ -30,6 +30,7 @@
 //!   - `alerts` and `alert-delivery` (unless the alert record cannot be opened): their
 //!     `select!`s see the channel close; a delivery under way ends within its timeout (5 s),
 //!     and what is still owed is delivered after the next start.
+//!   - `people`, the presence rule: its `select!` sees the channel close.
 //! - Stage 3, pushes:
 //!   - `notifier`, with its `push-writer-N`: the signal sets the hub's flag and notifies its
 //!     condition variable; it ends every held subscribe after writing what is queued.
@@ -44,10 +45,10 @@
 //!    state or park a subscribe; a request already being handled is answered, and what it
 //!    commits still reaches everything below, which is still running. The maintenance thread
 //!    stops here because its self-probe would find the listeners closing.
-//! 2. **Bridges**: MQTT, history and alerts. After intake, so no thermostat or client changes what
+//! 2. **Bridges**: MQTT, history, alerts and the presence rule. After intake, so no thermostat or client changes what
 //!    MQTT last published (its `offline` is the last word) or what history last recorded;
 //!    before the hub, so a command MQTT ran in the meantime still reaches the thermostat
-//!    through its held subscribe. MQTT and alerts, which can commit a change, are waited for
+//!    through its held subscribe. MQTT, alerts and the presence rule, which can commit a change, are waited for
 //!    here; history, which only reads the state, writes its last minute of energy beside
 //!    stages 3 and 4 and is waited for with them.
 //! 3. **Pushes**: the hub's notifier and the event streams. After everything that can commit
@@ -146,6 +147,8 @@ pub struct Server {
     mqtt: Option<Mqtt>,
     history: Option<Recorder>,
     alerts: Option<crate::alerts::engine::Threads>,
+    /// The presence rule's thread (`people`).
+    people: JoinHandle<()>,
     /// The HomeKit bridge's listener and advertisement (`HOMEKIT`).
     homekit: Option<HomeKitRunning>,
     // Stage 3.
@@ -231,6 +234,7 @@ impl Server {
         let mqtt = Mqtt::start(&(Arc::clone(&app) as _), &bridges).map_err(StartError::Thread)?;
         let history = start_history(&app, &bridges);
         let alerts = start_alerts(&app, &bridges);
+        let people = crate::people::engine::start(&app, &bridges).map_err(StartError::Thread)?;
         let homekit = start_homekit(&app, &intake);
         log_started(&app, &ports.public, tls.is_some());
         unfinished.disarm();
@@ -247,6 +251,7 @@ impl Server {
             mqtt,
             history,
             alerts,
+            people,
             homekit,
             notifier,
             events,
@@ -302,6 +307,7 @@ impl Server {
             mqtt,
             history,
             alerts,
+            people,
             homekit,
             notifier,
             events,
@@ -336,6 +342,7 @@ impl Server {
         if let Some(alerts) = alerts {
             alerts.join();
         }
+        let _ = people.join();
         let bridges = ms(&stage);
         // 3 and 4. Nothing that can commit is left: the snapshot is written while the pushes
         // end (each on its own threads; 10,000 held thermostats made the two, one after the

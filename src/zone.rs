@@ -174,6 +174,13 @@ impl Zone {
         (weekday(day), secs)
     }
 
+    /// The first Unix millisecond of the local day `day` (days since 1970-01-01).
+    pub fn day_start_ms(&self, day: i64) -> i64 {
+        // Local noon of the day before is inside that day whatever the offset (±14 h).
+        let noon_before = (day - 1) * DAY_S + DAY_S / 2;
+        self.next_midnight_ms((noon_before - self.offset(noon_before)) * 1000)
+    }
+
     /// The first Unix millisecond of the local day after the one `ms` is in.
     pub fn next_midnight_ms(&self, ms: i64) -> i64 {
         let t = ms.div_euclid(1000);
@@ -188,6 +195,39 @@ impl Zone {
         };
         (at * 1000).max(ms + 1)
     }
+}
+
+/// Days since 1970-01-01 → `YYYY-MM-DD` (empty past the year 9999).
+pub fn date_text(date: i64) -> String {
+    let day = date
+        .checked_mul(DAY_S)
+        .and_then(|s| EPOCH.checked_add(jiff::SignedDuration::from_secs(s)).ok());
+    match day {
+        Some(d) => format!("{:04}-{:02}-{:02}", d.year(), d.month(), d.day()),
+        None => String::new(),
+    }
+}
+
+/// Day 0 of the dates above.
+const EPOCH: jiff::civil::Date = jiff::civil::Date::constant(1970, 1, 1);
+
+/// `YYYY-MM-DD` (a real calendar date) → days since 1970-01-01.
+pub fn parse_date(text: &str) -> Option<i64> {
+    let b = text.as_bytes();
+    let digits = |r: std::ops::Range<usize>| {
+        b[r.clone()]
+            .iter()
+            .all(u8::is_ascii_digit)
+            .then(|| &text[r])
+    };
+    if b.len() != 10 || b[4] != b'-' || b[7] != b'-' {
+        return None;
+    }
+    let year = digits(0..4)?.parse().ok()?;
+    let month = digits(5..7)?.parse().ok()?;
+    let day = digits(8..10)?.parse().ok()?;
+    let date = jiff::civil::Date::new(year, month, day).ok()?;
+    Some(date.duration_since(EPOCH).as_secs().div_euclid(DAY_S))
 }
 
 /// The rules of the zone `name`: its file in the tz database `dir`, else its rule in hearth's

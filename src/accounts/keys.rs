@@ -174,9 +174,10 @@ pub fn hash(key: &str) -> String {
     hex(&Sha256::digest(key.as_bytes()))
 }
 
-/// `nle_1a2b…9f0e`: the prefix, four characters, an ellipsis and the last four.
-fn preview(key: &str) -> String {
-    let head: String = key.chars().take(KEY_PREFIX.len() + 4).collect();
+/// `nle_1a2b…9f0e`: the prefix (up to its `_`), four characters, an ellipsis and the last four.
+pub(crate) fn preview(key: &str) -> String {
+    let prefix = key.find('_').map_or(0, |i| i + 1);
+    let head: String = key.chars().take(prefix + 4).collect();
     let tail: String = key
         .chars()
         .rev()
@@ -189,9 +190,15 @@ fn preview(key: &str) -> String {
 }
 
 fn new_secret() -> Result<String, AccountsError> {
+    secret(KEY_PREFIX).ok_or(AccountsError::RandomUnavailable)
+}
+
+/// A new secret: `prefix` and 64 lowercase hex digits from the system's CSPRNG (`None` when
+/// it cannot be read). API keys and presence tokens are made by it.
+pub(crate) fn secret(prefix: &str) -> Option<String> {
     let mut bytes = [0u8; SECRET_BYTES];
-    random::fill(&mut bytes).map_err(|_| AccountsError::RandomUnavailable)?;
-    Ok(format!("{KEY_PREFIX}{}", hex(&bytes)))
+    random::fill(&mut bytes).ok()?;
+    Some(format!("{prefix}{}", hex(&bytes)))
 }
 
 /// A short id (8 hex digits) no other key has.
@@ -206,7 +213,8 @@ fn unused_id(accounts: &Accounts) -> Result<String, AccountsError> {
     }
 }
 
-fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+/// Whether two byte strings are equal, in a time that depends only on their lengths.
+pub(crate) fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
     a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 

@@ -35,6 +35,8 @@ pub enum Viewer<'a> {
     Mqtt,
     /// The alert rules and the people their messages reach (ntfy, a webhook).
     Alerts,
+    /// The presence rule (`crate::people`), making a home's thermostats away or home.
+    Presence,
 }
 
 /// Whose a thermostat is, as the accounts say.
@@ -161,7 +163,7 @@ pub fn sight(
             write: home,
             unlink: home,
         },
-        Viewer::HomeKit | Viewer::Mqtt | Viewer::Alerts => Sight {
+        Viewer::HomeKit | Viewer::Mqtt | Viewer::Alerts | Viewer::Presence => Sight {
             standing,
             relation: None,
             listed: standing.owned(),
@@ -305,7 +307,7 @@ mod tests {
             .map(|v| answer(sight(&a, S, v, pairing)))
             .collect();
             assert_eq!(got.join(" "), want, "{row}, pairing {pairing}");
-            for bridge in [Viewer::HomeKit, Viewer::Alerts] {
+            for bridge in [Viewer::HomeKit, Viewer::Alerts, Viewer::Presence] {
                 assert_eq!(
                     sight(&a, S, bridge, pairing),
                     sight(&a, S, Viewer::Mqtt, pairing)

@@ -135,6 +135,9 @@ pub struct Config {
     /// A thermostat with no request and no held subscribe for this long counts as offline
     /// (`/status`'s `is_available`, MQTT availability).
     pub availability_timeout: Duration,
+    /// `AWAY_AFTER_MINUTES`: how long everyone must have been away before the presence rule
+    /// makes the home away (`crate::people`).
+    pub away_after: Duration,
     /// Seconds between history samples of each thermostat (see [`crate::history`]).
     pub history_interval: Duration,
     /// Days of energy history kept per thermostat; 0 keeps all (see [`crate::energy`]).
@@ -305,6 +308,7 @@ impl Default for Config {
             availability_timeout: Duration::from_secs(
                 const { number("AVAILABILITY_TIMEOUT_SECONDS").default },
             ),
+            away_after: Duration::from_secs(60 * const { number("AWAY_AFTER_MINUTES").default }),
             history_interval: Duration::from_secs(
                 const { number("HISTORY_INTERVAL_SECONDS").default },
             ),
@@ -471,6 +475,9 @@ impl Config {
             thermostat_api_port: to_u16(sources.number(const { number("THERMOSTAT_API_PORT") })?),
             availability_timeout: Duration::from_secs(
                 sources.number(const { number("AVAILABILITY_TIMEOUT_SECONDS") })?,
+            ),
+            away_after: Duration::from_secs(
+                60 * sources.number(const { number("AWAY_AFTER_MINUTES") })?,
             ),
             history_interval: Duration::from_secs(
                 sources.number(const { number("HISTORY_INTERVAL_SECONDS") })?,

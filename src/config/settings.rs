@@ -411,6 +411,18 @@ pub const SETTINGS: &[Setting] = &[
                `hearth scan` and `point`, `/api/scan-network` and `/api/configure-nest`",
     },
     Setting {
+        name: "away_after_minutes",
+        variable: "AWAY_AFTER_MINUTES",
+        option: "--away-after-minutes",
+        kind: Kind::Number {
+            min: 1,
+            max: 1440,
+            default: 10,
+        },
+        help: "minutes everyone must have been away before the home goes away, when it has \
+               [people](presence.md) whose presence moves it",
+    },
+    Setting {
         name: "availability_timeout_seconds",
         variable: "AVAILABILITY_TIMEOUT_SECONDS",
         option: "--availability-timeout-seconds",

@@ -155,38 +155,7 @@ fn round2(x: f64) -> f64 {
     (x * 100.0).round() / 100.0
 }
 
-/// Days since 1970-01-01 → `YYYY-MM-DD` (empty past the year 9999).
-pub fn date_text(date: i64) -> String {
-    let day = date
-        .checked_mul(DAY_S)
-        .and_then(|s| EPOCH.checked_add(jiff::SignedDuration::from_secs(s)).ok());
-    match day {
-        Some(d) => format!("{:04}-{:02}-{:02}", d.year(), d.month(), d.day()),
-        None => String::new(),
-    }
-}
-
-/// Day 0 of the dates above.
-const EPOCH: jiff::civil::Date = jiff::civil::Date::constant(1970, 1, 1);
-
-/// `YYYY-MM-DD` (a real calendar date) → days since 1970-01-01.
-pub fn parse_date(text: &str) -> Option<i64> {
-    let b = text.as_bytes();
-    let digits = |r: std::ops::Range<usize>| {
-        b[r.clone()]
-            .iter()
-            .all(u8::is_ascii_digit)
-            .then(|| &text[r])
-    };
-    if b.len() != 10 || b[4] != b'-' || b[7] != b'-' {
-        return None;
-    }
-    let year = digits(0..4)?.parse().ok()?;
-    let month = digits(5..7)?.parse().ok()?;
-    let day = digits(8..10)?.parse().ok()?;
-    let date = jiff::civil::Date::new(year, month, day).ok()?;
-    Some(date.duration_since(EPOCH).as_secs().div_euclid(DAY_S))
-}
+pub use crate::zone::{date_text, parse_date};
 
 #[cfg(test)]
 mod tests {

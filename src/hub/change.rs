@@ -1,11 +1,36 @@
 //! What the hub carries: committed changes, each with who made it.
 
-/// Who made a change. Only server-side changes are pushed to the thermostat: echoing a
-/// thermostat's own writes back races with its schedule and undoes it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// Who made a change. Only changes the thermostat did not make itself are pushed to it:
+/// echoing a thermostat's own writes back races with its schedule and undoes it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum Origin {
+    /// The thermostat's own report.
     Device,
+    /// A person, through any surface (the page, `/command`, `/api/v1`, MQTT, Apple Home).
+    #[default]
     Server,
+    /// The presence rule (`crate::people`): everyone left, someone came back, a vacation.
+    Presence,
+}
+
+impl Origin {
+    /// Whether the change is pushed to the thermostat's held subscribes.
+    pub fn pushes(self) -> bool {
+        match self {
+            Origin::Device => false,
+            Origin::Server | Origin::Presence => true,
+        }
+    }
+
+    /// As the wire says it (the event stream, `last_change`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Origin::Device => "device",
+            Origin::Server => "server",
+            Origin::Presence => "presence",
+        }
+    }
 }
 
 /// A summary of one committed bucket change, for pushes and the live event stream.

@@ -353,6 +353,7 @@ mod tests {
             kind: crate::state::ChangeKind::Setpoint,
             sent_ms: 1_000,
             taken: crate::thermostat::Taken::At(2_000),
+            origin: crate::hub::Origin::Presence,
         });
         s.reading = Arc::new(reading);
         let out = home_assistant(&s, 0);
@@ -361,7 +362,8 @@ mod tests {
         assert_eq!(
             record,
             json!({"kind": "setpoint", "state": "taken",
-                   "sent_at": "1970-01-01T00:00:01.000Z", "taken_at": "1970-01-01T00:00:02.000Z"})
+                   "sent_at": "1970-01-01T00:00:01.000Z", "taken_at": "1970-01-01T00:00:02.000Z",
+                   "origin": "presence"})
         );
     }
 

@@ -6,6 +6,8 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use serde::{Deserialize, Serialize};
 
+use super::people::{Home, Person};
+
 /// The user every unclaimed thermostat belongs to in open mode; it always exists.
 pub const DEFAULT_USER: &str = "owner";
 
@@ -27,6 +29,13 @@ pub struct Accounts {
     /// again (the rule is [`mod@crate::accounts::release`]'s).
     #[serde(default)]
     pub released: BTreeSet<String>,
+    /// Person name → person: whose presence moves their home (names are unique on the server:
+    /// the presence URL and MQTT topic carry no user).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub people: BTreeMap<String, Person>,
+    /// User → their home's vacation and the presence rule's last decision.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub homes: BTreeMap<String, Home>,
 }
 
 /// What a user a thermostat is shared with may do.

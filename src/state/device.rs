@@ -4,6 +4,7 @@ use indexmap::IndexMap;
 use serde::{Deserialize, Serialize};
 
 use super::bucket::Bucket;
+use crate::hub::Origin;
 use crate::util::JsonMap;
 
 /// A thermostat's buckets (in the order they first appeared) and its metadata.
@@ -16,6 +17,10 @@ pub struct DeviceData {
     /// The latest change a person made to it, and whether it has taken it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_change: Option<LastChange>,
+    /// The latest Home or Away change made to it (kept from its `last_change` when that was
+    /// one): the presence rule asks whether a person made one since the last presence change.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_away: Option<LastChange>,
 }
 
 impl DeviceData {
@@ -56,6 +61,9 @@ pub struct LastChange {
     /// When the thermostat's own report showed it had taken the change.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub taken_ms: Option<i64>,
+    /// Who made it: a person through a surface (`server`), or the presence rule.
+    #[serde(default)]
+    pub origin: Origin,
 }
 
 /// What a change was, as every surface names it.

@@ -21,6 +21,7 @@ pub(crate) mod compact;
 pub(crate) mod device;
 pub(crate) mod fields;
 pub mod limits;
+mod people;
 pub(crate) mod ops;
 pub(crate) mod txn;
 
@@ -42,6 +43,7 @@ pub use device::{ChangeKind, DeviceData, DeviceMeta, LastChange};
 pub use fields::Fields;
 pub use limits::TooLarge;
 pub use ops::Op;
+pub use people::{Applied, Home, Person, PresenceSource, PresenceToken, Seen, Vacation, Why};
 pub use txn::{AccountsTxn, DeviceTxn, Stamp, Written, change_key};
 
 use crate::hub::{Hub, Origin};
@@ -263,7 +265,8 @@ impl State {
             slot.version.store(self.next_version(), Ordering::Relaxed);
         }
         if !changes.is_empty() {
-            let push = (origin == Origin::Server)
+            let push = origin
+                .pushes()
                 .then(|| {
                     let data = slot.data.read();
                     let objects: Vec<_> = changes

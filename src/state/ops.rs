@@ -7,7 +7,8 @@ use serde::{Deserialize, Serialize};
 use super::accounts::{Accounts, ApiKey, EntryKey, Owner, Share, User};
 use super::bucket::Bucket;
 use super::compact::Compact;
-use super::device::{DeviceData, DeviceMeta, LastChange};
+use super::device::{ChangeKind, DeviceData, DeviceMeta, LastChange};
+use super::people::{Home, Person, Seen};
 use crate::util::JsonMap;
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -99,6 +100,24 @@ pub enum Op {
         serial: String,
         released: bool,
     },
+    /// Adds a person or replaces one (a new token, a revoked one, a new region).
+    PutPerson {
+        name: String,
+        person: Person,
+    },
+    RemovePerson {
+        name: String,
+    },
+    /// A person's presence changed (only changes are journaled).
+    PersonSeen {
+        name: String,
+        seen: Seen,
+    },
+    /// A home's vacation and the presence rule's decision, as a whole.
+    PutHome {
+        user: String,
+        home: Home,
+    },
 }
 
 impl Op {
@@ -120,7 +139,11 @@ impl Op {
             | Op::PutApiKey { .. }
             | Op::RevokeApiKey { .. }
             | Op::ApiKeyUsed { .. }
-            | Op::SetReleased { .. } => None,
+            | Op::SetReleased { .. }
+            | Op::PutPerson { .. }
+            | Op::RemovePerson { .. }
+            | Op::PersonSeen { .. }
+            | Op::PutHome { .. } => None,
         }
     }
 }
@@ -168,7 +191,12 @@ impl DeviceData {
                 }
             }
             Op::DeviceMeta { meta, .. } => self.meta = Some(meta.clone()),
-            Op::LastChange { change, .. } => self.last_change = Some(change.clone()),
+            Op::LastChange { change, .. } => {
+                if change.kind == ChangeKind::Away {
+                    self.last_away = Some(change.clone());
+                }
+                self.last_change = Some(change.clone());
+            }
             Op::DeleteDevice { .. } => *self = DeviceData::default(),
             Op::AddUser { .. }
             | Op::RemoveUser { .. }
@@ -180,7 +208,11 @@ impl DeviceData {
             | Op::PutApiKey { .. }
             | Op::RevokeApiKey { .. }
             | Op::ApiKeyUsed { .. }
-            | Op::SetReleased { .. } => {}
+            | Op::SetReleased { .. }
+            | Op::PutPerson { .. }
+            | Op::RemovePerson { .. }
+            | Op::PersonSeen { .. }
+            | Op::PutHome { .. } => {}
         }
     }
 }
@@ -214,6 +246,8 @@ impl Accounts {
             }
             Op::RemoveUser { name } => {
                 self.users.remove(name);
+                self.people.retain(|_, p| &p.user != name);
+                self.homes.remove(name);
                 self.api_keys.retain(|_, k| &k.user != name);
                 for shares in self.shares.values_mut() {
                     shares.remove(name);
@@ -265,6 +299,24 @@ impl Accounts {
                     self.released.insert(serial.clone());
                 } else {
                     self.released.remove(serial);
+                }
+            }
+            Op::PutPerson { name, person } => {
+                self.people.insert(name.clone(), person.clone());
+            }
+            Op::RemovePerson { name } => {
+                self.people.remove(name);
+            }
+            Op::PersonSeen { name, seen } => {
+                if let Some(p) = self.people.get_mut(name) {
+                    p.seen = Some(*seen);
+                }
+            }
+            Op::PutHome { user, home } => {
+                if *home == Home::default() {
+                    self.homes.remove(user);
+                } else {
+                    self.homes.insert(user.clone(), home.clone());
                 }
             }
             Op::Merge { .. }

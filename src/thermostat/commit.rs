@@ -59,13 +59,27 @@ pub fn admit(
 }
 
 /// Carries out `intent` on the thermostat `serial` for `viewer` as one durable, pushed change,
-/// if the visibility rule lets the viewer command it ([`admit`]).
+/// if the visibility rule lets the viewer command it ([`admit`]): a person's change, through
+/// whichever surface.
 pub fn commit(
     state: &State,
     serial: &str,
     intent: &Intent,
     visibility: Visibility,
     viewer: Viewer<'_>,
+) -> Result<Committed, Error> {
+    commit_from(state, serial, intent, visibility, viewer, Origin::Server)
+}
+
+/// [`commit`], made by `origin` (the presence rule commits its Home and Away as
+/// [`Origin::Presence`]; every surface sees the origin in the event stream and `last_change`).
+pub fn commit_from(
+    state: &State,
+    serial: &str,
+    intent: &Intent,
+    visibility: Visibility,
+    viewer: Viewer<'_>,
+    origin: Origin,
 ) -> Result<Committed, Error> {
     let (owner, refused) = state.accounts(|a| {
         let owner = a.owner_of(serial).map(|o| o.user.clone());
@@ -74,7 +88,7 @@ pub fn commit(
     if refused && state.device_exists(serial) {
         return Err(Error::NotClaimed);
     }
-    state.update_device(serial, Origin::Server, |txn| {
+    state.update_device(serial, origin, |txn| {
         // Checked inside the transaction, so a thermostat deleted meanwhile is not recreated.
         if !txn.exists() {
             return Err(Error::NotFound);
@@ -111,7 +125,7 @@ pub fn commit(
         }
         let committed = Committed { writes: applied };
         if !committed.writes.is_empty() {
-            txn.set_last_change(taken::record(intent, &committed, txn.now_ms()));
+            txn.set_last_change(taken::record(intent, &committed, txn.now_ms(), origin));
         }
         Ok(committed)
     })

@@ -27,7 +27,7 @@ pub(crate) mod view;
 
 /// A reading's availability (what `crate::presence` tells).
 pub use crate::presence::Availability;
-pub use commit::{Applied, Committed, admit, commit};
+pub use commit::{Applied, Committed, admit, commit, commit_from};
 pub use intent::{
     Fan, Intent, Lock, MAX_FAN_SECONDS, MAX_NAME_CHARS, Mode, ScheduleMode, ScheduleRevision,
     SetpointMode, Step,

@@ -23,6 +23,7 @@ use serde_json::Value;
 use super::commit::Committed;
 use super::intent::Intent;
 use super::plan::BucketKind;
+use crate::hub::Origin;
 use crate::state::{ChangeKind, DeviceTxn, LastChange};
 use crate::util::clock;
 
@@ -49,7 +50,7 @@ pub fn kind(intent: &Intent) -> ChangeKind {
 /// The record of `intent`, committed as `committed` at `now_ms`: what the thermostat's report
 /// must carry for it to count as taken (a setpoint's values, pushed with
 /// `target_change_pending: true`), nothing for a kind it never confirms.
-pub fn record(intent: &Intent, committed: &Committed, now_ms: i64) -> LastChange {
+pub fn record(intent: &Intent, committed: &Committed, now_ms: i64, origin: Origin) -> LastChange {
     let confirmable = committed.writes.iter().find(|w| {
         w.bucket == BucketKind::Shared && w.values.get(PENDING) == Some(&Value::Bool(true))
     });
@@ -64,6 +65,7 @@ pub fn record(intent: &Intent, committed: &Committed, now_ms: i64) -> LastChange
         expect,
         revision,
         taken_ms: None,
+        origin,
     }
 }
 
@@ -145,6 +147,8 @@ pub struct Change {
     pub kind: ChangeKind,
     pub sent_ms: i64,
     pub taken: Taken,
+    /// Who made it: a person (`server`) or the presence rule (`presence`).
+    pub origin: Origin,
 }
 
 impl Change {
@@ -157,6 +161,7 @@ impl Change {
                 None if record.expect.is_empty() => Taken::Sent,
                 None => Taken::Waiting,
             },
+            origin: record.origin,
         }
     }
 
@@ -183,15 +188,17 @@ impl Change {
 }
 
 /// The wire form every surface that shows it writes (`/status`'s and `/api/v1`'s
-/// `last_change`, MQTT's `ha/last_change_json`): `{"kind", "state", "sent_at", "taken_at"}`,
-/// times in ISO 8601 UTC, `taken_at` null until taken.
+/// `last_change`, MQTT's `ha/last_change_json`): `{"kind", "state", "sent_at", "taken_at",
+/// "origin"}`, times in ISO 8601 UTC, `taken_at` null until taken, `origin` `server` or
+/// `presence`.
 impl Serialize for Change {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let mut out = s.serialize_struct("Change", 4)?;
+        let mut out = s.serialize_struct("Change", 5)?;
         out.serialize_field("kind", self.kind.as_str())?;
         out.serialize_field("state", self.state())?;
         out.serialize_field("sent_at", &clock::iso8601_ms(self.sent_ms))?;
         out.serialize_field("taken_at", &self.taken_ms().map(clock::iso8601_ms))?;
+        out.serialize_field("origin", self.origin.as_str())?;
         out.end()
     }
 }
@@ -221,6 +228,7 @@ mod tests {
             expect: map(json!({"target_temperature": 22.5})),
             revision,
             taken_ms: None,
+            origin: Origin::Server,
         }
     }
 
@@ -290,7 +298,7 @@ mod tests {
                 json!({"target_temperature": 22.5, "target_change_pending": true}),
             )],
         };
-        let r = record(&target, &committed, 5);
+        let r = record(&target, &committed, 5, Origin::Server);
         assert_eq!(r.kind, ChangeKind::Setpoint);
         assert_eq!(r.expect, map(json!({"target_temperature": 22.5})));
         assert_eq!((r.revision, r.sent_ms, r.taken_ms), (7, 5, None));
@@ -303,7 +311,8 @@ mod tests {
                 json!({"target_temperature_type": "cool"}),
             )],
         };
-        let r = record(&mode, &committed, 5);
+        let r = record(&mode, &committed, 5, Origin::Presence);
+        assert_eq!(r.origin, Origin::Presence);
         assert_eq!(r.kind, ChangeKind::Mode);
         assert!(r.expect.is_empty());
         assert_eq!(Change::of(&r).state(), "sent");

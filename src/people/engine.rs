@@ -1,0 +1,285 @@
+//! The `people` thread: carries out the presence rule ([`super::rule::decide`]) for every home
+//! that has people or a vacation. It decides again when a report changes someone's presence, a
+//! vacation is set (the surfaces nudge it through [`People`]), the wait or a vacation ends, the
+//! test clock moves, and once an hour whatever happens. A decision is applied to the home's
+//! thermostats whose away differs from it, each as the core's `Away` intent with origin
+//! [`Origin::Presence`], so every surface, the energy history and the event stream see it as they
+//! see a person's change.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::thread::{self, JoinHandle};
+use std::time::Duration;
+
+use crossbeam_channel::{Receiver, Sender, select};
+use parking_lot::{Condvar, Mutex};
+
+use super::rule::{self, Decision, Facts};
+use super::{PeopleError, Reported};
+use crate::accounts::{Viewer, effective_owner};
+use crate::app::App;
+use crate::hub::Origin;
+use crate::state::{Applied, Home, Op, PresenceSource, Seen, State, Vacation};
+use crate::thermostat::{self, Intent};
+use crate::util::shutdown::Shutdown;
+
+/// The longest the thread sleeps with nothing due (a safety net; every change nudges it).
+const IDLE: Duration = Duration::from_secs(3600);
+
+/// What the surfaces hold of the presence rule: its wait, and the nudge that makes the thread
+/// decide again at once.
+pub struct People {
+    away_after: Duration,
+    nudge: Sender<()>,
+    nudged: Receiver<()>,
+    passes: AtomicU64,
+    passed: (Mutex<()>, Condvar),
+}
+
+impl People {
+    pub fn new(away_after: Duration) -> People {
+        let (nudge, nudged) = crossbeam_channel::bounded(1);
+        People {
+            away_after,
+            nudge,
+            nudged,
+            passes: AtomicU64::new(0),
+            passed: (Mutex::new(()), Condvar::new()),
+        }
+    }
+
+    /// `AWAY_AFTER_MINUTES`.
+    pub fn away_after(&self) -> Duration {
+        self.away_after
+    }
+
+    /// Makes the thread decide again now (one nudge covers any number sent before it wakes).
+    pub fn nudge(&self) {
+        let _ = self.nudge.try_send(());
+    }
+
+    /// [`super::report`], and a nudge when it changed someone's presence.
+    pub fn report(
+        &self,
+        state: &State,
+        name: &str,
+        home: bool,
+        source: PresenceSource,
+        at_ms: Option<i64>,
+    ) -> Result<Reported, PeopleError> {
+        let reported = super::report(state, name, home, source, at_ms)?;
+        if reported == Reported::Changed {
+            self.nudge();
+        }
+        Ok(reported)
+    }
+
+    /// [`super::set_vacation`], and a nudge.
+    pub fn set_vacation(
+        &self,
+        state: &State,
+        user: &str,
+        vacation: Option<Vacation>,
+    ) -> Result<(), PeopleError> {
+        super::set_vacation(state, user, vacation)?;
+        self.nudge();
+        Ok(())
+    }
+
+    /// How many passes the thread has made.
+    pub fn passes(&self) -> u64 {
+        self.passes.load(Ordering::Acquire)
+    }
+
+    /// Waits until the thread has made a pass after pass number `after` began, at most
+    /// `timeout`; whether it had. For tests, which show with it that the rule ran and did
+    /// nothing.
+    pub fn wait_pass(&self, after: u64, timeout: Duration) -> bool {
+        let (lock, cond) = &self.passed;
+        let mut guard = lock.lock();
+        let deadline = std::time::Instant::now() + timeout;
+        while self.passes() <= after {
+            if cond.wait_until(&mut guard, deadline).timed_out() {
+                return self.passes() > after;
+            }
+        }
+        true
+    }
+
+    fn passed(&self) {
+        let (lock, cond) = &self.passed;
+        let _guard = lock.lock();
+        self.passes.fetch_add(1, Ordering::AcqRel);
+        cond.notify_all();
+    }
+}
+
+/// Starts the `people` thread.
+pub fn start(app: &Arc<App>, shutdown: &Shutdown) -> std::io::Result<JoinHandle<()>> {
+    let app = Arc::clone(app);
+    let stopped = shutdown.receiver();
+    thread::Builder::new()
+        .name("people".into())
+        .stack_size(256 * 1024)
+        .spawn(move || run(&app, &stopped))
+}
+
+fn run(app: &App, stopped: &Receiver<()>) {
+    let clock = app.config().clock.clone();
+    let moved = clock.moves();
+    let nudged = app.people().nudged.clone();
+    loop {
+        let wake = pass(app);
+        app.people().passed();
+        let due = wake.unwrap_or(i64::MAX).min(
+            clock
+                .now_ms()
+                .saturating_add(IDLE.as_millis() as i64),
+        );
+        select! {
+            recv(stopped) -> _ => break,
+            recv(nudged) -> _ => {}
+            recv(moved) -> _ => {}
+            default(clock.wait_time_ms(due)) => {}
+        }
+    }
+}
+
+/// The facts of one home, as they are now.
+pub(super) struct HomeNow {
+    pub people: Vec<Option<Seen>>,
+    pub home: Home,
+    /// The home's thermostats: those its user owns (in open mode, the unclaimed ones are the
+    /// default user's).
+    pub thermostats: Vec<String>,
+    pub manual_ms: Option<i64>,
+}
+
+impl HomeNow {
+    pub fn of(app: &App, user: &str) -> HomeNow {
+        let state = app.state();
+        let serials = state.serials();
+        let open_mode = !app.config().require_device_pairing;
+        let (people, home, thermostats) = state.accounts(|a| {
+            let people = super::people_of(a, user).map(|(_, p)| p.seen).collect();
+            let thermostats = serials
+                .into_iter()
+                .filter(|s| effective_owner(a, s, open_mode) == Some(user))
+                .collect::<Vec<_>>();
+            (people, super::home_of(a, user), thermostats)
+        });
+        // The latest Home or Away a person made on any of them (the rule's own are not).
+        let manual_ms = thermostats
+            .iter()
+            .filter_map(|s| {
+                state
+                    .read_device(s, |d| {
+                        d.last_away
+                            .as_ref()
+                            .filter(|c| c.origin != Origin::Presence)
+                            .map(|c| c.sent_ms)
+                    })
+                    .flatten()
+            })
+            .max();
+        HomeNow {
+            people,
+            home,
+            thermostats,
+            manual_ms,
+        }
+    }
+
+    pub fn decide(&self, app: &App) -> Decision {
+        rule::decide(&Facts {
+            people: &self.people,
+            home: &self.home,
+            manual_ms: self.manual_ms,
+            now_ms: app.config().clock.now_ms(),
+            away_after_ms: i64::try_from(app.people().away_after().as_millis()).unwrap_or(i64::MAX),
+        })
+    }
+}
+
+/// Decides for every home with people or a vacation and carries the decisions out; when to
+/// decide again.
+fn pass(app: &App) -> Option<i64> {
+    let users: std::collections::BTreeSet<String> = app.state().accounts(|a| {
+        a.people
+            .values()
+            .map(|p| p.user.clone())
+            .chain(a.homes.keys().cloned())
+            .collect()
+    });
+    let mut wake: Option<i64> = None;
+    for user in users {
+        let now = HomeNow::of(app, &user);
+        let decision = now.decide(app);
+        if let Err(e) = carry_out(app, &user, &now, &decision) {
+            log::warn!("presence: could not carry out the rule for {user}'s home: {e}");
+        }
+        if let Some(at) = decision.wake_ms {
+            wake = Some(wake.map_or(at, |w| w.min(at)));
+        }
+    }
+    wake
+}
+
+fn carry_out(app: &App, user: &str, now: &HomeNow, d: &Decision) -> Result<(), PeopleError> {
+    let state = app.state();
+    let mut home = now.home.clone();
+    if d.vacation_over {
+        if let Some(v) = home.vacation.take() {
+            home.vacation_ended_ms = Some(home.vacation_ended_ms.map_or(v.to_ms, |e| e.max(v.to_ms)));
+        }
+    }
+    if let Some((away, why)) = d.want {
+        for serial in &now.thermostats {
+            let differs = app.reading(serial).is_some_and(|r| r.away != away);
+            if !differs {
+                continue;
+            }
+            let done = thermostat::commit_from(
+                state,
+                serial,
+                &Intent::Away(away),
+                app.visibility(),
+                Viewer::Presence,
+                Origin::Presence,
+            );
+            match done {
+                Ok(_) => log::info!(
+                    "presence: {serial} is now {} ({})",
+                    if away { "away" } else { "home" },
+                    why.as_str()
+                ),
+                Err(e) => log::warn!("presence: could not make {serial} away={away}: {e}"),
+            }
+        }
+        if home.applied.map(|a| (a.away, a.why)) != Some((away, why)) {
+            home.applied = Some(Applied {
+                away,
+                at_ms: app.config().clock.now_ms(),
+                why,
+            });
+        }
+    }
+    if home != now.home {
+        state.update_accounts(|txn| {
+            // Only what this pass decided is replaced; a vacation set meanwhile is kept.
+            let current = super::home_of(txn.accounts(), user);
+            let mut next = home.clone();
+            if current.vacation != now.home.vacation {
+                next.vacation = current.vacation;
+            }
+            if txn.accounts().users.contains_key(user) {
+                txn.push(Op::PutHome {
+                    user: user.to_string(),
+                    home: next,
+                });
+            }
+            Ok::<_, PeopleError>(())
+        })?;
+    }
+    Ok(())
+}
