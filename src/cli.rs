@@ -36,6 +36,7 @@ enum Command {
     Serve(ServeArgs),
     Users(UsersArgs),
     Keys(KeysArgs),
+    People(PeopleArgs),
     Claim(ClaimArgs),
     Share(ShareArgs),
     Unshare(UnshareArgs),
@@ -94,6 +95,75 @@ struct UsersAdd {
 #[argh(subcommand, name = "list")]
 /// list users
 struct UsersList {
+    /// data directory (DATA_DIR; default ./data)
+    #[argh(option)]
+    data_dir: Option<String>,
+}
+
+#[derive(FromArgs)]
+#[argh(subcommand, name = "people")]
+/// manage the people whose presence moves a home between Home and Away (docs/presence.md)
+struct PeopleArgs {
+    #[argh(subcommand)]
+    command: PeopleCommand,
+}
+
+#[derive(FromArgs)]
+#[argh(subcommand)]
+enum PeopleCommand {
+    Add(PeopleAdd),
+    List(PeopleList),
+    Remove(PeopleRemove),
+    Token(PeopleToken),
+}
+
+#[derive(FromArgs)]
+#[argh(subcommand, name = "add")]
+/// add a person; their presence token is printed once, alone on the last line
+struct PeopleAdd {
+    /// the name: 1 to 32 letters, digits, '_' or '-' (part of their presence URL)
+    #[argh(positional)]
+    name: String,
+    /// the user whose home they belong to (default: owner)
+    #[argh(option, default = "String::from(\"owner\")")]
+    user: String,
+    /// the OwnTracks region that means home (default: home)
+    #[argh(option)]
+    region: Option<String>,
+    /// data directory (DATA_DIR; default ./data)
+    #[argh(option)]
+    data_dir: Option<String>,
+}
+
+#[derive(FromArgs)]
+#[argh(subcommand, name = "list")]
+/// list people: home, away or never heard from, since when (never their tokens)
+struct PeopleList {
+    /// only this user's people
+    #[argh(option)]
+    user: Option<String>,
+    /// data directory (DATA_DIR; default ./data)
+    #[argh(option)]
+    data_dir: Option<String>,
+}
+
+#[derive(FromArgs)]
+#[argh(subcommand, name = "remove")]
+/// remove a person (their token stops working at once)
+struct PeopleRemove {
+    #[argh(positional)]
+    name: String,
+    /// data directory (DATA_DIR; default ./data)
+    #[argh(option)]
+    data_dir: Option<String>,
+}
+
+#[derive(FromArgs)]
+#[argh(subcommand, name = "token")]
+/// give a person a new presence token, printed once (the old one stops working at once)
+struct PeopleToken {
+    #[argh(positional)]
+    name: String,
     /// data directory (DATA_DIR; default ./data)
     #[argh(option)]
     data_dir: Option<String>,
@@ -444,7 +514,7 @@ pub fn main() -> ExitCode {
             return ExitCode::SUCCESS;
         }
         eprintln!(
-            "hearth: a command is required (serve, users, keys, claim, share, unshare, devices, homekit, scan, point, import-nle, import, simulate, demo, healthcheck); see hearth --help"
+            "hearth: a command is required (serve, users, keys, people, claim, share, unshare, devices, homekit, scan, point, import-nle, import, simulate, demo, healthcheck); see hearth --help"
         );
         return ExitCode::from(2);
     };
@@ -470,6 +540,23 @@ pub fn main() -> ExitCode {
             ),
             KeysCommand::List(a) => admin(a.data_dir, AdminRequest::KeysList { user: a.user }),
             KeysCommand::Revoke(a) => admin(a.data_dir, AdminRequest::KeysRevoke { id: a.id }),
+        },
+        Command::People(args) => match args.command {
+            PeopleCommand::Add(a) => admin(
+                a.data_dir,
+                AdminRequest::PeopleAdd {
+                    name: a.name,
+                    user: a.user,
+                    region: a.region,
+                },
+            ),
+            PeopleCommand::List(a) => admin(a.data_dir, AdminRequest::PeopleList { user: a.user }),
+            PeopleCommand::Remove(a) => {
+                admin(a.data_dir, AdminRequest::PeopleRemove { name: a.name })
+            }
+            PeopleCommand::Token(a) => {
+                admin(a.data_dir, AdminRequest::PeopleToken { name: a.name })
+            }
         },
         Command::Claim(a) => admin(
             a.data_dir,

@@ -706,7 +706,12 @@ fn start_admin(app: &Arc<App>, shutdown: &Shutdown) -> Option<AdminSocket> {
                 #[cfg(feature = "homekit")]
                 homekit: app.homekit().identity().map(|i| &**i),
             };
-            match crate::admin::run(&ctx, request) {
+            let answer = crate::admin::run(&ctx, request);
+            if !request.reads_only() {
+                // A person added or removed, a token replaced: the presence rule looks again.
+                app.people().nudge();
+            }
+            match answer {
                 Ok(text) => AdminReply { ok: true, text },
                 Err(text) => AdminReply { ok: false, text },
             }

@@ -76,6 +76,22 @@ pub enum AdminRequest {
     ThermostatsAt {
         ips: Vec<std::net::Ipv4Addr>,
     },
+    /// `hearth people add`.
+    PeopleAdd {
+        name: String,
+        user: String,
+        region: Option<String>,
+    },
+    PeopleList {
+        user: Option<String>,
+    },
+    PeopleRemove {
+        name: String,
+    },
+    /// `hearth people token NAME`: a new presence token (the old one stops working).
+    PeopleToken {
+        name: String,
+    },
     /// `hearth homekit code`.
     HomekitCode,
     /// `hearth homekit unlock`.
@@ -86,11 +102,12 @@ pub enum AdminRequest {
 
 impl AdminRequest {
     /// Commands that only read; they never create a missing data directory.
-    fn reads_only(&self) -> bool {
+    pub fn reads_only(&self) -> bool {
         matches!(
             self,
             AdminRequest::UsersList
                 | AdminRequest::KeysList { .. }
+                | AdminRequest::PeopleList { .. }
                 | AdminRequest::Devices
                 | AdminRequest::ThermostatsAt { .. }
                 | AdminRequest::HomekitCode
@@ -132,7 +149,74 @@ pub fn run(ctx: &Context<'_>, request: &AdminRequest) -> Result<String, String> 
         AdminRequest::HomekitCode | AdminRequest::HomekitUnlock | AdminRequest::HomekitReset => {
             Err("this build of hearth has no HomeKit (a build for routers)".into())
         }
+        AdminRequest::PeopleAdd { .. }
+        | AdminRequest::PeopleList { .. }
+        | AdminRequest::PeopleRemove { .. }
+        | AdminRequest::PeopleToken { .. } => people(ctx, request).map_err(|e| e.to_string()),
         _ => accounts(ctx, request).map_err(|e| e.to_string()),
+    }
+}
+
+/// Runs a `hearth people` command.
+fn people(ctx: &Context<'_>, request: &AdminRequest) -> Result<String, crate::people::PeopleError> {
+    use crate::people;
+    let state = ctx.state;
+    let shown = |made: &people::NewToken, what: &str| {
+        format!(
+            "{what} {}\npresence URL: http://<this box>:<control port>{}\n\
+             (see docs/presence.md; send the token as Authorization: Bearer, or as OwnTracks' \
+             password)\nThis is the only time the token is shown; store it now:\n{}",
+            made.name,
+            made.path(),
+            made.token
+        )
+    };
+    match request {
+        AdminRequest::PeopleAdd { name, user, region } => {
+            let made = people::add(state, user.trim(), name, region.as_deref())?;
+            Ok(shown(&made, &format!("added to {}'s home:", user.trim())))
+        }
+        AdminRequest::PeopleToken { name } => match people::replace_token(state, name, false)? {
+            Some(made) => Ok(shown(&made, "new presence token for")),
+            None => Ok(String::new()),
+        },
+        AdminRequest::PeopleRemove { name } => {
+            let p = people::remove(state, name)?;
+            Ok(format!(
+                "removed {} from {}'s home",
+                people::person_name(name)?,
+                p.user
+            ))
+        }
+        AdminRequest::PeopleList { user } => Ok(state.accounts(|a| {
+            let mut t = Table::new(&[
+                "NAME", "USER", "REGION", "PRESENCE", "SINCE", "FROM", "TOKEN",
+            ]);
+            for (name, p) in a
+                .people
+                .iter()
+                .filter(|(_, p)| user.as_deref().is_none_or(|u| u.trim() == p.user))
+            {
+                t.row(vec![
+                    name.clone(),
+                    p.user.clone(),
+                    p.region.clone(),
+                    match p.seen {
+                        None => "never heard from".into(),
+                        Some(s) if s.home => "home".into(),
+                        Some(_) => "away".into(),
+                    },
+                    when(p.seen.map(|s| s.at_ms)),
+                    p.seen.map_or(String::new(), |s| s.source.as_str().into()),
+                    p.token
+                        .as_ref()
+                        .map_or("revoked".into(), |t| t.preview.clone()),
+                ]);
+            }
+            t.render()
+        })),
+        // The others are `accounts`' and `run`'s.
+        _ => Ok(String::new()),
     }
 }
 
@@ -222,10 +306,14 @@ fn accounts(ctx: &Context<'_>, request: &AdminRequest) -> Result<String, Account
             let known = crate::onboarding::known_at(state, ips);
             Ok(serde_json::to_string(&known).unwrap_or_else(|_| "{}".into()))
         }
-        // Answered by `run`, on the HomeKit identity rather than the accounts.
-        AdminRequest::HomekitCode | AdminRequest::HomekitUnlock | AdminRequest::HomekitReset => {
-            Ok(String::new())
-        }
+        // Answered by `run`: on the HomeKit identity rather than the accounts, and by `people`.
+        AdminRequest::HomekitCode
+        | AdminRequest::HomekitUnlock
+        | AdminRequest::HomekitReset
+        | AdminRequest::PeopleAdd { .. }
+        | AdminRequest::PeopleList { .. }
+        | AdminRequest::PeopleRemove { .. }
+        | AdminRequest::PeopleToken { .. } => Ok(String::new()),
     }
 }
 

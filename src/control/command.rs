@@ -34,6 +34,9 @@ pub enum Command {
     SetName,
     SetTemperatureLock,
     ResumeSchedule,
+    /// Not a change to the thermostat: a vacation for the home it belongs to
+    /// ([`crate::people`]).
+    SetVacation,
 }
 
 impl Command {
@@ -50,6 +53,7 @@ impl Command {
             "set_name" => Command::SetName,
             "set_temperature_lock" => Command::SetTemperatureLock,
             "resume_schedule" => Command::ResumeSchedule,
+            "set_vacation" => Command::SetVacation,
             _ => return None,
         })
     }
@@ -81,6 +85,9 @@ pub fn run(app: &App, body: &[u8]) -> Result<Response, ControlError> {
     let visibility = app.visibility();
     thermostat::admit(app.state(), &serial, visibility, Viewer::Lan)
         .map_err(|e| ControlError::of(e, &serial))?;
+    if command == Command::SetVacation {
+        return vacation(app, &serial, value);
+    }
     let mut intent = intent(command, value, || app.local_time(&serial))?;
     if let Some(asked) = body.get("if_revision") {
         let Intent::Schedule { only_over, .. } = &mut intent else {
@@ -200,7 +207,55 @@ pub fn intent(
         }
         Command::SetTemperatureLock => Intent::Lock(lock(value)?),
         Command::ResumeSchedule => Intent::ResumeSchedule(local()),
+        Command::SetVacation => return Err(invalid(SET_VACATION_VALUE)),
     })
+}
+
+const SET_VACATION_VALUE: &str =
+    "set_vacation value must be {\"from\": \"YYYY-MM-DD\", \"to\": \"YYYY-MM-DD\"} or false";
+
+/// `set_vacation`: away from the first day to the last (both whole days, in the thermostat's
+/// structure's time zone), whoever comes and goes, for the home `serial` belongs to; `false`
+/// cancels it. Answers `{"success": true, "data": {"vacation": {...} | null}}`.
+fn vacation(app: &App, serial: &str, value: &Value) -> Result<Response, ControlError> {
+    let asked = match value {
+        Value::Bool(false) => None,
+        Value::Object(days) => {
+            if days.keys().any(|k| k != "from" && k != "to") {
+                return Err(invalid(SET_VACATION_VALUE));
+            }
+            let day = |k: &str| {
+                days.get(k)
+                    .and_then(Value::as_str)
+                    .ok_or_else(|| invalid(SET_VACATION_VALUE))
+            };
+            let zone = app.zone_of(serial);
+            Some(crate::people::vacation(
+                day("from")?,
+                day("to")?,
+                &zone,
+                app.config().clock.now_ms(),
+            )?)
+        }
+        _ => return Err(invalid(SET_VACATION_VALUE)),
+    };
+    let open_mode = !app.config().require_device_pairing;
+    let user = app
+        .state()
+        .accounts(|a| crate::accounts::effective_owner(a, serial, open_mode).map(str::to_string))
+        .ok_or_else(|| ControlError::NotClaimed(serial.to_string()))?;
+    app.people()
+        .set_vacation(app.state(), &user, asked.clone())?;
+    log::info!("{serial}: set_vacation for {user}'s home: {asked:?}");
+    Ok(Response::json(
+        200,
+        &serde_json::json!({
+            "success": true,
+            "data": {"vacation": asked.map(|v| serde_json::json!({
+                "from": v.from, "to": v.to, "from_ms": v.from_ms, "to_ms": v.to_ms,
+            }))},
+        }),
+    ))
 }
 
 /// `{"low","high"}`, either or both, numbers (or numeric strings); nothing else.

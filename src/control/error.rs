@@ -94,6 +94,12 @@ pub enum ControlError {
     OutboundBusy,
     /// Onboarding: the thermostat's settings API wants its key.
     ThermostatKeyRequired,
+    /// The presence URL without its person's token (or with a wrong or revoked one).
+    PresenceUnauthorized,
+    /// Over a request limit; the next window begins in this many milliseconds.
+    RateLimited {
+        wait_ms: i64,
+    },
     /// Onboarding: the thermostat could not be reached or refused; `status` is passed on.
     Thermostat {
         status: u16,
@@ -210,6 +216,16 @@ impl ControlError {
             ControlError::ScanRunning => (409, m("A network scan is already running")),
             ControlError::OutboundBusy => (503, m(OUTBOUND_BUSY)),
             ControlError::ThermostatKeyRequired => (401, m(crate::onboarding::point::KEY_HELP)),
+            ControlError::PresenceUnauthorized => {
+                (401, m("This presence URL needs its person's token"))
+            }
+            ControlError::RateLimited { wait_ms } => (
+                429,
+                format!(
+                    "Too many requests: try again in {} s",
+                    (wait_ms + 999).div_euclid(1000).max(1)
+                ),
+            ),
             ControlError::Thermostat { status, message } => (*status, message.clone()),
         }
     }
@@ -232,10 +248,20 @@ impl ControlError {
         if matches!(self, ControlError::OutboundBusy) {
             response.headers.push(("Retry-After".into(), "5".into()));
         }
-        if matches!(self, ControlError::Unauthorized) {
-            response
+        match self {
+            ControlError::Unauthorized => response
                 .headers
-                .push(("WWW-Authenticate".into(), "Bearer".into()));
+                .push(("WWW-Authenticate".into(), "Bearer".into())),
+            // Basic too: OwnTracks sends its credentials once challenged.
+            ControlError::PresenceUnauthorized => response.headers.push((
+                "WWW-Authenticate".into(),
+                "Bearer, Basic realm=\"hearth\"".into(),
+            )),
+            ControlError::RateLimited { wait_ms } => response.headers.push((
+                "Retry-After".into(),
+                (wait_ms + 999).div_euclid(1000).max(1).to_string(),
+            )),
+            _ => {}
         }
         response
     }

@@ -60,6 +60,7 @@ pub(crate) mod input;
 mod live;
 mod metrics;
 mod onboard;
+mod people;
 mod routes;
 pub mod status;
 mod waiting;
@@ -93,6 +94,8 @@ pub(crate) struct Local {
     /// Requests waiting on an outbound call (a scan, pointing a thermostat): at most half the
     /// port's workers.
     pub outbound: OutboundGate,
+    /// The presence URL's request counts (by address without a valid token, by person with one).
+    pub presence_limits: crate::util::ratelimit::RateLimiter,
 }
 
 impl ControlApi {
@@ -107,6 +110,9 @@ impl ControlApi {
                 status_json: status::StatusJson::default(),
                 scanning: Mutex::new(()),
                 outbound: OutboundGate::for_workers(app.config().http_workers),
+                presence_limits: crate::util::ratelimit::RateLimiter::new(
+                    app.config().api_rate_limit_per_minute,
+                ),
             },
             app,
         }

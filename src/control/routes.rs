@@ -14,7 +14,7 @@
 
 use super::{ControlError, Shape};
 use super::{accounts, alerts, claim, command, devices, energy, history, homekit, live};
-use super::{metrics, onboard, status, waiting};
+use super::{metrics, onboard, people, status, waiting};
 use crate::app::App;
 use crate::browser::Guard;
 use crate::dashboard::{self, assets::Asset};
@@ -216,6 +216,64 @@ pub(crate) static ROUTES: &[Route] = &[
         key: Some(Scope::Write),
         shape: Shape::Error,
         handler: Handler::Plain(|c| full(alerts::test(c.app, c.local)?)),
+    },
+    // People (docs/presence.md): the owner's home. A presence URL wants its person's token
+    // only, no key even under CONTROL_REQUIRE_KEY; it keeps every
+    // control route's Host and Origin rules (phones send no Origin).
+    Route {
+        method: Method::Get,
+        path: "/api/people",
+        guard: Guard::Full,
+        key: Some(Scope::Read),
+        shape: Shape::Error,
+        handler: Handler::Plain(|c| full(people::list(c.app))),
+    },
+    Route {
+        method: Method::Post,
+        path: "/api/people",
+        guard: Guard::Full,
+        key: Some(Scope::Write),
+        shape: Shape::Error,
+        handler: Handler::Plain(|c| full(people::add(c.app, &c.req.body)?)),
+    },
+    Route {
+        method: Method::Delete,
+        path: "/api/people/{name}",
+        guard: Guard::Full,
+        key: Some(Scope::Write),
+        shape: Shape::Error,
+        handler: Handler::One(|c, name| full(people::remove(c.app, name)?)),
+    },
+    Route {
+        method: Method::Post,
+        path: "/api/people/{name}/token",
+        guard: Guard::Full,
+        key: Some(Scope::Write),
+        shape: Shape::Error,
+        handler: Handler::One(|c, name| full(people::token(c.app, name, false)?)),
+    },
+    Route {
+        method: Method::Delete,
+        path: "/api/people/{name}/token",
+        guard: Guard::Full,
+        key: Some(Scope::Write),
+        shape: Shape::Error,
+        handler: Handler::One(|c, name| full(people::token(c.app, name, true)?)),
+    },
+    Route {
+        method: Method::Post,
+        path: "/api/presence/{person}",
+        guard: Guard::Full,
+        key: None,
+        shape: Shape::Error,
+        handler: Handler::One(|c, person| {
+            full(people::report(
+                c.app,
+                &c.local.presence_limits,
+                c.req,
+                person,
+            )?)
+        }),
     },
     // HomeKit's setup code: whoever has it can pair a phone that controls every thermostat.
     Route {

@@ -1,8 +1,6 @@
 //! Which thermostat sent a request: its serial (from the first source that yields a valid one)
 //! and its Basic-auth password (its local API key).
 
-use base64::Engine;
-
 use super::DeviceError;
 use crate::http::Request;
 
@@ -75,29 +73,15 @@ pub fn identify(req: &Request, path_serial: Option<&str>) -> Result<Identity, De
 /// valid base64 is ignored (as the Python server does); one that decodes to something other
 /// than UTF-8 is refused.
 fn basic_credentials(req: &Request) -> Result<Option<(String, String)>, DeviceError> {
-    let Some(value) = req.header("Authorization") else {
-        return Ok(None);
-    };
-    let Some(encoded) = value
-        .split_once(' ')
-        .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("basic"))
-        .map(|(_, rest)| rest.trim())
-    else {
-        return Ok(None);
-    };
-    let Ok(bytes) = base64::engine::general_purpose::STANDARD.decode(encoded) else {
-        return Ok(None);
-    };
-    let text =
-        String::from_utf8(bytes).map_err(|_| DeviceError::BadEncoding("Authorization header"))?;
-    let (user, password) = text.split_once(':').unwrap_or((text.as_str(), ""));
-    Ok(Some((user.to_string(), password.to_string())))
+    req.basic_credentials()
+        .map_err(|_| DeviceError::BadEncoding("Authorization header"))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::http::Method;
+    use base64::Engine;
 
     fn basic(user_pass: &str) -> String {
         format!(

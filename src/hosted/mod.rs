@@ -15,13 +15,12 @@
 //! reports). A new route is a new entry, and its row in docs/hosted-api.md's endpoint table.
 
 mod error;
-pub mod ratelimit;
 mod read;
 mod routes;
 mod write;
 
+use crate::util::ratelimit::{self, RateLimiter};
 pub use error::HostedError;
-use ratelimit::RateLimiter;
 
 use std::sync::Arc;
 

@@ -120,6 +120,29 @@ impl Request {
             .filter(|k| !k.is_empty())
     }
 
+    /// The user and password of a Basic `Authorization` header. A header that is not Basic or
+    /// not valid base64 gives none; one that decodes to something other than UTF-8 is `Err`.
+    pub fn basic_credentials(&self) -> Result<Option<(String, String)>, InvalidEncoding> {
+        use base64::Engine as _;
+        let Some(value) = self.header("Authorization") else {
+            return Ok(None);
+        };
+        let Some(encoded) = value
+            .trim()
+            .split_once(' ')
+            .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("basic"))
+            .map(|(_, rest)| rest.trim())
+        else {
+            return Ok(None);
+        };
+        let Ok(bytes) = base64::engine::general_purpose::STANDARD.decode(encoded) else {
+            return Ok(None);
+        };
+        let text = String::from_utf8(bytes).map_err(|_| InvalidEncoding)?;
+        let (user, password) = text.split_once(':').unwrap_or((text.as_str(), ""));
+        Ok(Some((user.to_string(), password.to_string())))
+    }
+
     /// Whether `Accept-Encoding` accepts gzip (RFC 9110, section 12.5.3): `gzip` (or its old
     /// name `x-gzip`), else `*`, with a weight above 0; every `Accept-Encoding` line counts,
     /// names are case-insensitive. No header, or one that names neither, accepts only the

@@ -24,6 +24,9 @@
 //!   topics, so no broker can deliver one command twice through overlapping subscriptions (the
 //!   Python server subscribed twice). Retained command messages are ignored: they are replays
 //!   of an old command, not a new one.
+//! - A second subscription, `{P}/presence/+/state`, takes a Home Assistant `person` entity's
+//!   state for a person of [`crate::people`] (docs/presence.md). Retained ones are taken: the
+//!   same state twice changes nothing.
 
 pub mod alerts;
 pub mod commands;
@@ -72,6 +75,8 @@ pub trait Context: Send + Sync {
     fn availability(&self, serial: &str, holding: bool) -> Availability;
     /// A thermostat's reading now, its availability given.
     fn reading_with(&self, serial: &str, availability: Availability) -> Option<Arc<Reading>>;
+    /// The presence rule, which `{P}/presence/<person>/state` reports to.
+    fn people(&self) -> &crate::people::People;
 }
 
 /// The server's view for the bridge (here, since the server's shared parts sit below the
@@ -79,6 +84,10 @@ pub trait Context: Send + Sync {
 impl Context for App {
     fn config(&self) -> &Config {
         App::config(self)
+    }
+
+    fn people(&self) -> &crate::people::People {
+        App::people(self)
     }
 
     fn state(&self) -> &State {
@@ -225,6 +234,8 @@ impl Bridge {
     fn run(mut self, changes: &Receiver<Arc<ChangeEvent>>, stopped: &Receiver<()>) {
         let (inbox_tx, inbox) = bounded(INBOX);
         let filter = format!("{}/+/+/+/set", self.config.topic_prefix);
+        // Three levels against the commands' four: the two never overlap.
+        let presence = format!("{}/presence/+/state", self.config.topic_prefix);
         let mut backoff = MIN_BACKOFF;
         loop {
             // Whether a connection stayed up is real time, whatever clock the server reads.
@@ -234,7 +245,7 @@ impl Bridge {
                 &self.config,
                 self.link_id,
                 &self.bridge_topic(),
-                &[&filter],
+                &[&filter, &presence],
                 inbox_tx.clone(),
             );
             match opened {
@@ -333,7 +344,10 @@ impl Bridge {
                 },
                 recv(inbox) -> message => match message {
                     Ok(Inbound::Message { link: id, topic, payload, retain }) if id == self.link_id => {
-                        self.command(&topic, &payload, retain);
+                        match presence_of(&self.config.topic_prefix, &topic) {
+                            Some(person) => self.presence(person, &payload),
+                            None => self.command(&topic, &payload, retain),
+                        }
                     }
                     Ok(Inbound::Lost { link: id }) if id == self.link_id => {
                         return Ended::Lost("the connection to the broker was lost".into());
@@ -536,6 +550,36 @@ impl Bridge {
         }
     }
 
+    /// A Home Assistant `person` state for `person`: `home` is home, `not_home` or another zone
+    /// away, `unknown` or `unavailable` nothing. Retained ones are taken (a replay of the same
+    /// state changes nothing); an unknown person is logged and ignored.
+    fn presence(&self, person: &str, payload: &[u8]) {
+        let Some(home) = crate::people::report::home_assistant(payload) else {
+            return;
+        };
+        let name = crate::people::person_name(person).unwrap_or_default();
+        let reported = self.app.people().report(
+            self.app.state(),
+            &name,
+            home,
+            crate::state::PresenceSource::HomeAssistant,
+            None,
+        );
+        match reported {
+            Ok(crate::people::Reported::Changed) => log::info!(
+                "MQTT: {} is {}",
+                logged(&name),
+                if home { "home" } else { "away" }
+            ),
+            Ok(_) => {}
+            Err(why) => log::warn!(
+                "MQTT: presence of {} ignored: {}",
+                logged(person),
+                logged(&why.to_string())
+            ),
+        }
+    }
+
     /// Runs one command message; a bad one is logged and changes nothing.
     fn command(&self, topic: &str, payload: &[u8], retain: bool) {
         if retain {
@@ -568,6 +612,15 @@ impl Bridge {
             ),
         }
     }
+}
+
+/// The person of a `{P}/presence/<person>/state` topic.
+fn presence_of<'a>(prefix: &str, topic: &'a str) -> Option<&'a str> {
+    topic
+        .strip_prefix(prefix)?
+        .strip_prefix("/presence/")?
+        .strip_suffix("/state")
+        .filter(|p| !p.is_empty() && !p.contains('/'))
 }
 
 fn hash_of(payload: &str) -> u64 {

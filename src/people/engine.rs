@@ -131,11 +131,9 @@ fn run(app: &App, stopped: &Receiver<()>) {
     loop {
         let wake = pass(app);
         app.people().passed();
-        let due = wake.unwrap_or(i64::MAX).min(
-            clock
-                .now_ms()
-                .saturating_add(IDLE.as_millis() as i64),
-        );
+        let due = wake
+            .unwrap_or(i64::MAX)
+            .min(clock.now_ms().saturating_add(IDLE.as_millis() as i64));
         select! {
             recv(stopped) -> _ => break,
             recv(nudged) -> _ => {}
@@ -230,7 +228,8 @@ fn carry_out(app: &App, user: &str, now: &HomeNow, d: &Decision) -> Result<(), P
     let mut home = now.home.clone();
     if d.vacation_over {
         if let Some(v) = home.vacation.take() {
-            home.vacation_ended_ms = Some(home.vacation_ended_ms.map_or(v.to_ms, |e| e.max(v.to_ms)));
+            home.vacation_ended_ms =
+                Some(home.vacation_ended_ms.map_or(v.to_ms, |e| e.max(v.to_ms)));
         }
     }
     if let Some((away, why)) = d.want {
@@ -282,4 +281,53 @@ fn carry_out(app: &App, user: &str, now: &HomeNow, d: &Decision) -> Result<(), P
         })?;
     }
     Ok(())
+}
+
+/// A home as the page shows it: whether it is away, and why.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct HomeStatus {
+    /// Every one of the home's thermostats is away (and it has one).
+    pub away: bool,
+    /// `everyone_left`, `arrived`, `vacation`, `vacation_ended`, or `manual` (a Home or Away
+    /// made by hand holds); `None` when the rule has not made it what it is.
+    pub why: Option<&'static str>,
+    /// Since when it has been so, for that reason.
+    pub since_ms: Option<i64>,
+    /// When a vacation under way ends.
+    pub until_ms: Option<i64>,
+    /// Everyone is away and the wait runs: when the home goes away unless someone comes back.
+    pub leaving_at_ms: Option<i64>,
+    pub vacation: Option<Vacation>,
+}
+
+/// `user`'s home now, from the same decision the thread makes.
+pub fn status(app: &App, user: &str) -> HomeStatus {
+    let now = HomeNow::of(app, user);
+    let d = now.decide(app);
+    let aways: Vec<bool> = now
+        .thermostats
+        .iter()
+        .filter_map(|s| app.reading(s).map(|r| r.away))
+        .collect();
+    let away = !aways.is_empty() && aways.iter().all(|a| *a);
+    let vacation = now.home.vacation.clone().filter(|_| !d.vacation_over);
+    let under_way = vacation
+        .as_ref()
+        .filter(|v| v.from_ms <= app.config().clock.now_ms());
+    let (why, since_ms) = if d.held {
+        (Some("manual"), now.manual_ms)
+    } else {
+        match now.home.applied {
+            Some(a) if a.away == away => (Some(a.why.as_str()), Some(a.at_ms)),
+            _ => (None, None),
+        }
+    };
+    HomeStatus {
+        away,
+        why,
+        since_ms,
+        until_ms: under_way.map(|v| v.to_ms),
+        leaving_at_ms: d.leaving_at,
+        vacation,
+    }
 }

@@ -12,7 +12,7 @@ pub mod rule;
 
 use std::fmt;
 
-pub use engine::People;
+pub use engine::{HomeStatus, People, status};
 pub use report::{BadReport, Report};
 
 use crate::accounts::keys;
@@ -462,7 +462,10 @@ mod tests {
         let v = vacation("2026-12-03", "2026-12-06", &zone, now).unwrap();
         assert_eq!(v.from_ms, 1_796_256_000_000);
         assert_eq!(v.to_ms - v.from_ms, 4 * 86_400_000);
-        assert_eq!((v.from.as_str(), v.to.as_str()), ("2026-12-03", "2026-12-06"));
+        assert_eq!(
+            (v.from.as_str(), v.to.as_str()),
+            ("2026-12-03", "2026-12-06")
+        );
         let bad = |f, t| vacation(f, t, &zone, now).unwrap_err().to_string();
         assert!(bad("2026-12-06", "2026-12-03").contains("before its first"));
         assert!(bad("2026-11-01", "2026-11-02").contains("already over"));

@@ -31,7 +31,8 @@ impl fmt::Display for BadReport {
     }
 }
 
-pub const EXPECTED: &str = "Expected {\"home\": true} or {\"home\": false}, ?home=1 or ?home=0, or an OwnTracks message";
+pub const EXPECTED: &str =
+    "Expected {\"home\": true} or {\"home\": false}, ?home=1 or ?home=0, or an OwnTracks message";
 
 /// A report at the presence URL.
 pub fn http(home_param: Option<&str>, body: &[u8], _region: &str) -> Result<Report, BadReport> {

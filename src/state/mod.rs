@@ -21,8 +21,8 @@ pub(crate) mod compact;
 pub(crate) mod device;
 pub(crate) mod fields;
 pub mod limits;
-mod people;
 pub(crate) mod ops;
+mod people;
 pub(crate) mod txn;
 
 use std::collections::{BTreeMap, HashMap};

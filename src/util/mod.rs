@@ -8,6 +8,7 @@ pub(crate) mod memory;
 pub(crate) mod outbound;
 #[cfg_attr(not(hearth_internals), doc(hidden))]
 pub mod random;
+pub mod ratelimit;
 pub(crate) mod refusals;
 pub mod shutdown;
 

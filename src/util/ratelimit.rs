@@ -1,6 +1,7 @@
-//! Request limits for `/api/v1`: a fixed one-minute window that starts with a caller's first
-//! counted request; the limit is `API_RATE_LIMIT_PER_MINUTE` (20 by default, the hosted
-//! service's figure). A valid key is counted per key. A request without a valid key (none, an
+//! Request limits for `/api/v1` and the presence URL (`POST /api/presence/{person}`): a fixed
+//! one-minute window that starts with a caller's first counted request; the limit is
+//! `API_RATE_LIMIT_PER_MINUTE` (20 by default, the hosted service's figure). The rules below are
+//! the hosted API's; the presence URL counts the same way, by person for a valid token. A valid key is counted per key. A request without a valid key (none, an
 //! unknown one, a revoked or expired one) is counted against the client address it came from;
 //! once an address has used up its window, every `/api/v1` request from it is answered 429 until
 //! the window ends, with a valid key too: were a valid key let through, the change from 429 to
