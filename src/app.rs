@@ -242,6 +242,28 @@ impl App {
     }
 }
 
+impl crate::people::engine::Context for App {
+    fn config(&self) -> &Config {
+        &self.config
+    }
+
+    fn state(&self) -> &State {
+        &self.state
+    }
+
+    fn people(&self) -> &crate::people::People {
+        &self.people
+    }
+
+    fn reading(&self, serial: &str) -> Option<Arc<Reading>> {
+        App::reading(self, serial)
+    }
+
+    fn visibility(&self) -> Visibility {
+        App::visibility(self)
+    }
+}
+
 impl crate::alerts::Context for App {
     fn config(&self) -> &Config {
         &self.config

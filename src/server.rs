@@ -234,7 +234,8 @@ impl Server {
         let mqtt = Mqtt::start(&(Arc::clone(&app) as _), &bridges).map_err(StartError::Thread)?;
         let history = start_history(&app, &bridges);
         let alerts = start_alerts(&app, &bridges);
-        let people = crate::people::engine::start(&app, &bridges).map_err(StartError::Thread)?;
+        let people = crate::people::engine::start(&(Arc::clone(&app) as _), &bridges)
+            .map_err(StartError::Thread)?;
         let homekit = start_homekit(&app, &intake);
         log_started(&app, &ports.public, tls.is_some());
         unfinished.disarm();

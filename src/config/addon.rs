@@ -61,12 +61,12 @@ pub const ADDON_OPTIONS: &[AddonOption] = &[
         "int(1,3600)",
     ),
     option("ENERGY_KEEP_DAYS", "Energy history days", "int(0,36500)"),
-    option("AWAY_AFTER_MINUTES", "Away after (minutes)", "int(1,1440)"),
     option(
         "AVAILABILITY_TIMEOUT_SECONDS",
         "Offline after",
         "int(1,86400)",
     ),
+    option("AWAY_AFTER_MINUTES", "Away after (minutes)", "int(1,1440)"),
     option(
         "WEATHER_PROVIDER",
         "Outdoor weather",

@@ -215,6 +215,17 @@ pub fn report(
         )?),
         None => None,
     };
+    if outcome == Some(Reported::Changed) {
+        log::info!(
+            "presence: {name} is {} ({})",
+            if parsed.home == Some(true) {
+                "home"
+            } else {
+                "away"
+            },
+            parsed.source.as_str()
+        );
+    }
     if parsed.is_owntracks() {
         // What OwnTracks expects: a list of messages for it (none).
         return Ok(Response::json(200, &json!([])));

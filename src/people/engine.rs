@@ -16,12 +16,23 @@ use parking_lot::{Condvar, Mutex};
 
 use super::rule::{self, Decision, Facts};
 use super::{PeopleError, Reported};
-use crate::accounts::{Viewer, effective_owner};
-use crate::app::App;
+use crate::accounts::{Viewer, Visibility, effective_owner};
+use crate::config::Config;
 use crate::hub::Origin;
 use crate::state::{Applied, Home, Op, PresenceSource, Seen, State, Vacation};
-use crate::thermostat::{self, Intent};
+use crate::thermostat::{self, Intent, Reading};
 use crate::util::shutdown::Shutdown;
+
+/// What the presence rule needs of the server (the server's `App`; here, since the server's
+/// shared parts know none of the rest).
+pub trait Context: Send + Sync {
+    fn config(&self) -> &Config;
+    fn state(&self) -> &State;
+    fn people(&self) -> &People;
+    /// A thermostat's reading now (whether it is away).
+    fn reading(&self, serial: &str) -> Option<Arc<Reading>>;
+    fn visibility(&self) -> Visibility;
+}
 
 /// The longest the thread sleeps with nothing due (a safety net; every change nudges it).
 const IDLE: Duration = Duration::from_secs(3600);
@@ -32,7 +43,10 @@ pub struct People {
     away_after: Duration,
     nudge: Sender<()>,
     nudged: Receiver<()>,
-    passes: AtomicU64,
+    /// Passes begun, and the number of the last one finished (each pass's number is the count
+    /// of passes begun when it began).
+    begun: AtomicU64,
+    finished: AtomicU64,
     passed: (Mutex<()>, Condvar),
 }
 
@@ -43,7 +57,8 @@ impl People {
             away_after,
             nudge,
             nudged,
-            passes: AtomicU64::new(0),
+            begun: AtomicU64::new(0),
+            finished: AtomicU64::new(0),
             passed: (Mutex::new(()), Condvar::new()),
         }
     }
@@ -86,51 +101,56 @@ impl People {
         Ok(())
     }
 
-    /// How many passes the thread has made.
-    pub fn passes(&self) -> u64 {
-        self.passes.load(Ordering::Acquire)
+    /// A mark to wait from: the passes begun so far.
+    pub fn mark(&self) -> u64 {
+        self.begun.load(Ordering::Acquire)
     }
 
-    /// Waits until the thread has made a pass after pass number `after` began, at most
-    /// `timeout`; whether it had. For tests, which show with it that the rule ran and did
-    /// nothing.
-    pub fn wait_pass(&self, after: u64, timeout: Duration) -> bool {
+    /// Waits, at most `timeout`, until a pass begun after `mark` was taken has finished;
+    /// whether one had. For tests: with a nudge or a clock move after the mark, it shows the
+    /// rule looked at what they did, and so that it did nothing when nothing changed.
+    pub fn wait_pass(&self, mark: u64, timeout: Duration) -> bool {
         let (lock, cond) = &self.passed;
         let mut guard = lock.lock();
         let deadline = std::time::Instant::now() + timeout;
-        while self.passes() <= after {
+        while self.finished.load(Ordering::Acquire) <= mark {
             if cond.wait_until(&mut guard, deadline).timed_out() {
-                return self.passes() > after;
+                return self.finished.load(Ordering::Acquire) > mark;
             }
         }
         true
     }
 
-    fn passed(&self) {
+    fn begin(&self) -> u64 {
+        self.begun.fetch_add(1, Ordering::AcqRel) + 1
+    }
+
+    fn finish(&self, pass: u64) {
         let (lock, cond) = &self.passed;
         let _guard = lock.lock();
-        self.passes.fetch_add(1, Ordering::AcqRel);
+        self.finished.store(pass, Ordering::Release);
         cond.notify_all();
     }
 }
 
 /// Starts the `people` thread.
-pub fn start(app: &Arc<App>, shutdown: &Shutdown) -> std::io::Result<JoinHandle<()>> {
+pub fn start(app: &Arc<dyn Context>, shutdown: &Shutdown) -> std::io::Result<JoinHandle<()>> {
     let app = Arc::clone(app);
     let stopped = shutdown.receiver();
     thread::Builder::new()
         .name("people".into())
         .stack_size(256 * 1024)
-        .spawn(move || run(&app, &stopped))
+        .spawn(move || run(app.as_ref(), &stopped))
 }
 
-fn run(app: &App, stopped: &Receiver<()>) {
+fn run(app: &dyn Context, stopped: &Receiver<()>) {
     let clock = app.config().clock.clone();
     let moved = clock.moves();
     let nudged = app.people().nudged.clone();
     loop {
+        let number = app.people().begin();
         let wake = pass(app);
-        app.people().passed();
+        app.people().finish(number);
         let due = wake
             .unwrap_or(i64::MAX)
             .min(clock.now_ms().saturating_add(IDLE.as_millis() as i64));
@@ -154,7 +174,7 @@ pub(super) struct HomeNow {
 }
 
 impl HomeNow {
-    pub fn of(app: &App, user: &str) -> HomeNow {
+    pub fn of(app: &dyn Context, user: &str) -> HomeNow {
         let state = app.state();
         let serials = state.serials();
         let open_mode = !app.config().require_device_pairing;
@@ -188,7 +208,7 @@ impl HomeNow {
         }
     }
 
-    pub fn decide(&self, app: &App) -> Decision {
+    pub fn decide(&self, app: &dyn Context) -> Decision {
         rule::decide(&Facts {
             people: &self.people,
             home: &self.home,
@@ -201,7 +221,7 @@ impl HomeNow {
 
 /// Decides for every home with people or a vacation and carries the decisions out; when to
 /// decide again.
-fn pass(app: &App) -> Option<i64> {
+fn pass(app: &dyn Context) -> Option<i64> {
     let users: std::collections::BTreeSet<String> = app.state().accounts(|a| {
         a.people
             .values()
@@ -223,7 +243,12 @@ fn pass(app: &App) -> Option<i64> {
     wake
 }
 
-fn carry_out(app: &App, user: &str, now: &HomeNow, d: &Decision) -> Result<(), PeopleError> {
+fn carry_out(
+    app: &dyn Context,
+    user: &str,
+    now: &HomeNow,
+    d: &Decision,
+) -> Result<(), PeopleError> {
     let state = app.state();
     let mut home = now.home.clone();
     if d.vacation_over {
@@ -301,7 +326,7 @@ pub struct HomeStatus {
 }
 
 /// `user`'s home now, from the same decision the thread makes.
-pub fn status(app: &App, user: &str) -> HomeStatus {
+pub fn status(app: &dyn Context, user: &str) -> HomeStatus {
     let now = HomeNow::of(app, user);
     let d = now.decide(app);
     let aways: Vec<bool> = now

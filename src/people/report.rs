@@ -59,6 +59,10 @@ pub fn http(home_param: Option<&str>, body: &[u8], _region: &str) -> Result<Repo
 /// A Home Assistant `person` state: home, away, or nothing.
 pub fn home_assistant(payload: &[u8]) -> Option<bool> {
     let text = std::str::from_utf8(payload).ok()?.trim();
+    let text = text
+        .strip_prefix('"')
+        .and_then(|t| t.strip_suffix('"'))
+        .unwrap_or(text);
     match text.to_ascii_lowercase().as_str() {
         "" | "unknown" | "unavailable" => None,
         "home" => Some(true),

@@ -49,6 +49,7 @@ mod mqtt_alerts;
 mod onboarding;
 mod outbound;
 mod pairing;
+mod people;
 mod persistence;
 mod properties;
 mod release;
