@@ -535,3 +535,116 @@ fn a_token_in_the_query_is_never_written_to_the_log() {
         );
     }
 }
+
+#[test]
+fn hearth_people_with_and_without_a_server_and_the_token_works_at_once() {
+    use common::cli::{hearth, ok};
+    use hearth::process::ServerProcess;
+    use std::path::Path;
+    let dir = TempDir::new("people-cli");
+    // No server: written to the store.
+    let text = ok(&hearth(
+        dir.path(),
+        &["people", "add", "Alice", "--region", "Casa"],
+    ));
+    assert!(text.contains("/api/presence/alice"), "{text}");
+    let token = text.trim_end().lines().last().unwrap().to_string();
+    assert!(token.starts_with("hp_") && token.len() == 67, "{text}");
+    let listed = ok(&hearth(dir.path(), &["people", "list"]));
+    assert!(
+        listed.contains("never heard from") && listed.contains("Casa"),
+        "{listed}"
+    );
+    assert!(!listed.contains(&token), "{listed}");
+    let refused = hearth(dir.path(), &["people", "add", "alice"]);
+    assert!(!refused.status.success());
+    let bad = hearth(dir.path(), &["people", "add", "a b"]);
+    assert!(
+        String::from_utf8_lossy(&bad.stderr).contains("Invalid name"),
+        "{bad:?}"
+    );
+
+    // With a server on it: the token works at once, and a new one replaces it at once.
+    let server = ServerProcess::start(Path::new(env!("CARGO_BIN_EXE_hearth")), dir.path())
+        .unwrap_or_else(|log| panic!("server did not start:\n{log}"));
+    let post = |token: &str| {
+        client::request(
+            &url(server.control, "/api/presence/alice?home=0"),
+            "POST",
+            &[("Authorization", &format!("Bearer {token}"))],
+            b"",
+            TIMEOUT,
+        )
+        .unwrap()
+    };
+    assert_eq!(post(&token).status, 200);
+    let text = ok(&hearth(dir.path(), &["people", "token", "alice"]));
+    let fresh = text.trim_end().lines().last().unwrap().to_string();
+    assert_eq!(post(&token).status, 401);
+    assert_eq!(post(&fresh).status, 200);
+    let listed = ok(&hearth(dir.path(), &["people", "list"]));
+    assert!(
+        listed.contains("away") && listed.contains("url"),
+        "{listed}"
+    );
+    ok(&hearth(dir.path(), &["people", "remove", "alice"]));
+    assert_eq!(post(&fresh).status, 401);
+    server.kill();
+}
+
+#[test]
+fn a_wait_that_ended_while_hearth_was_down_is_applied_at_start() {
+    let time = ManualClock::starting_now();
+    let s = TestServer::start_with(|c| c.clock = time.clock());
+    let (_sim, _held) = booted(&s, SERIAL);
+    let alice = add(&s, "alice");
+    then_rule(&s, || report(&s, "alice", &alice, false));
+    assert!(!away(&s, SERIAL));
+    let dir = s.stop();
+    time.advance(11 * MINUTE);
+    let mut config = hearth::config::Config::local(dir.path());
+    config.clock = time.clock();
+    let again = start_server(config);
+    let people = again.app().people();
+    // The first pass at start, or the next one.
+    assert!(people.wait_pass(people.mark().saturating_sub(1), TIMEOUT));
+    let r = get(again.control_addr(), &format!("/status?serial={SERIAL}"));
+    assert_eq!(r.json()["away"], json!(true), "{}", r.text());
+    assert_eq!(r.json()["last_change"]["origin"], json!("presence"));
+    again.shutdown();
+}
+
+#[test]
+fn with_pairing_each_users_home_has_its_own_people() {
+    let time = ManualClock::starting_now();
+    let s = TestServer::start_with(|c| {
+        c.clock = time.clock();
+        c.require_device_pairing = true;
+    });
+    // Two thermostats the server knows (a thermostat waiting to be claimed cannot subscribe).
+    for serial in [SERIAL, OTHER] {
+        s.server_change(
+            serial,
+            &format!("shared.{serial}"),
+            json!({"target_temperature": 20.0}),
+        );
+    }
+    let state = s.app().state();
+    for (serial, user) in [(SERIAL, "alice"), (OTHER, "bob")] {
+        hearth::accounts::add_user(state, user).unwrap();
+        s.set_owner(serial, user);
+    }
+    let ann = hearth::people::add(state, "alice", "ann", None)
+        .unwrap()
+        .token;
+    let ben = hearth::people::add(state, "bob", "ben", None)
+        .unwrap()
+        .token;
+    then_rule(&s, || report(&s, "ben", &ben, true));
+    then_rule(&s, || report(&s, "ann", &ann, false));
+    then_rule(&s, || time.advance(10 * MINUTE));
+    assert!(away(&s, SERIAL), "alice's home is away");
+    assert!(!away(&s, OTHER), "bob's is not");
+    // The control port shows the owner's home, which has nobody.
+    assert_eq!(people(&s)["people"], json!([]));
+}
