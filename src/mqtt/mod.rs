@@ -628,3 +628,23 @@ fn hash_of(payload: &str) -> u64 {
     payload.hash(&mut h);
     h.finish()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::presence_of;
+
+    #[test]
+    fn presence_topics_name_one_person() {
+        assert_eq!(presence_of("nest", "nest/presence/alice/state"), Some("alice"));
+        assert_eq!(presence_of("a/b", "a/b/presence/bob/state"), Some("bob"));
+        for other in [
+            "nest/presence//state",
+            "nest/presence/a/b/state",
+            "nest/02AA01AC0000SIM1/ha/mode/set",
+            "other/presence/alice/state",
+            "nest/presence/alice/set",
+        ] {
+            assert_eq!(presence_of("nest", other), None, "{other}");
+        }
+    }
+}
