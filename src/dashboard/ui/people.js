@@ -32,6 +32,8 @@ const peoplePanel = (() => {
     const rule = people.length > 0;
     const held = rule ? "; holds until someone arrives or leaves" : "";
     const v = h.vacation;
+    // With nobody to go by, only a vacation is news: the cards already say Home or Away.
+    if (!rule && !v) return "";
     if (h.away) {
       if (h.why === "vacation") return "Away until " + dayWords(v ? v.to : new Date(h.until - 1), now) + " — vacation";
       if (h.why === "everyone_left") return (h.since ? "Away since " + at(h.since) : "Away") + " — everyone left";
@@ -42,6 +44,7 @@ const peoplePanel = (() => {
     if (v) return "Vacation set: away from " + dayWords(v.from, now) + " to " + dayWords(v.to, now);
     if (h.why === "manual") return "Home — set by hand" + held;
     if (h.why === "arrived" && h.since) return "Home since " + at(h.since) + " — someone came home";
+    if (h.why === "vacation_ended" && h.since) return "Home since " + at(h.since) + " — the vacation ended";
     return rule ? "Home" : "";
   }
 
