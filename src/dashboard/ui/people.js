@@ -43,9 +43,12 @@ const peoplePanel = (() => {
     if (h.leaving_at) return "Everyone has left — away at " + at(h.leaving_at) + " unless someone returns";
     if (v) return "Vacation set: away from " + dayWords(v.from, now) + " to " + dayWords(v.to, now);
     if (h.why === "manual") return "Home — set by hand" + held;
-    if (h.why === "arrived" && h.since) return "Home since " + at(h.since) + " — someone came home";
     if (h.why === "vacation_ended" && h.since) return "Home since " + at(h.since) + " — the vacation ended";
-    return rule ? "Home" : "";
+    // Who keeps it home, by name (those never heard from count as home but are not named).
+    const names = people.filter((p) => p.home === true).map((p) => p.name);
+    if (!names.length) return "Home";
+    if (names.length > 3) return "Home — " + names.length + " people are home";
+    return "Home — " + (names.length === 1 ? names[0] + " is" : names.slice(0, -1).join(", ") + " and " + names.at(-1) + " are") + " home";
   }
 
   function render() {
