@@ -36,11 +36,12 @@ fn people(b: &Browser) -> Value {
 /// Reads `api/people` again (the page's own refresh) and waits until `ok` holds of what it shows.
 fn refreshed_until(b: &Browser, what: &str, ok: impl Fn(&Value) -> bool) -> Value {
     let mut seen = Value::Null;
-    wait_until(what, || {
+    let done = poll_until(TIMEOUT, || {
         b.js("return loadPeople().then(() => true)");
         seen = people(b);
         ok(&seen)
     });
+    assert!(done, "{what}: the page shows {seen}");
     seen
 }
 
@@ -313,6 +314,14 @@ fn people_their_urls_and_a_vacation_on_the_page() {
         "the vacation gone",
         "return document.getElementById('vacation-cancel').hidden && !document.getElementById('home-state').textContent.includes('vacation')",
     );
+
+    // Away by hand, on the card: it holds until the next arrival or departure, and says so.
+    // (A moment after the last report: the clock stands still otherwise.)
+    time.advance(std::time::Duration::from_secs(1));
+    b.click(&format!("#away-{TEST_SERIAL}"));
+    refreshed_until(&b, "away by hand", |v| {
+        v["state"] == json!("Away — set by hand; holds until someone arrives or leaves")
+    });
 
     // Revoke alice's URL (asked twice): the token line goes, and the URL is refused from now on.
     b.click("button[aria-label='Revoke the presence URL of alice']");
