@@ -54,10 +54,13 @@ async function live() {
 }
 
 const historyDue = new Map();
+const AWAY_FIELDS = ["away", "auto_away", "manual_eco_all"];
 function onEvent(text) {
   let ev;
   try { ev = JSON.parse(text); } catch (e) { return; }
   if (!ev.serial) return;
+  // Home or away changed (by hand, or by who is home): the home's line says why.
+  if (ev.origin === "presence" || (ev.changed || []).some((f) => AWAY_FIELDS.includes(f))) peoplePanel.reloadSoon();
   if (!cards.has(ev.serial) || ev.deleted) {
     // The list being loaded may already hold it: ask again only if it does not.
     if (devicesLoading && !ev.deleted) devicesLoading.then(() => { if (!cards.has(ev.serial)) devicesSoon(); });

@@ -75,6 +75,17 @@ function whenWords(t, now) {
   if (Math.abs(days) < 7) return t.toLocaleDateString([], { weekday: "short" }) + " " + time;
   return t.toLocaleDateString([], { day: "numeric", month: "short" }) + ", " + time;
 }
+// A day as people say it from `now` (a local "YYYY-MM-DD" or a Date): "today", "tomorrow",
+// "Sunday" within the week ahead, "Sun 6 Dec" further or before.
+function dayWords(day, now) {
+  const d = day instanceof Date ? day : new Date(day + "T00:00");
+  if (isNaN(d)) return "";
+  const days = Math.round((new Date(d.toDateString()) - new Date(now.toDateString())) / 86400000);
+  if (days === 0) return "today";
+  if (days === 1) return "tomorrow";
+  if (days > 1 && days < 7) return d.toLocaleDateString([], { weekday: "long" });
+  return d.toLocaleDateString([], { weekday: "short", day: "numeric", month: "short" });
+}
 // The lowest and highest setpoints on the 0.5 °C grid within the editor's limits.
 const lowest = (lim) => Math.ceil(lim.low * 2 - 1e-9) / 2;
 const highest = (lim) => Math.floor(lim.high * 2 + 1e-9) / 2;

@@ -17,6 +17,7 @@ mod glance;
 mod homekit;
 mod house;
 mod install;
+mod people;
 mod removal;
 mod schedule;
 mod still;
