@@ -57,7 +57,8 @@ pub fn decide(f: &Facts<'_>) -> Decision {
     let wake = |at: i64, d: &mut Decision| {
         d.wake_ms = Some(d.wake_ms.map_or(at, |w: i64| w.min(at)));
     };
-    let after = |event: i64| f.manual_ms.is_some_and(|m| m > event);
+    // A change by hand in the same millisecond as a presence change is taken as the later.
+    let after = |event: i64| f.manual_ms.is_some_and(|m| m >= event);
     let mut ended = f.home.vacation_ended_ms;
     if let Some(v) = &f.home.vacation {
         if now >= v.to_ms {
