@@ -203,7 +203,9 @@ pub fn report(
     let home_param = req
         .query_param("home")
         .map_err(|_| ControlError::BadEncoding)?;
-    let parsed = people::report::http(home_param.as_deref(), &req.body, &region)
+    // OwnTracks names its user and device in these headers; an empty body from it says nothing.
+    let owntracks = req.header("x-limit-u").is_some() || req.header("x-limit-d").is_some();
+    let parsed = people::report::http(home_param.as_deref(), &req.body, &region, owntracks)
         .map_err(|bad| ControlError::Invalid(bad.to_string()))?;
     let outcome = match parsed.home {
         Some(home) => Some(app.people().report(
