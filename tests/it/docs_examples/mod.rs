@@ -62,6 +62,7 @@ pages! {
     onboarding => "docs/onboarding.md",
     openwrt => "docs/openwrt.md",
     performance => "docs/performance.md",
+    presence => "docs/presence.md",
     releasing => "docs/releasing.md",
     running => "docs/running.md",
 }
