@@ -635,7 +635,10 @@ mod tests {
 
     #[test]
     fn presence_topics_name_one_person() {
-        assert_eq!(presence_of("nest", "nest/presence/alice/state"), Some("alice"));
+        assert_eq!(
+            presence_of("nest", "nest/presence/alice/state"),
+            Some("alice")
+        );
         assert_eq!(presence_of("a/b", "a/b/presence/bob/state"), Some("bob"));
         for other in [
             "nest/presence//state",
