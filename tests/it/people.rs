@@ -648,3 +648,82 @@ fn with_pairing_each_users_home_has_its_own_people() {
     // The control port shows the owner's home, which has nobody.
     assert_eq!(people(&s)["people"], json!([]));
 }
+
+#[test]
+fn owntracks_transitions_and_locations_move_a_person_and_are_answered_as_it_expects() {
+    let s = TestServer::start();
+    let r = call(
+        s.control(),
+        "POST",
+        "/api/people",
+        &json!({"name": "alice", "region": "Home"}).to_string(),
+    );
+    let token = r.json()["token"].as_str().unwrap().to_string();
+    // OwnTracks' HTTP mode: Basic with its own user name, and its headers.
+    let auth = basic("alice", &token);
+    let owntracks = |body: &str| {
+        presence(
+            &s,
+            "alice",
+            &[
+                ("Authorization", &auth),
+                ("Content-Type", "application/json"),
+                ("X-Limit-U", "alice"),
+                ("X-Limit-D", "phone"),
+            ],
+            body,
+        )
+    };
+    let seen = || people(&s)["people"][0].clone();
+    // Times are the event's (seconds): a minute ago, then now.
+    let now_s = hearth::util::clock::now_ms() / 1000;
+    let leave = format!(
+        r#"{{"_type":"transition","wtst":1444755752,"lat":49.1383109,"lon":13.4277182,"acc":481,"tst":{},"tid":"al","event":"leave","desc":"home","t":"c","rid":"6da9cf"}}"#,
+        now_s - 60
+    );
+    let r = owntracks(&leave);
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert_eq!(r.json(), json!([]));
+    assert!(
+        r.header("Content-Type")
+            .is_some_and(|t| t.starts_with("application/json"))
+    );
+    assert_eq!(
+        (seen()["home"].clone(), seen()["source"].clone()),
+        (json!(false), json!("owntracks"))
+    );
+    // Another region, a last will, an empty body: answered, and nothing changes.
+    let before = store_bytes(&s.server().app().config().data_dir);
+    for nothing in [
+        r#"{"_type":"transition","event":"enter","desc":"Work","tst":1700000000,"acc":10,"wtst":1}"#,
+        r#"{"_type":"lwt","tst":1700000000}"#,
+        r#"{"_type":"location","lat":1.0,"lon":2.0,"tst":1700000000}"#,
+        "",
+    ] {
+        let r = owntracks(nothing);
+        assert_eq!((r.status, r.json()), (200, json!([])), "{nothing:?}");
+    }
+    // Payload encryption is refused, and changes nothing.
+    let r = owntracks(r#"{"_type":"encrypted","data":"c2VjcmV0"}"#);
+    assert_eq!(r.status, 400, "{}", r.text());
+    assert_eq!(store_bytes(&s.server().app().config().data_dir), before);
+    assert_eq!(seen()["home"], json!(false));
+    // A location inside the region: home. No coordinate is kept.
+    let arrive = format!(
+        r#"{{"_type":"location","lat":49.1,"lon":13.4,"tst":{now_s},"inregions":["HOME"],"acc":5}}"#
+    );
+    // Queued and sent late, the older leave changes nothing after it.
+    let r = owntracks(&arrive);
+    assert_eq!((r.status, r.json()), (200, json!([])));
+    assert_eq!(seen()["home"], json!(true));
+    assert_eq!(owntracks(&leave).status, 200);
+    assert_eq!(seen()["home"], json!(true), "an older message is ignored");
+    let stored: String = store_bytes(&s.server().app().config().data_dir)
+        .into_iter()
+        .map(|(_, b)| String::from_utf8_lossy(&b).into_owned())
+        .collect();
+    assert!(
+        !stored.contains("49.1") && !stored.contains("13.4"),
+        "no location is stored"
+    );
+}
