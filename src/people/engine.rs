@@ -257,7 +257,13 @@ fn carry_out(
                 Some(home.vacation_ended_ms.map_or(v.to_ms, |e| e.max(v.to_ms)));
         }
     }
-    if let Some((away, why)) = d.want {
+    // Carried out when it differs from the last decision carried out, or a presence change
+    // came since (see `rule`): never against the thermostat's own Eco button in between.
+    let due = |away: bool, why| match home.applied {
+        None => true,
+        Some(a) => (a.away, a.why) != (away, why) || d.last_change.is_some_and(|c| c > a.at_ms),
+    };
+    if let Some((away, why)) = d.want.filter(|(away, why)| due(*away, *why)) {
         for serial in &now.thermostats {
             let differs = app.reading(serial).is_some_and(|r| r.away != away);
             if !differs {
@@ -280,13 +286,11 @@ fn carry_out(
                 Err(e) => log::warn!("presence: could not make {serial} away={away}: {e}"),
             }
         }
-        if home.applied.map(|a| (a.away, a.why)) != Some((away, why)) {
-            home.applied = Some(Applied {
-                away,
-                at_ms: app.config().clock.now_ms(),
-                why,
-            });
-        }
+        home.applied = Some(Applied {
+            away,
+            at_ms: app.config().clock.now_ms(),
+            why,
+        });
     }
     if home != now.home {
         state.update_accounts(|txn| {

@@ -17,9 +17,11 @@
 //! 6. **Everyone away**: the home goes away once the last of them has been away for the wait
 //!    (`AWAY_AFTER_MINUTES`).
 //!
-//! The decision is a level, not an edge: applied to the thermostats that differ from it, it is
-//! safe to make again at any time, so a restart (everyone away meanwhile, a wait that ended while
-//! hearth was down) comes out right on the first pass.
+//! The decision is made again at any time from the facts alone, so a restart (everyone away
+//! meanwhile, a wait that ended while hearth was down) comes out right on the first pass. The
+//! engine carries it out when it differs from the last one it carried out, or a presence change
+//! ([`Decision::last_change`]) came since: so the thermostat's own Eco button, which is not a
+//! change by hand the rule can see, is left alone until the next presence change.
 
 use crate::state::{Home, Seen, Why};
 
@@ -48,6 +50,8 @@ pub struct Decision {
     pub held: bool,
     /// Everyone is away and the wait runs: the home goes away then unless someone comes back.
     pub leaving_at: Option<i64>,
+    /// The presence change the decision rests on (a report, a vacation's start or end).
+    pub last_change: Option<i64>,
 }
 
 /// The rule (see the module comment).
@@ -66,6 +70,7 @@ pub fn decide(f: &Facts<'_>) -> Decision {
             ended = Some(ended.map_or(v.to_ms, |e| e.max(v.to_ms)));
         } else if now >= v.from_ms {
             wake(v.to_ms, &mut d);
+            d.last_change = Some(v.from_ms);
             d.held = after(v.from_ms);
             if !d.held {
                 d.want = Some((true, Why::Vacation));
@@ -78,6 +83,7 @@ pub fn decide(f: &Facts<'_>) -> Decision {
     let last_report = f.people.iter().flatten().map(|s| s.at_ms).max();
     if f.people.is_empty() {
         if let Some(end) = ended.filter(|_| d.vacation_over) {
+            d.last_change = Some(end);
             d.held = after(end);
             if !d.held {
                 d.want = Some((false, Why::VacationEnded));
@@ -88,6 +94,7 @@ pub fn decide(f: &Facts<'_>) -> Decision {
     let Some(last_change) = last_report.into_iter().chain(ended).max() else {
         return d;
     };
+    d.last_change = Some(last_change);
     d.held = after(last_change);
     let anyone_home = f.people.iter().any(|s| s.is_none_or(|s| s.home));
     if anyone_home {

@@ -258,6 +258,20 @@ fn a_change_by_hand_holds_until_the_next_arrival_or_departure() {
     then_rule(&s, || time.advance(10 * MINUTE));
     assert!(!away(&s, SERIAL), "a Home made during the wait holds");
     assert_eq!(status(&s, SERIAL)["last_change"]["origin"], json!("server"));
+
+    // Eco not made through hearth (the thermostat's own button; here a bare bucket write) is
+    // left alone however long, until the next presence change.
+    then_rule(&s, || report(&s, "alice", &alice, true));
+    s.server_change(SERIAL, "structure.default", json!({"manual_eco_all": true}));
+    assert!(away(&s, SERIAL));
+    then_rule(&s, || time.advance(180 * MINUTE));
+    assert!(
+        away(&s, SERIAL),
+        "the rule does not undo it between presence changes"
+    );
+    then_rule(&s, || report(&s, "alice", &alice, false));
+    then_rule(&s, || report(&s, "alice", &alice, true));
+    assert!(!away(&s, SERIAL), "an arrival makes the home home");
 }
 
 /// 2026-12-02 (a Wednesday) 12:00 UTC; the thermostat names no time zone, so its days are UTC's.
