@@ -47,6 +47,16 @@ fn guard(method: Method, path: &str) -> Guard {
 }
 
 impl Service for ControlPort {
+    /// The presence URL, the one write meant to face the internet, takes small bodies only (an
+    /// OwnTracks message is under 2 KiB).
+    fn body_limit(&self, path: &str) -> usize {
+        if path.starts_with("/api/presence/") {
+            control::PRESENCE_BODY_LIMIT
+        } else {
+            crate::http::BODY_LIMIT
+        }
+    }
+
     fn handle(&self, request: Request) -> Reply {
         let passed = match self
             .app

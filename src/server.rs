@@ -41,16 +41,17 @@
 //! own timeouts. A start that fails half-way triggers every stage at once, without waiting.
 //! [`Server::shutdown`] does exactly this, in this order:
 //!
-//! 1. **Intake**: both listeners, the admin socket, the maintenance thread and HomeKit stop. First, so that once anything else begins to stop no new request can change the
+//! 1. **Intake**: both listeners, the admin socket, the maintenance thread and HomeKit stop.
+//!    First, so that once anything else begins to stop no new request can change the
 //!    state or park a subscribe; a request already being handled is answered, and what it
 //!    commits still reaches everything below, which is still running. The maintenance thread
 //!    stops here because its self-probe would find the listeners closing.
-//! 2. **Bridges**: MQTT, history, alerts and the presence rule. After intake, so no thermostat or client changes what
-//!    MQTT last published (its `offline` is the last word) or what history last recorded;
-//!    before the hub, so a command MQTT ran in the meantime still reaches the thermostat
-//!    through its held subscribe. MQTT, alerts and the presence rule, which can commit a change, are waited for
-//!    here; history, which only reads the state, writes its last minute of energy beside
-//!    stages 3 and 4 and is waited for with them.
+//! 2. **Bridges**: MQTT, history, alerts and the presence rule. After intake, so no thermostat
+//!    or client changes what MQTT last published (its `offline` is the last word) or what
+//!    history last recorded; before the hub, so a command MQTT ran in the meantime still
+//!    reaches the thermostat through its held subscribe. MQTT, alerts and the presence rule,
+//!    which can commit a change, are waited for here; history, which only reads the state,
+//!    writes its last minute of energy beside stages 3 and 4 and is waited for with them.
 //! 3. **Pushes**: the hub's notifier and the event streams. After everything that can commit
 //!    a change, so every push is written before held subscribes and streams are ended.
 //! 4. **Store**: a final snapshot, so the next start replays little or no journal: written

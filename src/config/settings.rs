@@ -389,7 +389,7 @@ pub const SETTINGS: &[Setting] = &[
             max: 100_000,
             default: 20,
         },
-        help: "requests per minute per API key on `/api/v1`",
+        help: "requests per minute per API key on `/api/v1`, and per person at the presence URL",
     },
     Setting {
         name: "control_require_key",

@@ -251,9 +251,7 @@ fn vacation(app: &App, serial: &str, value: &Value) -> Result<Response, ControlE
         200,
         &serde_json::json!({
             "success": true,
-            "data": {"vacation": asked.map(|v| serde_json::json!({
-                "from": v.from, "to": v.to, "from_ms": v.from_ms, "to_ms": v.to_ms,
-            }))},
+            "data": {"vacation": asked},
         }),
     ))
 }

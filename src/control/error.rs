@@ -223,7 +223,7 @@ impl ControlError {
                 429,
                 format!(
                     "Too many requests: try again in {} s",
-                    (wait_ms + 999).div_euclid(1000).max(1)
+                    crate::util::ratelimit::retry_after_s(*wait_ms)
                 ),
             ),
             ControlError::Thermostat { status, message } => (*status, message.clone()),
@@ -259,7 +259,7 @@ impl ControlError {
             )),
             ControlError::RateLimited { wait_ms } => response.headers.push((
                 "Retry-After".into(),
-                (wait_ms + 999).div_euclid(1000).max(1).to_string(),
+                crate::util::ratelimit::retry_after_s(*wait_ms).to_string(),
             )),
             _ => {}
         }

@@ -61,6 +61,8 @@ mod live;
 mod metrics;
 mod onboard;
 mod people;
+
+pub use people::BODY_LIMIT as PRESENCE_BODY_LIMIT;
 mod routes;
 pub mod status;
 mod waiting;

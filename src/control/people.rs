@@ -10,9 +10,11 @@ use super::input;
 use crate::app::App;
 use crate::http::{Request, Response};
 use crate::people::{self, PeopleError, Reported};
-use crate::state::{DEFAULT_USER, Vacation};
-use crate::util::client_key;
-use crate::util::clock::iso8601_ms;
+use crate::state::DEFAULT_USER;
+use crate::util::ratelimit::{self, Quota, RateLimiter};
+
+/// The largest body the presence URL takes.
+pub const BODY_LIMIT: usize = 16 * 1024;
 
 impl From<PeopleError> for ControlError {
     fn from(e: PeopleError) -> Self {
@@ -22,7 +24,7 @@ impl From<PeopleError> for ControlError {
                 ControlError::Missing(e.to_string())
             }
             PeopleError::Storage(e) => ControlError::Storage(e),
-            PeopleError::RandomUnavailable => ControlError::Refused {
+            PeopleError::RandomUnavailable | PeopleError::Thermostat(..) => ControlError::Refused {
                 status: 500,
                 message: e.to_string(),
             },
@@ -72,14 +74,10 @@ pub fn list(app: &App) -> Response {
                 "since": home.since_ms,
                 "until": home.until_ms,
                 "leaving_at": home.leaving_at_ms,
-                "vacation": home.vacation.map(|v| vacation_json(&v)),
+                "vacation": home.vacation,
             },
         }),
     )
-}
-
-fn vacation_json(v: &Vacation) -> Value {
-    json!({"from": v.from, "to": v.to, "from_ms": v.from_ms, "to_ms": v.to_ms})
 }
 
 fn made(token: &people::NewToken, status: u16) -> Response {
@@ -142,28 +140,17 @@ fn owned(app: &App, name: &str) -> Result<(), ControlError> {
 }
 
 /// `POST /api/presence/{person}`: a person's report, authorised by their presence token only
-/// (`Authorization: Bearer`, `?token=`, or Basic's password as OwnTracks sends it). Counted like
-/// the hosted API's keys: an address that has sent too many requests without a valid token is
-/// refused everything for the rest of its window; a valid token counts against its person.
+/// (`Authorization: Bearer`, `?token=`, or Basic's password as OwnTracks sends it). A valid token
+/// is counted against its person; a request without one against its address, which, once it
+/// has used up its window, gets 429 for requests without a valid token (not for valid ones:
+/// `util::ratelimit` says why).
 pub fn report(
     app: &App,
-    limits: &crate::util::ratelimit::RateLimiter,
+    limits: &RateLimiter,
     req: &Request,
     name: &str,
 ) -> Result<Response, ControlError> {
     let now = app.config().clock.now_ms();
-    let address = format!(
-        "ip:{}",
-        req.remote
-            .map(|a| client_key(a.ip()).to_string())
-            .unwrap_or_default()
-    );
-    let limited = |quota: crate::util::ratelimit::Quota| ControlError::RateLimited {
-        wait_ms: quota.reset_ms - now,
-    };
-    if let Some(quota) = limits.exhausted(&address, now) {
-        return Err(limited(quota));
-    }
     let basic = req
         .basic_credentials()
         .map_err(|_| ControlError::BadEncoding)?;
@@ -179,17 +166,15 @@ pub fn report(
     let found = app
         .state()
         .accounts(|a| people::authenticate(a, &name, presented.as_deref()));
+    let limited = |quota: Quota| ControlError::RateLimited {
+        wait_ms: quota.reset_ms - now,
+    };
     let Some(name) = found else {
-        let quota = limits.take(&address, now);
-        if quota.remaining == 0 {
-            log::warn!(
-                "presence URL: {} requests without a valid token from {} this minute; \
-                 everything from it is refused until {}",
-                quota.limit,
-                address.trim_start_matches("ip:"),
-                iso8601_ms(quota.reset_ms)
-            );
+        let address = ratelimit::address_key(req.remote);
+        if let Some(quota) = limits.exhausted(&address, now) {
+            return Err(limited(quota));
         }
+        limits.take_unknown(&address, now, "presence URL");
         return Err(ControlError::PresenceUnauthorized);
     };
     let quota = limits.take(&format!("person:{name}"), now);

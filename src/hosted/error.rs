@@ -85,13 +85,10 @@ impl HostedError {
             HostedError::Unauthorized => response
                 .headers
                 .push(("WWW-Authenticate".into(), "Bearer".into())),
-            HostedError::RateLimited { wait_ms, .. } => {
-                let seconds = ((*wait_ms).max(0) + 999) / 1000;
-                let seconds = seconds.max(1);
-                response
-                    .headers
-                    .push(("Retry-After".into(), seconds.to_string()));
-            }
+            HostedError::RateLimited { wait_ms, .. } => response.headers.push((
+                "Retry-After".into(),
+                crate::util::ratelimit::retry_after_s(*wait_ms).to_string(),
+            )),
             _ => {}
         }
         response

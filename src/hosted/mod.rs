@@ -57,12 +57,7 @@ impl HostedApi {
     pub fn handle(&self, req: &Request) -> Response {
         let app = &self.app;
         let now = app.config().clock.now_ms();
-        let address = format!(
-            "ip:{}",
-            req.remote
-                .map(|a| crate::util::client_key(a.ip()).to_string())
-                .unwrap_or_default()
-        );
+        let address = ratelimit::address_key(req.remote);
         // An address that has used up its window on requests without a valid key gets 429 for
         // everything, a valid key included (see `ratelimit`); its key is not even looked up.
         if let Some(quota) = self.rate_limits.exhausted(&address, now) {
@@ -80,17 +75,10 @@ impl HostedApi {
             Some(k) => format!("key:{}", k.id),
             None => address,
         };
-        let quota = self.rate_limits.take(&caller, now);
-        if key.is_none() && quota.remaining == 0 {
-            // Once per window: what follows from that address is refused without a word.
-            log::warn!(
-                "hosted API: {} requests without a valid key from {} this minute; everything \
-                 from it is refused until {}",
-                quota.limit,
-                caller.trim_start_matches("ip:"),
-                clock::iso8601_ms(quota.reset_ms)
-            );
-        }
+        let quota = match key {
+            Some(_) => self.rate_limits.take(&caller, now),
+            None => self.rate_limits.take_unknown(&caller, now, "hosted API"),
+        };
         let result = match key {
             None => Err(HostedError::Unauthorized),
             Some(_) if !quota.allowed => Err(HostedError::RateLimited {

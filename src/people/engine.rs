@@ -19,7 +19,7 @@ use super::{PeopleError, Reported};
 use crate::accounts::{Viewer, Visibility, effective_owner};
 use crate::config::Config;
 use crate::hub::Origin;
-use crate::state::{Applied, Home, Op, PresenceSource, Seen, State, Vacation};
+use crate::state::{Applied, ChangeKind, Home, Op, PresenceSource, Seen, State, Vacation};
 use crate::thermostat::{self, Intent, Reading};
 use crate::util::shutdown::Shutdown;
 
@@ -171,10 +171,14 @@ pub(super) struct HomeNow {
     /// default user's).
     pub thermostats: Vec<String>,
     pub manual_ms: Option<i64>,
+    /// When these facts were read.
+    pub now_ms: i64,
+    pub away_after_ms: i64,
 }
 
 impl HomeNow {
     pub fn of(app: &dyn Context, user: &str) -> HomeNow {
+        let now_ms = app.config().clock.now_ms();
         let state = app.state();
         let serials = state.serials();
         let open_mode = !app.config().require_device_pairing;
@@ -192,9 +196,12 @@ impl HomeNow {
             .filter_map(|s| {
                 state
                     .read_device(s, |d| {
-                        d.last_away
+                        // A snapshot written before `last_away` existed has it in `last_change`.
+                        let away = d.last_away.as_ref().or(d
+                            .last_change
                             .as_ref()
-                            .filter(|c| c.origin != Origin::Presence)
+                            .filter(|c| c.kind == ChangeKind::Away));
+                        away.filter(|c| c.origin != Origin::Presence)
                             .map(|c| c.sent_ms)
                     })
                     .flatten()
@@ -205,19 +212,24 @@ impl HomeNow {
             home,
             thermostats,
             manual_ms,
+            now_ms,
+            away_after_ms: i64::try_from(app.people().away_after().as_millis()).unwrap_or(i64::MAX),
         }
     }
 
-    pub fn decide(&self, app: &dyn Context) -> Decision {
+    pub fn decide(&self) -> Decision {
         rule::decide(&Facts {
             people: &self.people,
             home: &self.home,
             manual_ms: self.manual_ms,
-            now_ms: app.config().clock.now_ms(),
-            away_after_ms: i64::try_from(app.people().away_after().as_millis()).unwrap_or(i64::MAX),
+            now_ms: self.now_ms,
+            away_after_ms: self.away_after_ms,
         })
     }
 }
+
+/// How soon a pass that could not carry a decision out tries again.
+const RETRY: Duration = Duration::from_secs(60);
 
 /// Decides for every home with people or a vacation and carries the decisions out; when to
 /// decide again.
@@ -230,19 +242,25 @@ fn pass(app: &dyn Context) -> Option<i64> {
             .collect()
     });
     let mut wake: Option<i64> = None;
+    let mut soon = |at: i64| wake = Some(wake.map_or(at, |w: i64| w.min(at)));
     for user in users {
         let now = HomeNow::of(app, &user);
-        let decision = now.decide(app);
+        let decision = now.decide();
         if let Err(e) = carry_out(app, &user, &now, &decision) {
             log::warn!("presence: could not carry out the rule for {user}'s home: {e}");
+            soon(now.now_ms.saturating_add(RETRY.as_millis() as i64));
         }
         if let Some(at) = decision.wake_ms {
-            wake = Some(wake.map_or(at, |w| w.min(at)));
+            soon(at);
         }
     }
     wake
 }
 
+/// Carries `d` out for `user`'s home: the `Away` intent to each thermostat that differs, when
+/// the decision differs from the last one carried out or a presence change came since (see
+/// `rule`); then the home's record, only once every thermostat took it (else the next pass,
+/// soon, tries again).
 fn carry_out(
     app: &dyn Context,
     user: &str,
@@ -250,66 +268,65 @@ fn carry_out(
     d: &Decision,
 ) -> Result<(), PeopleError> {
     let state = app.state();
-    let mut home = now.home.clone();
-    if d.vacation_over {
-        if let Some(v) = home.vacation.take() {
-            home.vacation_ended_ms =
-                Some(home.vacation_ended_ms.map_or(v.to_ms, |e| e.max(v.to_ms)));
-        }
-    }
-    // Carried out when it differs from the last decision carried out, or a presence change
-    // came since (see `rule`): never against the thermostat's own Eco button in between.
-    let due = |away: bool, why| match home.applied {
+    let due = |away: bool, why| match now.home.applied {
         None => true,
         Some(a) => (a.away, a.why) != (away, why) || d.last_change.is_some_and(|c| c > a.at_ms),
     };
+    let mut applied = now.home.applied;
     if let Some((away, why)) = d.want.filter(|(away, why)| due(*away, *why)) {
         for serial in &now.thermostats {
-            let differs = app.reading(serial).is_some_and(|r| r.away != away);
-            if !differs {
+            if app.reading(serial).is_none_or(|r| r.away == away) {
                 continue;
             }
-            let done = thermostat::commit_from(
+            thermostat::commit_from(
                 state,
                 serial,
                 &Intent::Away(away),
                 app.visibility(),
                 Viewer::Presence,
                 Origin::Presence,
+            )
+            .map_err(|e| PeopleError::Thermostat(serial.clone(), e.to_string()))?;
+            log::info!(
+                "presence: {serial} is now {} ({})",
+                if away { "away" } else { "home" },
+                why.as_str()
             );
-            match done {
-                Ok(_) => log::info!(
-                    "presence: {serial} is now {} ({})",
-                    if away { "away" } else { "home" },
-                    why.as_str()
-                ),
-                Err(e) => log::warn!("presence: could not make {serial} away={away}: {e}"),
-            }
         }
-        home.applied = Some(Applied {
+        // Stamped with the time the facts were read: a report that came during the pass is
+        // a presence change after it.
+        applied = Some(Applied {
             away,
-            at_ms: app.config().clock.now_ms(),
+            at_ms: now.now_ms,
             why,
         });
     }
-    if home != now.home {
-        state.update_accounts(|txn| {
-            // Only what this pass decided is replaced; a vacation set meanwhile is kept.
-            let current = super::home_of(txn.accounts(), user);
-            let mut next = home.clone();
-            if current.vacation != now.home.vacation {
-                next.vacation = current.vacation;
-            }
-            if txn.accounts().users.contains_key(user) {
-                txn.push(Op::PutHome {
-                    user: user.to_string(),
-                    home: next,
-                });
-            }
-            Ok::<_, PeopleError>(())
-        })?;
+    let ended = d
+        .vacation_over
+        .then_some(())
+        .and(now.home.vacation.as_ref());
+    if applied == now.home.applied && ended.is_none() {
+        return Ok(());
     }
-    Ok(())
+    state.update_accounts(|txn| {
+        if !txn.accounts().users.contains_key(user) {
+            return Ok(());
+        }
+        // What this pass owns, over the home as it is now (a vacation set or cancelled
+        // meanwhile is kept).
+        let mut next = super::home_of(txn.accounts(), user);
+        next.applied = applied;
+        if let Some(v) = ended.filter(|v| next.vacation.as_ref() == Some(*v)) {
+            next.vacation = None;
+            next.vacation_ended_ms =
+                Some(next.vacation_ended_ms.map_or(v.to_ms, |e| e.max(v.to_ms)));
+        }
+        txn.push(Op::PutHome {
+            user: user.to_string(),
+            home: next,
+        });
+        Ok::<_, PeopleError>(())
+    })
 }
 
 /// A home as the page shows it: whether it is away, and why.
@@ -332,7 +349,7 @@ pub struct HomeStatus {
 /// `user`'s home now, from the same decision the thread makes.
 pub fn status(app: &dyn Context, user: &str) -> HomeStatus {
     let now = HomeNow::of(app, user);
-    let d = now.decide(app);
+    let d = now.decide();
     let aways: Vec<bool> = now
         .thermostats
         .iter()
@@ -340,9 +357,7 @@ pub fn status(app: &dyn Context, user: &str) -> HomeStatus {
         .collect();
     let away = !aways.is_empty() && aways.iter().all(|a| *a);
     let vacation = now.home.vacation.clone().filter(|_| !d.vacation_over);
-    let under_way = vacation
-        .as_ref()
-        .filter(|v| v.from_ms <= app.config().clock.now_ms());
+    let under_way = vacation.as_ref().filter(|v| v.from_ms <= now.now_ms);
     let (why, since_ms) = if d.held {
         (Some("manual"), now.manual_ms)
     } else {

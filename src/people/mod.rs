@@ -42,6 +42,8 @@ pub enum PeopleError {
     RandomUnavailable,
     /// A vacation that cannot be: the text says why.
     Vacation(String),
+    /// The presence rule could not change a thermostat (its serial, and why).
+    Thermostat(String, String),
     Storage(StoreError),
 }
 
@@ -71,6 +73,7 @@ impl fmt::Display for PeopleError {
                 write!(f, "The system's random number source cannot be read")
             }
             PeopleError::Vacation(why) => write!(f, "{why}"),
+            PeopleError::Thermostat(serial, why) => write!(f, "{serial}: {why}"),
             PeopleError::Storage(e) => write!(f, "{e}"),
         }
     }
@@ -206,7 +209,10 @@ pub fn replace_token(
             .cloned()
             .ok_or_else(|| PeopleError::Unknown(name.clone()))?;
         let made = if revoke {
-            person.token = None;
+            if person.token.take().is_none() {
+                // Revoked already: nothing to write.
+                return Ok(None);
+            }
             None
         } else {
             let (token, kept) = new_token(txn.now_ms())?;
@@ -270,7 +276,9 @@ pub fn report(
             .people
             .get(name)
             .ok_or_else(|| PeopleError::Unknown(name.to_string()))?;
-        let at_ms = at_ms.map_or(now, |t| t.min(now));
+        // A time the report carries is believed between the person's making and now (a queued
+        // message is late; one that says 1970 is wrong).
+        let at_ms = at_ms.map_or(now, |t| t.clamp(person.created_ms.min(now), now));
         match person.seen {
             Some(seen) if at_ms < seen.at_ms => return Ok(Reported::Stale),
             Some(seen) if seen.home == home => return Ok(Reported::Same),
@@ -438,16 +446,26 @@ mod tests {
     fn only_changes_are_journaled_and_older_reports_are_ignored() {
         let (state, clock) = state("reports");
         add(&state, "owner", "alice", None).unwrap();
+        let added = clock.now_ms();
+        clock.advance(Duration::from_secs(60));
         let now = clock.now_ms();
         let r = |home, at| report(&state, "alice", home, PresenceSource::Url, at).unwrap();
         assert_eq!(r(false, None), Reported::Changed);
         assert_eq!(r(false, None), Reported::Same);
-        assert_eq!(r(true, Some(now - 60_000)), Reported::Stale);
+        // Late (a queued message, sent after it): ignored.
+        assert_eq!(r(true, Some(now - 30_000)), Reported::Stale);
         clock.advance(Duration::from_secs(1));
         assert_eq!(r(true, None), Reported::Changed);
         let seen = state.accounts(|a| a.people["alice"].seen).unwrap();
         assert!(seen.home);
         assert_eq!(seen.at_ms, now + 1000);
+        // A time from before the person was added (a phone's clock in 1970) counts from then.
+        let (state, _clock) = (state, clock);
+        add(&state, "owner", "bob", None).unwrap();
+        report(&state, "bob", false, PresenceSource::Owntracks, Some(0)).unwrap();
+        let bob = state.accounts(|a| a.people["bob"].clone());
+        assert_eq!(bob.seen.unwrap().at_ms, bob.created_ms);
+        assert!(bob.created_ms > added);
         assert!(matches!(
             report(&state, "nobody", true, PresenceSource::Url, None),
             Err(PeopleError::Unknown(_))

@@ -91,8 +91,12 @@ pub fn decide(f: &Facts<'_>) -> Decision {
         }
         return d;
     }
-    let Some(last_change) = last_report.into_iter().chain(ended).max() else {
-        return d;
+    // Until someone has reported, only a vacation ending now decides (an old vacation's end
+    // does not make adding the first person a presence change).
+    let last_change = match (last_report, ended) {
+        (Some(r), e) => e.map_or(r, |e| e.max(r)),
+        (None, Some(e)) if d.vacation_over => e,
+        (None, _) => return d,
     };
     d.last_change = Some(last_change);
     d.held = after(last_change);
@@ -241,6 +245,17 @@ mod tests {
         let gone = [seen(false, T + 2 * day)];
         let d = decide_at(&gone, &home, None, T + 4 * day);
         assert_eq!(d.want, Some((true, Why::EveryoneLeft)));
+        // Nobody has reported: it ends in Home (never heard from counts as home), and an old
+        // vacation's end decides nothing afterwards.
+        let ended = Home {
+            vacation_ended_ms: Some(T + 4 * day),
+            ..Home::default()
+        };
+        assert_eq!(
+            decide_at(&[None], &home, None, T + 4 * day).want,
+            Some((false, Why::Arrived))
+        );
+        assert_eq!(decide_at(&[None], &ended, None, T + 5 * day).want, None);
         // With no people, it ends in Home.
         let d = decide_at(&[], &home, None, T + 4 * day);
         assert_eq!(d.want, Some((false, Why::VacationEnded)));

@@ -1,14 +1,23 @@
 //! Request limits for `/api/v1` and the presence URL (`POST /api/presence/{person}`): a fixed
 //! one-minute window that starts with a caller's first counted request; the limit is
-//! `API_RATE_LIMIT_PER_MINUTE` (20 by default, the hosted service's figure). The rules below are
-//! the hosted API's; the presence URL counts the same way, by person for a valid token. A valid key is counted per key. A request without a valid key (none, an
-//! unknown one, a revoked or expired one) is counted against the client address it came from;
-//! once an address has used up its window, every `/api/v1` request from it is answered 429 until
-//! the window ends, with a valid key too: were a valid key let through, the change from 429 to
-//! 200 would tell a guesser which guess was right, and the limit would limit nothing. Windows
-//! live in memory: a restart starts every count afresh.
+//! `API_RATE_LIMIT_PER_MINUTE` (20 by default, the hosted service's figure). Windows live in
+//! memory: a restart starts every count afresh.
+//!
+//! A valid credential is counted by what it is (a key, a person). A request without one (none,
+//! an unknown one, a revoked or expired one) is counted against the client address it came
+//! from ([`address_key`], [`RateLimiter::take_unknown`]). Once an address has used up its
+//! window:
+//! - on `/api/v1`, every request from it is answered 429 until the window ends, a valid key
+//!   too: were a valid key let through, the change from 429 to 200 would tell a guesser which
+//!   guess was right (keys may be chosen by whoever made them, and the limit would limit
+//!   nothing);
+//! - at the presence URL, only requests without a valid token are: its tokens are 256 random
+//!   bits, which no 429 helps to guess, and phones behind a reverse proxy all come from the
+//!   proxy's address, so refusing valid tokens there would let anyone on the internet silence
+//!   every arrival with a few wrong ones.
 
 use std::collections::HashMap;
+use std::net::SocketAddr;
 
 use parking_lot::Mutex;
 
@@ -37,7 +46,39 @@ pub struct Quota {
     pub reset_ms: i64,
 }
 
+/// The key a request without a valid credential is counted by: its client address
+/// ([`crate::util::client_key`]).
+pub fn address_key(remote: Option<SocketAddr>) -> String {
+    format!(
+        "ip:{}",
+        remote
+            .map(|a| crate::util::client_key(a.ip()).to_string())
+            .unwrap_or_default()
+    )
+}
+
+/// The `Retry-After` seconds of a window that ends in `wait_ms` (at least 1).
+pub fn retry_after_s(wait_ms: i64) -> i64 {
+    ((wait_ms.max(0) + 999) / 1000).max(1)
+}
+
 impl RateLimiter {
+    /// Counts a request without a valid credential from `address` ([`address_key`]); when it
+    /// uses up the address's window, says so once (`surface` names where).
+    pub fn take_unknown(&self, address: &str, now_ms: i64, surface: &str) -> Quota {
+        let quota = self.take(address, now_ms);
+        if quota.remaining == 0 {
+            log::warn!(
+                "{surface}: {} requests without a valid credential from {} this minute; \
+                 those from it are refused until {}",
+                quota.limit,
+                address.trim_start_matches("ip:"),
+                crate::util::clock::iso8601_ms(quota.reset_ms)
+            );
+        }
+        quota
+    }
+
     pub fn new(limit: u32) -> RateLimiter {
         RateLimiter {
             limit: limit.max(1),

@@ -465,6 +465,12 @@ fn a_presence_token_does_nothing_else_and_bad_input_changes_nothing() {
     }
     let r = presence(&s, "alice?home=maybe", &[("Authorization", &bearer)], "");
     assert_eq!(r.status, 400);
+    // The presence URL takes small bodies only (an OwnTracks message is under 2 KiB).
+    let big = format!("{{\"home\":false,\"pad\":\"{}\"}}", "x".repeat(20 * 1024));
+    assert_eq!(
+        presence(&s, "alice", &[("Authorization", &bearer)], &big).status,
+        413
+    );
     assert_eq!(store_bytes(&s.server().app().config().data_dir), before);
 
     // The ways a token may come: Bearer, ?token=, Basic's password (OwnTracks).
@@ -522,9 +528,23 @@ fn the_presence_url_is_rate_limited_by_address_and_by_person() {
     for _ in 0..3 {
         assert_eq!(report(&s, "alice", "hp_guess", false).status, 401);
     }
-    // The address has used its window on wrong tokens: the right one is refused too.
+    // The address has used its window on wrong tokens: more guesses are refused outright...
+    let r = report(&s, "alice", "hp_guess", false);
+    assert_eq!(r.status, 429, "{}", r.text());
+    assert!(r.header("Retry-After").is_some());
+    // ...but the right token still passes (phones behind one reverse proxy share its address),
+    // counted against its person.
+    for home in [true, false, true] {
+        assert_eq!(report(&s, "alice", &token, home).status, 200);
+    }
     let r = report(&s, "alice", &token, false);
     assert_eq!(r.status, 429, "{}", r.text());
+    assert_eq!(
+        r.json()["error"]
+            .as_str()
+            .map(|e| e.starts_with("Too many requests")),
+        Some(true)
+    );
     assert!(r.header("Retry-After").is_some());
 }
 
@@ -665,7 +685,8 @@ fn with_pairing_each_users_home_has_its_own_people() {
 
 #[test]
 fn owntracks_transitions_and_locations_move_a_person_and_are_answered_as_it_expects() {
-    let s = TestServer::start();
+    let time = ManualClock::starting_now();
+    let s = TestServer::start_with(|c| c.clock = time.clock());
     let r = call(
         s.control(),
         "POST",
@@ -689,8 +710,9 @@ fn owntracks_transitions_and_locations_move_a_person_and_are_answered_as_it_expe
         )
     };
     let seen = || people(&s)["people"][0].clone();
-    // Times are the event's (seconds): a minute ago, then now.
-    let now_s = hearth::util::clock::now_ms() / 1000;
+    // Times are the event's (seconds): a minute ago, then now, some time after alice was added.
+    time.advance(5 * MINUTE);
+    let now_s = time.now_ms() / 1000;
     let leave = format!(
         r#"{{"_type":"transition","wtst":1444755752,"lat":49.1383109,"lon":13.4277182,"acc":481,"tst":{},"tid":"al","event":"leave","desc":"home","t":"c","rid":"6da9cf"}}"#,
         now_s - 60
