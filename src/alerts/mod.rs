@@ -29,7 +29,7 @@ const WATCH_BUFFER: usize = 256;
 
 /// What an alert is about. The wire name is the snake_case of the variant.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
+#[serde(try_from = "String", into = "&'static str")]
 pub enum Kind {
     LowTemperature,
     HighTemperature,
@@ -44,6 +44,20 @@ pub enum Kind {
     NotApplied,
 }
 
+// The wire name (`low_temperature`, …), as in `GET /api/alerts`, MQTT topics and the
+// webhook's body.
+crate::util::wire_words!(Kind {
+    LowTemperature => "low_temperature",
+    HighTemperature => "high_temperature",
+    Offline => "offline",
+    NotHeating => "not_heating",
+    NotCooling => "not_cooling",
+    Filter => "filter",
+    LowBattery => "low_battery",
+    SafetyShutoff => "safety_shutoff",
+    NotApplied => "not_applied",
+});
+
 impl Kind {
     pub const ALL: [Kind; 9] = [
         Kind::LowTemperature,
@@ -57,21 +71,6 @@ impl Kind {
         Kind::NotApplied,
     ];
 
-    /// The wire name (`low_temperature`, …), as in `GET /api/alerts`, MQTT topics and the
-    /// webhook's body.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Kind::LowTemperature => "low_temperature",
-            Kind::HighTemperature => "high_temperature",
-            Kind::Offline => "offline",
-            Kind::NotHeating => "not_heating",
-            Kind::NotCooling => "not_cooling",
-            Kind::Filter => "filter",
-            Kind::LowBattery => "low_battery",
-            Kind::SafetyShutoff => "safety_shutoff",
-            Kind::NotApplied => "not_applied",
-        }
-    }
 
     pub fn parse(name: &str) -> Option<Kind> {
         Kind::ALL.into_iter().find(|k| k.as_str() == name)
@@ -122,11 +121,16 @@ pub struct Alert {
 
 /// Whether a notice tells of an episode's start or its end.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
+#[serde(try_from = "String", into = "&'static str")]
 pub enum Event {
     Started,
     Cleared,
 }
+
+crate::util::wire_words!(Event {
+    Started => "started",
+    Cleared => "cleared",
+});
 
 /// A start or a clear, as delivered: the webhook's body is exactly this, serialized.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

@@ -3,7 +3,7 @@
 /// Who made a change. Only changes the thermostat did not make itself are pushed to it:
 /// echoing a thermostat's own writes back races with its schedule and undoes it.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "snake_case")]
+#[serde(try_from = "String", into = "&'static str")]
 pub enum Origin {
     /// The thermostat's own report.
     Device,
@@ -23,15 +23,14 @@ impl Origin {
         }
     }
 
-    /// As the wire says it (the event stream, `last_change`).
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Origin::Device => "device",
-            Origin::Server => "server",
-            Origin::Presence => "presence",
-        }
-    }
 }
+
+// As the wire says it (the journal, the event stream, `last_change`).
+crate::util::wire_words!(Origin {
+    Device => "device",
+    Server => "server",
+    Presence => "presence",
+});
 
 /// A summary of one committed bucket change, for pushes and the live event stream.
 #[derive(Clone, Debug, PartialEq)]

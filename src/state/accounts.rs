@@ -40,7 +40,7 @@ pub struct Accounts {
 
 /// What a user a thermostat is shared with may do.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
+#[serde(try_from = "String", into = "&'static str")]
 pub enum ShareAccess {
     /// See it (status, schedule).
     Read,
@@ -56,14 +56,12 @@ impl ShareAccess {
             _ => None,
         }
     }
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ShareAccess::Read => "read",
-            ShareAccess::Control => "control",
-        }
-    }
 }
+
+crate::util::wire_words!(ShareAccess {
+    Read => "read",
+    Control => "control",
+});
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Share {
@@ -73,20 +71,16 @@ pub struct Share {
 
 /// An API key's scope: `read` for GET endpoints, `write` for the rest.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
+#[serde(try_from = "String", into = "&'static str")]
 pub enum Scope {
     Read,
     Write,
 }
 
-impl Scope {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Scope::Read => "read",
-            Scope::Write => "write",
-        }
-    }
-}
+crate::util::wire_words!(Scope {
+    Read => "read",
+    Write => "write",
+});
 
 /// A stored API key. Only the SHA-256 of the whole key (prefix included) is kept, as lowercase
 /// hex; the key is shown once, when it is made.

@@ -68,7 +68,7 @@ pub struct LastChange {
 
 /// What a change was, as every surface names it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
+#[serde(try_from = "String", into = "&'static str")]
 pub enum ChangeKind {
     /// A setpoint, or the heat-cool pair (with the mode when it switched with them).
     Setpoint,
@@ -87,19 +87,15 @@ pub enum ChangeKind {
     Dialog,
 }
 
-impl ChangeKind {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ChangeKind::Setpoint => "setpoint",
-            ChangeKind::Mode => "mode",
-            ChangeKind::Fan => "fan",
-            ChangeKind::Away => "away",
-            ChangeKind::Eco => "eco",
-            ChangeKind::Schedule => "schedule",
-            ChangeKind::Settings => "settings",
-            ChangeKind::Lock => "lock",
-            ChangeKind::Name => "name",
-            ChangeKind::Dialog => "dialog",
-        }
-    }
-}
+crate::util::wire_words!(ChangeKind {
+    Setpoint => "setpoint",
+    Mode => "mode",
+    Fan => "fan",
+    Away => "away",
+    Eco => "eco",
+    Schedule => "schedule",
+    Settings => "settings",
+    Lock => "lock",
+    Name => "name",
+    Dialog => "dialog",
+});

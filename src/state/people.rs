@@ -5,6 +5,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::util::wire_words;
+
 /// A person whose presence moves a home between Home and Away.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Person {
@@ -42,7 +44,7 @@ pub struct Seen {
 
 /// Where a presence report came from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
+#[serde(try_from = "String", into = "&'static str")]
 pub enum PresenceSource {
     /// The presence URL, from a phone's automation or a script.
     Url,
@@ -52,15 +54,11 @@ pub enum PresenceSource {
     HomeAssistant,
 }
 
-impl PresenceSource {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            PresenceSource::Url => "url",
-            PresenceSource::Owntracks => "owntracks",
-            PresenceSource::HomeAssistant => "home_assistant",
-        }
-    }
-}
+wire_words!(PresenceSource {
+    Url => "url",
+    Owntracks => "owntracks",
+    HomeAssistant => "home_assistant",
+});
 
 /// A home's presence facts (one per user that has people or a vacation).
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -96,7 +94,7 @@ pub struct Applied {
 
 /// Why the presence rule made a home away or home.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
+#[serde(try_from = "String", into = "&'static str")]
 pub enum Why {
     /// Everyone had been away for the wait.
     EveryoneLeft,
@@ -107,13 +105,32 @@ pub enum Why {
     VacationEnded,
 }
 
-impl Why {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Why::EveryoneLeft => "everyone_left",
-            Why::Arrived => "arrived",
-            Why::Vacation => "vacation",
-            Why::VacationEnded => "vacation_ended",
-        }
+wire_words!(Why {
+    EveryoneLeft => "everyone_left",
+    Arrived => "arrived",
+    Vacation => "vacation",
+    VacationEnded => "vacation_ended",
+});
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::hub::Origin;
+
+    #[test]
+    fn words_round_trip_and_unknown_ones_are_refused() {
+        let seen = Seen {
+            home: true,
+            at_ms: 5,
+            source: PresenceSource::HomeAssistant,
+        };
+        let text = serde_json::to_string(&seen).unwrap();
+        assert_eq!(text, r#"{"home":true,"at_ms":5,"source":"home_assistant"}"#);
+        assert_eq!(serde_json::from_str::<Seen>(&text).unwrap(), seen);
+        let why: Why = serde_json::from_str(r#""everyone_left""#).unwrap();
+        assert_eq!(why, Why::EveryoneLeft);
+        assert_eq!(serde_json::to_string(&Origin::Presence).unwrap(), r#""presence""#);
+        assert!(serde_json::from_str::<Why>(r#""gone""#).is_err());
+        assert!(serde_json::from_str::<Origin>("1").is_err());
     }
 }
