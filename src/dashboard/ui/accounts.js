@@ -34,7 +34,6 @@
 
   acct.panel.addEventListener("toggle", () => { if (acct.panel.open) loadAccounts().catch(() => {}); });
 
-  // After a deletion, asked twice in its row (util.js): said, and the lists again.
   const listed = (done) => { say(done.message); return loadAccounts(); };
 
   // ---- keys ----

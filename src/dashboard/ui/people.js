@@ -122,7 +122,7 @@ const peoplePanel = (() => {
 
   const person = (name) => (view && (view.people || []).find((p) => p.name === name)) || { name };
 
-  // Revoke and Remove ask twice (util.js); then the focus goes to the row's first control, or the panel's.
+  // Asked twice (util.js); then the focus goes to the row's first control, or the panel's.
   const asked = (r, button, question, yes, path, done) => deleteAsked(r.li, button, question, yes, path, r.out, async () => {
     say(done);
     await load();
