@@ -34,41 +34,7 @@
 
   acct.panel.addEventListener("toggle", () => { if (acct.panel.open) loadAccounts().catch(() => {}); });
 
-  // A change, then the lists again; the answer is said below the form or row that asked.
-  async function change(method, path, payload, out) {
-    out.className = "note result";
-    out.textContent = "";
-    const r = await callJSON(method, path, payload)
-      .catch((e) => ({ ok: false, status: 0, body: { error: "hearth did not answer (" + e.message + ")" } }));
-    if (!r.ok) {
-      out.className = "error result";
-      out.textContent = refusalTextShort(r);
-      return null;
-    }
-    return r.body;
-  }
-  const refusalTextShort = (r) => r.status === 401 ? "Refused: this server wants an API key that can write." : (r.body.error || r.body.message || "Failed (HTTP " + r.status + ")");
-
-  // Deleting something (a key, a user) takes a second, explicit press in the row itself: the
-  // row's button makes way for the question, `yes` sends DELETE `path`, Cancel brings it back.
-  function deleteAsked(row, button, question, yes, path, out) {
-    button.addEventListener("click", () => {
-      const box = el("div", { class: "confirm", role: "group", "aria-label": question });
-      const ok = el("button", { type: "button", class: "danger" }, yes);
-      const keep = el("button", { type: "button" }, "Cancel");
-      box.append(el("p", {}, question), el("div", { class: "controls" }, ok, keep));
-      button.hidden = true;
-      row.append(box);
-      const back = () => { box.remove(); button.hidden = false; button.focus(); };
-      keep.addEventListener("click", back);
-      ok.addEventListener("click", async () => {
-        ok.disabled = true;
-        const done = await change("DELETE", path, undefined, out);
-        if (done) { say(done.message); await loadAccounts(); } else back();
-      });
-      ok.focus();
-    });
-  }
+  const listed = (done) => { say(done.message); return loadAccounts(); };
 
   // ---- keys ----
   function renderKeys(keys) {
@@ -85,7 +51,7 @@
           el("br"), el("span", { class: "note" }, el("code", {}, k.preview), " · " + when)),
         revoke, out);
       deleteAsked(row, revoke, `Revoke ${k.name}? Whatever uses it is refused from now on.`, "Revoke",
-        "api/keys/" + encodeURIComponent(k.id), out);
+        "api/keys/" + encodeURIComponent(k.id), out, listed);
       return row;
     }));
   }
@@ -118,18 +84,8 @@
     document.getElementById("new-key-value").select();
   }
 
-  document.getElementById("new-key-copy").addEventListener("click", async () => {
-    const input = document.getElementById("new-key-value");
-    const result = document.getElementById("new-key-copied");
-    let copied = false;
-    try { await navigator.clipboard.writeText(input.value); copied = true; } catch (e) { /* plain http: the older way */ }
-    if (!copied) {
-      input.focus();
-      input.select();
-      try { copied = document.execCommand("copy"); } catch (e) { copied = false; }
-    }
-    result.textContent = copied ? "Copied." : "Select the key and copy it.";
-  });
+  document.getElementById("new-key-copy").addEventListener("click", () =>
+    copyField("new-key-value", "new-key-copied", "key"));
 
   document.getElementById("new-key-done").addEventListener("click", () => {
     document.getElementById("new-key-value").value = "";
@@ -152,7 +108,7 @@
         const remove = el("button", { type: "button", "aria-label": `Remove the user ${u.name}` }, "Remove");
         row.insertBefore(remove, out);
         deleteAsked(row, remove, `Remove ${u.name}? Their API keys stop working and nothing is shared with them any more.`, "Remove",
-          "api/users/" + encodeURIComponent(u.name), out);
+          "api/users/" + encodeURIComponent(u.name), out, listed);
       }
       return row;
     }));

@@ -22,10 +22,6 @@ const peoplePanel = (() => {
     section.hidden = false;
   }
 
-  const refusal = (r) => r.status === 401 ? "Refused: this server wants an API key that can write (see API key above)."
-    : (r.body.message || r.body.error || "Failed (HTTP " + r.status + ")");
-  const unanswered = (e) => ({ ok: false, status: 0, body: { error: "hearth did not answer (" + e.message + ")" } });
-
   // ---- the home's state, in words ----
   function homeWords(h, people, now) {
     const at = (ms) => whenWords(new Date(ms), now);
@@ -95,9 +91,9 @@ const peoplePanel = (() => {
       if (made) { showUrl(made, person(name)); await load(); }
     });
     asked(r, r.revoke, `Revoke ${name}'s presence URL? Whatever reports with it is refused from now on` +
-      " (Home Assistant over MQTT still moves them).", "Revoke", path + "/token", () => `${name}'s presence URL is revoked.`);
+      " (Home Assistant over MQTT still moves them).", "Revoke", path + "/token", `${name}'s presence URL is revoked.`);
     asked(r, r.remove, `Remove ${name}? Their presence URL stops working and they no longer count for Home/Away.`,
-      "Remove", path, () => `${name} is removed.`);
+      "Remove", path, `${name} is removed.`);
     rows.set(name, r);
     return r;
   }
@@ -126,63 +122,26 @@ const peoplePanel = (() => {
 
   const person = (name) => (view && (view.people || []).find((p) => p.name === name)) || { name };
 
-  // A change; its refusal is said in `out`, and null returned.
-  async function change(method, path, payload, out) {
-    out.className = "note result";
-    out.textContent = "";
-    const r = await callJSON(method, path, payload).catch(unanswered);
-    if (!r.ok) {
-      out.className = "error result";
-      out.textContent = refusal(r);
-      return null;
-    }
-    return r.body;
-  }
-
-  // Revoke and Remove ask a second time in the row itself, as the page's other deletions do.
-  function asked(r, button, question, yes, path, done) {
-    button.addEventListener("click", () => {
-      const box = el("div", { class: "confirm", role: "group", "aria-label": question });
-      const ok = el("button", { type: "button", class: "danger" }, yes);
-      const keep = el("button", { type: "button" }, "Cancel");
-      box.append(el("p", {}, question), el("div", { class: "controls" }, ok, keep));
-      button.hidden = true;
-      r.asking = button;
-      r.li.append(box);
-      const back = () => { box.remove(); r.asking = null; button.hidden = false; button.focus(); };
-      keep.addEventListener("click", back);
-      ok.addEventListener("click", async () => {
-        ok.disabled = true;
-        const gone = await change("DELETE", path, undefined, r.out);
-        if (!gone) { back(); return; }
-        box.remove();
-        r.asking = null;
-        say(done());
-        await load();
-        // The focus had been on the box: back to the row's first control, or the panel's.
-        const row = rows.get(r.name);
-        (row ? row.newUrl : document.getElementById("person-add-open")).focus();
-      });
-      ok.focus();
-    });
-  }
+  // Asked twice (util.js); then the focus goes to the row's first control, or the panel's.
+  const asked = (r, button, question, yes, path, done) => deleteAsked(r.li, button, question, yes, path, r.out, async () => {
+    say(done);
+    await load();
+    const row = rows.get(r.name);
+    (row ? row.newUrl : document.getElementById("person-add-open")).focus();
+  }, (b) => { r.asking = b; });
 
   function say(text) { document.getElementById("people-done").textContent = text; }
 
-  // ---- the presence URL, shown once, with a guide per tool ----
+  // ---- the presence URL and its token (shown once), with a guide per tool ----
   // Made from the page's own address and prefix, so it is right behind a reverse proxy. A URL of
   // Home Assistant's ingress needs a Home Assistant login, which a phone's request does not have.
-  function presenceUrl(path, token) {
-    const url = new URL(rel(path.replace(/^\/+/, "")), document.baseURI);
-    url.search = "token=" + encodeURIComponent(token);
-    return url.href;
-  }
-
+  // The token goes apart, in a header: a reverse proxy logs URLs.
   function showUrl(made, p) {
     const box = document.getElementById("person-url");
-    const url = presenceUrl(made.path, made.token);
+    const url = new URL(rel(made.path.replace(/^\/+/, "")), document.baseURI).href;
     const input = document.getElementById("person-url-value");
     input.value = url;
+    document.getElementById("person-token").value = made.token;
     setText(document.getElementById("person-url-title"), `${made.name}'s presence URL`);
     document.getElementById("person-url-copied").textContent = "";
     const warn = [];
@@ -193,15 +152,16 @@ const peoplePanel = (() => {
     const warning = document.getElementById("person-url-warning");
     warning.textContent = warn.join(" ");
     warning.hidden = !warn.length;
-    document.getElementById("person-url-guide").replaceChildren(...guide(made.name, url, p));
+    document.getElementById("person-url-guide").replaceChildren(...guide(made.name, p));
     box.hidden = false;
     input.focus();
     input.select();
   }
 
   // The steps for each tool an owner may already have; closed, one opened at a time by choice.
-  function guide(name, url, p) {
+  function guide(name, p) {
     const code = (text) => el("code", {}, text);
+    const bearer = () => code("Authorization: Bearer <token>");
     const step = (...parts) => el("li", {}, ...parts);
     const tool = (title, ...body) => el("details", { class: "tool" }, el("summary", {}, title), ...body);
     const region = p.region || "home";
@@ -230,36 +190,30 @@ const peoplePanel = (() => {
       tool("iOS Shortcuts",
         el("ol", {},
           step("Shortcuts → Automation → New Automation → Arrive; choose home's location; Run Immediately."),
-          step("Add the action Get Contents of URL: paste the URL and add ", code("&home=1"), " at its end; Method POST."),
-          step("One more automation for Leave, the same with ", code("&home=0"), "."))),
+          step("Add the action Get Contents of URL: the URL with ", code("?home=1"), " at its end; Method POST; add the header ", bearer(), "."),
+          step("One more automation for Leave, the same with ", code("?home=0"), "."))),
       tool("Android",
         el("ol", {},
-          step("In HTTP Shortcuts, Tasker or MacroDroid, make a task that sends an HTTP POST to the URL with ", code("&home=1"), " added."),
-          step("Another with ", code("&home=0"), "."),
+          step("In HTTP Shortcuts, Tasker or MacroDroid, make a task that sends an HTTP POST to the URL with ", code("?home=1"),
+            " at its end and the header ", bearer(), "."),
+          step("Another with ", code("?home=0"), "."),
           step("Run the first on entering the home's area (a location or the home Wi-Fi), the second on leaving it."))),
       tool("OwnTracks",
         el("ol", {},
-          step("Settings → Connection: Mode HTTP; URL: the URL as it is (the token is in it; or put the token as the password, any user name)."),
+          step("Settings → Connection: Mode HTTP; URL: the URL as it is; any user name, and the token as the password."),
           step("Regions: add one named ", code(region), " around the home. OwnTracks reports entering and leaving it."))),
+      el("p", { class: "note" }, "A tool that can set no header may end the URL with ", code("?home=1&token=<token>"),
+        ", as a last resort: a reverse proxy logs URLs, and the token with them."),
       el("p", { class: "note" }, "A leave is reported once the phone is away, so the URL must be reachable from outside the home " +
         "(a VPN, or a reverse proxy with https and ALLOWED_HOSTS); an arrival usually comes from inside it."),
     ];
   }
 
-  document.getElementById("person-url-copy").addEventListener("click", async () => {
-    const input = document.getElementById("person-url-value");
-    let copied = false;
-    try { await navigator.clipboard.writeText(input.value); copied = true; } catch (e) { /* plain http: the older way */ }
-    if (!copied) {
-      input.focus();
-      input.select();
-      try { copied = document.execCommand("copy"); } catch (e) { copied = false; }
-    }
-    document.getElementById("person-url-copied").textContent = copied ? "Copied." : "Select the URL and copy it.";
-  });
+  document.getElementById("person-url-copy").addEventListener("click", () => copyField("person-url-value", "person-url-copied", "URL"));
+  document.getElementById("person-token-copy").addEventListener("click", () => copyField("person-token", "person-url-copied", "token"));
 
   document.getElementById("person-url-done").addEventListener("click", () => {
-    document.getElementById("person-url-value").value = "";
+    document.getElementById("person-url-value").value = document.getElementById("person-token").value = "";
     document.getElementById("person-url-guide").replaceChildren();
     document.getElementById("person-url").hidden = true;
     document.getElementById("person-add-open").focus();
@@ -300,6 +254,14 @@ const peoplePanel = (() => {
   });
 
   // ---- vacation ----
+  // The home is the owner's, named by any of its thermostats; with none, no vacation.
+  function homeSerial() {
+    const all = [...cards.values()];
+    const mine = all.find((c) => c.data.owner === "owner") || all.find((c) => !c.data.owner);
+    return mine ? mine.serial : null;
+  }
+  const NONE = "No thermostat of this home yet: a vacation is away on its thermostats.";
+
   function showVacation(v) {
     const cancel = document.getElementById("vacation-cancel");
     cancel.hidden = !v;
@@ -310,23 +272,16 @@ const peoplePanel = (() => {
       document.getElementById("vacation-from").value = v ? v.from : "";
       document.getElementById("vacation-to").value = v ? v.to : "";
     }
+    const none = !homeSerial();
+    document.querySelector("#vacation-form [type=submit]").disabled = cancel.disabled = none;
+    const out = document.getElementById("vacation-result");
+    if (none) { out.className = "note result"; out.textContent = NONE; } else if (out.textContent === NONE) out.textContent = "";
   }
-
-  // The home is the owner's, and the command names it by any of its thermostats.
-  function homeSerial() {
-    const all = [...cards.values()];
-    const mine = all.find((c) => c.data.owner === "owner") || all.find((c) => !c.data.owner) || all[0];
-    return mine ? mine.serial : null;
-  }
+  // Asked again on opening: the cards may come after the people.
+  document.getElementById("vacation-open").addEventListener("click", () => showVacation(view?.home?.vacation));
 
   async function vacation(value, out) {
-    const serial = homeSerial();
-    if (!serial) {
-      out.className = "error result";
-      out.textContent = "No thermostat yet: a vacation is away on the home's thermostats.";
-      return false;
-    }
-    const r = await change("POST", "command", { serial, command: "set_vacation", value }, out);
+    const r = await change("POST", "command", { serial: homeSerial(), command: "set_vacation", value }, out);
     if (r && r.success === false) { out.className = "error result"; out.textContent = r.message || r.error || "Refused."; return false; }
     return Boolean(r);
   }

@@ -13,19 +13,8 @@ async function loadConfig() {
   document.getElementById("pairing").hidden = !config.require_device_pairing;
 }
 
-document.getElementById("copy-url").addEventListener("click", async () => {
-  const input = document.getElementById("register-url");
-  const result = document.getElementById("copy-result");
-  let copied = false;
-  // The clipboard API exists only on secure (HTTPS) and localhost pages; the older command works on
-  // plain http, which is how hearth is usually opened.
-  try { await navigator.clipboard.writeText(input.value); copied = true; } catch (e) { /* try the older way */ }
-  if (!copied) {
-    input.select();
-    try { copied = document.execCommand("copy"); } catch (e) { copied = false; }
-  }
-  result.textContent = copied ? "Copied." : "Select the address and copy it.";
-});
+document.getElementById("copy-url").addEventListener("click", () =>
+  copyField("register-url", "copy-result", "address"));
 
 document.getElementById("scan-form").addEventListener("submit", async (ev) => {
   ev.preventDefault();

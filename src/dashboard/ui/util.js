@@ -90,3 +90,51 @@ function dayWords(day, now) {
 const lowest = (lim) => Math.ceil(lim.low * 2 - 1e-9) / 2;
 const highest = (lim) => Math.floor(lim.high * 2 + 1e-9) / 2;
 const within = (c, lim) => Math.min(highest(lim), Math.max(lowest(lim), half(c)));
+// A write; a refusal is said in `out`, and null returned.
+async function change(method, path, payload, out) {
+  out.className = "note result";
+  out.textContent = "";
+  const r = await callJSON(method, path, payload)
+    .catch((e) => ({ ok: false, status: 0, body: { error: "hearth did not answer (" + e.message + ")" } }));
+  if (r.ok) return r.body;
+  out.className = "error result";
+  out.textContent = r.status === 401 ? "Refused: this server wants an API key that can write (see API key above)."
+    : r.body.error || r.body.message || "Failed (HTTP " + r.status + ")";
+  return null;
+}
+// Copies the field `id` (the clipboard API needs https; the older way works on plain http).
+async function copyField(id, saidId, what) {
+  const input = document.getElementById(id);
+  let copied = false;
+  try { await navigator.clipboard.writeText(input.value); copied = true; } catch (e) { /* the older way */ }
+  if (!copied) {
+    input.focus();
+    input.select();
+    try { copied = document.execCommand("copy"); } catch (e) { copied = false; }
+  }
+  document.getElementById(saidId).textContent = copied ? "Copied." : `Select the ${what} and copy it.`;
+}
+// A deletion asked twice in the row: `button` makes way for the question, `yes` sends DELETE
+// `path`, then `done(answer)`; Cancel or a refusal brings `button` back. `asking(button or null)`.
+function deleteAsked(row, button, question, yes, path, out, done, asking = () => {}) {
+  button.addEventListener("click", () => {
+    const box = el("div", { class: "confirm", role: "group", "aria-label": question });
+    const ok = el("button", { type: "button", class: "danger" }, yes);
+    const keep = el("button", { type: "button" }, "Cancel");
+    box.append(el("p", {}, question), el("div", { class: "controls" }, ok, keep));
+    button.hidden = true;
+    asking(button);
+    row.append(box);
+    const close = () => { box.remove(); asking(null); };
+    const back = () => { close(); button.hidden = false; button.focus(); };
+    keep.addEventListener("click", back);
+    ok.addEventListener("click", async () => {
+      ok.disabled = true;
+      const answer = await change("DELETE", path, undefined, out);
+      if (!answer) return back();
+      close();
+      await done(answer);
+    });
+    ok.focus();
+  });
+}

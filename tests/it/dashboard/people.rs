@@ -1,5 +1,5 @@
 //! Home/Away by who is home, on the page (issue 51), in Chromium: add a person and see their
-//! presence URL once (with its token, a Copy button and a guide per tool), "never heard from";
+//! presence URL and, once, its token apart (a Copy button each, a guide per tool), "never heard from";
 //! a report through that URL (Bearer, as a phone's shortcut sends it) shows them away and the
 //! home's wait; a vacation shows "Away until …"; a new URL, and a revoked one whose line goes.
 //! Named, reachable by the keyboard, readable, no sideways scroll at 360 px; screenshots at 1280
@@ -61,16 +61,18 @@ fn report(control: std::net::SocketAddr, name: &str, token: &str, home: bool) ->
     (r.status, body)
 }
 
-/// The URL the page shows once, and its token.
+/// The URL the page shows, and its token, shown once on a line of its own.
 fn shown_url(b: &Browser) -> (String, String) {
     let url = b.wait_for(
         "the presence URL, shown once",
         "const box = document.getElementById('person-url'); \
          return !box.hidden && document.getElementById('person-url-value').value",
     );
-    let url = url.as_str().unwrap().to_string();
-    let token = url.split("token=").nth(1).unwrap_or("").to_string();
-    (url, token)
+    let token = b.js("return document.getElementById('person-token').value");
+    (
+        url.as_str().unwrap().to_string(),
+        token.as_str().unwrap().to_string(),
+    )
 }
 
 fn add_person(b: &Browser, name: &str) -> (String, String) {
@@ -124,17 +126,16 @@ fn people_their_urls_and_a_vacation_on_the_page() {
         json!("Home/Away by who is home: add a person.")
     );
 
-    // Add alice: her URL, once, with the token, made from the page's own address; Copy; a guide.
+    // Add alice: her URL made from the page's own address, without the token (a reverse proxy
+    // logs URLs); the token once, on its own; Copy for each; a guide.
     let (url, token) = add_person(&b, "alice");
-    assert!(
-        url.starts_with(&format!("http://{control}/api/presence/alice?token=hp_")),
-        "{url}"
-    );
-    assert_eq!(token.len(), 3 + 64, "{url}");
-    assert!(token[3..].chars().all(|c| c.is_ascii_hexdigit()), "{url}");
+    assert_eq!(url, format!("http://{control}/api/presence/alice"));
+    assert!(token.starts_with("hp_"), "{token}");
+    assert_eq!(token.len(), 3 + 64, "{token}");
+    assert!(token[3..].chars().all(|c| c.is_ascii_hexdigit()), "{token}");
     assert_eq!(
-        b.js("return document.getElementById('person-url-copy').textContent"),
-        json!("Copy")
+        b.js("return ['person-url-copy', 'person-token-copy'].map((id) => document.getElementById(id).textContent)"),
+        json!(["Copy", "Copy"])
     );
     let guide = b.js(
         "return [...document.querySelectorAll('#person-url-guide details summary')].map((s) => s.textContent)",
@@ -147,6 +148,22 @@ fn people_their_urls_and_a_vacation_on_the_page() {
             "Android",
             "OwnTracks"
         ])
+    );
+    // The phone's tools send the token in a header, OwnTracks as its password; ?token= only as
+    // the last resort, with why.
+    let words = b.js("return document.getElementById('person-url-guide').textContent");
+    let words = words.as_str().unwrap();
+    assert_eq!(
+        words
+            .matches("the header Authorization: Bearer <token>")
+            .count(),
+        2,
+        "{words}"
+    );
+    assert!(
+        words.contains("any user name, and the token as the password")
+            && words.contains("?home=1&token=<token>, as a last resort: a reverse proxy logs URLs"),
+        "{words}"
     );
     let yaml = b.js("return document.querySelector('#person-url-guide pre').textContent");
     assert!(
@@ -173,10 +190,10 @@ fn people_their_urls_and_a_vacation_on_the_page() {
     b.click("#person-url-done");
     let gone = format!(
         "return [document.getElementById('person-url').hidden, document.getElementById('person-url-value').value,
-                 document.body.innerHTML.includes('{}')]",
+                 document.getElementById('person-token').value, document.body.innerHTML.includes('{}')]",
         &token[3..]
     );
-    assert_eq!(b.js(&gone), json!([true, "", false]));
+    assert_eq!(b.js(&gone), json!([true, "", "", false]));
 
     // A second person, bob, reports home from his phone; alice reports she has left.
     let (_, bob_token) = add_person(&b, "bob");
@@ -298,7 +315,8 @@ fn people_their_urls_and_a_vacation_on_the_page() {
         assert_eq!(contrast["bad"], json!([]), "{theme} {contrast}");
         b.screenshot(&format!("people-1280{theme}.png"));
         b.as_phone();
-        b.js("document.getElementById('people').scrollIntoView(); return true");
+        // At 360 px the box of the new URL, from its top: the URL and the token apart.
+        b.js("document.getElementById('person-url').scrollIntoView(); return true");
         b.painted();
         let contrast = b.js(LOW_CONTRAST);
         assert_eq!(contrast["bad"], json!([]), "{theme} 360 {contrast}");
@@ -385,16 +403,18 @@ fn a_bad_name_is_refused_in_words() {
         b.js("return [document.getElementById('person-url').hidden, document.querySelectorAll('#people-list li').length]"),
         json!([true, 0])
     );
-    // The vacation needs a thermostat to name the home by: said, and nothing sent.
+    // The vacation needs a thermostat of the home to name it by: without one (never another
+    // user's), the form cannot be sent, and says why.
     b.click("#vacation-open");
-    b.js(
-        "document.getElementById('vacation-from').value = '2030-01-01';
-          document.getElementById('vacation-to').value = '2030-01-02'; return true",
-    );
-    b.click("#vacation-form button[type=submit]");
     assert_eq!(
-        b.js("return document.getElementById('vacation-result').textContent"),
-        json!("No thermostat yet: a vacation is away on the home's thermostats.")
+        b.js(
+            "return [document.querySelector('#vacation-form [type=submit]').disabled,
+                      document.getElementById('vacation-result').textContent]"
+        ),
+        json!([
+            true,
+            "No thermostat of this home yet: a vacation is away on its thermostats."
+        ])
     );
     drop(b);
     server.shutdown();
