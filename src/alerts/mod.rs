@@ -71,7 +71,6 @@ impl Kind {
         Kind::NotApplied,
     ];
 
-
     pub fn parse(name: &str) -> Option<Kind> {
         Kind::ALL.into_iter().find(|k| k.as_str() == name)
     }

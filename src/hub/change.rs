@@ -22,7 +22,6 @@ impl Origin {
             Origin::Server | Origin::Presence => true,
         }
     }
-
 }
 
 // As the wire says it (the journal, the event stream, `last_change`).

@@ -129,7 +129,10 @@ mod tests {
         assert_eq!(serde_json::from_str::<Seen>(&text).unwrap(), seen);
         let why: Why = serde_json::from_str(r#""everyone_left""#).unwrap();
         assert_eq!(why, Why::EveryoneLeft);
-        assert_eq!(serde_json::to_string(&Origin::Presence).unwrap(), r#""presence""#);
+        assert_eq!(
+            serde_json::to_string(&Origin::Presence).unwrap(),
+            r#""presence""#
+        );
         assert!(serde_json::from_str::<Why>(r#""gone""#).is_err());
         assert!(serde_json::from_str::<Origin>("1").is_err());
     }
