@@ -155,6 +155,20 @@ fn control_requests() -> Vec<(&'static str, String, &'static str, &'static str)>
             "text/plain",
             r#"{"id":"x"}"#,
         ),
+        // Issue 50's: the alert settings (secrets) and their test.
+        ("GET", "/api/alerts/settings".into(), "", ""),
+        ("POST", "/api/alerts/test".into(), "text/plain", "{}"),
+        // Issue 51's: who is home, a new person's token, and the presence URL (phones send no
+        // Origin; a page may not use it).
+        ("GET", "/api/people".into(), "", ""),
+        (
+            "POST",
+            "/api/people".into(),
+            "text/plain",
+            r#"{"name":"x"}"#,
+        ),
+        ("POST", "/api/people/x/token".into(), "", ""),
+        ("POST", "/api/presence/x?home=0".into(), "", ""),
     ]
 }
 
